@@ -1,0 +1,38 @@
+// Builds the browser bundles (about a second):
+//   ../workbench/static/widget.js      anywidget ESM entry (saved widget state embeds it: keep it small)
+//   ../workbench/static/standalone.js  IIFE inlined by Python into single-file HTML exports
+//   lib/mime.js                        JupyterLab MIME renderer, then packaged by `jupyter labextension build`
+// The layout worker is bundled first and inlined as a string, so every host gets a Blob worker
+// without serving a second file.
+import * as esbuild from "esbuild";
+import { mkdirSync, statSync } from "node:fs";
+
+const here = new URL(".", import.meta.url).pathname;
+const staticDir = `${here}../workbench/static`;
+mkdirSync(staticDir, { recursive: true });
+
+const worker = await esbuild.build({
+  entryPoints: [`${here}src/core/layout-worker.ts`], bundle: true, minify: true, format: "iife", write: false, target: "es2020",
+});
+const workerSource = worker.outputFiles[0].text;
+const inlineWorker = {
+  name: "layout-worker-source",
+  setup(b) {
+    b.onResolve({ filter: /^layout-worker-source$/ }, () => ({ path: "layout-worker-source", namespace: "wb" }));
+    b.onLoad({ filter: /.*/, namespace: "wb" }, () => ({ contents: `export default ${JSON.stringify(workerSource)};`, loader: "js" }));
+  },
+};
+const common = { bundle: true, target: "es2020", plugins: [inlineWorker], legalComments: "none", logLevel: "warning" };
+
+await Promise.all([
+  esbuild.build({ ...common, entryPoints: [`${here}src/widget/index.ts`], outfile: `${staticDir}/widget.js`, format: "esm", minify: true }),
+  esbuild.build({ ...common, entryPoints: [`${here}src/standalone.ts`], outfile: `${staticDir}/standalone.js`, format: "iife", minify: true }),
+  // JupyterLab provides these as shared singletons; webpack (labextension build) resolves them.
+  esbuild.build({ ...common, entryPoints: [`${here}src/labext/mime.ts`], outfile: `${here}lib/mime.js`, format: "esm",
+    external: ["@jupyterlab/*", "@lumino/*"] }),
+]);
+
+for (const f of [`${staticDir}/widget.js`, `${staticDir}/standalone.js`, `${here}lib/mime.js`]) {
+  console.log(`${f.replace(here, "")}: ${(statSync(f).size / 1024).toFixed(1)} KB`);
+}
+console.log(`layout worker (inlined): ${(workerSource.length / 1024).toFixed(1)} KB`);

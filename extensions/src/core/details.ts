@@ -1,0 +1,104 @@
+// The side panel: details of the selected node or module, and the current backward step.
+import { h } from "./dom";
+import { fmt, health, inlineValues } from "./format";
+import type { Container, TapeModel } from "./graph-model";
+import { shapeText } from "./graph-model";
+import { histogram } from "./histogram";
+import type { StepRecord, Summary, TapeNode } from "./types";
+
+const CUT_TEXT: Record<string, string> = {
+  no_grad: "computed under no_grad()",
+  detach: "detached with .detach()",
+  numpy: "went through NumPy / .item()",
+  not_requires_grad: "a tensor without requires_grad",
+};
+
+/** A health icon next to the colour, so NaN/Inf never depend on colour alone. */
+export function healthMark(s: Summary | null | undefined): HTMLElement | null {
+  const hh = health(s);
+  if (hh === "ok") return null;
+  const text = hh === "nan" ? `⚠ ${s!.nan} NaN` : `⚠ ${s!.inf} Inf`;
+  return h("span", { class: `wb-bad-${hh}`, role: "img", "aria-label": text }, ` ${text}`);
+}
+
+export function summaryBlock(title: string, sum: Summary | null | undefined): HTMLElement {
+  const box = h("div", { class: "wb-summary" }, h("h4", {}, title, healthMark(sum)));
+  if (!sum) {
+    box.append(h("div", { class: "wb-muted" }, "not recorded"));
+    return box;
+  }
+  const row = (...cells: [string, string][]) => h("tr", {}, ...cells.flatMap(([k, v]) => [h("th", {}, k), h("td", {}, v)]));
+  box.append(
+    h("table", { class: "wb-stats" },
+      row(["shape", shapeText(sum.shape)], ["dtype", sum.dtype]),
+      row(["min", fmt(sum.min)], ["max", fmt(sum.max)]),
+      row(["mean", fmt(sum.mean)], ["std", fmt(sum.std)]),
+      row(["norm", fmt(sum.norm)], ["numel", String(sum.numel)]),
+      row(["NaN", String(sum.nan)], ["Inf", String(sum.inf)]),
+    ),
+  );
+  const inline = inlineValues(sum, 16);
+  if (inline) box.append(h("pre", { class: "wb-values" }, inline));
+  if (sum.numel > 1 || sum.hist === null) box.append(histogram(sum));
+  return box;
+}
+
+function dl(rows: [string, string | Node | null][]): HTMLElement {
+  const out = h("dl");
+  for (const [k, v] of rows) if (v !== null && v !== "") out.append(h("dt", {}, k), h("dd", {}, v));
+  return out;
+}
+
+export const siteText = (n: TapeNode) => (n.site ? `${n.site.file}:${n.site.line} in ${n.site.function}` : null);
+
+export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
+  return h("section", { "aria-label": "selected node" },
+    h("h3", {}, n.param ?? n.name, " ", h("span", { class: "wb-muted" }, n.kind)),
+    dl([
+      ["op", n.op],
+      ["scope", n.scope || "(top level)"],
+      ["group", n.group ? n.group.split("#")[0] : null],
+      ["param", n.param],
+      ["source", siteText(n)],
+      ["shape", `${shapeText(n.shape)} ${n.dtype} on ${n.device}`],
+      ["cut", n.cut ? `✂ ${CUT_TEXT[n.cut.reason] ?? n.cut.reason}: ${n.cut.detail}` : null],
+    ]),
+    n.saved.length
+      ? h("div", {}, h("h4", {}, "saved for backward"), h("ul", {}, ...n.saved.map((sv) => h("li", { class: "wb-code" }, `${sv.name}: ${shapeText(sv.shape)} ${sv.dtype}`))))
+      : null,
+    summaryBlock("value", n.value),
+    summaryBlock(n.kind === "param" || n.kind === "leaf" ? ".grad" : "gradient", grad),
+  );
+}
+
+export function containerDetails(c: Container): HTMLElement {
+  return h("section", { "aria-label": "selected module" },
+    h("h3", {}, c.label, " ", h("span", { class: "wb-muted" }, c.type)),
+    dl([
+      ["kind", c.kind === "module" ? "module" : "composite op"],
+      ["scope", c.path || "(top level)"],
+      ["nodes", String(c.members.length)],
+    ]),
+    h("p", { class: "wb-muted" }, "Click the box or press Enter to open it."),
+  );
+}
+
+export function stepDetails(step: StepRecord, total: number, model: TapeModel, classroom: boolean, pausedReason: string | null): HTMLElement {
+  const n = model.nodes.get(step.node);
+  const label = (id: string) => {
+    const t = model.nodes.get(id);
+    return t ? t.param ?? t.name : id;
+  };
+  const sec = h("section", { class: "wb-step-current", "aria-label": "current backward step" },
+    h("h3", {}, `Step ${step.index + 1} / ${total} · ${n ? n.name : step.node}`),
+  );
+  if (pausedReason && pausedReason !== "end") sec.append(h("p", { class: "wb-paused" }, pausedReason === "breakpoint" ? "● paused at your breakpoint" : `⚠ paused: ${pausedReason}`));
+  if (n?.site) sec.append(h("div", { class: "wb-muted" }, siteText(n)));
+  step.grad_outputs.forEach((g, i) => sec.append(summaryBlock(step.grad_outputs.length > 1 ? `incoming gradient ${i}` : "incoming gradient", g)));
+  for (const gi of step.grad_inputs) sec.append(summaryBlock(`→ input ${gi.index} (${label(gi.target)})`, gi.grad));
+  for (const leaf of step.leaves) {
+    sec.append(summaryBlock(`${label(leaf.node)}.grad before`, leaf.before), summaryBlock(`${label(leaf.node)}.grad after`, leaf.after));
+  }
+  if (classroom && step.derivation) sec.append(h("h4", {}, "derivation"), h("pre", { class: "wb-derivation" }, step.derivation));
+  return sec;
+}

@@ -1,0 +1,38 @@
+// Number and summary formatting shared by the graph, the details panel and the debugger.
+import type { JsonNumber, Summary } from "./types";
+
+export function toNumber(v: JsonNumber): number {
+  return v === "NaN" ? NaN : v === "Infinity" ? Infinity : v === "-Infinity" ? -Infinity : v;
+}
+
+/** Four significant digits, like micrograd's "%.4f" but readable for 1e-7 and 1e9 too. */
+export function fmt(v: JsonNumber | null | undefined): string {
+  if (v === null || v === undefined) return "–";
+  const x = toNumber(v);
+  if (Number.isNaN(x)) return "NaN";
+  if (!Number.isFinite(x)) return x > 0 ? "Inf" : "-Inf";
+  if (x === 0) return "0";
+  const a = Math.abs(x);
+  if (a >= 1e5 || a < 1e-3) return x.toExponential(2);
+  return String(Number(x.toPrecision(4)));
+}
+
+export type Health = "ok" | "nan" | "inf";
+
+/** NaN outranks Inf: a NaN is never the intended result, an Inf sometimes is (masking). */
+export function health(...sums: (Summary | null | undefined)[]): Health {
+  let h: Health = "ok";
+  for (const s of sums) {
+    if (!s) continue;
+    if (s.nan > 0) return "nan";
+    if (s.inf > 0) h = "inf";
+  }
+  return h;
+}
+
+/** "2.0" for a scalar, "[1, 2, 3]" for up to four elements, null when too big to show inline. */
+export function inlineValues(s: Summary | null | undefined, max = 4): string | null {
+  if (!s || !s.values || s.values.length > max) return null;
+  if (s.shape.length === 0) return fmt(s.values[0]);
+  return `[${s.values.map(fmt).join(", ")}]`;
+}

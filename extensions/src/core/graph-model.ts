@@ -1,0 +1,175 @@
+// Turns a snapshot plus the set of expanded containers into the graph that is actually drawn.
+// Containers are module scopes ("m:encoder.0") and composite-op calls ("g:encoder.0\0softmax#1");
+// a collapsed container stands in for everything inside it, so a 20,000-node tape usually shows a
+// few dozen boxes until the user opens one.
+import type { Snapshot, TapeNode } from "./types";
+
+export interface Container {
+  id: string;
+  kind: "module" | "group";
+  /** Module path, or the scope of a group. */
+  path: string;
+  label: string;
+  type: string;
+  parent: string | null;
+  /** Every tape node inside, at any depth. */
+  members: string[];
+}
+
+export interface VisibleItem {
+  id: string;
+  /** "node": a tape node; "box": a collapsed container. */
+  type: "node" | "box";
+  /** Innermost expanded container that draws around this item, if any. */
+  cluster: string | null;
+}
+
+export interface VisibleEdge {
+  source: string;
+  target: string;
+  /** Shape text of the first tape edge merged into this one, e.g. "8×3". */
+  label: string;
+  /** Number of tape edges merged into this one (edges collapse when their ends do). */
+  count: number;
+  /** The edge enters a cut node: gradient does not flow back along it. */
+  cut: boolean;
+}
+
+export interface VisibleGraph {
+  items: VisibleItem[];
+  edges: VisibleEdge[];
+  /** Expanded containers that are drawn as clusters, parent before child. */
+  clusters: { id: string; parent: string | null }[];
+  /** Tape node id, or container id, to the item drawn for it. */
+  repOf: (id: string) => string;
+}
+
+export const moduleId = (path: string) => `m:${path}`;
+const groupId = (scope: string, group: string) => `g:${scope}\u0000${group}`;
+
+export const shapeText = (shape: number[]) => (shape.length ? shape.join("×") : "scalar");
+
+/** The static part of the model: containers and each node's chain of containers (outermost first). */
+export class TapeModel {
+  readonly nodes = new Map<string, TapeNode>();
+  readonly containers = new Map<string, Container>();
+  /** Node id -> container ids from outermost to innermost. */
+  readonly chain = new Map<string, string[]>();
+
+  constructor(readonly snapshot: Snapshot) {
+    for (const n of snapshot.nodes) this.nodes.set(n.id, n);
+    const types = new Map(snapshot.modules.map((m) => [m.path, m.type]));
+    const moduleChain = new Map<string, string[]>();
+    const chainOfScope = (scope: string): string[] => {
+      if (scope === "") return [];
+      let c = moduleChain.get(scope);
+      if (c) return c;
+      // Parents come from the dotted path so a scope missing from `modules` still nests correctly.
+      const dot = scope.lastIndexOf(".");
+      c = [...chainOfScope(dot < 0 ? "" : scope.slice(0, dot)), moduleId(scope)];
+      moduleChain.set(scope, c);
+      if (!this.containers.has(moduleId(scope))) {
+        this.containers.set(moduleId(scope), {
+          id: moduleId(scope), kind: "module", path: scope, label: scope, type: types.get(scope) ?? "Module",
+          parent: c.length > 1 ? c[c.length - 2] : null, members: [],
+        });
+      }
+      return c;
+    };
+    for (const m of snapshot.modules) chainOfScope(m.path);
+    for (const n of snapshot.nodes) {
+      let c = chainOfScope(n.scope);
+      if (n.group !== null) {
+        const gid = groupId(n.scope, n.group);
+        if (!this.containers.has(gid)) {
+          const label = n.group.split("#")[0];
+          this.containers.set(gid, { id: gid, kind: "group", path: n.scope, label, type: label, parent: c.length ? c[c.length - 1] : null, members: [] });
+        }
+        c = [...c, gid];
+      }
+      this.chain.set(n.id, c);
+      for (const cid of c) this.containers.get(cid)!.members.push(n.id);
+    }
+    // Modules that recorded no node (e.g. a Dropout in eval mode) would only draw empty boxes.
+    for (const [id, c] of this.containers) if (c.members.length === 0) this.containers.delete(id);
+  }
+
+  /** Container ids from outermost to innermost that hold `id` (a node or a container). */
+  ancestors(id: string): string[] {
+    const c = this.chain.get(id);
+    if (c) return c;
+    const out: string[] = [];
+    for (let p = this.containers.get(id)?.parent ?? null; p; p = this.containers.get(p)?.parent ?? null) out.unshift(p);
+    return out;
+  }
+
+  /** What is drawn when exactly the containers in `expanded` are open. */
+  visible(expanded: ReadonlySet<string>): VisibleGraph {
+    const rep = new Map<string, string>();
+    const items: VisibleItem[] = [];
+    const clusters: { id: string; parent: string | null }[] = [];
+    const seen = new Set<string>();
+    const place = (id: string, chain: string[], type: "node" | "box") => {
+      let cluster: string | null = null;
+      for (const cid of chain) {
+        if (!expanded.has(cid)) {
+          rep.set(id, cid);
+          if (!seen.has(cid)) {
+            seen.add(cid);
+            items.push({ id: cid, type: "box", cluster });
+          }
+          return;
+        }
+        if (!seen.has(cid)) {
+          seen.add(cid);
+          clusters.push({ id: cid, parent: cluster });
+        }
+        cluster = cid;
+      }
+      rep.set(id, id);
+      items.push({ id, type, cluster });
+    };
+    for (const n of this.snapshot.nodes) place(n.id, this.chain.get(n.id)!, "node");
+
+    const edges: VisibleEdge[] = [];
+    const byPair = new Map<string, VisibleEdge>();
+    for (const e of this.snapshot.edges) {
+      const s = rep.get(e.source), t = rep.get(e.target);
+      if (s === undefined || t === undefined || s === t) continue;
+      const key = `${s}\u0000${t}`;
+      const cut = this.nodes.get(e.target)?.kind === "cut";
+      const known = byPair.get(key);
+      if (known) {
+        known.count++;
+        known.cut = known.cut || cut;
+        continue;
+      }
+      const ve: VisibleEdge = { source: s, target: t, label: shapeText(e.shape), count: 1, cut };
+      byPair.set(key, ve);
+      edges.push(ve);
+    }
+    const repOf = (id: string) => {
+      const r = rep.get(id);
+      if (r !== undefined) return r;
+      // A container: its own box if visible, else the box of its outermost collapsed ancestor.
+      for (const a of [...this.ancestors(id), id]) if (!expanded.has(a)) return a;
+      return id;
+    };
+    return { items, edges, clusters, repOf };
+  }
+
+  /** Case-insensitive substring search over name, op, scope and parameter path. */
+  search(query: string, limit = 50): TapeNode[] {
+    const q = query.trim().toLowerCase();
+    if (!q) return [];
+    const out: TapeNode[] = [];
+    for (const n of this.snapshot.nodes) {
+      const hay = `${n.name}\u0000${n.op}\u0000${n.scope}\u0000${n.param ?? ""}\u0000${n.group ?? ""}`.toLowerCase();
+      if (hay.includes(q)) {
+        out.push(n);
+        if (out.length >= limit) break;
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,118 @@
+// Pure layout: plain data in, coordinates out, so it runs unchanged in a Web Worker or in tests.
+import dagre from "@dagrejs/dagre";
+
+export interface LayoutInput {
+  nodes: { id: string; width: number; height: number; cluster: string | null }[];
+  clusters: { id: string; parent: string | null }[];
+  edges: { source: string; target: string; label: string }[];
+  rankdir: "TB" | "LR";
+}
+
+export interface Box { x: number; y: number; width: number; height: number }
+
+export interface LayoutResult {
+  /** Centre and size of every node and cluster. */
+  boxes: Record<string, Box>;
+  /** Polyline per edge, same order as the input edges. */
+  edges: { points: { x: number; y: number }[] }[];
+  width: number;
+  height: number;
+  engine: "dagre" | "layered";
+  ms: number;
+}
+
+/** Above this many drawn nodes dagre's crossing minimisation takes too long; use the linear layout. */
+export const DAGRE_LIMIT = 2500;
+
+const LABEL_W = 7, LABEL_H = 14;
+
+export function computeLayout(input: LayoutInput): LayoutResult {
+  const t0 = Date.now();
+  const r = input.nodes.length > DAGRE_LIMIT ? layered(input) : withDagre(input);
+  r.ms = Date.now() - t0;
+  return r;
+}
+
+function withDagre(input: LayoutInput): LayoutResult {
+  const g = new dagre.graphlib.Graph({ compound: true, multigraph: false });
+  g.setGraph({ rankdir: input.rankdir, nodesep: 24, ranksep: 36, edgesep: 12, marginx: 16, marginy: 16 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const c of input.clusters) g.setNode(c.id, { clusterLabelPos: "top", paddingTop: 24 });
+  for (const c of input.clusters) if (c.parent) g.setParent(c.id, c.parent);
+  for (const n of input.nodes) {
+    g.setNode(n.id, { width: n.width, height: n.height });
+    if (n.cluster) g.setParent(n.id, n.cluster);
+  }
+  input.edges.forEach((e) => {
+    // dagre rejects edges that touch a cluster; the caller only sends edges between drawn items.
+    g.setEdge(e.source, e.target, { width: e.label.length * LABEL_W, height: LABEL_H, labelpos: "c" });
+  });
+  dagre.layout(g);
+  const boxes: Record<string, Box> = {};
+  for (const id of g.nodes()) {
+    const n = g.node(id) as unknown as Box;
+    boxes[id] = { x: n.x, y: n.y, width: n.width, height: n.height };
+  }
+  const edges = input.edges.map((e) => ({ points: (g.edge(e.source, e.target) as unknown as { points: { x: number; y: number }[] }).points }));
+  const gr = g.graph() as { width?: number; height?: number };
+  return { boxes, edges, width: gr.width ?? 0, height: gr.height ?? 0, engine: "dagre", ms: 0 };
+}
+
+/**
+ * Linear-time fallback for huge graphs: longest-path ranks, one barycentre pass to order each rank,
+ * straight edges. Clusters become the bounding boxes of their members (they may overlap; at this
+ * size the user is expected to search or collapse rather than read every box).
+ */
+function layered(input: LayoutInput): LayoutResult {
+  const horizontal = input.rankdir === "LR";
+  const index = new Map(input.nodes.map((n, i) => [n.id, i]));
+  const preds: number[][] = input.nodes.map(() => []);
+  for (const e of input.edges) {
+    const s = index.get(e.source), t = index.get(e.target);
+    if (s !== undefined && t !== undefined && s !== t) preds[t].push(s);
+  }
+  // Snapshot nodes come in recording order, which is topological for a tape, so one pass suffices;
+  // a back edge (never produced by a tape) is simply ignored.
+  const rank = new Array<number>(input.nodes.length).fill(0);
+  for (let i = 0; i < rank.length; i++) for (const p of preds[i]) if (p < i) rank[i] = Math.max(rank[i], rank[p] + 1);
+  const ranks: number[][] = [];
+  rank.forEach((r, i) => (ranks[r] ??= []).push(i));
+  const pos = new Array<number>(input.nodes.length).fill(0);
+  const boxes: Record<string, Box> = {};
+  const gapAcross = 24, gapAlong = 48;
+  let along = 16, maxAcross = 0;
+  for (const members of ranks) {
+    if (!members) continue;
+    members.sort((a, b) => bary(a) - bary(b));
+    let across = 16, thick = 0;
+    for (const i of members) {
+      const n = input.nodes[i];
+      const w = horizontal ? n.height : n.width, h = horizontal ? n.width : n.height;
+      pos[i] = across + w / 2;
+      const c = across + w / 2, a = along + h / 2;
+      boxes[n.id] = horizontal ? { x: a, y: c, width: n.width, height: n.height } : { x: c, y: a, width: n.width, height: n.height };
+      across += w + gapAcross;
+      thick = Math.max(thick, h);
+    }
+    maxAcross = Math.max(maxAcross, across);
+    along += thick + gapAlong;
+  }
+  function bary(i: number) {
+    const p = preds[i];
+    return p.length ? p.reduce((s, j) => s + pos[j], 0) / p.length : i;
+  }
+  for (const c of [...input.clusters].reverse()) {
+    const inside = input.nodes.filter((n) => n.cluster === c.id).map((n) => boxes[n.id]);
+    for (const k of input.clusters) if (k.parent === c.id && boxes[k.id]) inside.push(boxes[k.id]);
+    if (!inside.length) continue;
+    const x0 = Math.min(...inside.map((b) => b.x - b.width / 2)) - 8, x1 = Math.max(...inside.map((b) => b.x + b.width / 2)) + 8;
+    const y0 = Math.min(...inside.map((b) => b.y - b.height / 2)) - 24, y1 = Math.max(...inside.map((b) => b.y + b.height / 2)) + 8;
+    boxes[c.id] = { x: (x0 + x1) / 2, y: (y0 + y1) / 2, width: x1 - x0, height: y1 - y0 };
+  }
+  const edges = input.edges.map((e) => {
+    const a = boxes[e.source], b = boxes[e.target];
+    return { points: a && b ? [{ x: a.x, y: a.y }, { x: b.x, y: b.y }] : [] };
+  });
+  const width = horizontal ? along : maxAcross, height = horizontal ? maxAcross : along;
+  return { boxes, edges, width, height, engine: "layered", ms: 0 };
+}

@@ -1,0 +1,87 @@
+// Wheel zoom and drag pan for the graph canvas, by a transform on one <g>. The wheel only zooms
+// while the viewer has focus (or with Ctrl/Cmd), so scrolling a notebook past a graph stays scrolling.
+export interface Transform { x: number; y: number; k: number }
+
+export class PanZoom {
+  t: Transform = { x: 0, y: 0, k: 1 };
+  /** True right after a drag, so the click that ends it does not also select a node. */
+  dragged = false;
+
+  constructor(
+    private readonly canvas: HTMLElement,
+    private readonly viewport: SVGGElement,
+    private readonly focusOwner: HTMLElement,
+  ) {
+    canvas.addEventListener("wheel", this.onWheel, { passive: false });
+    canvas.addEventListener("pointerdown", this.onDown);
+  }
+
+  set(t: Transform, animate = false) {
+    this.t = { x: t.x, y: t.y, k: Math.min(4, Math.max(0.02, t.k)) };
+    this.viewport.classList.toggle("wb-animate", animate);
+    this.viewport.setAttribute("transform", `translate(${this.t.x.toFixed(1)},${this.t.y.toFixed(1)}) scale(${this.t.k.toFixed(4)})`);
+  }
+
+  size(): { w: number; h: number } {
+    const r = this.canvas.getBoundingClientRect();
+    // jsdom and hidden (display:none) outputs report 0; assume a typical output size.
+    return { w: r.width || 800, h: r.height || 480 };
+  }
+
+  /** Scales a width×height drawing to fit, never enlarging past 1.5× (tiny graphs stay crisp, not huge). */
+  fit(width: number, height: number, animate = false) {
+    const { w, h } = this.size();
+    const k = Math.min(1.5, (w - 24) / Math.max(1, width), (h - 24) / Math.max(1, height));
+    this.set({ k, x: (w - width * k) / 2, y: Math.max(12, (h - height * k) / 2) }, animate);
+  }
+
+  /** Pans so (x, y) in graph coordinates is centred, unless it is already comfortably in view. */
+  reveal(x: number, y: number, animate = true) {
+    const { w, h } = this.size();
+    const sx = x * this.t.k + this.t.x, sy = y * this.t.k + this.t.y;
+    if (sx > w * 0.1 && sx < w * 0.9 && sy > h * 0.1 && sy < h * 0.9) return;
+    this.set({ k: this.t.k, x: w / 2 - x * this.t.k, y: h / 2 - y * this.t.k }, animate);
+  }
+
+  zoomBy(factor: number, cx?: number, cy?: number) {
+    const { w, h } = this.size();
+    const px = cx ?? w / 2, py = cy ?? h / 2;
+    const k = Math.min(4, Math.max(0.02, this.t.k * factor));
+    const f = k / this.t.k;
+    this.set({ k, x: px - (px - this.t.x) * f, y: py - (py - this.t.y) * f });
+  }
+
+  private onWheel = (e: WheelEvent) => {
+    if (!(e.ctrlKey || e.metaKey) && !this.focusOwner.contains(document.activeElement)) return;
+    e.preventDefault();
+    const r = this.canvas.getBoundingClientRect();
+    this.zoomBy(Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015)), e.clientX - r.left, e.clientY - r.top);
+  };
+
+  private onDown = (e: PointerEvent) => {
+    if (e.button !== 0) return;
+    const start = { x: e.clientX, y: e.clientY, tx: this.t.x, ty: this.t.y };
+    this.dragged = false;
+    const move = (m: PointerEvent) => {
+      const dx = m.clientX - start.x, dy = m.clientY - start.y;
+      if (!this.dragged && Math.hypot(dx, dy) < 4) return;
+      if (!this.dragged) {
+        this.dragged = true;
+        this.canvas.classList.add("wb-panning");
+        this.canvas.setPointerCapture?.(e.pointerId);
+      }
+      this.set({ k: this.t.k, x: start.tx + dx, y: start.ty + dy });
+    };
+    const up = () => {
+      this.canvas.classList.remove("wb-panning");
+      this.canvas.removeEventListener("pointermove", move);
+      this.canvas.removeEventListener("pointerup", up);
+      this.canvas.removeEventListener("pointercancel", up);
+      // Cleared after the click event that follows pointerup has been seen.
+      setTimeout(() => (this.dragged = false), 0);
+    };
+    this.canvas.addEventListener("pointermove", move);
+    this.canvas.addEventListener("pointerup", up);
+    this.canvas.addEventListener("pointercancel", up);
+  };
+}

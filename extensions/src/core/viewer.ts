@@ -1,0 +1,570 @@
+// The tape viewer: toolbar, SVG graph, details panel, debugger controls, status line.
+import { type DebugController, ReplayController } from "./debug-controller";
+import { containerDetails, nodeDetails, stepDetails } from "./details";
+import { h, s } from "./dom";
+import { fmt, health, inlineValues } from "./format";
+import { TapeModel, type VisibleGraph, shapeText } from "./graph-model";
+import type { LayoutInput, LayoutResult } from "./layout";
+import { type LayoutFn, workerLayout } from "./layout-client";
+import { PanZoom } from "./panzoom";
+import { Stepper } from "./stepper";
+import { ensureStyle } from "./style";
+import { type Snapshot, type Summary, parseSnapshot } from "./types";
+
+export interface ViewerOptions {
+  /** Layout engine; defaults to the shared Web Worker. Tests pass computeLayout directly. */
+  layout?: LayoutFn;
+  /** Debugger backend; defaults to client-side replay when the snapshot has a trace. */
+  controller?: DebugController | null;
+  rankdir?: "TB" | "LR";
+  /** Height of the viewer in pixels. */
+  height?: number;
+}
+
+export interface ViewerHandle {
+  root: HTMLElement;
+  /** Resolves when the current layout has been drawn. */
+  ready(): Promise<void>;
+  toggle(containerId: string): Promise<void>;
+  reveal(nodeId: string): Promise<void>;
+  select(id: string | null): void;
+  fit(): void;
+  destroy(): void;
+}
+
+interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badge: string | null; badgeClass: string }
+
+const CHAR_W = 7.4, SUB_W = 6.7, PAD = 10, GUTTER = 14, LINE = 15;
+
+export function render(el: HTMLElement, data: unknown, options: ViewerOptions = {}): ViewerHandle {
+  return new Viewer(el, parseSnapshot(data), options).handle;
+}
+
+class Viewer {
+  readonly model: TapeModel;
+  readonly handle: ViewerHandle;
+  private readonly root: HTMLElement;
+  private readonly canvas: HTMLElement;
+  private readonly viewport: SVGGElement;
+  private readonly panel: HTMLElement;
+  private readonly status: HTMLElement;
+  private readonly search: HTMLInputElement;
+  private readonly results: HTMLUListElement;
+  private readonly pz: PanZoom;
+  private readonly layoutFn: LayoutFn;
+  private readonly ctrl: DebugController | null;
+  private readonly expanded = new Set<string>();
+  private visible!: VisibleGraph;
+  private layout: LayoutResult | null = null;
+  private drawn = Promise.resolve();
+  private generation = 0;
+  private els = new Map<string, SVGGElement>();
+  private focusId: string | null = null;
+  private selected: string | null = null;
+  private matches = new Set<string>();
+  private resultIds: string[] = [];
+  private activeResult = -1;
+  private classroom = true;
+  private firstLayout = true;
+  private dbg: { counter: HTMLElement; paused: HTMLElement; banner: HTMLElement; buttons: HTMLButtonElement[] } | null = null;
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(private readonly host: HTMLElement, readonly snapshot: Snapshot, opts: ViewerOptions) {
+    ensureStyle(host.ownerDocument);
+    this.model = new TapeModel(snapshot);
+    this.layoutFn = opts.layout ?? workerLayout;
+    this.rankdir = opts.rankdir ?? "TB";
+    this.ctrl = opts.controller !== undefined ? opts.controller
+      : snapshot.trace ? new ReplayController(new Stepper(snapshot.trace.steps, (id) => this.model.nodes.get(id)?.scope ?? "")) : null;
+
+    this.search = h("input", { class: "wb-search", type: "search", placeholder: "Search op, scope, param  ( / )", "aria-label": "Search nodes by op, scope or parameter",
+      role: "combobox", "aria-expanded": "false", "aria-autocomplete": "list", spellcheck: "false" });
+    this.results = h("ul", { class: "wb-results", role: "listbox", hidden: true, "aria-label": "matching nodes" });
+    const btn = (label: string, key: string | null, title: string, onClick: () => void) => {
+      const b = h("button", { class: "wb-btn", type: "button", title: key ? `${title} (${key})` : title, "aria-keyshortcuts": key }, label, key ? h("kbd", {}, key) : null);
+      b.addEventListener("click", () => onClick());
+      return b;
+    };
+    const bar = h("div", { class: "wb-bar" },
+      h("span", { class: "wb-title", title: snapshot.title }, snapshot.title || "autograd tape"),
+      h("span", { class: "wb-search-wrap" }, this.search, this.results),
+      btn("Fit", "f", "Fit the graph to the view", () => this.fit(true)),
+      btn("Expand all", null, "Open every module", () => this.setExpanded([...this.model.containers.keys()])),
+      btn("Collapse all", null, "Close every module", () => this.setExpanded([])),
+    );
+    this.canvas = h("div", { class: "wb-canvas" });
+    this.viewport = s("g", { class: "wb-viewport" });
+    const svg = s("svg", { class: "wb-graph", role: "tree", "aria-label": "graph of recorded operations" },
+      s("defs", {}, s("marker", { id: "wb-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+        s("path", { d: "M0,0 L10,5 L0,10 z", class: "wb-arrow" }))),
+      this.viewport);
+    this.canvas.append(svg);
+    this.panel = h("aside", { class: "wb-panel", "aria-label": "details" });
+    this.status = h("div", { class: "wb-status", role: "status", "aria-live": "polite" });
+    this.root = h("div", {
+      class: "wb-root", tabindex: 0, "data-lm-suppress-shortcuts": "true", role: "application",
+      "aria-roledescription": "autograd tape viewer", "aria-label": `Autograd tape: ${snapshot.title}`,
+      "aria-keyshortcuts": "/ f ArrowUp ArrowDown ArrowLeft ArrowRight Enter Escape" + (this.ctrl ? " n o c r b" : ""),
+    });
+    this.root.style.height = `${opts.height ?? 520}px`;
+    this.root.append(bar);
+    if (this.ctrl) this.root.append(this.debuggerBar(btn));
+    this.root.append(h("div", { class: "wb-main" }, this.canvas, this.panel), this.status);
+    host.replaceChildren(this.root);
+    this.pz = new PanZoom(this.canvas, this.viewport, this.root);
+
+    this.search.addEventListener("input", () => this.onSearch());
+    this.canvas.addEventListener("click", (e) => this.onClick(e));
+    this.root.addEventListener("keydown", (e) => this.onKey(e));
+    this.results.addEventListener("mousedown", (e) => {
+      const li = (e.target as Element).closest("li");
+      if (li) {
+        e.preventDefault();
+        void this.reveal(li.getAttribute("data-id")!);
+      }
+    });
+    if (this.ctrl) this.unsubscribe = this.ctrl.subscribe(() => this.onDebug());
+
+    this.handle = {
+      root: this.root,
+      ready: () => this.drawn,
+      toggle: (id) => this.toggle(id),
+      reveal: (id) => this.reveal(id),
+      select: (id) => this.select(id),
+      fit: () => this.fit(false),
+      destroy: () => {
+        this.generation++;
+        this.unsubscribe?.();
+        this.root.remove();
+      },
+    };
+    this.renderPanel();
+    this.relayout();
+  }
+
+  private readonly rankdir: "TB" | "LR";
+
+  // ---- debugger -------------------------------------------------------------------------------
+
+  private debuggerBar(btn: (l: string, k: string | null, t: string, f: () => void) => HTMLButtonElement): HTMLElement {
+    const c = this.ctrl!;
+    const buttons = [
+      btn("⏮ Restart", "r", "Back to before backward", () => c.restart()),
+      btn("Step", "n", "Run the next backward step", () => c.step()),
+      btn("Step over", "o", "Run the rest of the current module as one step", () => c.stepOver()),
+      btn("Continue", "c", "Run to the next breakpoint, NaN/Inf, or the end", () => c.continue()),
+    ];
+    const counter = h("span", { class: "wb-counter", "aria-label": "backward step" });
+    const paused = h("span", { class: "wb-paused" });
+    const classroom = h("input", { type: "checkbox", checked: this.classroom });
+    classroom.addEventListener("change", () => {
+      this.classroom = classroom.checked;
+      this.renderPanel();
+    });
+    const banner = h("div", { class: "wb-banner", role: "alert", hidden: true });
+    this.dbg = { counter, paused, banner, buttons };
+    this.updateDebugBar();
+    const wrap = h("div", {},
+      h("div", { class: "wb-bar", role: "toolbar", "aria-label": "backward debugger" },
+        h("span", { class: "wb-muted" }, "backward:"), ...buttons, counter, paused,
+        h("label", { class: "wb-muted", title: "Show the derivative rule applied at each step" }, classroom, " classroom")),
+      banner);
+    return wrap;
+  }
+
+  private updateDebugBar() {
+    if (!this.ctrl || !this.dbg) return;
+    const v = this.ctrl.view();
+    this.dbg.counter.textContent = `${v.position} / ${v.total}`;
+    this.dbg.paused.textContent = v.pausedReason === "end" ? "done" : v.pausedReason === "breakpoint" ? "● breakpoint" : v.pausedReason ? `⚠ ${v.pausedReason}` : "";
+    this.dbg.banner.hidden = !v.notice;
+    this.dbg.banner.textContent = v.notice ?? "";
+    for (const b of this.dbg.buttons) b.disabled = v.busy;
+  }
+
+  private onDebug() {
+    this.updateDebugBar();
+    this.refreshNodes();
+    this.renderPanel();
+    const v = this.ctrl!.view();
+    if (v.current) {
+      const node = this.model.nodes.get(v.current.node);
+      const g = this.gradOf(v.current.node);
+      this.say(`Step ${v.position} of ${v.total}: ${node?.name ?? v.current.node}` + (g?.norm != null ? `, gradient norm ${fmt(g.norm)}` : "") +
+        (v.pausedReason && v.pausedReason !== "end" ? `. Paused: ${v.pausedReason}` : ""));
+      const box = this.layout?.boxes[this.visible.repOf(v.current.node)];
+      if (box) this.pz.reveal(box.x, box.y);
+    } else this.say(v.notice ?? `Before backward: ${v.total} steps recorded`);
+  }
+
+  /**
+   * The gradient to show for a node: the final one, or once stepping has begun only what the steps
+   * executed so far have produced, so a classroom watches gradients fill in from the loss backwards.
+   */
+  private gradOf(id: string): Summary | null {
+    const n = this.model.nodes.get(id);
+    if (!n) return null;
+    const v = this.ctrl?.view();
+    if (!v || v.position === 0) return n.grad;
+    let g: Summary | null = null;
+    for (let i = 0; i < v.position && i < v.steps.length; i++) {
+      const st = v.steps[i];
+      if (!st) continue;
+      if (st.node === id) g = st.grad_outputs[0] ?? g;
+      for (const l of st.leaves) if (l.node === id) g = l.after;
+    }
+    return g;
+  }
+
+  // ---- layout and drawing ---------------------------------------------------------------------
+
+  private measure(id: string, type: "node" | "box"): Measured {
+    let title: string, sub: string, inline: string | null = null, bad: ReturnType<typeof health> = "ok", cut = false;
+    if (type === "box") {
+      const c = this.model.containers.get(id)!;
+      title = `▸ ${c.kind === "module" ? c.path : c.label}`;
+      sub = `${c.type} · ${c.members.length} nodes`;
+      for (const m of c.members) {
+        const n = this.model.nodes.get(m)!;
+        const hh = health(n.value, n.grad);
+        if (hh === "nan" || (hh === "inf" && bad === "ok")) bad = hh;
+        cut = cut || n.kind === "cut";
+      }
+    } else {
+      const n = this.model.nodes.get(id)!;
+      title = n.param ?? (n.name || n.op || n.id);
+      sub = n.kind === "op" || n.kind === "output" ? `${n.op} → ${shapeText(n.shape)}` : `${n.kind} ${shapeText(n.shape)} ${n.dtype}`;
+      const g = this.gradOf(id);
+      const data = inlineValues(n.value), grad = inlineValues(g);
+      if (data !== null || grad !== null) inline = `data ${data ?? "–"} | grad ${grad ?? "–"}`;
+      bad = health(n.value, g);
+      cut = n.kind === "cut" || n.cut !== null;
+    }
+    const badge = bad === "nan" ? "⚠NaN" : bad === "inf" ? "⚠Inf" : cut ? "✂" : null;
+    const badgeClass = bad !== "ok" ? `wb-badge-${bad}` : "wb-badge-cut";
+    const w = Math.ceil(Math.max(title.length * CHAR_W, sub.length * SUB_W, (inline?.length ?? 0) * SUB_W) + GUTTER + PAD * 2 + (badge ? 34 : 0));
+    const hgt = 12 + LINE * (inline ? 3 : 2);
+    return { w, h: hgt, title, sub, inline, badge, badgeClass };
+  }
+
+  private relayout(): Promise<void> {
+    const gen = ++this.generation;
+    this.visible = this.model.visible(this.expanded);
+    const measured = new Map(this.visible.items.map((it) => [it.id, this.measure(it.id, it.type)]));
+    const input: LayoutInput = {
+      rankdir: this.rankdir,
+      nodes: this.visible.items.map((it) => ({ id: it.id, width: measured.get(it.id)!.w, height: measured.get(it.id)!.h, cluster: it.cluster })),
+      clusters: this.visible.clusters,
+      edges: this.visible.edges.map((e) => ({ source: e.source, target: e.target, label: e.count > 1 ? `${e.label} ×${e.count}` : e.label })),
+    };
+    if (this.visible.items.length > 300) this.say(`Laying out ${this.visible.items.length} items…`);
+    this.drawn = this.layoutFn(input).then((res) => {
+      if (gen !== this.generation) return;
+      this.layout = res;
+      this.draw(measured);
+      this.say(`${this.visible.items.length} items shown of ${this.snapshot.nodes.length} nodes; layout ${res.ms} ms`);
+    }, (err: unknown) => {
+      if (gen === this.generation) this.say(`Layout failed: ${String(err)}`);
+    });
+    return this.drawn;
+  }
+
+  private draw(measured: Map<string, Measured>) {
+    const L = this.layout!;
+    const clusters = s("g", { class: "wb-clusters" }), edges = s("g", { class: "wb-edges" }), nodes = s("g", { class: "wb-nodes" });
+    this.els.clear();
+    for (const c of this.visible.clusters) {
+      const b = L.boxes[c.id], info = this.model.containers.get(c.id)!;
+      if (!b) continue;
+      const x = b.x - b.width / 2, y = b.y - b.height / 2;
+      const head = s("g", { class: "wb-cluster-head", "data-id": c.id, tabindex: -1, role: "treeitem", "aria-expanded": "true",
+        "aria-label": `${info.path || info.label} ${info.type}, open; Enter closes it` },
+        s("rect", { x, y, width: Math.min(b.width, 260), height: 20, class: "wb-cluster-label" }),
+        s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" }, `▾ ${info.kind === "module" ? info.path : info.label} · ${info.type}`));
+      clusters.append(s("rect", { x, y, width: b.width, height: b.height, rx: 6, class: "wb-cluster-rect" }), head);
+      this.els.set(c.id, head);
+    }
+    this.visible.edges.forEach((e, i) => {
+      const pts = L.edges[i]?.points ?? [];
+      if (pts.length < 2) return;
+      const d = pts.map((p, j) => `${j ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
+      const mid = pts[Math.floor(pts.length / 2)];
+      const label = (e.cut ? "✂ " : "") + (e.count > 1 ? `${e.label} ×${e.count}` : e.label);
+      edges.append(
+        s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": "url(#wb-arrow)" },
+          s("title", {}, e.cut ? "cut: no gradient flows back along this edge" : `${label}`)),
+        s("text", { x: mid.x + 4, y: mid.y + 3, class: "wb-edge-label" }, label),
+      );
+    });
+    for (const it of this.visible.items) {
+      const b = L.boxes[it.id], m = measured.get(it.id)!;
+      if (!b) continue;
+      const g = this.drawItem(it.id, it.type, m);
+      g.setAttribute("transform", `translate(${(b.x - m.w / 2).toFixed(1)},${(b.y - m.h / 2).toFixed(1)})`);
+      nodes.append(g);
+      this.els.set(it.id, g);
+    }
+    this.viewport.replaceChildren(clusters, edges, nodes);
+    this.refreshNodes();
+    if (this.firstLayout) {
+      this.firstLayout = false;
+      this.fit(false);
+    }
+    if (this.focusId && !this.els.has(this.focusId)) this.focusId = this.visible.repOf(this.focusId);
+    this.setRoving(this.focusId ?? this.visible.items[0]?.id ?? null, false);
+  }
+
+  private drawItem(id: string, type: "node" | "box", m: Measured): SVGGElement {
+    const n = type === "node" ? this.model.nodes.get(id)! : null;
+    const cls = type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}`;
+    const g = s("g", { class: cls, "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": type === "box" ? "false" : null,
+      "aria-label": this.itemLabel(id, type, m) });
+    if (type === "box") g.append(s("rect", { x: 4, y: 4, width: m.w, height: m.h, rx: 5, class: "wb-box-shadow" }));
+    g.append(s("rect", { width: m.w, height: m.h, rx: type === "box" ? 5 : 3, class: "wb-node-box" }));
+    const x = (type === "node" ? GUTTER : 0) + PAD;
+    g.append(s("text", { x, y: 18, class: "wb-t-title" }, m.title), s("text", { x, y: 18 + LINE, class: "wb-t-sub" }, m.sub));
+    if (m.inline) g.append(s("text", { x, y: 18 + LINE * 2, class: "wb-t-sub wb-inline" }, m.inline));
+    if (m.badge) g.append(s("text", { x: m.w - 6, y: 16, "text-anchor": "end", class: `wb-badge ${m.badgeClass}` }, m.badge));
+    if (type === "node") {
+      g.append(s("rect", { class: "wb-gutter", x: 0, y: 0, width: GUTTER, height: m.h, "data-gutter": "1" },
+        s("title", {}, "toggle breakpoint (b)")));
+    }
+    return g;
+  }
+
+  private itemLabel(id: string, type: "node" | "box", m: Measured): string {
+    if (type === "box") return `${m.title.slice(2)}, ${m.sub}, closed; Enter opens it`;
+    return [m.title, m.sub, m.inline, m.badge === "⚠NaN" ? "contains NaN" : m.badge === "⚠Inf" ? "contains Inf" : m.badge ? "graph cut here" : null]
+      .filter(Boolean).join(", ") + (this.ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
+  }
+
+  /** Updates the state-dependent look (selection, search hits, debugger position) without a relayout. */
+  private refreshNodes() {
+    const v = this.ctrl?.view();
+    const current = v?.current ? this.visible.repOf(v.current.node) : null;
+    const done = new Set<string>();
+    if (v) for (let i = 0; i < v.position - 1 && i < v.steps.length; i++) if (v.steps[i]) done.add(v.steps[i].node);
+    for (const [id, g] of this.els) {
+      g.classList.toggle("wb-selected", id === this.selected);
+      g.classList.toggle("wb-match", this.matches.has(id));
+      g.classList.toggle("wb-current", id === current);
+      g.classList.toggle("wb-done", done.has(id));
+      const n = this.model.nodes.get(id);
+      if (!n) continue;
+      g.setAttribute("aria-current", id === current ? "step" : "false");
+      // Breakpoint dot and inline gradient follow the debugger.
+      g.querySelector(".wb-bp")?.remove();
+      const gutter = g.querySelector(".wb-gutter");
+      if (v?.breakpoints.has(id) && gutter) {
+        g.append(s("circle", { class: "wb-bp", cx: GUTTER / 2, cy: Number(gutter.getAttribute("height")) / 2, r: 4 }, s("title", {}, "breakpoint")));
+      }
+      const inline = g.querySelector(".wb-inline");
+      if (inline && v) {
+        inline.textContent = `data ${inlineValues(n.value) ?? "–"} | grad ${inlineValues(this.gradOf(id)) ?? "–"}`;
+      }
+    }
+  }
+
+  // ---- interaction ----------------------------------------------------------------------------
+
+  private setExpanded(ids: string[]) {
+    this.expanded.clear();
+    for (const id of ids) this.expanded.add(id);
+    void this.relayout().then(() => this.fit(true));
+  }
+
+  private async toggle(id: string) {
+    if (!this.model.containers.has(id)) return;
+    const opening = !this.expanded.has(id);
+    if (opening) this.expanded.add(id);
+    else for (const c of [id, ...[...this.expanded].filter((e) => this.model.ancestors(e).includes(id))]) this.expanded.delete(c);
+    this.focusId = id;
+    const c = this.model.containers.get(id)!;
+    await this.relayout();
+    this.say(`${c.path || c.label} ${opening ? "opened" : "closed"}`);
+    const b = this.layout?.boxes[this.visible.repOf(id)];
+    if (b) this.pz.reveal(b.x, b.y);
+  }
+
+  private async reveal(nodeId: string) {
+    this.closeResults();
+    let changed = false;
+    for (const a of this.model.ancestors(nodeId)) if (!this.expanded.has(a)) {
+      this.expanded.add(a);
+      changed = true;
+    }
+    if (changed) await this.relayout();
+    else await this.drawn;
+    this.select(nodeId);
+    this.setRoving(nodeId, true);
+    const b = this.layout?.boxes[nodeId];
+    if (b) this.pz.reveal(b.x, b.y);
+  }
+
+  private select(id: string | null) {
+    this.selected = id;
+    this.refreshNodes();
+    this.renderPanel();
+  }
+
+  private fit(animate: boolean) {
+    if (this.layout) this.pz.fit(this.layout.width, this.layout.height, animate);
+  }
+
+  private renderPanel() {
+    const parts: Node[] = [];
+    const v = this.ctrl?.view();
+    if (v?.current) parts.push(stepDetails(v.current, v.total, this.model, this.classroom, v.pausedReason));
+    const sel = this.selected;
+    const node = sel ? this.model.nodes.get(sel) : undefined;
+    const cont = sel ? this.model.containers.get(sel) : undefined;
+    if (node) parts.push(nodeDetails(node, this.gradOf(node.id)));
+    else if (cont) parts.push(containerDetails(cont));
+    else if (!v?.current) {
+      parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",
+        "Arrow keys move between nodes, Enter opens a module, / searches, f fits.",
+        this.ctrl ? " Backward: n step, o step over, c continue, r restart, b breakpoint." : ""));
+    }
+    this.panel.replaceChildren(...parts);
+  }
+
+  private say(text: string) {
+    this.status.textContent = text;
+  }
+
+  private setRoving(id: string | null, focus: boolean) {
+    if (this.focusId && this.els.get(this.focusId)) this.els.get(this.focusId)!.setAttribute("tabindex", "-1");
+    this.focusId = id;
+    const g = id ? this.els.get(id) : undefined;
+    if (!g) return;
+    g.setAttribute("tabindex", "0");
+    if (focus) g.focus({ preventScroll: true });
+  }
+
+  private onClick(e: MouseEvent) {
+    if (this.pz.dragged) return;
+    const target = e.target as Element;
+    const g = target.closest("[data-id]");
+    if (!g) return;
+    const id = g.getAttribute("data-id")!;
+    this.setRoving(id, true);
+    if (target.hasAttribute("data-gutter")) {
+      this.ctrl?.toggleBreakpoint(id);
+      return;
+    }
+    if (this.model.containers.has(id)) void this.toggle(id);
+    else this.select(id);
+  }
+
+  private onSearch() {
+    const q = this.search.value;
+    const hits = this.model.search(q, 500);
+    this.matches = new Set(hits.map((n) => this.visible.repOf(n.id)));
+    this.refreshNodes();
+    this.resultIds = hits.slice(0, 50).map((n) => n.id);
+    this.activeResult = this.resultIds.length ? 0 : -1;
+    this.results.replaceChildren(...hits.slice(0, 50).map((n, i) => h("li", { role: "option", "data-id": n.id, id: `wb-r-${i}`, "aria-selected": i === 0 ? "true" : "false" },
+      n.param ?? n.name, h("span", { class: "wb-muted" }, n.scope || n.op))));
+    this.results.hidden = !q || hits.length === 0;
+    this.search.setAttribute("aria-expanded", String(!this.results.hidden));
+    this.say(q ? `${hits.length}${hits.length === 500 ? "+" : ""} nodes match “${q}”` : "");
+  }
+
+  private closeResults() {
+    this.results.hidden = true;
+    this.search.setAttribute("aria-expanded", "false");
+  }
+
+  private moveResult(delta: number) {
+    if (!this.resultIds.length) return;
+    this.activeResult = (this.activeResult + delta + this.resultIds.length) % this.resultIds.length;
+    this.results.querySelectorAll("li").forEach((li, i) => li.setAttribute("aria-selected", String(i === this.activeResult)));
+  }
+
+  private onKey(e: KeyboardEvent) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.target === this.search) {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") this.moveResult(e.key === "ArrowDown" ? 1 : -1);
+      else if (e.key === "Enter" && this.activeResult >= 0) void this.reveal(this.resultIds[this.activeResult]);
+      else if (e.key === "Escape") {
+        this.closeResults();
+        this.root.focus();
+      } else {
+        e.stopPropagation();
+        return;
+      }
+      e.preventDefault();
+      e.stopPropagation();
+      return;
+    }
+    if (e.target instanceof HTMLInputElement || e.target instanceof HTMLButtonElement && (e.key === "Enter" || e.key === " ")) return;
+    const c = this.ctrl;
+    const handled = (() => {
+      switch (e.key) {
+        case "/": this.search.focus(); this.search.select(); return true;
+        case "f": this.fit(true); return true;
+        case "ArrowUp": case "ArrowDown": case "ArrowLeft": case "ArrowRight": this.moveFocus(e.key); return true;
+        case "Enter": case " ": {
+          const id = this.focusId;
+          if (!id) return false;
+          if (this.model.containers.has(id)) void this.toggle(id);
+          else this.select(id);
+          return true;
+        }
+        case "Escape": {
+          const chain = this.focusId ? this.model.ancestors(this.focusId) : [];
+          if (chain.length) void this.toggle(chain[chain.length - 1]);
+          return chain.length > 0;
+        }
+        case "n": c?.step(); return !!c;
+        case "o": c?.stepOver(); return !!c;
+        case "c": c?.continue(); return !!c;
+        case "r": c?.restart(); return !!c;
+        case "b": {
+          const id = this.focusId ?? this.selected;
+          if (!c || !id || !this.model.nodes.has(id)) return false;
+          c.toggleBreakpoint(id);
+          this.say(`${c.view().breakpoints.has(id) ? "Breakpoint set on" : "Breakpoint removed from"} ${this.model.nodes.get(id)!.name}`);
+          return true;
+        }
+      }
+      return false;
+    })();
+    if (handled) {
+      e.preventDefault();
+      e.stopPropagation();
+    }
+  }
+
+  /** Moves roving focus to the nearest item in the arrow's direction (screen geometry, not graph order). */
+  private moveFocus(key: string) {
+    const L = this.layout;
+    if (!L) return;
+    const from = this.focusId ? L.boxes[this.focusId] : undefined;
+    if (!from) {
+      this.setRoving(this.visible.items[0]?.id ?? null, true);
+      return;
+    }
+    const [dx, dy] = key === "ArrowUp" ? [0, -1] : key === "ArrowDown" ? [0, 1] : key === "ArrowLeft" ? [-1, 0] : [1, 0];
+    let best: string | null = null, bestScore = Infinity;
+    for (const id of this.els.keys()) {
+      const b = L.boxes[id];
+      if (!b || id === this.focusId) continue;
+      const vx = b.x - from.x, vy = b.y - from.y;
+      const along = vx * dx + vy * dy, across = Math.abs(vx * dy - vy * dx);
+      if (along <= 1) continue;
+      const score = along + across * 2;
+      if (score < bestScore) {
+        bestScore = score;
+        best = id;
+      }
+    }
+    if (!best) return;
+    this.setRoving(best, true);
+    const b = L.boxes[best];
+    this.pz.reveal(b.x, b.y);
+    const g = this.els.get(best);
+    this.say(g?.getAttribute("aria-label") ?? "");
+  }
+}
+
