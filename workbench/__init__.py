@@ -1,0 +1,67 @@
+"""workbench: PyTorch's API on NumPy (CPU) and CuPy (CUDA), with a tape you can see.
+
+>>> import workbench as wb
+>>> x = wb.tensor([1.0, 2.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad
+tensor([2., 4.])
+"""
+from . import _backend
+from ._backend import dtypes as _dtypes
+from ._backend.device import device
+from ._backend.dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, float64,
+                              get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
+from ._backend.dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
+from ._format import set_printoptions
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                                 no_grad, set_grad_enabled)
+from .tensor import Size, Tensor
+from . import ops as _ops  # binds Tensor's operators and methods
+from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
+                       linspace, logspace, ones, ones_like, tensor, zeros, zeros_like)
+from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
+                     multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm, seed,
+                     set_rng_state)
+from .ops.convert import clone
+from .ops.elementwise import (abs, add, clamp, clip, cos, div, eq, exp, ge, greater, greater_equal, gt, le, less,
+                              less_equal, log, lt, maximum, minimum, mul, ne, neg, not_equal, pow, relu, sigmoid,
+                              sign, sin, sqrt, sub, tanh, where)
+from .ops.linalg_core import matmul
+from .ops.reduce import mean, sum
+from .ops.shape import broadcast_to, permute, reshape, squeeze, t, transpose, unsqueeze
+from . import autograd, cuda
+
+half, float, double = float16, float32, float64
+short, int, long = int16, int32, int64
+cfloat, cdouble = complex64, complex128
+__version__ = "0.1.0"
+
+
+def result_type(tensor1, tensor2):
+    """The dtype of ``tensor1 op tensor2`` under PyTorch's promotion.  >>> wb.result_type(wb.tensor([1]), 1.0)"""
+    from .ops._util import result_dtype
+
+    a = tensor1._data if isinstance(tensor1, Tensor) else tensor1
+    b = tensor2._data if isinstance(tensor2, Tensor) else tensor2
+    return _dtypes.from_numpy_dtype(result_dtype(a, b))
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules allow from_ -> to in in-place ops (no category downgrade)."""
+    return from_.category <= to.category
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return input.is_complex()
+
+
+def numel(input):
+    return input.numel()

@@ -1,0 +1,140 @@
+"""The array backends: NumPy for "cpu", CuPy for "cuda". The only place that imports numpy or cupy.
+
+Op code receives its array module as ``ctx.xp`` and never imports one itself. CuPy is imported the
+first time a CUDA device is asked for, so ``import workbench`` stays fast where CuPy is absent.
+Tests install a NumPy-backed fake of cupy (``workbench.testing.fake_cupy``) to run every CUDA path
+on a machine without a GPU.
+"""
+import numpy
+
+from . import dtypes
+from .device import CPU, device
+
+np = numpy
+ndarray = numpy.ndarray
+_cupy = None  # the cupy module once loaded (real or fake)
+_cupy_error = None
+_CUDA_DEVICES = {}
+
+
+def cupy():
+    """The cupy module, imported on first use; RuntimeError if it cannot be had."""
+    global _cupy, _cupy_error
+    if _cupy is None:
+        if _cupy_error is not None:
+            raise RuntimeError(_cupy_error)
+        try:
+            import cupy as cp
+
+            cp.cuda.runtime.getDeviceCount()
+        except Exception as e:  # ImportError, or CUDA driver errors on machines without a GPU
+            _cupy_error = (
+                "CUDA is not available: workbench runs 'cuda' tensors with CuPy, and "
+                f"importing or initialising it failed ({type(e).__name__}: {e}). Install the [cuda] extra "
+                "(pip install workbench[cuda]) on a machine with an NVIDIA GPU, or use device='cpu'."
+            )
+            raise RuntimeError(_cupy_error) from None
+        _cupy = cp
+    return _cupy
+
+
+def use_cupy(module):
+    """Install a cupy module (the fake one in tests); None forgets it and re-imports lazily."""
+    global _cupy, _cupy_error
+    _cupy, _cupy_error = module, None
+    _CUDA_DEVICES.clear()
+
+
+def cupy_loaded():
+    return _cupy is not None
+
+
+def xp_of(arr):
+    """The array module (numpy or cupy) that owns ``arr``."""
+    if type(arr) is ndarray or isinstance(arr, (ndarray, numpy.generic)):
+        if _cupy is not None and isinstance(arr, _cupy.ndarray):
+            return _cupy
+        return numpy
+    if _cupy is not None and isinstance(arr, _cupy.ndarray):
+        return _cupy
+    raise TypeError(f"expected a NumPy or CuPy array, got {type(arr).__name__}")
+
+
+def device_of(arr):
+    """The device of an array: CPU for NumPy, cuda:N for CuPy."""
+    if type(arr) is ndarray:
+        return CPU
+    if _cupy is not None and isinstance(arr, _cupy.ndarray):
+        i = arr.device.id
+        d = _CUDA_DEVICES.get(i)
+        if d is None:
+            d = _CUDA_DEVICES[i] = device("cuda", i)
+        return d
+    return CPU
+
+
+def xp_for(dev):
+    """The array module that holds tensors on ``dev``."""
+    return numpy if dev.type == "cpu" else cupy()
+
+
+def resolve_device(dev):
+    """A device from a device, string or int; 'cuda' gets the current CUDA device's index."""
+    if dev is None:
+        return CPU
+    if not isinstance(dev, device):
+        dev = device(dev)
+    if dev.type == "cuda":
+        cp = cupy()
+        n = cp.cuda.runtime.getDeviceCount()
+        idx = cp.cuda.Device().id if dev.index is None else dev.index
+        if idx >= n:
+            raise RuntimeError(f"CUDA error: invalid device ordinal: cuda:{idx} requested, {n} device(s) available")
+        return _CUDA_DEVICES.get(idx) or _CUDA_DEVICES.setdefault(idx, device("cuda", idx))
+    return CPU
+
+
+def to_device(arr, dev):
+    """Copy (or pass through) an array to ``dev``; the one place host<->device transfers happen."""
+    src = device_of(arr)
+    if src == dev:
+        return arr
+    if dev.type == "cpu":
+        return arr.get()
+    cp = cupy()
+    with cp.cuda.Device(dev.index):
+        return cp.asarray(arr)
+
+
+def asarray(data, dt, dev):
+    """An array of dtype ``dt`` (workbench dtype) on ``dev`` from array-like ``data``."""
+    if dev.type == "cpu":
+        return numpy.asarray(data, dtype=dt.np)
+    cp = cupy()
+    with cp.cuda.Device(dev.index):
+        return cp.asarray(data, dtype=dt.np)
+
+
+def on_device(dev):
+    """A context manager making ``dev`` current for allocations (no-op on CPU)."""
+    if dev.type == "cpu":
+        return _NULL
+    return cupy().cuda.Device(dev.index)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+_NULL = _Null()
+
+
+def data_ptr(arr):
+    """The address of an array's first element."""
+    if type(arr) is ndarray or isinstance(arr, ndarray):
+        return arr.__array_interface__["data"][0]
+    return arr.data.ptr

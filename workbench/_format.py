@@ -1,0 +1,166 @@
+"""PyTorch-style printing of tensors: ``tensor([1.5000, 2.0000], grad_fn=<MulBackward0>)``."""
+import math
+
+from ._backend import dtypes as _dt
+
+PRINT_OPTS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """Set how tensors print, as torch.set_printoptions.
+
+    >>> import workbench as wb
+    >>> wb.set_printoptions(precision=2); wb.tensor([1.2345])
+    tensor([1.23])
+    >>> wb.set_printoptions(profile="default")
+    """
+    if profile == "default":
+        PRINT_OPTS.update(precision=4, threshold=1000, edgeitems=3, linewidth=80)
+    elif profile == "short":
+        PRINT_OPTS.update(precision=2, threshold=1000, edgeitems=2, linewidth=80)
+    elif profile == "full":
+        PRINT_OPTS.update(precision=4, threshold=math.inf, edgeitems=3, linewidth=80)
+    for k, v in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                 ("linewidth", linewidth)):
+        if v is not None:
+            PRINT_OPTS[k] = v
+    PRINT_OPTS["sci_mode"] = sci_mode
+
+
+def _host(t):
+    import numpy as np
+
+    d = t._data
+    if type(d) is not np.ndarray:
+        d = d.get() if hasattr(d, "get") else np.asarray(d)
+    if t.dtype is _dt.bfloat16 or t.dtype is _dt.float16:
+        d = d.astype(np.float32)
+    return d
+
+
+class _Formatter:
+    def __init__(self, values, dtype):
+        import numpy as np
+
+        self.kind = dtype.category
+        self.int_mode = True
+        self.sci = False
+        p = PRINT_OPTS["precision"]
+        if self.kind == _dt._BOOL:
+            self.width = 4 if values.all() else 5
+            return
+        if self.kind == _dt._INT:
+            self.width = max((len(str(int(v))) for v in values), default=1)
+            return
+        if self.kind == _dt._COMPLEX:
+            self.width = 0
+            return
+        finite = values[np.isfinite(values)]
+        if finite.size == 0:
+            self.width = max((len(self._fmt_special(v)) for v in values), default=3)
+            return
+        self.int_mode = bool(np.all(finite == np.ceil(finite)))
+        nonzero = np.abs(finite[finite != 0])
+        amax = float(nonzero.max()) if nonzero.size else 0.0
+        amin = float(nonzero.min()) if nonzero.size else 0.0
+        if self.int_mode:
+            if amax > 1e8:
+                self.sci = True
+        elif amax and (amax / amin > 1000.0 or amax > 1e8 or amin < 1e-4):
+            self.sci = True
+        if PRINT_OPTS["sci_mode"] is not None:
+            self.sci = PRINT_OPTS["sci_mode"]
+        self.p = p
+        self.width = max(len(self.fmt(float(v))) for v in values)
+
+    @staticmethod
+    def _fmt_special(v):
+        return "nan" if v != v else ("inf" if v > 0 else "-inf")
+
+    def fmt(self, v):
+        if self.kind == _dt._BOOL:
+            return str(bool(v))
+        if self.kind == _dt._INT:
+            return str(int(v))
+        if self.kind == _dt._COMPLEX:
+            p = PRINT_OPTS["precision"]
+            return f"{v.real:.{p}f}{v.imag:+.{p}f}j"
+        v = float(v)
+        if not math.isfinite(v):
+            return self._fmt_special(v)
+        if self.sci:
+            return f"{v:.{self.p}e}"
+        if self.int_mode:
+            return f"{v:.0f}."
+        return f"{v:.{self.p}f}"
+
+    def cell(self, v):
+        return self.fmt(v).rjust(self.width)
+
+
+def _summarized_values(d, edge):
+    import numpy as np
+
+    if d.ndim == 0:
+        return d.reshape(1)
+    if d.shape[0] > 2 * edge:
+        parts = [d[:edge], d[-edge:]]
+    else:
+        parts = [d]
+    return np.concatenate([_summarized_values(x, edge).reshape(-1) for x in parts]) if d.size else d.reshape(-1)
+
+
+def _render(d, fm, indent, summarize, edge):
+    if d.ndim == 0:
+        return fm.cell(d.item())
+    if d.ndim == 1:
+        n = d.shape[0]
+        if summarize and n > 2 * edge:
+            cells = [fm.cell(v) for v in d[:edge]] + ["..."] + [fm.cell(v) for v in d[-edge:]]
+        else:
+            cells = [fm.cell(v) for v in d]
+        per_line = max(1, (PRINT_OPTS["linewidth"] - indent) // (fm.width + 2)) if fm.width else len(cells)
+        lines = [", ".join(cells[i:i + per_line]) for i in range(0, len(cells), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    n = d.shape[0]
+    sep = "," + "\n" * (d.ndim - 1) + " " * (indent + 1)
+    if summarize and n > 2 * edge:
+        rows = [_render(d[i], fm, indent + 1, summarize, edge) for i in range(edge)] + ["..."] + [
+            _render(d[i], fm, indent + 1, summarize, edge) for i in range(n - edge, n)]
+    else:
+        rows = [_render(d[i], fm, indent + 1, summarize, edge) for i in range(n)]
+    return "[" + sep.join(rows) + "]"
+
+
+def format_tensor(t):
+    d = _host(t)
+    dtype = t.dtype
+    prefix = "tensor("
+    summarize = d.size > PRINT_OPTS["threshold"]
+    edge = PRINT_OPTS["edgeitems"]
+    suffixes = []
+    if d.size == 0:
+        body = "[]"
+        if d.ndim != 1:
+            suffixes.append(f"size={tuple(d.shape)}")
+    else:
+        vals = _summarized_values(d, edge) if summarize else d.reshape(-1)
+        fm = _Formatter(vals, dtype)
+        body = _render(d, fm, len(prefix), summarize, edge)
+    dev = t.device
+    if dev.type != "cpu":
+        suffixes.append(f"device='{dev}'")
+    default_float = _dt.get_default_dtype()
+    if not (dtype is default_float or dtype is _dt.int64 or dtype is _dt.bool_
+            or (dtype.is_complex and dtype is default_float.to_complex())):
+        suffixes.append(f"dtype={dtype!r}")
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t._rg:
+        suffixes.append("requires_grad=True")
+    if suffixes:
+        tail = ", ".join(suffixes)
+        last = body.rsplit("\n", 1)[-1]
+        width = len(last) + (len(prefix) if "\n" not in body else 0) + len(tail) + 3
+        body = body + (",\n" + " " * len(prefix) if width > PRINT_OPTS["linewidth"] else ", ") + tail
+    return prefix + body + ")"

@@ -1,0 +1,138 @@
+"""Reverse-mode automatic differentiation: backward, grad, Function, grad modes, anomaly detection."""
+from . import engine, graph
+from .engine import BackwardStep, iter_backward
+from .function import Function, once_differentiable
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+
+__all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "once_differentiable", "iter_backward", "BackwardStep", "graph"]
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    from ..tensor import Tensor
+
+    if isinstance(x, Tensor):
+        return [x]
+    return list(x)
+
+
+def _make_grads(outputs, grads, create_graph):
+    from ..tensor import Tensor
+
+    if grads is None:
+        grads = [None] * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got {len(grads)} gradients "
+                           f"for {len(outputs)} outputs")
+    out = []
+    for o, g in zip(outputs, grads):
+        if g is None:
+            if o.numel() != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs (the output has shape "
+                    f"{list(o.shape)}); pass gradient= with a tensor of that shape, or reduce the output first "
+                    "(e.g. loss.sum() or loss.mean())")
+            if not o.dtype.is_floating_point and not o.dtype.is_complex:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
+            g = Tensor._make(_ones_like(o))
+        elif not isinstance(g, Tensor):
+            from ..creation import tensor
+
+            g = tensor(g, dtype=o.dtype, device=o.device)
+        else:
+            if g.shape != o.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} and "
+                                   f"output[0] has a shape of {list(o.shape)}.")
+            if g.device != o.device:
+                raise RuntimeError(f"invalid gradient - expected device {o.device} but got {g.device}")
+            if not create_graph:
+                g = g.detach()
+        out.append(g)
+    return out
+
+
+def _ones_like(o):
+    from .. import _backend
+
+    xp = _backend.xp_of(o._data)
+    return xp.ones(o._data.shape, o._data.dtype)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves (or of ``inputs``).
+
+    >>> import workbench as wb
+    >>> x = wb.tensor([1., 2.], requires_grad=True)
+    >>> wb.autograd.backward((x * x).sum()); x.grad
+    tensor([2., 4.])
+    """
+    outputs = _as_list(tensors)
+    grads = _as_list(grad_tensors if grad_tensors is not None else grad_variables)
+    if retain_graph is None:
+        retain_graph = create_graph
+    for k, o in enumerate(outputs):
+        if not o._rg:
+            raise engine._no_grad_error(o, "tensors")
+    grads = _make_grads(outputs, grads, create_graph)
+    ins = _as_list(inputs)
+    if ins is not None and len(ins) == 0:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    if ins is None:
+        engine.run_backward(outputs, grads, retain_graph, create_graph)
+        return
+    captured = [None] * len(ins)
+    for _ in engine.iter_backward(outputs, grads, retain_graph, create_graph, ins, True, captured):
+        pass
+    for t, g in zip(ins, captured):  # non-leaf inputs get their .grad as leaves do
+        if t.grad_fn is not None and g is not None:
+            t._grad = g if t._grad is None else t._grad + g
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated).
+
+    >>> import workbench as wb
+    >>> x = wb.tensor(3.0, requires_grad=True)
+    >>> wb.autograd.grad(x ** 2, x)
+    (tensor(6.),)
+    """
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    for o in outs:
+        if not o._rg:
+            raise engine._no_grad_error(o, "differentiated tensors")
+    if retain_graph is None:
+        retain_graph = create_graph
+    go = _as_list(grad_outputs)
+    if is_grads_batched:
+        from .functional import _batched_grad
+
+        return _batched_grad(outs, ins, go, retain_graph, create_graph, allow_unused, materialize_grads)
+    grads = _make_grads(outs, go, create_graph)
+    captured = [None] * len(ins)
+    for _ in engine.iter_backward(outs, grads, retain_graph, create_graph, ins, False, captured):
+        pass
+    result = []
+    for k, (t, g) in enumerate(zip(ins, captured)):
+        if g is None:
+            if materialize_grads:
+                from ..creation import zeros_like
+
+                g = zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {k}, shape {list(t.shape)}) appears to not have "
+                    "been used in the graph. Set allow_unused=True if this is the desired behavior.")
+        elif not create_graph:
+            g = g.detach()
+        result.append(g)
+    return tuple(result)

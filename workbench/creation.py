@@ -1,0 +1,349 @@
+"""Making tensors: from data (tensor, as_tensor, from_numpy) and by shape (zeros, arange, eye...)."""
+import warnings
+
+from . import _backend
+from ._backend import dtypes as _dt
+from .tensor import Tensor
+
+np = _backend.numpy
+
+
+def _size_args(size, op):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = s.item()
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(s).__name__} at pos {len(out)}")
+        if s < 0:
+            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _finish(arr, requires_grad, op="tensor"):
+    t = Tensor._make(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    from .autograd.grad_mode import STATE
+
+    if STATE.inference:
+        t._vbox = _INFERENCE
+    return t
+
+
+def _dev(device):
+    return _backend.resolve_device(device) if device is not None else _backend.CPU
+
+
+def _infer_dtype(data):
+    """PyTorch's dtype for Python data: bool, int64, the default float, or complex."""
+    kind = _dt._BOOL
+    stack = [data]
+    found_np = None
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, Tensor):
+            if x.ndim == 0 and not isinstance(data, Tensor):
+                found_np = x.dtype if found_np is None else _dt.promote_types(found_np, x.dtype)
+            else:
+                found_np = x.dtype if found_np is None else _dt.promote_types(found_np, x.dtype)
+        elif isinstance(x, (bool, np.bool_)):
+            pass
+        elif isinstance(x, (int, np.integer)):
+            kind = max(kind, _dt._INT)
+        elif isinstance(x, (float, np.floating)):
+            kind = max(kind, _dt._FLOAT)
+        elif isinstance(x, (complex, np.complexfloating)):
+            kind = max(kind, _dt._COMPLEX)
+        elif hasattr(x, "__array__") or hasattr(x, "__cuda_array_interface__"):
+            d = _dt.from_numpy_dtype(np.dtype(x.dtype))
+            found_np = d if found_np is None else _dt.promote_types(found_np, d)
+        else:
+            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+    scalar = {_dt._BOOL: _dt.bool_, _dt._INT: _dt.int64, _dt._FLOAT: _dt.get_default_dtype(),
+              _dt._COMPLEX: _dt.get_default_dtype().to_complex()}[kind]
+    if found_np is None:
+        return scalar
+    if kind == _dt._BOOL and not isinstance(data, (list, tuple)):
+        return found_np
+    return _dt.promote_types(found_np, scalar) if kind > found_np.category else found_np
+
+
+def _host_array(data):
+    """data as a NumPy array (Tensors and CuPy arrays inside lists are brought to the host)."""
+    if isinstance(data, Tensor):
+        return data.detach().cpu()._data
+    if isinstance(data, (list, tuple)):
+        if any(isinstance(x, Tensor) for x in data):
+            return np.stack([_host_array(x) for x in data]) if data else np.asarray(data)
+        try:
+            return np.asarray(data)
+        except ValueError as e:
+            raise ValueError(f"expected a rectangular nested sequence of numbers: {e}") from None
+    if hasattr(data, "get") and not isinstance(data, np.ndarray):
+        return data.get()
+    return np.asarray(data)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data`` (a number, nested list, NumPy/CuPy array or Tensor).
+
+    >>> import workbench as wb
+    >>> wb.tensor([[1, 2], [3, 4]])
+    tensor([[1, 2],
+            [3, 4]])
+    >>> wb.tensor(1.5, requires_grad=True)
+    tensor(1.5000, requires_grad=True)
+    """
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() "
+                      "or sourceTensor.clone().detach().requires_grad_(True), rather than "
+                      "workbench.tensor(sourceTensor).", UserWarning, stacklevel=2)
+    dt = _dt.to_dtype(dtype) if dtype is not None else None
+    dev = _dev(device) if device is not None else (data.device if isinstance(data, Tensor) else None)
+    if dev is None and _backend.cupy_loaded() and isinstance(data, _backend.cupy().ndarray):
+        dev = _backend.device_of(data)
+    dev = dev or _backend.CPU
+    if dt is None:
+        if isinstance(data, (np.ndarray, np.generic)) or (hasattr(data, "dtype") and hasattr(data, "shape")
+                                                          and not isinstance(data, Tensor)):
+            dt = _dt.from_numpy_dtype(np.dtype(data.dtype))
+        else:
+            dt = _infer_dtype(data)
+    if dev.type == "cuda" and not isinstance(data, (list, tuple, Tensor)) and hasattr(data, "dtype"):
+        cp = _backend.cupy()
+        with cp.cuda.Device(dev.index):
+            arr = cp.array(data, dtype=dt.np, copy=True)
+    else:
+        host = _host_array(data)
+        if host.dtype == object:
+            raise TypeError("can't convert np.ndarray of type numpy.object_: the only supported types are numbers")
+        arr = np.array(host, dtype=dt.np, copy=True)
+        if dev.type != "cpu":
+            arr = _backend.to_device(arr, dev)
+    t = _finish(arr, requires_grad)
+    if pin_memory:
+        t._pinned = True
+    return t
+
+
+def as_tensor(data, dtype=None, device=None):
+    """A tensor sharing memory with ``data`` where possible (same dtype and device), else a copy.
+
+    >>> import numpy as np, workbench as wb
+    >>> a = np.zeros(2, dtype=np.float32); t = wb.as_tensor(a); a[0] = 1; t
+    tensor([1., 0.])
+    """
+    dt = _dt.to_dtype(dtype) if dtype is not None else None
+    if isinstance(data, Tensor):
+        return data.to(dtype=dt, device=device) if (dt or device) else data
+    dev = _dev(device) if device is not None else None
+    if isinstance(data, np.ndarray) and (dev is None or dev.type == "cpu") and (dt is None or dt.np == data.dtype):
+        if data.dtype in _dt._FROM_NP and data.dtype.kind != "u" or data.dtype == np.uint8:
+            return from_numpy(data)
+    if _backend.cupy_loaded() and isinstance(data, _backend.cupy().ndarray):
+        src = _backend.device_of(data)
+        if (dev is None or dev == src) and (dt is None or dt.np == data.dtype):
+            return Tensor._make(data)
+    return tensor(data, dtype=dt, device=dev)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray):
+    """A CPU tensor sharing memory with a NumPy array (writes through both ways).
+
+    >>> import numpy as np, workbench as wb
+    >>> a = np.arange(3); t = wb.from_numpy(a); t[0] = 7; a
+    array([7, 1, 2])
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if ndarray.dtype not in _dt._FROM_NP or ndarray.dtype.kind == "u" and ndarray.dtype != np.uint8:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{ndarray.dtype}. The only supported types are: "
+                        "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.")
+    if not ndarray.flags.writeable:
+        warnings.warn("The given NumPy array is not writable, and workbench does not support non-writable tensors. "
+                      "Writing to the tensor will fail.", UserWarning, stacklevel=2)
+    return Tensor._make(ndarray)
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with any DLPack-capable array (NumPy, CuPy, PyTorch...)."""
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    dev_type = ext_tensor.__dlpack_device__()[0] if hasattr(ext_tensor, "__dlpack_device__") else 1
+    if dev_type == 1:
+        return Tensor._make(np.from_dlpack(ext_tensor))
+    cp = _backend.cupy()
+    return Tensor._make(cp.from_dlpack(ext_tensor))
+
+
+def _factory(op, fill):
+    def make(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+             memory_format=None):
+        shape = _size_args(size, op)
+        dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+        dev = _dev(device)
+        xp = _backend.xp_for(dev)
+        with _backend.on_device(dev):
+            arr = getattr(xp, fill)(shape, dtype=dt.np)
+        t = _finish(arr, requires_grad)
+        if out is not None:
+            out.resize_(shape) if tuple(out.shape) != shape else None
+            out.copy_(t)
+            return out
+        return t
+
+    make.__name__ = make.__qualname__ = op
+    return make
+
+
+zeros = _factory("zeros", "zeros")
+zeros.__doc__ = "A tensor of zeros.  >>> wb.zeros(2, 3).shape  ->  workbench.Size([2, 3])"
+ones = _factory("ones", "ones")
+ones.__doc__ = "A tensor of ones.  >>> wb.ones(2)  ->  tensor([1., 1.])"
+empty = _factory("empty", "empty")
+empty.__doc__ = "An uninitialised tensor.  >>> wb.empty(2, 3).shape  ->  workbench.Size([2, 3])"
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A tensor filled with fill_value; its dtype follows the value (bool, int64 or the default float).
+
+    >>> import workbench as wb
+    >>> wb.full((2,), 7)
+    tensor([7, 7])
+    """
+    shape = _size_args((size,) if not isinstance(size, int) else (size,), "full")
+    dt = _dt.to_dtype(dtype) if dtype is not None else _dt.scalar_dtype(
+        fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
+    dev = _dev(device)
+    xp = _backend.xp_for(dev)
+    with _backend.on_device(dev):
+        arr = xp.full(shape, fill_value.item() if isinstance(fill_value, Tensor) else fill_value, dtype=dt.np)
+    return _finish(arr, requires_grad)
+
+
+def _like(fn):
+    def make(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        return fn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                  requires_grad=requires_grad)
+
+    make.__name__ = fn.__name__ + "_like"
+    make.__doc__ = f"{fn.__name__} with input's shape, dtype and device.  >>> wb.{fn.__name__}_like(wb.ones(2))"
+    return make
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """full with input's shape, dtype and device.  >>> wb.full_like(wb.ones(2), 3.)  ->  tensor([3., 3.])"""
+    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Values from start to end (exclusive) by step; int64 unless any argument is a float.
+
+    >>> import workbench as wb
+    >>> wb.arange(3), wb.arange(0, 1, 0.5)
+    (tensor([0, 1, 2]), tensor([0.0000, 0.5000]))
+    """
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    if dtype is not None:
+        dt = _dt.to_dtype(dtype)
+    elif any(isinstance(v, (float, np.floating)) for v in vals):
+        dt = _dt.get_default_dtype()
+    else:
+        dt = _dt.int64
+    import math
+
+    n = max(0, math.ceil((end - start) / step))
+    dev = _dev(device)
+    xp = _backend.xp_for(dev)
+    with _backend.on_device(dev):
+        # computed in float64 from the index, as PyTorch does, so float steps don't drift
+        arr = (xp.arange(n, dtype=np.float64) * step + start) if dt.category >= _dt._FLOAT else xp.arange(
+            start, start + n * step, step, dtype=np.int64)[:n]
+        arr = arr.astype(dt.np)
+    return _finish(arr, requires_grad)
+
+
+def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Deprecated in PyTorch: values from start to end inclusive."""
+    return arange(start, end + step if end is not None else start + 1, step, dtype=dtype or _dt.get_default_dtype(),
+                  device=device, requires_grad=requires_grad)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """steps evenly spaced values from start to end inclusive.
+
+    >>> import workbench as wb
+    >>> wb.linspace(0, 1, 3)
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    if steps < 0:
+        raise RuntimeError("linspace: number of steps must be non-negative")
+    dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    dev = _dev(device)
+    xp = _backend.xp_for(dev)
+    with _backend.on_device(dev):
+        arr = xp.linspace(float(start), float(end), int(steps)).astype(dt.np)
+    return _finish(arr, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """base ** linspace(start, end, steps).  >>> wb.logspace(0, 2, 3)  ->  tensor([  1.,  10., 100.])"""
+    dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    dev = _dev(device)
+    xp = _backend.xp_for(dev)
+    with _backend.on_device(dev):
+        arr = (float(base) ** xp.linspace(float(start), float(end), int(steps))).astype(dt.np)
+    return _finish(arr, requires_grad)
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """The identity matrix (n x m).  >>> wb.eye(2)  ->  tensor([[1., 0.], [0., 1.]])"""
+    dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    dev = _dev(device)
+    xp = _backend.xp_for(dev)
+    with _backend.on_device(dev):
+        arr = xp.eye(n, n if m is None else m, dtype=dt.np)
+    return _finish(arr, requires_grad)
+
+
+def _legacy_construct(args, device):
+    if len(args) == 1 and not isinstance(args[0], int):
+        return tensor(args[0], dtype=_dt.get_default_dtype(), device=device)
+    return empty(*args, device=device)
+
+
+_INFERENCE = None
+
+
+def _bind_inference_box():
+    global _INFERENCE
+    from . import tensor as _t
+
+    _INFERENCE = _t._INFERENCE_BOX
+
+
+_bind_inference_box()

@@ -1,0 +1,103 @@
+"""Helpers shared by the op families: dtype promotion on raw operands, dim normalisation."""
+from .. import _backend
+from .._backend import dtypes as _dt
+
+np = _backend.numpy
+_np_generic = np.generic
+_FROM_NP = _dt._FROM_NP
+_CACHE = {}
+
+
+def _key(x):
+    t = type(x)
+    if t is bool or t is int or t is float or t is complex:
+        return t
+    if isinstance(x, _np_generic):
+        return type(x.item())
+    return (x.dtype, x.ndim == 0)
+
+
+def result_dtype(a, b):
+    """The NumPy dtype of ``a op b`` under PyTorch's promotion (a, b: raw arrays or Python scalars)."""
+    ka, kb = _key(a), _key(b)
+    k = (ka, kb, _dt.get_default_dtype())
+    r = _CACHE.get(k)
+    if r is None:
+        dims, zeros, scalars = [], [], []
+        for kk in (ka, kb):
+            if type(kk) is tuple:
+                (zeros if kk[1] else dims).append(_FROM_NP[kk[0]])
+            else:
+                scalars.append(_dt.scalar_dtype(kk()))
+        r = _CACHE[k] = _dt.result_type_of(dims, zeros, scalars).np
+    return r
+
+
+def result_dtype_n(*xs):
+    dims, zeros, scalars = [], [], []
+    for x in xs:
+        k = _key(x)
+        if type(k) is tuple:
+            (zeros if k[1] else dims).append(_FROM_NP[k[0]])
+        else:
+            scalars.append(_dt.scalar_dtype(x))
+    return _dt.result_type_of(dims, zeros, scalars).np
+
+
+def cast(x, npd):
+    """x (array or scalar) as dtype npd: arrays are converted, Python scalars stay weak."""
+    if hasattr(x, "dtype") and not isinstance(x, _np_generic):
+        return x if x.dtype == npd else x.astype(npd)
+    if isinstance(x, _np_generic):
+        return x.item()
+    return x
+
+
+def float_np(npd):
+    """npd itself if floating/complex, else the default float dtype (int inputs to exp, sqrt...)."""
+    if npd.kind in "fc" or (_dt.bfloat16 is not None and npd == _dt.bfloat16.np):
+        return npd
+    return _dt.get_default_dtype().np
+
+
+def to_float(x):
+    d = x.dtype
+    if d.kind in "fc" or (_dt.bfloat16 is not None and d == _dt.bfloat16.np):
+        return x
+    return x.astype(_dt.get_default_dtype().np)
+
+
+def norm_dims(dim, ndim, op="op"):
+    """dim (None, int, or sequence) as a sorted tuple of non-negative ints, or None for all dims."""
+    if dim is None:
+        return None
+    if isinstance(dim, (list, tuple)):
+        if len(dim) == 0:
+            return None
+        out = tuple(sorted({wrap_dim(d, ndim) for d in dim}))
+        if len(out) != len(dim):
+            raise RuntimeError(f"{op}: dim {list(dim)} appears multiple times in the list of dims")
+        return out
+    return (wrap_dim(dim, ndim),)
+
+
+def wrap_dim(dim, ndim):
+    if hasattr(dim, "__index__") and not isinstance(dim, int):
+        dim = dim.__index__()
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    n = max(ndim, 1)
+    if dim < -n or dim >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def as_tensor_arg(x, like):
+    """A Python scalar or array-like operand as a Tensor on like's device (for ops that need Tensors)."""
+    from ..tensor import Tensor
+
+    if isinstance(x, Tensor):
+        return x
+    from .. import creation
+
+    return creation.tensor(x, device=like.device, dtype=None if not hasattr(x, "dtype") else None)

@@ -1,0 +1,218 @@
+"""dtype and device conversions, copies, and the in-place basics (copy_, fill_, zero_)."""
+from .. import _backend
+from .._backend import dtypes as _dt
+from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
+from ..tensor import Tensor
+
+
+class ToCopy(Function):
+    """Cast and/or move to another device; the gradient goes back the other way."""
+
+    _raw = True
+    op_name = "to"
+
+    @staticmethod
+    def forward(ctx, x, dtype, device, copy):
+        ctx.src = (x.dtype, _backend.device_of(x))
+        y = x
+        if device is not None and device != ctx.src[1]:
+            y = _backend.to_device(y, device)
+        if dtype is not None and y.dtype != dtype.np:
+            if x.dtype.kind == "c" and dtype.category < _dt._COMPLEX:
+                import warnings
+
+                warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                              stacklevel=4)
+                y = y.real
+            y = y.astype(dtype.np)
+        elif copy and y is x:
+            y = ctx.xp.array(x, copy=True)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        npd, dev = ctx.src
+        gd = _dt.from_numpy_dtype(npd)
+        if gd.category < _dt._FLOAT:
+            return None, None, None, None
+        return ToCopy.apply(g, gd, dev, False), None, None, None
+
+
+def _parse_to(args, kwargs):
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (_dt.dtype,)) or a in (float, int, bool, complex) or (
+                type(a).__name__ == "dtype" and not isinstance(a, str)):
+            dtype = a
+        elif isinstance(a, (str, _backend.device, int)) and not isinstance(a, bool):
+            device = a
+        elif isinstance(a, bool):
+            pass
+        elif a is not None:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    return (_dt.to_dtype(dtype) if dtype is not None else None,
+            _backend.resolve_device(device) if device is not None else None, copy)
+
+
+def to(self, *args, **kwargs):
+    """Convert dtype and/or move device; returns self when nothing changes.
+
+    >>> import workbench as wb
+    >>> wb.tensor([1, 2]).to(wb.float64)
+    tensor([1., 2.], dtype=workbench.float64)
+    """
+    dtype, device, copy = _parse_to(args, dict(kwargs))
+    if (dtype is None or dtype.np == self._data.dtype) and (device is None or device == self.device) and not copy:
+        return self
+    return ToCopy.apply(self, dtype, device, copy)
+
+
+def type_(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        return "workbench." + {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+                               "int32": "IntTensor", "bool": "BoolTensor", "float16": "HalfTensor",
+                               "uint8": "ByteTensor", "int8": "CharTensor", "int16": "ShortTensor"}.get(
+            self.dtype.name, self.dtype.name)
+    return to(self, dtype)
+
+
+def _caster(dt):
+    def cast(self, memory_format=None):
+        return to(self, dt)
+
+    cast.__name__ = dt.name
+    return cast
+
+
+def cpu(self, memory_format=None):
+    """A copy on the CPU (self if already there)."""
+    return to(self, _backend.CPU)
+
+
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    """A copy on a CUDA device (self if already there)."""
+    dev = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+    return to(self, _backend.resolve_device(dev))
+
+
+class Clone(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.array(x, copy=True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def clone(input, *, memory_format=None):
+    """A copy with its own memory, still on the graph.  >>> wb.tensor([1.]).clone()  ->  tensor([1.])"""
+    return Clone.apply(input)
+
+
+def contiguous(self, memory_format=None):
+    """self if C-contiguous, else a contiguous copy."""
+    if self._data.flags.c_contiguous:
+        return self
+    return Contiguous.apply(self)
+
+
+class Contiguous(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.ascontiguousarray(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class CopyFrom(Function):
+    """The value of ``src`` broadcast, cast and moved to ``dst``'s shape, dtype and device."""
+
+    _raw = True
+    op_name = "copy_"
+
+    @staticmethod
+    def forward(ctx, dst, src):
+        ctx.src_meta = (src.dtype, _backend.device_of(src))
+        dev = _backend.device_of(dst)
+        s = _backend.to_device(src, dev) if _backend.device_of(src) != dev else src
+        out = ctx.xp.empty_like(dst)
+        try:
+            out[...] = s.astype(dst.dtype, copy=False) if s.dtype != dst.dtype and s.dtype.kind != "c" else s
+        except ValueError:
+            raise RuntimeError(f"The size of tensor a ({list(dst.shape)}) must match the size of tensor b "
+                               f"({list(src.shape)}) (in copy_)") from None
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        npd, dev = ctx.src_meta
+        return None, ToCopy.apply(g, _dt.from_numpy_dtype(npd), dev, False)
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy src's values into self, in place (broadcast, cast, moved across devices).
+
+    >>> import workbench as wb
+    >>> x = wb.zeros(2); x.copy_(wb.tensor([1., 2.]))
+    tensor([1., 2.])
+    """
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if not STATE.enabled or not (self._rg or src._rg):
+        self._check_inplace("copy_")
+        s = src._data
+        if src.device != self.device:
+            s = _backend.to_device(s, self.device)
+        try:
+            self._data[...] = s
+        except ValueError:
+            raise RuntimeError(f"The size of tensor a ({list(self.shape)}) must match the size of tensor b "
+                               f"({list(src.shape)}) (in copy_)") from None
+        self._bump("copy_")
+        return self
+    return self._inplace("copy_", lambda x, s: CopyFrom.apply(x, s), src)
+
+
+def fill_(self, value):
+    """Fill with a value, in place.  >>> wb.zeros(2).fill_(3)  ->  tensor([3., 3.])"""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
+        if STATE.enabled and (self._rg or value._rg):
+            return self._inplace("fill_", lambda x, v: CopyFrom.apply(x, v), value)
+        value = value.item()
+    self._check_inplace("fill_")
+    if STATE.enabled and self._rg:
+        return self._inplace("fill_", lambda x: x * 0 + value)
+    self._data.fill(value)
+    self._bump("fill_")
+    return self
+
+
+def zero_(self):
+    """Fill with zeros, in place.  >>> wb.ones(2).zero_()  ->  tensor([0., 0.])"""
+    return fill_(self, 0)
+
+
+def view_dtype(self, dtype):
+    """Reinterpret the bytes as another dtype (no copy)."""
+    dt = _dt.to_dtype(dtype)
+    return Tensor._make(self._data.view(dt.np), False, None, 0, self._vbox,
+                        self._base if self._base is not None else self)

@@ -1,0 +1,245 @@
+"""Random numbers: Generator, manual_seed, and the sampling functions (rand, randn, randint...).
+
+Each Generator owns a NumPy PCG64 stream for the CPU and, per CUDA device, a CuPy stream seeded
+from it, so samples are drawn where the tensor lives (no host-to-device copy).
+"""
+from . import _backend
+from ._backend import dtypes as _dt
+from .tensor import Tensor
+
+np = _backend.numpy
+
+
+class Generator:
+    """A random-number stream; pass it as ``generator=`` for reproducible sampling.
+
+    >>> import workbench as wb
+    >>> g = wb.Generator().manual_seed(0)
+    >>> wb.rand(2, generator=g).shape
+    workbench.Size([2])
+    """
+
+    def __init__(self, device="cpu"):
+        self.device = _backend.device(device) if not isinstance(device, _backend.device) else device
+        self._seed = 67280421310721
+        self._np = np.random.Generator(np.random.PCG64(self._seed))
+        self._gpu = {}
+
+    def manual_seed(self, seed):
+        seed = int(seed)
+        if seed < 0:
+            seed = seed & 0xFFFF_FFFF_FFFF_FFFF
+        self._seed = seed
+        self._np = np.random.Generator(np.random.PCG64(seed))
+        self._gpu = {}
+        return self
+
+    def seed(self):
+        import secrets
+
+        s = secrets.randbits(63)
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        import json
+
+        st = json.dumps(self._np.bit_generator.state).encode()
+        return Tensor._make(np.frombuffer(st, dtype=np.uint8).copy())
+
+    def set_state(self, new_state):
+        import json
+
+        self._np.bit_generator.state = json.loads(bytes(new_state._data.astype(np.uint8)).decode())
+        return self
+
+    def _stream(self, dev):
+        if dev.type == "cpu":
+            return self._np
+        rs = self._gpu.get(dev.index)
+        if rs is None:
+            cp = _backend.cupy()
+            with cp.cuda.Device(dev.index):
+                rs = self._gpu[dev.index] = cp.random.RandomState(int(self._np.integers(2 ** 63)))
+        return rs
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    """Seed the default generator (and every CUDA device's).  >>> wb.manual_seed(0)"""
+    default_generator.manual_seed(seed)
+    return default_generator
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    default_generator.set_state(new_state)
+
+
+def _setup(size, dtype, device, generator, default=None):
+    from .creation import _size_args
+
+    shape = _size_args(size, "rand")
+    dt = _dt.to_dtype(dtype) if dtype is not None else (default or _dt.get_default_dtype())
+    dev = _backend.resolve_device(device) if device is not None else _backend.CPU
+    g = generator or default_generator
+    return shape, dt, dev, g._stream(dev)
+
+
+def _done(arr, dt, requires_grad):
+    t = Tensor._make(arr.astype(dt.np, copy=False))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False):
+    """Uniform samples in [0, 1).  >>> wb.rand(2, 3).shape  ->  workbench.Size([2, 3])"""
+    shape, dt, dev, rs = _setup(size, dtype, device, generator)
+    with _backend.on_device(dev):
+        arr = rs.random(shape) if dev.type == "cpu" else rs.random_sample(shape)
+    return _done(arr, dt, requires_grad)
+
+
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False):
+    """Standard normal samples.  >>> wb.randn(4).shape  ->  workbench.Size([4])"""
+    shape, dt, dev, rs = _setup(size, dtype, device, generator)
+    with _backend.on_device(dev):
+        arr = rs.standard_normal(shape) if dev.type == "cpu" else rs.standard_normal(shape)
+    if dt.is_complex:
+        with _backend.on_device(dev):
+            im = rs.standard_normal(shape)
+        arr = (arr + 1j * im) / np.sqrt(2)
+    return _done(arr, dt, requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+            requires_grad=False):
+    """Integers in [low, high).  >>> wb.randint(0, 10, (3,)).dtype  ->  workbench.int64"""
+    if size is None:
+        if high is None or not isinstance(high, (tuple, list)):
+            raise TypeError("randint() missing required argument 'size'")
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    shape, dt, dev, rs = _setup((tuple(size),), dtype, device, generator, _dt.int64)
+    with _backend.on_device(dev):
+        arr = rs.integers(low, high, shape) if dev.type == "cpu" else rs.randint(low, high, shape)
+    return _done(arr, dt, requires_grad)
+
+
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    """A random permutation of 0..n-1.  >>> sorted(wb.randperm(4).tolist())  ->  [0, 1, 2, 3]"""
+    shape, dt, dev, rs = _setup((), dtype, device, generator, _dt.int64)
+    with _backend.on_device(dev):
+        arr = rs.permutation(n)
+    return _done(arr, dt, requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
+    return rand(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad, generator=generator)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
+    return randn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad, generator=generator)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,
+           requires_grad=False):
+    """Normal samples with the given mean and std (numbers or tensors, broadcast).
+
+    >>> import workbench as wb
+    >>> wb.normal(wb.zeros(3), 1.0).shape
+    workbench.Size([3])
+    """
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        like = mean if isinstance(mean, Tensor) else std
+        m = mean._data if isinstance(mean, Tensor) else mean
+        s = std._data if isinstance(std, Tensor) else std
+        g = generator or default_generator
+        rs = g._stream(like.device)
+        shape = np.broadcast_shapes(getattr(m, "shape", ()), getattr(s, "shape", ()))
+        if (np.asarray(s.get() if hasattr(s, "get") else s) < 0).any():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        with _backend.on_device(like.device):
+            arr = m + s * rs.standard_normal(shape)
+        return _done(arr, like.dtype, requires_grad)
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    t = randn(*(size or ()), generator=generator, dtype=dtype, device=device)
+    t._data = t._data * std + mean
+    t._data = t._data.astype((_dt.to_dtype(dtype) if dtype else _dt.get_default_dtype()).np, copy=False)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """0/1 samples with probabilities ``input`` (or a fixed p).  >>> wb.bernoulli(wb.full((3,), 1.0))"""
+    probs = input._data if p is None else p
+    g = generator or default_generator
+    rs = g._stream(input.device)
+    with _backend.on_device(input.device):
+        u = rs.random(input.shape) if input.device.type == "cpu" else rs.random_sample(tuple(input.shape))
+    return Tensor._make((u < probs).astype(input._data.dtype))
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    """Sample category indices from (unnormalised) probabilities per row.
+
+    >>> import workbench as wb
+    >>> wb.multinomial(wb.tensor([0., 1., 0.]), 2, replacement=True)
+    tensor([1, 1])
+    """
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    probs = input.detach().cpu()._data.astype(np.float64)
+    if (probs < 0).any() or not np.isfinite(probs).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    rows = probs.reshape(-1, probs.shape[-1])
+    if not replacement and num_samples > rows.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    g = generator or default_generator
+    out_rows = []
+    for r in rows:
+        tot = r.sum()
+        if tot <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if replacement:
+            out_rows.append(g._np.choice(len(r), size=num_samples, p=r / tot))
+        else:
+            if (r > 0).sum() < num_samples:
+                raise RuntimeError("invalid multinomial distribution (with replacement=False, not enough "
+                                   "non-negative category to sample)")
+            out_rows.append(g._np.choice(len(r), size=num_samples, replace=False, p=r / tot))
+    res = np.stack(out_rows).astype(np.int64)
+    if input.ndim == 1:
+        res = res[0]
+    return Tensor._make(res).to(input.device)

@@ -1,0 +1,314 @@
+"""A NumPy-backed fake of the ``cupy`` module, so CI runs every CUDA code path without a GPU.
+
+Arrays are ``ndarray`` subclasses that remember their device; module functions are NumPy's, with
+results re-tagged as device arrays. It is faithful where workbench depends on CuPy's behaviour:
+``.get()`` to copy to the host, ``cupy.asnumpy``/``asarray`` for transfers, ``cuda.Device`` as the
+current-device context, ``cuda.runtime.getDeviceCount``, memory-pool accounting, streams and
+events, and a refusal to convert implicitly to NumPy (``numpy.asarray(cupy_array)`` raises
+TypeError in real CuPy).
+
+Use ``install()`` (or the ``fake_cuda`` pytest fixture) to route workbench's "cuda" to it.
+"""
+import contextlib
+import time
+import types
+
+import numpy
+
+N_DEVICES = 2
+_current = [0]
+
+
+class ndarray(numpy.ndarray):
+    """A fake device array: a NumPy array tagged with a device id."""
+
+    def __array_finalize__(self, obj):
+        self._dev = getattr(obj, "_dev", _current[0])
+
+    @property
+    def device(self):
+        return Device(self._dev)
+
+    def get(self, stream=None, order="C", out=None):
+        host = numpy.array(self.view(numpy.ndarray), order=order)
+        if out is not None:
+            out[...] = host
+            return out
+        return host
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        devs = {x._dev for x in inputs if isinstance(x, ndarray)}
+        for x in inputs:
+            if type(x) is numpy.ndarray and x.ndim > 0:
+                raise TypeError("Unsupported type <class 'numpy.ndarray'>: fake cupy refuses to mix host arrays")
+        if len(devs) > 1:
+            raise ValueError(f"array device mismatch: {sorted(devs)}")
+        args = [x.view(numpy.ndarray) if isinstance(x, ndarray) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(numpy.ndarray) if isinstance(o, ndarray) else o for o in kwargs["out"])
+        res = getattr(ufunc, method)(*args, **kwargs)
+        return _wrap(res, devs.pop() if devs else _current[0])
+
+    def __array_function__(self, func, types_, args, kwargs):
+        return _call(func, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array explicitly."
+        )
+
+    def __reduce__(self):
+        raise TypeError("fake cupy arrays cannot be pickled")
+
+    def __repr__(self):
+        return "fake_cupy." + repr(self.view(numpy.ndarray))
+
+    def tolist(self):
+        return self.view(numpy.ndarray).tolist()
+
+    def item(self, *a):
+        return self.view(numpy.ndarray).item(*a)
+
+    def __float__(self):
+        return float(self.view(numpy.ndarray))
+
+    def __int__(self):
+        return int(self.view(numpy.ndarray))
+
+    def __bool__(self):
+        return bool(self.view(numpy.ndarray))
+
+    def __index__(self):
+        return self.view(numpy.ndarray).__index__()
+
+
+def _unwrap(x):
+    if isinstance(x, ndarray):
+        return x.view(numpy.ndarray)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_unwrap(v) for v in x)
+    return x
+
+
+def _wrap(res, dev):
+    if isinstance(res, numpy.ndarray) and not isinstance(res, ndarray):
+        out = res.view(ndarray)
+        out._dev = dev
+        return out
+    if isinstance(res, numpy.generic):  # CuPy returns 0-d arrays, never NumPy scalars
+        out = numpy.asarray(res).view(ndarray)
+        out._dev = dev
+        return out
+    if isinstance(res, tuple):
+        return tuple(_wrap(r, dev) for r in res)
+    if isinstance(res, list):
+        return [_wrap(r, dev) for r in res]
+    return res
+
+
+def _devices(x, acc):
+    if isinstance(x, ndarray):
+        acc.add(x._dev)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _devices(v, acc)
+    elif type(x) is numpy.ndarray and x.ndim > 0:
+        raise TypeError("Unsupported type <class 'numpy.ndarray'>: fake cupy refuses to mix host arrays")
+
+
+def _call(func, args, kwargs):
+    devs = set()
+    for a in args:
+        _devices(a, devs)
+    for a in kwargs.values():
+        _devices(a, devs)
+    if len(devs) > 1:
+        raise ValueError(f"array device mismatch: {sorted(devs)}")
+    res = func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+    return _wrap(res, devs.pop() if devs else _current[0])
+
+
+class Device:
+    def __init__(self, device=None):
+        self.id = _current[0] if device is None else int(device)
+        if not 0 <= self.id < N_DEVICES:
+            raise RuntimeError(f"cudaErrorInvalidDevice: invalid device ordinal {self.id}")
+        self._prev = []
+
+    def __enter__(self):
+        self._prev.append(_current[0])
+        _current[0] = self.id
+        return self
+
+    def __exit__(self, *exc):
+        _current[0] = self._prev.pop()
+
+    def use(self):
+        _current[0] = self.id
+
+    def synchronize(self):
+        pass
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.id == self.id
+
+    def __hash__(self):
+        return hash(self.id)
+
+
+class _MemoryPool:
+    def used_bytes(self):
+        import gc
+
+        return sum(o.nbytes for o in gc.get_objects() if isinstance(o, ndarray) and o.base is None)
+
+    def total_bytes(self):
+        return self.used_bytes()
+
+    def free_all_blocks(self):
+        pass
+
+
+class Stream:
+    null = None
+
+    def __init__(self, non_blocking=False):
+        self.ptr = id(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+    def synchronize(self):
+        pass
+
+    def use(self):
+        return self
+
+
+class Event:
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def query(self):
+        return True
+
+
+def _get_elapsed_time(start, end):
+    return (end.t - start.t) * 1000.0
+
+
+_pool = _MemoryPool()
+cuda = types.SimpleNamespace(
+    Device=Device,
+    Stream=Stream,
+    Event=Event,
+    get_elapsed_time=_get_elapsed_time,
+    runtime=types.SimpleNamespace(getDeviceCount=lambda: N_DEVICES, deviceSynchronize=lambda: None),
+    get_current_stream=lambda: Stream(),
+    MemoryPool=_MemoryPool,
+)
+Stream.null = Stream()
+
+
+def get_default_memory_pool():
+    return _pool
+
+
+def get_default_pinned_memory_pool():
+    return _pool
+
+
+def asarray(a, dtype=None, order=None):
+    if isinstance(a, ndarray) and a._dev == _current[0] and (dtype is None or a.dtype == dtype):
+        return a
+    host = a.view(numpy.ndarray) if isinstance(a, ndarray) else a
+    out = numpy.array(host, dtype=dtype, order=order or "K").view(ndarray)
+    out._dev = _current[0]
+    return out
+
+
+array = asarray
+
+
+def asnumpy(a, stream=None, order="C", out=None):
+    return a.get(order=order, out=out) if isinstance(a, ndarray) else numpy.asarray(a)
+
+
+def get_array_module(*args):
+    return _module if any(isinstance(a, ndarray) for a in args) else numpy
+
+
+def from_dlpack(x):
+    return asarray(numpy.from_dlpack(x))
+
+
+class _Random:
+    def __init__(self):
+        self._rs = numpy.random.RandomState(0)
+
+    def seed(self, s=None):
+        self._rs = numpy.random.RandomState(s)
+
+    def __getattr__(self, name):
+        fn = getattr(self._rs, name)
+        return lambda *a, **k: _wrap(fn(*a, **k), _current[0])
+
+
+random = _Random()
+
+
+class _Module(types.ModuleType):
+    def __getattr__(self, name):
+        obj = getattr(numpy, name)
+        if callable(obj) and not isinstance(obj, type):
+            wrapped = lambda *a, **k: _call(obj, a, k)  # noqa: E731
+            wrapped.__name__ = name
+            setattr(self, name, wrapped)
+            return wrapped
+        return obj
+
+
+_module = _Module("cupy", __doc__)
+for _k, _v in list(globals().items()):
+    if not _k.startswith("__") and _k not in ("numpy", "types", "time", "contextlib", "_Module"):
+        setattr(_module, _k, _v)
+_module.__fake__ = True
+# dtypes and scalar types are NumPy's, as in real CuPy
+for _k in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
+           "complex64", "complex128", "dtype", "newaxis", "pi", "inf", "nan", "e", "generic", "integer",
+           "floating", "complexfloating", "number"):
+    setattr(_module, _k, getattr(numpy, _k))
+
+
+def module():
+    """The fake cupy module object."""
+    return _module
+
+
+@contextlib.contextmanager
+def installed():
+    """Route workbench's 'cuda' device to the fake cupy inside the block."""
+    from workbench import _backend
+
+    prev = _backend._cupy
+    _backend.use_cupy(_module)
+    try:
+        yield _module
+    finally:
+        _backend.use_cupy(prev)
+
+
+def install():
+    from workbench import _backend
+
+    _backend.use_cupy(_module)
+    return _module
