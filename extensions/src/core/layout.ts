@@ -21,14 +21,23 @@ export interface LayoutResult {
   ms: number;
 }
 
-/** Above this many drawn nodes dagre's crossing minimisation takes too long; use the linear layout. */
-export const DAGRE_LIMIT = 2500;
+/**
+ * Above this many drawn nodes use the linear layout: dagre's ordering recurses once per rank (a
+ * 2,000-op chain overflows the stack) and its crossing minimisation takes seconds.
+ */
+export const DAGRE_LIMIT = 800;
 
 const LABEL_W = 7, LABEL_H = 14;
 
 export function computeLayout(input: LayoutInput): LayoutResult {
   const t0 = Date.now();
-  const r = input.nodes.length > DAGRE_LIMIT ? layered(input) : withDagre(input);
+  let r: LayoutResult;
+  try {
+    r = input.nodes.length > DAGRE_LIMIT ? layered(input) : withDagre(input);
+  } catch {
+    // A deep chain under the limit can still exhaust a worker's smaller stack.
+    r = layered(input);
+  }
   r.ms = Date.now() - t0;
   return r;
 }
