@@ -22,13 +22,7 @@ from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_
 from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
                      multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm, seed,
                      set_rng_state)
-from .ops.convert import clone
-from .ops.elementwise import (abs, add, clamp, clip, cos, div, eq, exp, ge, greater, greater_equal, gt, le, less,
-                              less_equal, log, lt, maximum, minimum, mul, ne, neg, not_equal, pow, relu, sigmoid,
-                              sign, sin, sqrt, sub, tanh, where)
-from .ops.linalg_core import matmul
-from .ops.reduce import mean, sum
-from .ops.shape import broadcast_to, permute, reshape, squeeze, t, transpose, unsqueeze
+from .ops import *  # noqa: F401,F403 - every op family's public functions
 from . import autograd, cuda
 
 half, float, double = float16, float32, float64

@@ -1,25 +1,21 @@
-"""The op library. Importing it binds the operators and methods of Tensor.
+"""The op library. Importing it binds Tensor's operators and methods and gathers the public functions.
 
-Each family module defines its primitives (Function subclasses) and public functions; ``METHODS``
-below lists which public functions are also Tensor methods. A family added later registers its
-methods by extending ``bind``'s tables.
+Each family module (``FAMILIES``) declares, next to its primitives:
+
+* ``__all__``  - public functions re-exported as ``workbench.<name>``;
+* ``METHODS``  - ``{name: function}`` bound as Tensor methods (dunders included);
+* ``INPLACE``  - names whose ``name_`` in-place variant is generated from the out-of-place function
+  (a module can instead put a hand-written ``name_`` in METHODS).
+
+So a new op touches only its family's file.
 """
+import importlib
+
 from ..tensor import Tensor
-from . import convert, elementwise, linalg_core, reduce, shape
-from .convert import clone, contiguous, copy_, cpu, cuda, fill_, to, zero_
-from .elementwise import (abs, add, clamp, clip, cos, div, eq, exp, ge, gt, le, log, lt, maximum, minimum,
-                          mul, ne, neg, pow, relu, rsub, sigmoid, sign, sin, sqrt, sub, tanh, where)
-from .linalg_core import matmul
-from .reduce import mean, sum
-from .shape import (broadcast_to, expand, expand_as, getitem, index_put, permute, reshape, setitem, squeeze,
-                    sum_to_size, t, transpose, unsqueeze, view)
 
-
-def _r(fn):
-    def reflected(self, other):
-        return fn(other, self)
-
-    return reflected
+FAMILIES = ["convert", "elementwise", "reduce", "shape", "index", "linalg_core", "linalg", "conv", "activation",
+            "normalization", "loss", "attention", "misc"]
+__all__ = []
 
 
 def _inplace_method(name, fn):
@@ -27,45 +23,37 @@ def _inplace_method(name, fn):
         return self._inplace(name, lambda x, *a: fn(x, *a, **kwargs), *args)
 
     method.__name__ = name
+    method.__qualname__ = "Tensor." + name
+    method.__doc__ = f"In-place version of {name[:-1]}."
     return method
 
 
-def bind(methods, inplace=()):
-    """Attach public functions as Tensor methods (and ``name_`` in-place variants)."""
-    for name, fn in methods.items():
+def _bind_family(mod):
+    for name, fn in getattr(mod, "METHODS", {}).items():
         setattr(Tensor, name, fn)
-    for name in inplace:
-        setattr(Tensor, name + "_", _inplace_method(name + "_", methods.get(name) or globals()[name]))
+    methods = getattr(mod, "METHODS", {})
+    for name in getattr(mod, "INPLACE", ()):
+        fn = methods.get(name) or getattr(mod, name)
+        setattr(Tensor, name + "_", _inplace_method(name + "_", fn))
+    for name in getattr(mod, "__all__", ()):
+        globals()[name] = getattr(mod, name)
+        __all__.append(name)
 
 
-bind({
-    "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub, "__mul__": mul, "__rmul__": mul,
-    "__truediv__": div, "__rtruediv__": _r(div), "__pow__": pow, "__rpow__": _r(pow), "__neg__": neg,
-    "__abs__": abs, "__matmul__": matmul, "__rmatmul__": _r(matmul),
-    "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
-    "__getitem__": getitem, "__setitem__": setitem,
-    "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "pow": pow, "abs": abs, "sign": sign,
-    "exp": exp, "log": log, "sqrt": sqrt, "tanh": tanh, "sigmoid": sigmoid, "sin": sin, "cos": cos,
-    "relu": relu, "clamp": clamp, "clip": clip, "maximum": maximum, "minimum": minimum,
-    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-    "sum": sum, "mean": mean, "matmul": matmul,
-    "reshape": reshape, "view": view, "transpose": transpose, "permute": permute, "expand": expand,
-    "expand_as": expand_as, "sum_to_size": sum_to_size, "squeeze": squeeze, "unsqueeze": unsqueeze, "t": t,
-    "to": to, "cpu": cpu, "cuda": cuda, "clone": clone, "contiguous": contiguous, "copy_": copy_,
-    "fill_": fill_, "zero_": zero_, "type": convert.type_, "index_put": index_put,
-    "float": convert._caster(convert._dt.float32), "double": convert._caster(convert._dt.float64),
-    "half": convert._caster(convert._dt.float16), "bfloat16": convert._caster(convert._dt.bfloat16),
-    "int": convert._caster(convert._dt.int32), "long": convert._caster(convert._dt.int64),
-    "short": convert._caster(convert._dt.int16), "char": convert._caster(convert._dt.int8),
-    "byte": convert._caster(convert._dt.uint8), "bool": convert._caster(convert._dt.bool_),
-    "cfloat": convert._caster(convert._dt.complex64), "cdouble": convert._caster(convert._dt.complex128),
-}, inplace=("add", "sub", "mul", "div", "pow", "neg", "abs", "sign", "exp", "log", "sqrt", "tanh", "sigmoid",
-            "sin", "cos", "relu", "clamp", "clip"))
-Tensor.__iadd__ = Tensor.add_
-Tensor.__isub__ = Tensor.sub_
-Tensor.__imul__ = Tensor.mul_
-Tensor.__itruediv__ = Tensor.div_
-Tensor.__ipow__ = Tensor.pow_
-Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
-Tensor.mT = property(lambda self: self.transpose(-2, -1))
-Tensor.index_put_ = _inplace_method("index_put_", index_put)
+for _name in FAMILIES:
+    try:
+        _mod = importlib.import_module(f".{_name}", __name__)
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{_name}":
+            raise
+        continue
+    _bind_family(_mod)
+
+# augmented assignment is in-place, as in PyTorch
+Tensor.__iadd__ = lambda self, o: self.add_(o)
+Tensor.__isub__ = lambda self, o: self.sub_(o)
+Tensor.__imul__ = lambda self, o: self.mul_(o)
+Tensor.__itruediv__ = lambda self, o: self.div_(o)
+Tensor.__ipow__ = lambda self, o: self.pow_(o)
+Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))), doc="All dims reversed (a view).")
+Tensor.mT = property(lambda self: self.transpose(-2, -1), doc="The last two dims swapped (a view).")

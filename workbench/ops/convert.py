@@ -216,3 +216,16 @@ def view_dtype(self, dtype):
     dt = _dt.to_dtype(dtype)
     return Tensor._make(self._data.view(dt.np), False, None, 0, self._vbox,
                         self._base if self._base is not None else self)
+
+
+
+
+__all__ = ["clone"]
+METHODS = {
+    "to": to, "cpu": cpu, "cuda": cuda, "clone": clone, "contiguous": contiguous, "copy_": copy_,
+    "fill_": fill_, "zero_": zero_, "type": type_,
+    "float": _caster(_dt.float32), "double": _caster(_dt.float64), "half": _caster(_dt.float16),
+    "bfloat16": _caster(_dt.bfloat16), "int": _caster(_dt.int32), "long": _caster(_dt.int64),
+    "short": _caster(_dt.int16), "char": _caster(_dt.int8), "byte": _caster(_dt.uint8),
+    "bool": _caster(_dt.bool_), "cfloat": _caster(_dt.complex64), "cdouble": _caster(_dt.complex128),
+}

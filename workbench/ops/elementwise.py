@@ -534,3 +534,24 @@ def clamp(input, min=None, max=None, *, out=None):
 
 
 clip = clamp
+
+
+def _r(fn):
+    def reflected(self, other):
+        return fn(other, self)
+
+    return reflected
+
+
+__all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sin", "cos", "sigmoid", "abs",
+           "sign", "relu", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
+           "not_equal", "where", "maximum", "minimum", "clamp", "clip", "rsub"]
+METHODS = {
+    "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub, "__mul__": mul, "__rmul__": mul,
+    "__truediv__": div, "__rtruediv__": _r(div), "__pow__": pow, "__rpow__": _r(pow), "__neg__": neg,
+    "__abs__": abs, "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
+    **{n: globals()[n] for n in __all__ if n not in ("where", "rsub")},
+    "where": lambda self, condition, other: where(condition, self, other),
+}
+INPLACE = ("add", "sub", "mul", "div", "pow", "neg", "abs", "sign", "exp", "log", "sqrt", "tanh", "sigmoid", "sin",
+           "cos", "relu", "clamp", "clip")

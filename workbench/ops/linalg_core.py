@@ -62,3 +62,11 @@ def matmul(input, other, *, out=None):
     from .elementwise import _out
 
     return _out(Matmul.apply(input, other), out)
+
+
+def _rmatmul(self, other):
+    return matmul(other, self)
+
+
+__all__ = ["matmul"]
+METHODS = {"matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul}

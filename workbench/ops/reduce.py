@@ -82,4 +82,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     return Mean.apply(input, norm_dims(dim, input._data.ndim, "mean"), keepdim, to_dtype(dtype) if dtype else None)
 
 
-_ = to_float
+
+
+
+__all__ = ["sum", "mean"]
+METHODS = {"sum": sum, "mean": mean}

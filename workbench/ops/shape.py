@@ -463,3 +463,14 @@ def _replay_raw(vf, arr):
     ctx.xp = _backend.xp_of(arr)
     ctx.needs_input_grad = ()
     return cls.forward(ctx, base, *rest)
+
+
+__all__ = ["reshape", "transpose", "swapaxes", "swapdims", "t", "permute", "broadcast_to", "squeeze", "unsqueeze",
+           "index_put"]
+METHODS = {
+    "__getitem__": getitem, "__setitem__": setitem, "reshape": reshape, "view": view, "transpose": transpose,
+    "swapaxes": transpose, "swapdims": transpose, "t": t, "permute": permute, "expand": expand,
+    "expand_as": expand_as, "broadcast_to": broadcast_to, "sum_to_size": sum_to_size, "squeeze": squeeze,
+    "unsqueeze": unsqueeze, "index_put": index_put,
+}
+INPLACE = ("index_put",)
