@@ -32,7 +32,7 @@ export interface ViewerHandle {
   destroy(): void;
 }
 
-interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badge: string | null; badgeClass: string }
+interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badges: { text: string; cls: string }[] }
 
 const CHAR_W = 7.4, SUB_W = 6.7, PAD = 10, GUTTER = 14, LINE = 15;
 
@@ -240,11 +240,13 @@ class Viewer {
       bad = health(n.value, g);
       cut = n.kind === "cut" || n.cut !== null;
     }
-    const badge = bad === "nan" ? "⚠NaN" : bad === "inf" ? "⚠Inf" : cut ? "✂" : null;
-    const badgeClass = bad !== "ok" ? `wb-badge-${bad}` : "wb-badge-cut";
-    const w = Math.ceil(Math.max(title.length * CHAR_W, sub.length * SUB_W, (inline?.length ?? 0) * SUB_W) + GUTTER + PAD * 2 + (badge ? 34 : 0));
+    // Icons as well as colours: NaN/Inf and cuts must not rely on colour alone.
+    const badges: { text: string; cls: string }[] = [];
+    if (bad !== "ok") badges.push({ text: bad === "nan" ? "⚠NaN" : "⚠Inf", cls: `wb-badge-${bad}` });
+    if (cut) badges.push({ text: "✂", cls: "wb-badge-cut" });
+    const w = Math.ceil(Math.max(title.length * CHAR_W + badges.length * 36, sub.length * SUB_W, (inline?.length ?? 0) * SUB_W) + GUTTER + PAD * 2);
     const hgt = 12 + LINE * (inline ? 3 : 2);
-    return { w, h: hgt, title, sub, inline, badge, badgeClass };
+    return { w, h: hgt, title, sub, inline, badges };
   }
 
   private relayout(): Promise<void> {
@@ -324,7 +326,11 @@ class Viewer {
     const x = (type === "node" ? GUTTER : 0) + PAD;
     g.append(s("text", { x, y: 18, class: "wb-t-title" }, m.title), s("text", { x, y: 18 + LINE, class: "wb-t-sub" }, m.sub));
     if (m.inline) g.append(s("text", { x, y: 18 + LINE * 2, class: "wb-t-sub wb-inline" }, m.inline));
-    if (m.badge) g.append(s("text", { x: m.w - 6, y: 16, "text-anchor": "end", class: `wb-badge ${m.badgeClass}` }, m.badge));
+    let bx = m.w - 6;
+    for (const b of m.badges) {
+      g.append(s("text", { x: bx, y: 16, "text-anchor": "end", class: `wb-badge ${b.cls}` }, b.text));
+      bx -= b.text.length * CHAR_W + 6;
+    }
     if (type === "node") {
       g.append(s("rect", { class: "wb-gutter", x: 0, y: 0, width: GUTTER, height: m.h, "data-gutter": "1" },
         s("title", {}, "toggle breakpoint (b)")));
@@ -334,8 +340,8 @@ class Viewer {
 
   private itemLabel(id: string, type: "node" | "box", m: Measured): string {
     if (type === "box") return `${m.title.slice(2)}, ${m.sub}, closed; Enter opens it`;
-    return [m.title, m.sub, m.inline, m.badge === "⚠NaN" ? "contains NaN" : m.badge === "⚠Inf" ? "contains Inf" : m.badge ? "graph cut here" : null]
-      .filter(Boolean).join(", ") + (this.ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
+    const words: Record<string, string> = { "⚠NaN": "contains NaN", "⚠Inf": "contains Inf", "✂": "graph cut here" };
+    return [m.title, m.sub, m.inline, ...m.badges.map((b) => words[b.text])].filter(Boolean).join(", ") + (this.ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
   }
 
   /** Updates the state-dependent look (selection, search hits, debugger position) without a relayout. */

@@ -1,0 +1,103 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { fixture } from "./fixtures";
+import { item, key, mount } from "./helpers";
+
+afterEach(() => document.body.replaceChildren());
+
+describe("viewer", () => {
+  it("draws the scalar tape with micrograd-style data/grad numbers and shape-labelled edges", async () => {
+    const { root } = await mount(fixture("scalar"));
+    expect(root.querySelectorAll(".wb-node")).toHaveLength(7);
+    expect(item(root, "a")!.textContent).toContain("data 2 | grad 6");
+    expect(item(root, "L")!.textContent).toContain("data -8 | grad 1");
+    expect(root.querySelectorAll("path.wb-edge")).toHaveLength(6);
+    expect([...root.querySelectorAll(".wb-edge-label")].map((t) => t.textContent)).toContain("scalar");
+  });
+
+  it("is a focusable root that tells JupyterLab to leave its keys alone", async () => {
+    const { root } = await mount(fixture("scalar"));
+    expect(root.getAttribute("tabindex")).toBe("0");
+    expect(root.getAttribute("data-lm-suppress-shortcuts")).toBe("true");
+    expect(root.querySelector('[aria-live="polite"]')).not.toBeNull();
+  });
+
+  it("starts with modules collapsed and opens one on click", async () => {
+    const { root, v } = await mount(fixture("mlp"));
+    expect(item(root, "m:encoder")!.classList.contains("wb-box")).toBe(true);
+    expect(item(root, "mm1")).toBeNull();
+    (item(root, "m:encoder")!.querySelector("rect") as SVGElement).dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    await v.ready();
+    expect(item(root, "m:encoder")!.classList.contains("wb-cluster-head")).toBe(true);
+    expect(item(root, "m:encoder.0")!.classList.contains("wb-box")).toBe(true);
+    await v.toggle("m:encoder");
+    expect(item(root, "m:encoder")!.classList.contains("wb-box")).toBe(true);
+  });
+
+  it("opens and closes with Enter on the focused box, and moves focus with arrows", async () => {
+    const { root, v } = await mount(fixture("mlp"));
+    const box = item(root, "m:encoder") as SVGGElement;
+    box.focus();
+    box.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    await v.ready();
+    expect(item(root, "m:encoder.1")).not.toBeNull();
+    key(root, "ArrowDown");
+    expect(root.querySelectorAll('[tabindex="0"]').length).toBeGreaterThanOrEqual(1);
+    key(root, "Enter");
+    await v.ready();
+  });
+
+  it("searches by op, scope or param, and reveals the hit inside its module", async () => {
+    const { root, v } = await mount(fixture("mlp"));
+    const input = root.querySelector<HTMLInputElement>(".wb-search")!;
+    key(root, "/");
+    expect(document.activeElement).toBe(input);
+    input.value = "head.weight";
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    const results = root.querySelectorAll(".wb-results li");
+    expect(results).toHaveLength(1);
+    expect(item(root, "m:head")!.classList.contains("wb-match")).toBe(true);
+    key(input, "Enter");
+    await v.ready();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(item(root, "head.weight")!.classList.contains("wb-selected")).toBe(true);
+    expect(root.querySelector(".wb-panel")!.textContent).toContain("head.weight");
+  });
+
+  it("shows the details panel with source line, saved tensors and summaries", async () => {
+    const { root, v } = await mount(fixture("scalar"));
+    v.select("e");
+    const panel = root.querySelector(".wb-panel")!;
+    expect(panel.textContent).toContain("MulBackward0");
+    expect(panel.textContent).toContain("<ipython-input-1>:4 in <module>");
+    expect(panel.textContent).toContain("self: scalar float32");
+    expect(panel.textContent).toMatch(/value.*-6/s);
+  });
+
+  it("puts hostile module and node names into the page as text only", async () => {
+    const snap = fixture("mlp");
+    const evil = "<img src=x onerror=alert(1)>";
+    snap.modules[0].type = evil;
+    snap.nodes.find((n) => n.id === "mm1")!.name = evil;
+    snap.title = evil;
+    const { root, v } = await mount(snap);
+    await v.reveal("mm1");
+    v.select("m:encoder");
+    expect(root.querySelector("img")).toBeNull();
+    expect(root.textContent).toContain(evil);
+    v.select("mm1");
+    expect(root.querySelector("img")).toBeNull();
+    expect(root.querySelector(".wb-panel h3")!.textContent).toContain(evil);
+  });
+
+  it("marks NaN/Inf with colour and an icon, and cut nodes and edges", async () => {
+    const { root } = await mount(fixture("nan_cut"));
+    const w = item(root, "w")!;
+    expect(w.textContent).toContain("⚠NaN");
+    expect(w.querySelector(".wb-badge-nan")).not.toBeNull();
+    const ref = item(root, "ref")!;
+    expect(ref.classList.contains("wb-cut")).toBe(true);
+    expect(ref.textContent).toContain("✂");
+    expect(root.querySelectorAll("path.wb-edge-cut")).toHaveLength(1);
+    expect([...root.querySelectorAll(".wb-edge-label")].some((t) => t.textContent!.startsWith("✂"))).toBe(true);
+  });
+});
