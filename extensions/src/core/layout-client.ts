@@ -41,7 +41,7 @@ function mainThread(input: LayoutInput): LayoutResult {
 export const workerLayout: LayoutFn = (input) => {
   if (worker === undefined) worker = startWorker();
   const w = worker;
-  if (!w) return Promise.resolve(mainThread(input));
+  if (!w) return new Promise((resolve) => resolve(mainThread(input)));
   const id = nextId++;
   return new Promise<LayoutResult>((resolve, reject) => {
     pending.set(id, { resolve, reject });

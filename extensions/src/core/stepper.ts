@@ -38,7 +38,9 @@ export class Stepper {
 
   /**
    * Runs the next step and every following one that lies in the same module scope (or below it) as
-   * the current node, so a whole Linear or attention block goes by as one. At top level it runs one.
+   * the current node, so the rest of a Linear or attention block goes by as one. When the current
+   * node is at top level, the scope is the next node's: a whole module is stepped over from outside.
+   * Top level on both sides: one step.
    */
   stepOver(): StepperState {
     if (this.position >= this.total) return this.run(() => false);

@@ -1,0 +1,58 @@
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { type MonitorMessage, renderMonitor } from "../src/monitor/monitor";
+
+const layers = ["encoder.0.weight", "head.weight"];
+const metrics = ["grad_norm", "weight_norm", "update_ratio"];
+const hist = { bins: 8, lo: -8, hi: 0 };
+
+/** One "steps" message as the kernel would send it: header + loss, metrics and histogram buffers. */
+function stepsMessage(start: number, n: number): [MonitorMessage, ArrayBufferView[]] {
+  const loss = new Float32Array(n).map((_, i) => 1 / (start + i + 1));
+  const m = new Float32Array(n * layers.length * metrics.length).map((_, i) => 0.01 * (i + 1));
+  const counts = new Uint32Array(n * layers.length * hist.bins).map((_, i) => i % 5);
+  // A DataView at an odd-free offset, as anywidget delivers buffers.
+  return [{ type: "monitor", event: "steps", layers, metrics, start, n, hist }, [loss, new DataView(m.buffer), counts]];
+}
+
+beforeAll(() => {
+  // jsdom has no canvas; the heatmap simply skips painting there.
+  vi.spyOn(HTMLCanvasElement.prototype, "getContext").mockReturnValue(null);
+});
+afterEach(() => document.body.replaceChildren());
+
+describe("gradient monitor", () => {
+  it("draws a loss chart, one chart and heatmap per layer, and appends without rebuilding", () => {
+    const el = document.createElement("div");
+    const mon = renderMonitor(el, { title: "training" });
+    mon.append(...stepsMessage(0, 5));
+    expect(el.querySelectorAll(".wb-chart")).toHaveLength(3);
+    expect(el.querySelectorAll("canvas.wb-heat")).toHaveLength(2);
+    const line = el.querySelectorAll("polyline")[1];
+    const before = line.getAttribute("points")!.split(" ").length;
+    expect(before).toBe(5);
+    mon.append(...stepsMessage(5, 3));
+    // Same element, more points: appended, not re-rendered.
+    expect(el.querySelectorAll("polyline")[1]).toBe(line);
+    expect(line.getAttribute("points")!.split(" ")).toHaveLength(8);
+    expect(el.querySelector(".wb-status")!.textContent).toContain("8 steps");
+    // A re-sync that replays history does not duplicate points.
+    mon.append(...stepsMessage(0, 8));
+    expect(line.getAttribute("points")!.split(" ")).toHaveLength(8);
+  });
+
+  it("lists alarms with layer, op and source line, marked by icon", () => {
+    const el = document.createElement("div");
+    const mon = renderMonitor(el);
+    mon.append({ type: "monitor", event: "alarms", alarms: [
+      { step: 12, layer: "head.weight", kind: "nan", op: "log", site: { file: "train.py", line: 40, function: "loss_fn" }, value: null, detail: "3 NaN in grad" },
+      { step: 13, layer: "encoder.0", kind: "dead_relu", op: "relu", site: null, value: 0.93, detail: "93% of units never active" },
+    ] });
+    const items = [...el.querySelectorAll(".wb-alarms li")].map((li) => li.textContent);
+    expect(items[0]).toContain("⚠ NaN");
+    expect(items[0]).toContain("step 12 · head.weight · log at train.py:40");
+    expect(items[1]).toContain("dead ReLU");
+    mon.append({ type: "monitor", event: "reset" });
+    expect(el.querySelectorAll(".wb-alarms li")).toHaveLength(0);
+    expect(el.querySelectorAll(".wb-chart")).toHaveLength(1);
+  });
+});

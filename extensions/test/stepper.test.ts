@@ -1,0 +1,105 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { Stepper } from "../src/core/stepper";
+import { fixture } from "./fixtures";
+import { item, key, mount } from "./helpers";
+
+const stepperFor = (name: "scalar" | "mlp" | "nan_cut") => {
+  const snap = fixture(name);
+  const scope = new Map(snap.nodes.map((n) => [n.id, n.scope]));
+  return new Stepper(snap.trace!.steps, (id) => scope.get(id) ?? "");
+};
+
+describe("Stepper", () => {
+  it("steps one node at a time and reports the end", () => {
+    const s = stepperFor("scalar");
+    expect(s.state()).toMatchObject({ position: 0, total: 7, current: null });
+    expect(s.step()).toMatchObject({ position: 1, pausedReason: null });
+    expect(s.current!.node).toBe("L");
+    for (let i = 0; i < 5; i++) s.step();
+    expect(s.step()).toMatchObject({ position: 7, pausedReason: "end" });
+    expect(s.step()).toMatchObject({ position: 7, pausedReason: "end" });
+  });
+
+  it("steps over a whole module scope at once", () => {
+    const s = stepperFor("mlp");
+    // loss is top level and so is pow: one step each.
+    expect(s.stepOver().position).toBe(1);
+    expect(s.stepOver().position).toBe(2);
+    s.step();
+    // At top level (sub) with head next: head's four steps go as one.
+    expect(s.stepOver().position).toBe(7);
+    expect(s.current!.node).toBe("head.weight");
+    s.restart();
+    for (let i = 0; i < 4; i++) s.step();
+    // From inside head (mm2), step over finishes head: head.bias, t2, head.weight.
+    expect(s.stepOver().position).toBe(7);
+    // head is done; relu's own scope (encoder.1) holds only relu.
+    expect(s.stepOver().position).toBe(8);
+    expect(s.current!.node).toBe("relu");
+  });
+
+  it("continues to the next user breakpoint, then to the end", () => {
+    const s = stepperFor("mlp");
+    s.toggleBreakpoint("relu");
+    expect(s.continue()).toMatchObject({ position: 8, pausedReason: "breakpoint" });
+    expect(s.continue()).toMatchObject({ position: 12, pausedReason: "end" });
+    expect(s.toggleBreakpoint("relu")).toBe(false);
+    expect(s.restart()).toMatchObject({ position: 0, pausedReason: null, current: null });
+    expect(s.continue().position).toBe(12);
+  });
+
+  it("stops by itself where the recorder flagged NaN/Inf", () => {
+    const s = stepperFor("nan_cut");
+    expect(s.continue()).toMatchObject({ position: 2, pausedReason: "-Infinity in grad_inputs[0] (sent to log)" });
+    expect(s.continue()).toMatchObject({ position: 3, pausedReason: "NaN in grad_inputs[0] (sent to mul)" });
+    expect(s.continue()).toMatchObject({ position: 5, pausedReason: "end" });
+  });
+});
+
+describe("debugger controls in the viewer (replay)", () => {
+  afterEach(() => document.body.replaceChildren());
+
+  it("drives the stepper from buttons and keys, with a counter and the current node highlighted", async () => {
+    const { root } = await mount(fixture("scalar"));
+    const counter = root.querySelector(".wb-counter")!;
+    expect(counter.textContent).toBe("0 / 7");
+    key(root, "n");
+    expect(counter.textContent).toBe("1 / 7");
+    expect(item(root, "L")!.classList.contains("wb-current")).toBe(true);
+    const panel = root.querySelector(".wb-panel")!;
+    expect(panel.textContent).toContain("Step 1 / 7 · MulBackward0");
+    expect(panel.textContent).toContain("→ input 0 (AddBackward0)");
+    // Classroom derivation is on by default and can be hidden.
+    expect(panel.querySelector(".wb-derivation")!.textContent).toContain("dL/dd = f = -2.0");
+    const box = root.querySelector<HTMLInputElement>('input[type="checkbox"]')!;
+    box.checked = false;
+    box.dispatchEvent(new Event("change"));
+    expect(panel.querySelector(".wb-derivation")).toBeNull();
+    // Gradients fill in as steps run: a is not reached yet.
+    expect(item(root, "a")!.textContent).toContain("grad –");
+    key(root, "c");
+    expect(counter.textContent).toBe("7 / 7");
+    expect(item(root, "a")!.textContent).toContain("grad 6");
+    key(root, "r");
+    expect(counter.textContent).toBe("0 / 7");
+    [...root.querySelectorAll("button")].find((b) => b.textContent!.startsWith("Step over"))!.click();
+    expect(counter.textContent).toBe("1 / 7");
+    expect(root.querySelector('[role="status"]')!.textContent).toContain("Step 1 of 7: MulBackward0");
+  });
+
+  it("toggles breakpoints from the gutter and with b, and shows leaf .grad before/after", async () => {
+    const { root } = await mount(fixture("scalar"));
+    const gutter = item(root, "d")!.querySelector("[data-gutter]")!;
+    gutter.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    expect(item(root, "d")!.querySelector(".wb-bp")).not.toBeNull();
+    key(root, "c");
+    expect(root.querySelector(".wb-counter")!.textContent).toBe("3 / 7");
+    expect(root.querySelector(".wb-paused")!.textContent).toContain("breakpoint");
+    key(root, "b"); // focus is on d (clicked), so this removes the breakpoint
+    expect(item(root, "d")!.querySelector(".wb-bp")).toBeNull();
+    key(root, "n");
+    const panel = root.querySelector(".wb-panel")!;
+    expect(panel.textContent).toContain("c.grad before");
+    expect(panel.textContent).toContain("c.grad after");
+  });
+});
