@@ -252,6 +252,59 @@ class Tensor:
 
         return reduce_tensor(self)
 
+    # --- interop -------------------------------------------------------------------------------
+    def numpy(self, *, force=False):
+        """The NumPy array sharing this CPU tensor's memory.
+
+        >>> import workbench as wb
+        >>> wb.tensor([1, 2]).numpy()
+        array([1, 2])
+        """
+        if force:
+            return _backend.to_device(self._data, _backend.CPU).copy() if self.device.type != "cpu" else \
+                self._data
+        if self._rg:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self.device.type != "cpu":
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        return self._data
+
+    def item(self):
+        """The value of a one-element tensor as a Python number (a device sync on CUDA).
+
+        >>> import workbench as wb
+        >>> wb.tensor([2.5]).item()
+        2.5
+        """
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        """Nested Python lists of the values.  >>> wb.tensor([[1, 2]]).tolist()  ->  [[1, 2]]"""
+        d = self._data
+        if self.device.type != "cpu":
+            d = d.get()
+        if self.dtype is _dt.bfloat16:
+            d = d.astype("float32")
+        return d.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        if self.device.type != "cpu":
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        d = self._data
+        return d if dtype is None else d.astype(dtype, copy=False)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        if self._rg:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
     # --- autograd state ------------------------------------------------------------------------
     @property
     def requires_grad(self):

@@ -2,10 +2,12 @@
 from . import engine, graph
 from .engine import BackwardStep, iter_backward
 from .function import Function, once_differentiable
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "once_differentiable", "iter_backward", "BackwardStep", "graph"]
+           "once_differentiable", "iter_backward", "BackwardStep", "graph", "gradcheck", "gradgradcheck",
+           "GradcheckError"]
 
 
 def _as_list(x):

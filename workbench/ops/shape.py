@@ -303,10 +303,10 @@ def _convert_key1(k, x):
         if isinstance(k, slice) and k.step is not None and k.step <= 0:
             raise ValueError("step must be greater than zero")
         return k
+    if hasattr(k, "dtype") and hasattr(k, "shape"):  # a NumPy/CuPy array (already converted)
+        return k
     if hasattr(k, "__index__"):
         return k.__index__()
-    if hasattr(k, "dtype"):  # a NumPy/CuPy array
-        return k
     raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
                      f"valid indices (got {type(k).__name__})")
 

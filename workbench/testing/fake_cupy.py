@@ -236,7 +236,13 @@ def asarray(a, dtype=None, order=None):
     return out
 
 
-array = asarray
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0):
+    if not copy:
+        return asarray(obj, dtype=dtype)
+    host = obj.view(numpy.ndarray) if isinstance(obj, ndarray) else obj
+    out = numpy.array(host, dtype=dtype, copy=True, order=order, ndmin=ndmin).view(ndarray)
+    out._dev = _current[0]
+    return out
 
 
 def asnumpy(a, stream=None, order="C", out=None):

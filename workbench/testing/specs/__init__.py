@@ -1,0 +1,1 @@
+"""One module per op family, each calling ``workbench.testing.op_specs.spec`` for its ops."""
