@@ -59,3 +59,17 @@ def is_complex(input):
 
 def numel(input):
     return input.numel()
+
+# Subpackages load on first use, so `import workbench` stays fast (and never imports cupy).
+_SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "special", "fft", "testing"}
+_LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg"}
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _SUBMODULES:
+        return importlib.import_module("." + name, __name__)
+    if name in _LAZY:
+        return getattr(importlib.import_module("." + _LAZY[name], __name__), name)
+    raise AttributeError(f"module 'workbench' has no attribute '{name}'")
