@@ -6,10 +6,6 @@ array library only ever sees operands of the result dtype.
 """
 import numpy as np
 
-try:  # bfloat16 for NumPy comes from ml_dtypes; without it the dtype simply is not offered
-    import ml_dtypes as _ml
-except ImportError:  # pragma: no cover - ml_dtypes is a dependency
-    _ml = None
 
 _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
@@ -22,15 +18,22 @@ class dtype:
     (True, 4)
     """
 
-    __slots__ = ("name", "np", "itemsize", "category", "is_signed", "_aliases")
+    __slots__ = ("name", "_np", "itemsize", "category", "is_signed", "_aliases")
 
-    def __init__(self, name, np_dtype, category, aliases=()):
+    def __init__(self, name, np_dtype, category, aliases=(), itemsize=None):
         self.name = name
-        self.np = np.dtype(np_dtype)
-        self.itemsize = self.np.itemsize
+        self._np = None if np_dtype is None else np.dtype(np_dtype)
+        self.itemsize = itemsize or self._np.itemsize
         self.category = category
         self.is_signed = category != _BOOL and name not in ("uint8", "uint16", "uint32", "uint64")
         self._aliases = aliases
+
+    @property
+    def np(self):
+        """The NumPy dtype that holds this type (bfloat16's comes from ml_dtypes, loaded on first use)."""
+        if self._np is None:
+            _load_bfloat16()
+        return self._np
 
     @property
     def is_floating_point(self):
@@ -69,21 +72,27 @@ float64 = dtype("float64", np.float64, _FLOAT, ("double",))
 complex64 = dtype("complex64", np.complex64, _COMPLEX, ("cfloat",))
 complex128 = dtype("complex128", np.complex128, _COMPLEX, ("cdouble",))
 ALL = [bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128]
-if _ml is not None:
-    bfloat16 = dtype("bfloat16", _ml.bfloat16, _FLOAT)
-    ALL.append(bfloat16)
-else:  # pragma: no cover
-    bfloat16 = None
+bfloat16 = dtype("bfloat16", None, _FLOAT, itemsize=2)  # ml_dtypes takes ~0.6 s to import: only on first use
+ALL.append(bfloat16)
 
 _BY_NAME = {}
 for _d in ALL:
     _BY_NAME[_d.name] = _d
     for _a in _d._aliases:
         _BY_NAME[_a] = _d
-_FROM_NP = {d.np: d for d in ALL}
+_FROM_NP = {d._np: d for d in ALL if d._np is not None}
 _FROM_NP[np.dtype(np.uint16)] = int32  # no uint16/32/64 in the public set: widen on the way in
 _FROM_NP[np.dtype(np.uint32)] = int64
 _FROM_NP[np.dtype(np.uint64)] = int64
+
+
+def _load_bfloat16():
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - ml_dtypes is a dependency
+        raise TypeError("bfloat16 on the CPU needs the ml_dtypes package (pip install ml_dtypes)") from None
+    bfloat16._np = np.dtype(ml_dtypes.bfloat16)
+    _FROM_NP[bfloat16._np] = bfloat16
 
 
 def from_numpy_dtype(npd):
@@ -91,6 +100,9 @@ def from_numpy_dtype(npd):
     try:
         return _FROM_NP[npd]
     except KeyError:
+        if getattr(npd, "name", "") == "bfloat16" and bfloat16._np is None:
+            _load_bfloat16()
+            return _FROM_NP[npd]
         try:
             return _FROM_NP[np.dtype(npd)]
         except (KeyError, TypeError):

@@ -55,14 +55,14 @@ def cast(x, npd):
 
 def float_np(npd):
     """npd itself if floating/complex, else the default float dtype (int inputs to exp, sqrt...)."""
-    if npd.kind in "fc" or (_dt.bfloat16 is not None and npd == _dt.bfloat16.np):
+    if npd.kind in "fc" or npd.name == "bfloat16":
         return npd
     return _dt.get_default_dtype().np
 
 
 def to_float(x):
     d = x.dtype
-    if d.kind in "fc" or (_dt.bfloat16 is not None and d == _dt.bfloat16.np):
+    if d.kind in "fc" or d.name == "bfloat16":
         return x
     return x.astype(_dt.get_default_dtype().np)
 

@@ -158,7 +158,7 @@ def _int_trunc_div(xp, a, b):
 def _true_div_dtype(rd):
     from .._backend import dtypes as _dt
 
-    return rd if rd.kind in "fc" or (_dt.bfloat16 is not None and rd == _dt.bfloat16.np) else _dt.get_default_dtype().np
+    return rd if rd.kind in "fc" or rd.name == "bfloat16" else _dt.get_default_dtype().np
 
 
 def div(input, other, *, rounding_mode=None, out=None):
