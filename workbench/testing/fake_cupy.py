@@ -12,6 +12,7 @@ Use ``install()`` (or the ``fake_cuda`` pytest fixture) to route workbench's "cu
 import contextlib
 import time
 import types
+import weakref
 
 import numpy
 
@@ -90,9 +91,18 @@ def _unwrap(x):
     return x
 
 
+_OWNERS = weakref.WeakValueDictionary()  # host arrays that own fake device memory, for the memory pool's accounting
+
+
+def _own(arr):
+    if arr.base is None:
+        _OWNERS[id(arr)] = arr
+    return arr
+
+
 def _wrap(res, dev):
     if isinstance(res, numpy.ndarray) and not isinstance(res, ndarray):
-        out = res.view(ndarray)
+        out = _own(res).view(ndarray)
         out._dev = dev
         return out
     if isinstance(res, numpy.generic):  # CuPy returns 0-d arrays, never NumPy scalars
@@ -158,9 +168,7 @@ class Device:
 
 class _MemoryPool:
     def used_bytes(self):
-        import gc
-
-        return sum(o.nbytes for o in gc.get_objects() if isinstance(o, ndarray) and o.base is None)
+        return sum(a.nbytes for a in list(_OWNERS.values()))
 
     def total_bytes(self):
         return self.used_bytes()
@@ -231,7 +239,7 @@ def asarray(a, dtype=None, order=None):
     if isinstance(a, ndarray) and a._dev == _current[0] and (dtype is None or a.dtype == dtype):
         return a
     host = a.view(numpy.ndarray) if isinstance(a, ndarray) else a
-    out = numpy.array(host, dtype=dtype, order=order or "K").view(ndarray)
+    out = _own(numpy.array(host, dtype=dtype, order=order or "K")).view(ndarray)
     out._dev = _current[0]
     return out
 
@@ -240,7 +248,7 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0):
     if not copy:
         return asarray(obj, dtype=dtype)
     host = obj.view(numpy.ndarray) if isinstance(obj, ndarray) else obj
-    out = numpy.array(host, dtype=dtype, copy=True, order=order, ndmin=ndmin).view(ndarray)
+    out = _own(numpy.array(host, dtype=dtype, copy=True, order=order, ndmin=ndmin)).view(ndarray)
     out._dev = _current[0]
     return out
 
@@ -285,7 +293,7 @@ class _Module(types.ModuleType):
 
 _module = _Module("cupy", __doc__)
 for _k, _v in list(globals().items()):
-    if not _k.startswith("__") and _k not in ("numpy", "types", "time", "contextlib", "_Module"):
+    if not _k.startswith("__") and _k not in ("numpy", "types", "time", "contextlib", "weakref", "_Module"):
         setattr(_module, _k, _v)
 _module.__fake__ = True
 # dtypes and scalar types are NumPy's, as in real CuPy
