@@ -5,13 +5,22 @@ import { item, key, mount } from "./helpers";
 afterEach(() => document.body.replaceChildren());
 
 describe("viewer", () => {
-  it("draws the scalar tape with micrograd-style data/grad numbers and shape-labelled edges", async () => {
+  it("draws the scalar tape with micrograd-style data/grad numbers, scalar edges unlabelled", async () => {
     const { root } = await mount(fixture("scalar"));
     expect(root.querySelectorAll(".wb-node")).toHaveLength(7);
     expect(item(root, "a")!.textContent).toContain("data 2 | grad 6");
     expect(item(root, "L")!.textContent).toContain("data -8 | grad 1");
     expect(root.querySelectorAll("path.wb-edge")).toHaveLength(6);
-    expect([...root.querySelectorAll(".wb-edge-label")].map((t) => t.textContent)).toContain("scalar");
+    expect(root.querySelectorAll(".wb-edge-label")).toHaveLength(0);
+  });
+
+  it("labels tensor edges with their shape, and merged edges with a count", async () => {
+    const { root, v } = await mount(fixture("mlp"));
+    const labels = () => [...root.querySelectorAll(".wb-edge-label")].map((t) => t.textContent);
+    expect(labels()).toEqual(expect.arrayContaining(["8×3", "8×4", "8×1"]));
+    await v.toggle("m:encoder");
+    await v.toggle("m:encoder.0");
+    expect(labels()).toEqual(expect.arrayContaining(["4×3", "4"]));
   });
 
   it("is a focusable root that tells JupyterLab to leave its keys alone", async () => {

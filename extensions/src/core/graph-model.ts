@@ -27,7 +27,7 @@ export interface VisibleItem {
 export interface VisibleEdge {
   source: string;
   target: string;
-  /** Shape text of the first tape edge merged into this one, e.g. "8×3". */
+  /** Shape text of the first tape edge merged into this one, e.g. "8×3"; "" for scalars (noise in micrograd-size graphs). */
   label: string;
   /** Number of tape edges merged into this one (edges collapse when their ends do). */
   count: number;
@@ -144,7 +144,7 @@ export class TapeModel {
         known.cut = known.cut || cut;
         continue;
       }
-      const ve: VisibleEdge = { source: s, target: t, label: shapeText(e.shape), count: 1, cut };
+      const ve: VisibleEdge = { source: s, target: t, label: e.shape.length ? shapeText(e.shape) : "", count: 1, cut };
       byPair.set(key, ve);
       edges.push(ve);
     }

@@ -75,7 +75,8 @@ const CSS = `
 .wb-selected .wb-node-box { stroke: var(--wb-brand); stroke-width: 2.5; }
 .wb-match .wb-node-box { fill: color-mix(in srgb, var(--wb-brand) 18%, var(--wb-bg)); }
 .wb-current .wb-node-box { stroke: var(--wb-accent); stroke-width: 3; fill: color-mix(in srgb, var(--wb-accent) 16%, var(--wb-bg)); }
-.wb-done .wb-t-title { fill: var(--wb-ok); }
+/* Executed steps: muted title, so the current node (accent) stands out. */
+.wb-done .wb-t-title { fill: var(--wb-fg2); }
 .wb-health-nan .wb-node-box { stroke: var(--wb-error); stroke-width: 2.5; }
 .wb-health-inf .wb-node-box { stroke: var(--wb-warn); stroke-width: 2.5; }
 .wb-badge-nan { fill: var(--wb-error) !important; font-weight: 700; }
@@ -100,16 +101,19 @@ const CSS = `
 .wb-stats th { color: var(--wb-fg2); }
 @media (prefers-reduced-motion: no-preference) { .wb-viewport.wb-animate { transition: transform .25s ease; } }
 /* monitor */
-.wb-mon-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); gap: 8px; padding: 8px; overflow: auto; }
+.wb-mon-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(272px, 1fr)); align-items: start; gap: 8px; padding: 8px; overflow: auto; }
 .wb-chart { border: 1px solid var(--wb-border); border-radius: 3px; padding: 4px; }
 .wb-chart h4 { margin: 0 0 2px; font-size: 12px; font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .wb-chart svg text { font-family: var(--wb-code); font-size: 10px; fill: var(--wb-fg2); }
 .wb-line { fill: none; stroke-width: 1.5; }
-.wb-s0 { stroke: var(--wb-brand); } .wb-s1 { stroke: var(--wb-accent); } .wb-s2 { stroke: var(--wb-ok); }
-.wb-sw0 { background: var(--wb-brand); } .wb-sw1 { background: var(--wb-accent); } .wb-sw2 { background: var(--wb-ok); }
+/* Series colours: blue, orange, green in every JupyterLab theme (accent and success are both green). */
+.wb-s0 { stroke: var(--wb-brand); } .wb-s1 { stroke: var(--wb-warn); } .wb-s2 { stroke: var(--wb-ok); }
+.wb-sw0 { background: var(--wb-brand); } .wb-sw1 { background: var(--wb-warn); } .wb-sw2 { background: var(--wb-ok); }
 .wb-swatch { display: inline-block; width: 10px; height: 3px; margin: 0 3px 2px 6px; vertical-align: middle; }
 .wb-axis { stroke: var(--wb-border); }
-.wb-heat { width: 100%; height: 64px; image-rendering: pixelated; display: block; }
+/* Under the chart's plot area: line-chart.ts draws it from x = 52 to 260. */
+.wb-heat-wrap { margin-left: 52px; width: 208px; }
+.wb-heat { width: 100%; height: 48px; image-rendering: pixelated; display: block; border: 1px solid var(--wb-border); }
 .wb-alarms { list-style: none; margin: 0; padding: 4px 8px; max-height: 160px; overflow: auto; border-top: 1px solid var(--wb-border); }
 .wb-alarms li { font-size: 12px; padding: 1px 0; }
 `;

@@ -149,7 +149,7 @@ class Viewer {
   private debuggerBar(btn: (l: string, k: string | null, t: string, f: () => void) => HTMLButtonElement): HTMLElement {
     const c = this.ctrl!;
     const buttons = [
-      btn("⏮ Restart", "r", "Back to before backward", () => c.restart()),
+      btn("↺ Restart", "r", "Back to before backward", () => c.restart()),
       btn("Step", "n", "Run the next backward step", () => c.step()),
       btn("Step over", "o", "Run the rest of the current module as one step", () => c.stepOver()),
       btn("Continue", "c", "Run to the next breakpoint, NaN/Inf, or the end", () => c.continue()),
@@ -223,7 +223,7 @@ class Viewer {
     if (type === "box") {
       const c = this.model.containers.get(id)!;
       title = `▸ ${c.kind === "module" ? c.path : c.label}`;
-      sub = `${c.type} · ${c.members.length} nodes`;
+      sub = `${c.kind === "module" ? c.type : "composite op"} · ${c.members.length} nodes`;
       for (const m of c.members) {
         const n = this.model.nodes.get(m)!;
         const hh = health(n.value, n.grad);
@@ -292,11 +292,9 @@ class Viewer {
       const d = pts.map((p, j) => `${j ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
       const mid = pts[Math.floor(pts.length / 2)];
       const label = (e.cut ? "✂ " : "") + (e.count > 1 ? `${e.label} ×${e.count}` : e.label);
-      edges.append(
-        s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": "url(#wb-arrow)" },
-          s("title", {}, e.cut ? "cut: no gradient flows back along this edge" : `${label}`)),
-        s("text", { x: mid.x + 4, y: mid.y + 3, class: "wb-edge-label" }, label),
-      );
+      edges.append(s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": "url(#wb-arrow)" },
+        s("title", {}, e.cut ? "cut: no gradient flows back along this edge" : label)));
+      if (label) edges.append(s("text", { x: mid.x + 4, y: mid.y + 3, class: "wb-edge-label" }, label));
     });
     for (const it of this.visible.items) {
       const b = L.boxes[it.id], m = measured.get(it.id)!;

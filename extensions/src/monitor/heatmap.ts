@@ -1,19 +1,21 @@
 // Gradient-histogram heatmap over time for one layer: x = step, y = log10|grad| bin, shade = count.
-// Drawn on a canvas one column per step; only new columns are painted, and the backing store doubles
-// (one full repaint) when it runs out of columns.
+// Columns are painted once into an offscreen canvas (one pixel per step, doubling its capacity when
+// full); each append then scales the filled part onto the visible canvas with one drawImage, so
+// the heatmap always spans the same steps as the line chart above it.
 import { h } from "../core/dom";
 
 export class Heatmap {
   readonly el: HTMLElement;
   private readonly canvas: HTMLCanvasElement;
+  private store: HTMLCanvasElement;
   private readonly cols: Uint32Array[] = [];
-  private capacity = 256;
   private start = 0;
 
   constructor(title: string, private readonly bins: number, lo: number, hi: number) {
-    this.canvas = h("canvas", { class: "wb-heat", width: this.capacity, height: bins, role: "img",
+    this.canvas = h("canvas", { class: "wb-heat", width: 256, height: bins, role: "img",
       "aria-label": `${title}: histogram of log10 |gradient| from ${lo} to ${hi} over steps` });
-    this.el = h("div", {}, this.canvas, h("div", { class: "wb-muted" }, `log10|grad| ${lo} … ${hi}`));
+    this.store = h("canvas", { width: 256, height: bins });
+    this.el = h("div", { class: "wb-heat-wrap" }, this.canvas, h("div", { class: "wb-muted" }, `log10|grad| ${lo} … ${hi} (top: large)`));
   }
 
   append(step: number, counts: Uint32Array[]) {
@@ -21,18 +23,18 @@ export class Heatmap {
     const skip = Math.max(0, this.start + this.cols.length - step);
     const from = this.cols.length;
     this.cols.push(...counts.slice(skip));
-    if (this.cols.length > this.capacity) {
-      while (this.cols.length > this.capacity) this.capacity *= 2;
-      this.canvas.width = this.capacity;
-      this.paint(0);
-    } else this.paint(from);
+    if (this.cols.length > this.store.width) {
+      const bigger = h("canvas", { width: this.store.width * 2 ** Math.ceil(Math.log2(this.cols.length / this.store.width)), height: this.bins });
+      bigger.getContext("2d")?.drawImage(this.store, 0, 0);
+      this.store = bigger;
+    }
+    this.paint(from);
   }
 
   private paint(from: number) {
-    const ctx = this.canvas.getContext("2d");
-    if (!ctx) return;
-    const color = getComputedStyle(this.canvas).getPropertyValue("--wb-brand").trim() || "#1976d2";
-    ctx.fillStyle = color;
+    const ctx = this.store.getContext("2d"), out = this.canvas.getContext("2d");
+    if (!ctx || !out) return;
+    ctx.fillStyle = getComputedStyle(this.canvas).getPropertyValue("--wb-brand").trim() || "#1976d2";
     for (let x = from; x < this.cols.length; x++) {
       const col = this.cols[x];
       let max = 0;
@@ -46,5 +48,8 @@ export class Heatmap {
       }
     }
     ctx.globalAlpha = 1;
+    out.imageSmoothingEnabled = false;
+    out.clearRect(0, 0, this.canvas.width, this.bins);
+    out.drawImage(this.store, 0, 0, this.cols.length, this.bins, 0, 0, this.canvas.width, this.bins);
   }
 }

@@ -3,7 +3,8 @@
 import { h, s } from "../core/dom";
 import { fmt } from "../core/format";
 
-const W = 260, H = 90, LEFT = 44, BOTTOM = 12, TOP = 4;
+// style.ts aligns the heatmap under the plot area (LEFT..W); change both together.
+const W = 260, H = 90, LEFT = 52, BOTTOM = 12, TOP = 4;
 
 export class LineChart {
   readonly el: HTMLElement;

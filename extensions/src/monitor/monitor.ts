@@ -56,9 +56,9 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string } = {}): M
     if (!l) {
       const chart = new LineChart(name, metrics.map((m) => METRIC_LABEL[m] ?? m), true);
       const heat = hist ? new Heatmap(name, hist.bins, hist.lo, hist.hi) : null;
-      const card = h("div", {}, chart.el, heat?.el ?? null);
-      grid.append(card);
-      l = { chart, heat, card };
+      if (heat) chart.el.append(heat.el);
+      grid.append(chart.el);
+      l = { chart, heat, card: chart.el };
       layers.set(name, l);
     }
     return l;
