@@ -56,22 +56,23 @@ class _Formatter:
             self.width = 0
             return
         finite = values[np.isfinite(values)]
+        self.p = p
+        self.width = 1
         if finite.size == 0:
-            self.width = max((len(self._fmt_special(v)) for v in values), default=3)
             return
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
         nonzero = np.abs(finite[finite != 0])
         amax = float(nonzero.max()) if nonzero.size else 0.0
         amin = float(nonzero.min()) if nonzero.size else 0.0
         if self.int_mode:
-            if amax > 1e8:
+            if amax and (amax / amin > 1000.0 or amax > 1e8):
                 self.sci = True
         elif amax and (amax / amin > 1000.0 or amax > 1e8 or amin < 1e-4):
             self.sci = True
         if PRINT_OPTS["sci_mode"] is not None:
             self.sci = PRINT_OPTS["sci_mode"]
-        self.p = p
-        self.width = max(len(self.fmt(float(v))) for v in values)
+        # as PyTorch: the column width comes from the finite values only ("nan"/"inf" are not padded for)
+        self.width = max(len(self.fmt(float(v))) for v in finite)
 
     @staticmethod
     def _fmt_special(v):
@@ -99,15 +100,15 @@ class _Formatter:
 
 
 def _summarized_values(d, edge):
+    """The values that a summarized print shows (edge items of every dim), flattened."""
     import numpy as np
 
     if d.ndim == 0:
         return d.reshape(1)
-    if d.shape[0] > 2 * edge:
-        parts = [d[:edge], d[-edge:]]
-    else:
-        parts = [d]
-    return np.concatenate([_summarized_values(x, edge).reshape(-1) for x in parts]) if d.size else d.reshape(-1)
+    rows = [d[:edge], d[-edge:]] if d.shape[0] > 2 * edge else [d]
+    if d.ndim == 1:
+        return np.concatenate(rows)
+    return np.concatenate([_summarized_values(r[i], edge) for r in rows for i in range(r.shape[0])])
 
 
 def _render(d, fm, indent, summarize, edge):
@@ -116,7 +117,7 @@ def _render(d, fm, indent, summarize, edge):
     if d.ndim == 1:
         n = d.shape[0]
         if summarize and n > 2 * edge:
-            cells = [fm.cell(v) for v in d[:edge]] + ["..."] + [fm.cell(v) for v in d[-edge:]]
+            cells = [fm.cell(v) for v in d[:edge]] + [" ..."] + [fm.cell(v) for v in d[-edge:]]
         else:
             cells = [fm.cell(v) for v in d]
         per_line = max(1, (PRINT_OPTS["linewidth"] - indent) // (fm.width + 2)) if fm.width else len(cells)

@@ -41,6 +41,8 @@ def _dev(device):
 
 def _infer_dtype(data):
     """PyTorch's dtype for Python data: bool, int64, the default float, or complex."""
+    if isinstance(data, (list, tuple)) and len(data) == 0:
+        return _dt.get_default_dtype()
     kind = _dt._BOOL
     stack = [data]
     found_np = None
