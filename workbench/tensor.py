@@ -196,7 +196,19 @@ class Tensor:
         return self._vbox is _INFERENCE_BOX or getattr(self, "_inference", False)
 
     def is_shared(self):
-        return bool(getattr(self, "_shm", None)) or self.device.type == "cuda"
+        root = self._base if self._base is not None else self
+        return getattr(root, "_shm", None) is not None or self.device.type == "cuda"
+
+    def share_memory_(self):
+        """Move the storage into shared memory in place (see workbench.multiprocessing); returns self.
+
+        >>> import workbench as wb
+        >>> wb.zeros(2).share_memory_().is_shared()
+        True
+        """
+        from .multiprocessing.reductions import share_memory_
+
+        return share_memory_(self)
 
     def is_pinned(self):
         return bool(getattr(self, "_pinned", False))
