@@ -280,6 +280,8 @@ class Tensor:
         if self.device.type != "cpu":
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
                             "tensor to host memory first.")
+        if _graph.CUTS[0] is not None:
+            _graph.CUTS[0](self, "numpy", None)
         return self._data
 
     def item(self):
@@ -291,11 +293,15 @@ class Tensor:
         """
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        if _graph.CUTS[0] is not None:
+            _graph.CUTS[0](self, "numpy", None)
         return self._data.reshape(()).item()
 
     def tolist(self):
         """Nested Python lists of the values.  >>> wb.tensor([[1, 2]]).tolist()  ->  [[1, 2]]"""
         d = self._data
+        if _graph.CUTS[0] is not None:
+            _graph.CUTS[0](self, "numpy", None)
         if self.device.type != "cpu":
             d = d.get()
         if self.dtype is _dt.bfloat16:
@@ -413,7 +419,10 @@ class Tensor:
         >>> wb.ones(2, requires_grad=True).detach().requires_grad
         False
         """
-        return Tensor._make(self._data, False, None, 0, self._vbox, self._base if self._base is not None else self)
+        t = Tensor._make(self._data, False, None, 0, self._vbox, self._base if self._base is not None else self)
+        if _graph.CUTS[0] is not None and self._rg:
+            _graph.CUTS[0](t, "detach", self)
+        return t
 
     def detach_(self):
         if self._base is not None and self._base._rg:

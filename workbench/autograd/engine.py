@@ -102,6 +102,10 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     for n in dict.fromkeys(starts):
         if deps.get(n, 0) == 0:
             heapq.heappush(ready, (-n._seq, id(n), n))
+    hooks = graph.BACKWARD_HOOKS if accumulate and inputs is None else None
+    if hooks:
+        for h in list(hooks):
+            h("begin", roots)
     grad_mode = STATE.enabled
     STATE.enabled = create_graph
     index = 0
@@ -167,6 +171,9 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
             index += 1
     finally:
         STATE.enabled = grad_mode
+    if hooks:
+        for h in list(hooks):
+            h("end", roots)
 
 
 def _skip_subgraph(node, deps, buffers, ready):

@@ -15,6 +15,12 @@ GROUP = contextvars.ContextVar("workbench_group", default=None)
 LISTENERS = []  # callables(node) told of every node recorded; empty means one truthiness check per op
 TRACE = [1]  # trace level: >= 2 records the source site of every node
 ANOMALY = [False, True]  # [enabled, check_nan]; set by workbench.autograd.detect_anomaly
+# While a workbench.viz recorder is active: CUTS[0](tensor, reason, source) is told where the graph is
+# cut (reason "detach", "no_grad" or "numpy"); None otherwise, so cutting costs one check.
+CUTS = [None]
+# callables(phase, roots) told when a backward pass that accumulates into .grad begins ("begin") and
+# ends ("end"): the gradient monitor's per-step boundary; empty means one truthiness check per backward.
+BACKWARD_HOOKS = []
 
 
 class RemovableHandle:
