@@ -68,6 +68,20 @@ describe("live debugger controller", () => {
     c.continue();
     expect(c.view()).toMatchObject({ position: 3, pausedReason: "end" });
   });
+
+  it("treats a send on a closed comm as the kernel going away", () => {
+    const { model } = fakeModel({});
+    const c = new LiveController(model, steps.slice(0, 2), () => "");
+    c.receive(state(2, { steps: steps.slice(0, 2) }));
+    model.send = () => {
+      throw new Error("Comm is closed");
+    };
+    c.restart();
+    expect(c.view().notice).toContain("kernel connection is closed");
+    expect(c.view().position).toBe(0);
+    c.step();
+    expect(c.view().position).toBe(1);
+  });
 });
 
 describe("anywidget entry", () => {

@@ -60,8 +60,7 @@ export class LiveController implements DebugController {
     const enabled = !this.breakpoints.has(node);
     if (enabled) this.breakpoints.add(node);
     else this.breakpoints.delete(node);
-    this.model.send({ type: "set_breakpoint", node, enabled });
-    this.listeners.emit();
+    if (this.trySend({ type: "set_breakpoint", node, enabled })) this.listeners.emit();
   }
 
   subscribe(fn: () => void) {
@@ -109,14 +108,27 @@ export class LiveController implements DebugController {
       return;
     }
     if (this.busy) return;
-    this.request({ type });
+    // A send that fails marks the kernel gone; do what was asked locally instead.
+    if (!this.request({ type })) this.act(type, offline);
   }
 
-  private request(msg: { type: string }) {
+  private request(msg: { type: string }): boolean {
     this.busy = true;
-    this.model.send(msg);
     this.timer = setTimeout(() => this.kernelGone(`No answer from the kernel for ${Math.round(this.timeoutMs / 1000)} s (it may have restarted or died)`), this.timeoutMs);
+    if (!this.trySend(msg)) return false;
     this.listeners.emit();
+    return true;
+  }
+
+  /** Sending on a closed comm throws (kernel restarted); that is the kernel going away too. */
+  private trySend(msg: object): boolean {
+    try {
+      this.model.send(msg);
+      return true;
+    } catch {
+      this.kernelGone("The kernel connection is closed (the kernel restarted or shut down)");
+      return false;
+    }
   }
 
   private settle() {
