@@ -1,0 +1,285 @@
+"""Fused kernels: CUDA sources in ``kernels/`` launched with ``cupy.RawModule``, each registered with a
+NumPy reference written in array ops.
+
+Every entry point takes the array module first. On real CuPy with float32 contiguous inputs it
+launches the CUDA kernel; otherwise (NumPy, the fake cupy of CPU CI, other dtypes) it runs the
+reference with the same ``xp``, so the reference is also the CPU implementation and the two are
+tested against each other (tests/kernels, and tests marked gpu on a real device).
+"""
+import math
+import os
+
+import numpy
+
+_DIRS = [os.path.join(os.path.dirname(os.path.dirname(__file__)), "_kernels"),  # installed wheel
+         os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")]  # checkout
+_MODULES = {}
+THREADS = 256
+
+
+def kernel_dir():
+    for d in _DIRS:
+        if os.path.isdir(d):
+            return d
+    raise RuntimeError(f"the CUDA kernel sources were not found (looked in {_DIRS}); reinstall workbench")
+
+
+def sources():
+    """Paths of every .cu file (what CI compiles with nvcc)."""
+    d = kernel_dir()
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".cu"))
+
+
+def _is_cuda(xp):
+    return xp is not numpy and not getattr(xp, "__fake__", False)
+
+
+def _module(xp, name):
+    mod = _MODULES.get(name)
+    if mod is None:
+        d = kernel_dir()
+        with open(os.path.join(d, name + ".cu")) as f:
+            code = f.read()
+        mod = _MODULES[name] = xp.RawModule(code=code, options=("-std=c++17", f"-I{d}"))
+    return mod
+
+
+def _fast(xp, *arrays):
+    return _is_cuda(xp) and all(a.dtype == numpy.float32 and a.flags.c_contiguous for a in arrays)
+
+
+def _rows(x):
+    cols = x.shape[-1]
+    return (x.size // cols if cols else 0), cols
+
+
+def _block(cols):
+    return min(THREADS, max(32, 1 << (max(cols, 1) - 1).bit_length()))
+
+
+# --- softmax / log_softmax over the last dim -------------------------------------------------------
+def softmax(xp, x, log=False):
+    """softmax (or log_softmax) of x over its last dim.
+
+    >>> import numpy as np
+    >>> softmax(np, np.array([[0.0, 0.0]]))
+    array([[0.5, 0.5]])
+    """
+    if _fast(xp, x) and x.size:
+        rows, cols = _rows(x)
+        y = xp.empty_like(x)
+        _module(xp, "softmax").get_function("softmax_fwd")((rows,), (_block(cols),),
+                                                           (x, y, numpy.int32(cols), numpy.int32(log)))
+        return y
+    m = x.max(axis=-1, keepdims=True) if x.size else x
+    z = x - m
+    if log:
+        return z - xp.log(xp.exp(z).sum(axis=-1, keepdims=True))
+    e = xp.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_backward(xp, y, g, log=False):
+    """The gradient of softmax (log=False) or log_softmax from its output y and upstream g."""
+    if _fast(xp, y, g) and y.size:
+        rows, cols = _rows(y)
+        dx = xp.empty_like(y)
+        _module(xp, "softmax").get_function("softmax_bwd")((rows,), (_block(cols),),
+                                                           (y, g, dx, numpy.int32(cols), numpy.int32(log)))
+        return dx
+    if log:
+        return g - xp.exp(y) * g.sum(axis=-1, keepdims=True)
+    return y * (g - (g * y).sum(axis=-1, keepdims=True))
+
+
+# --- cross-entropy from logits and class indices ---------------------------------------------------
+def cross_entropy(xp, x, target, weight=None, ignore_index=-100, label_smoothing=0.0):
+    """Per-row losses and log-sum-exps of (rows, C) logits against int64 class indices."""
+    rows, cols = _rows(x)
+    if _fast(xp, x, *(() if weight is None else (weight,))) and rows:
+        loss = xp.empty(rows, numpy.float32)
+        lse = xp.empty(rows, numpy.float32)
+        t = xp.ascontiguousarray(target, dtype=numpy.int64)
+        _module(xp, "cross_entropy").get_function("cross_entropy_fwd")(
+            (rows,), (_block(cols),), (x, t, weight if weight is not None else 0, loss, lse, numpy.int32(cols),
+                                       numpy.int64(ignore_index), numpy.float32(label_smoothing)))
+        return loss, lse
+    m = x.max(axis=-1, keepdims=True)
+    lse = (m + xp.log(xp.exp(x - m).sum(axis=-1, keepdims=True)))[..., 0]
+    valid = target != ignore_index
+    t = xp.where(valid, target, 0)
+    picked = xp.take_along_axis(x, t[..., None], axis=-1)[..., 0]
+    wt = weight[t] if weight is not None else 1.0
+    smooth = ((lse[..., None] - x) * weight).sum(axis=-1) if weight is not None else cols * lse - x.sum(axis=-1)
+    loss = (1.0 - label_smoothing) * wt * (lse - picked) + label_smoothing / cols * smooth
+    return xp.where(valid, loss, 0).astype(x.dtype, copy=False), lse.astype(x.dtype, copy=False)
+
+
+def cross_entropy_backward(xp, x, target, lse, grow, weight=None, ignore_index=-100, label_smoothing=0.0):
+    """d loss_rows / d x scaled per row by grow (the upstream gradient of each row's loss)."""
+    rows, cols = _rows(x)
+    if _fast(xp, x, lse, grow, *(() if weight is None else (weight,))) and rows:
+        dx = xp.empty_like(x)
+        t = xp.ascontiguousarray(target, dtype=numpy.int64)
+        _module(xp, "cross_entropy").get_function("cross_entropy_bwd")(
+            (rows,), (_block(cols),), (x, t, weight if weight is not None else 0, lse, grow, dx, numpy.int32(cols),
+                                       numpy.int64(ignore_index), numpy.float32(label_smoothing)))
+        return dx
+    valid = target != ignore_index
+    t = xp.where(valid, target, 0)
+    p = xp.exp(x - lse[..., None])
+    onehot = xp.arange(cols) == t[..., None]
+    gr = xp.where(valid, grow, 0)[..., None]
+    if weight is None:
+        d = p - (1.0 - label_smoothing) * onehot - label_smoothing / cols
+    else:
+        d = ((1.0 - label_smoothing) * weight[t][..., None] * (p - onehot)
+             + label_smoothing / cols * (weight.sum() * p - weight))
+    return (gr * d).astype(x.dtype, copy=False)
+
+
+# --- layer norm over the last dim ------------------------------------------------------------------
+def layer_norm(xp, x, weight, bias, eps):
+    """(y, mean, rstd) of layer norm over x's last dim; weight/bias may be None."""
+    rows, cols = _rows(x)
+    ok = [a for a in (weight, bias) if a is not None]
+    if _fast(xp, x, *ok) and rows:
+        y = xp.empty_like(x)
+        mean = xp.empty(x.shape[:-1], numpy.float32)
+        rstd = xp.empty(x.shape[:-1], numpy.float32)
+        _module(xp, "layer_norm").get_function("layer_norm_fwd")(
+            (rows,), (_block(cols),), (x, weight if weight is not None else 0, bias if bias is not None else 0, y,
+                                       mean, rstd, numpy.int32(cols), numpy.float32(eps)))
+        return y, mean, rstd
+    mean = x.mean(axis=-1)
+    d = x - mean[..., None]
+    rstd = 1.0 / xp.sqrt((d * d).mean(axis=-1) + eps)
+    y = d * rstd[..., None]
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y.astype(x.dtype, copy=False), mean, rstd
+
+
+def layer_norm_backward(xp, g, x, mean, rstd, weight, need_w=True, need_b=True):
+    """(dx, dweight, dbias) of layer norm; dweight/dbias are None when weight is None or not needed."""
+    rows, cols = _rows(x)
+    if _fast(xp, g, x, mean, rstd, *(() if weight is None else (weight,))) and rows:
+        dx = xp.empty_like(x)
+        f = _module(xp, "layer_norm")
+        f.get_function("layer_norm_bwd_dx")((rows,), (_block(cols),),
+                                            (g, x, mean, rstd, weight if weight is not None else 0, dx,
+                                             numpy.int32(cols)))
+        dw = xp.empty(cols, numpy.float32) if weight is not None and need_w else None
+        db = xp.empty(cols, numpy.float32) if need_b else None
+        if dw is not None or db is not None:
+            f.get_function("layer_norm_bwd_dwdb")(((cols + THREADS - 1) // THREADS,), (THREADS,),
+                                                  (g, x, mean, rstd, dw if dw is not None else 0,
+                                                   db if db is not None else 0, numpy.int32(rows), numpy.int32(cols)))
+        return dx, dw, db
+    xhat = (x - mean[..., None]) * rstd[..., None]
+    gw = g * weight if weight is not None else g
+    a = gw.mean(axis=-1, keepdims=True)
+    c = (gw * xhat).mean(axis=-1, keepdims=True)
+    dx = (rstd[..., None] * (gw - a - xhat * c)).astype(x.dtype, copy=False)
+    flat_g = g.reshape(-1, cols)
+    dw = (flat_g * xhat.reshape(-1, cols)).sum(axis=0) if weight is not None and need_w else None
+    db = flat_g.sum(axis=0) if need_b else None
+    return dx, dw, db
+
+
+# --- GELU -------------------------------------------------------------------------------------------
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _erf(xp, x):
+    if _is_cuda(xp):
+        from cupyx.scipy.special import erf
+
+        return erf(x)
+    try:
+        from scipy.special import erf  # exact to float64 round-off; a [dev] dependency
+
+        return erf(x)
+    except ImportError:  # Abramowitz & Stegun 7.1.26 refined: |err| < 1.2e-7
+        t = 1.0 / (1.0 + 0.5 * xp.abs(x))
+        y = 1 - t * xp.exp(-x * x - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+            -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
+        return xp.where(x >= 0, y, -y)
+
+
+def gelu(xp, x, approximate="none"):
+    """GELU of x, exact or with the tanh approximation."""
+    tanh = approximate == "tanh"
+    if _fast(xp, x) and x.size:
+        y = xp.empty_like(x)
+        n = x.size
+        _module(xp, "gelu").get_function("gelu_fwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
+                                                     (x, y, numpy.int64(n), numpy.int32(tanh)))
+        return y
+    if tanh:
+        return (0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))).astype(x.dtype, copy=False)
+    return (0.5 * x * (1 + _erf(xp, x / math.sqrt(2.0)))).astype(x.dtype, copy=False)
+
+
+def gelu_backward(xp, g, x, approximate="none"):
+    tanh = approximate == "tanh"
+    if _fast(xp, g, x) and x.size:
+        dx = xp.empty_like(x)
+        n = x.size
+        _module(xp, "gelu").get_function("gelu_bwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
+                                                     (g, x, dx, numpy.int64(n), numpy.int32(tanh)))
+        return dx
+    if tanh:
+        u = _SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)
+        t = xp.tanh(u)
+        d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+    else:
+        d = 0.5 * (1 + _erf(xp, x / math.sqrt(2.0))) + x * xp.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return (g * d).astype(x.dtype, copy=False)
+
+
+# --- Adam / AdamW over a whole param group -----------------------------------------------------------
+def adam_step(xp, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, *, lr, beta1, beta2, eps, weight_decay,
+              step, decoupled=False, amsgrad=False, maximize=False):
+    """One Adam (or AdamW when decoupled) step, in place, over lists of same-dtype arrays.
+
+    On CUDA with float32 arrays it is one kernel launch for the whole group.
+    """
+    bc1 = 1.0 - beta1 ** step
+    bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
+    arrays = params + grads + exp_avgs + exp_avg_sqs + (max_exp_avg_sqs if amsgrad else [])
+    if params and _fast(xp, *arrays):
+        sizes = [p.size for p in params]
+        offsets = numpy.concatenate([[0], numpy.cumsum(sizes)[:-1]]).astype(numpy.int64)
+        total = int(sum(sizes))
+
+        def ptrs(arrs):
+            return xp.asarray(numpy.array([a.data.ptr for a in arrs], dtype=numpy.uint64))
+
+        maxs = max_exp_avg_sqs if amsgrad else exp_avg_sqs
+        _module(xp, "adam").get_function("adam_step")(
+            (min(65535, (total + THREADS - 1) // THREADS),), (THREADS,),
+            (ptrs(params), ptrs(grads), ptrs(exp_avgs), ptrs(exp_avg_sqs), ptrs(maxs), xp.asarray(offsets),
+             numpy.int32(len(params)), numpy.int64(total), numpy.float32(lr), numpy.float32(beta1),
+             numpy.float32(beta2), numpy.float32(eps), numpy.float32(weight_decay), numpy.float32(bc1),
+             numpy.float32(bc2_sqrt), numpy.int32(decoupled), numpy.int32(amsgrad), numpy.int32(maximize)))
+        return
+    for i, p in enumerate(params):
+        g = -grads[i] if maximize else grads[i]
+        if weight_decay:
+            if decoupled:
+                p *= 1 - lr * weight_decay
+            else:
+                g = g + weight_decay * p
+        m, v = exp_avgs[i], exp_avg_sqs[i]
+        m *= beta1
+        m += (1 - beta1) * g
+        v *= beta2
+        v += (1 - beta2) * g * g
+        if amsgrad:
+            xp.maximum(max_exp_avg_sqs[i], v, out=max_exp_avg_sqs[i])
+            v = max_exp_avg_sqs[i]
+        denom = xp.sqrt(v) / bc2_sqrt + eps
+        p -= (lr / bc1) * m / denom
