@@ -14,6 +14,7 @@ from .autograd import graph as _graph
 from .autograd.grad_mode import STATE
 
 _FROM_NP = _dt._FROM_NP
+_new = object.__new__
 _ndarray = _backend.ndarray
 _np_generic = _backend.numpy.generic
 
@@ -51,9 +52,15 @@ class Tensor:
             [6., 8.]])
     """
 
-    __slots__ = ("_data", "_rg", "grad_fn", "_output_nr", "_vbox", "_base", "_grad", "_acc",
-                 "_post_acc_hooks", "_retains_grad", "_view_fn", "__dict__", "__weakref__")
+    # slots for what every tensor sets; rarely used state falls back to the class-level defaults below
+    # and lives in the instance __dict__ only once set (keeps Tensor._make, run once per op, short)
+    __slots__ = ("_data", "_rg", "grad_fn", "_output_nr", "_vbox", "_base", "__dict__", "__weakref__")
     __array_priority__ = 1000  # numpy defers to our reflected operators
+    _grad = None
+    _acc = None  # the AccumulateGrad node of a leaf that requires grad
+    _post_acc_hooks = None
+    _retains_grad = False
+    _view_fn = None  # how this view is replayed from its base: (Function, other args, parent view_fn)
 
     def __init__(self, *args, device=None):
         # the legacy constructor: Tensor(data) or Tensor(*sizes) makes a default-dtype tensor
@@ -70,41 +77,34 @@ class Tensor:
         self._output_nr = output_nr
         self._vbox = [0, None] if vbox is None else vbox
         self._base = base
-        self._grad = None
-        self._acc = None
-        self._post_acc_hooks = None
-        self._retains_grad = False
-        self._view_fn = None
 
     @staticmethod
     def _make(data, requires_grad=False, grad_fn=None, output_nr=0, vbox=None, base=None):
+        """Wrap an array (no copy): the one constructor every op result goes through."""
         if data.__class__ is not _ndarray and isinstance(data, _np_generic):
             data = _backend.numpy.asarray(data)  # NumPy ufuncs on 0-d arrays return scalars
-        t = object.__new__(Tensor)
+        t = _new(Tensor)
         t._data = data
         t._rg = requires_grad
         t.grad_fn = grad_fn
         t._output_nr = output_nr
         t._vbox = [0, None] if vbox is None else vbox
         t._base = base
-        t._grad = None
-        t._acc = None
-        t._post_acc_hooks = None
-        t._retains_grad = False
-        t._view_fn = None
         return t
 
     # --- metadata ------------------------------------------------------------------------------
     @property
     def data(self):
         """A tensor sharing this one's storage, detached from the graph (as ``detach()``)."""
-        return Tensor._make(self._data, False, None, 0, self._vbox, self._base if self._base is not None else self)
+        return self.detach()
 
     @data.setter
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
         self._data = value._data
+        if self._acc is not None:  # the engine checks gradients against the leaf's shape and dtype
+            self._acc._out_meta = ((value._data.shape, value._data.dtype),)
 
     @property
     def shape(self):
@@ -420,13 +420,17 @@ class Tensor:
         False
         """
         t = Tensor._make(self._data, False, None, 0, self._vbox, self._base if self._base is not None else self)
-        if _graph.CUTS[0] is not None and self._rg:
-            _graph.CUTS[0](t, "detach", self)
+        if self._rg:
+            t._cut = "detach"  # for the 'does not require grad' error: this is where the graph was cut
+            if _graph.CUTS[0] is not None:
+                _graph.CUTS[0](t, "detach", self)
         return t
 
     def detach_(self):
         if self._base is not None and self._base._rg:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self._rg:
+            self._cut = "detach"
         self.grad_fn = None
         self._rg = False
         return self
@@ -595,5 +599,5 @@ class _Storage:
 
 _INFERENCE_BOX = [0, None]
 
-_function._Tensor = Tensor
-_engine._Tensor = Tensor
+_function._Tensor = _engine._Tensor = Tensor
+_function._make = _engine._make = Tensor._make

@@ -77,7 +77,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     for k, o in enumerate(outputs):
         if not o._rg:
-            raise engine._no_grad_error(o, "tensors")
+            raise engine.no_grad_error(o, "tensors")
     grads = _make_grads(outputs, grads, create_graph)
     ins = _as_list(inputs)
     if ins is not None and len(ins) == 0:
@@ -111,7 +111,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          "but got: allow_unused=False.")
     for o in outs:
         if not o._rg:
-            raise engine._no_grad_error(o, "differentiated tensors")
+            raise engine.no_grad_error(o, "differentiated tensors")
     if retain_graph is None:
         retain_graph = create_graph
     go = _as_list(grad_outputs)

@@ -7,6 +7,7 @@ The walk is iterative (dependency counts + a ready heap ordered by recording seq
 as PyTorch does), so a 100,000-node chain needs no recursion.
 """
 import heapq
+import warnings
 
 from .. import _backend
 from . import graph
@@ -14,22 +15,33 @@ from .grad_mode import STATE
 from .graph import AccumulateGrad
 
 _Tensor = None  # bound by workbench.tensor
+_make = None
 
 
 class BackwardStep:
     """What one node of the backward pass did.
 
-    node:        the Node executed (an op's grad_fn, or an AccumulateGrad for a leaf)
+    node:         the Node executed (an op's grad_fn, or an AccumulateGrad for a leaf)
     grad_outputs: the gradients that arrived for the node's outputs (Tensors or None)
-    grad_inputs: the gradients the node produced, one per entry of node.next_functions
-    leaves:      [(tensor, grad_before, grad_after)] for AccumulateGrad steps
+    grad_inputs:  the gradients the node produced, one per entry of node.next_functions
+    leaves:       [(tensor, grad_before, grad_after)] for AccumulateGrad steps
+    index:        0, 1, 2... in execution order
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> y = (x * 2).sum()
+    >>> [s.node.name() for s in wb.autograd.iter_backward([y], [wb.tensor(1.)])]
+    ['SumBackward0', 'MulBackward0', 'AccumulateGrad']
     """
 
     __slots__ = ("node", "grad_outputs", "grad_inputs", "leaves", "index")
 
     def __init__(self, node, grad_outputs, grad_inputs, leaves, index):
-        self.node, self.grad_outputs, self.grad_inputs, self.leaves, self.index = (
-            node, grad_outputs, grad_inputs, leaves, index)
+        self.node = node
+        self.grad_outputs = grad_outputs
+        self.grad_inputs = grad_inputs
+        self.leaves = leaves
+        self.index = index
 
     def __repr__(self):
         return f"<BackwardStep {self.index}: {self.node.name()}>"
@@ -43,12 +55,22 @@ def _start_node(t):
     return None, 0
 
 
-def _no_grad_error(t, what):
+def no_grad_error(t, what="tensors"):
+    """The 'element 0 ... does not require grad' error, saying where this tensor's graph was cut."""
+    desc = f"a {t.dtype.name} tensor of shape {list(t.shape)}"
+    cut = t.__dict__.get("_cut") if hasattr(t, "__dict__") else None
+    if cut == "detach":
+        why = f"It is {desc} made by .detach() (or .data), which cuts the graph."
+    elif cut:
+        why = (f"It is {desc} computed by '{cut}' from tensors that require grad, but while grad mode was "
+               "off (inside no_grad(), inference_mode() or set_grad_enabled(False)): the graph was cut there.")
+    else:
+        why = (f"It is {desc} that no recorded op produced: it was built from data (wb.tensor, from_numpy, a "
+               ".numpy()/.item() round trip), from tensors none of which requires grad, or by ops run under "
+               "no_grad() on such tensors.")
     return RuntimeError(
-        f"element 0 of {what} does not require grad and does not have a grad_fn. The graph was cut before "
-        "this tensor: it was computed under no_grad()/inference_mode(), from .detach()ed tensors, through a "
-        "NumPy round trip (.numpy()/.item()/wb.tensor(...)), or from inputs none of which has "
-        "requires_grad=True. Set requires_grad=True on the leaves you differentiate with respect to."
+        f"element 0 of {what} does not require grad and does not have a grad_fn. {why} Set requires_grad=True "
+        "on the leaves you differentiate with respect to, and compute the output from them with grad mode on."
     )
 
 
@@ -57,61 +79,72 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     """Walk the graph from ``roots`` backwards, yielding a BackwardStep per node executed.
 
     With ``inputs``, only the nodes on paths to those tensors run; if ``accumulate`` is False their
-    gradients go into ``captured`` (a list aligned with inputs) instead of ``.grad``.
+    gradients go into ``captured`` (a list aligned with inputs) instead of ``.grad``. ``keep_before``
+    keeps a copy of each leaf's ``.grad`` before accumulation in the step (for the debugger).
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> steps = list(wb.autograd.iter_backward([(x * 3).sum()], [wb.tensor(1.)]))
+    >>> len(steps), x.grad
+    (3, tensor([3., 3.]))
     """
-    Tensor = _Tensor
     buffers = {}  # node -> list of grads, one per output
     seen_ids = set()  # grad objects already placed once: handing one to a second place must copy
     starts = []
     for t, g in zip(roots, grad_roots):
         node, nr = _start_node(t)
         if node is None:
-            raise _no_grad_error(t, "tensors")
+            raise no_grad_error(t)
         starts.append(node)
         buf = buffers.get(node)
         if buf is None:
-            buf = buffers[node] = [None] * _n_outputs(node)
+            buf = buffers[node] = [None] * len(node._out_meta)
         seen_ids.add(id(g))
         buf[nr] = g if buf[nr] is None else buf[nr] + g
+    starts = list(dict.fromkeys(starts))
 
-    # dependency counts over the reachable graph
+    # dependency counts over the reachable graph (iterative)
     deps = {}
-    stack = list(dict.fromkeys(starts))
+    stack = list(starts)
     visited = set(stack)
     while stack:
-        n = stack.pop()
-        for nxt, _ in n.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is not None:
-                deps[nxt] = deps.get(nxt, 0) + 1
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
                 if nxt not in visited:
                     visited.add(nxt)
                     stack.append(nxt)
 
-    capture = None
-    needed = None
+    capture = needed = None
     if inputs is not None:
         capture = {}
         for k, t in enumerate(inputs):
             node, nr = _start_node(t)
             if node is None:
-                raise RuntimeError(f"One of the differentiated Tensors (input {k}) does not require grad")
+                raise RuntimeError(f"One of the differentiated Tensors (input {k}, shape {list(t.shape)}) does not "
+                                   "require grad. Set requires_grad=True on it before computing the output.")
             capture.setdefault((node, nr), []).append(k)
         needed = _needed_nodes(visited, {n for n, _ in capture})
 
+    freed_by = None if retain_graph else (graph.user_site(2) or True)
     ready = []
-    for n in dict.fromkeys(starts):
-        if deps.get(n, 0) == 0:
+    for n in starts:
+        if n not in deps:
             heapq.heappush(ready, (-n._seq, id(n), n))
     hooks = graph.BACKWARD_HOOKS if accumulate and inputs is None else None
     if hooks:
         for h in list(hooks):
             h("begin", roots)
+    anomaly = graph.ANOMALY
     grad_mode = STATE.enabled
-    STATE.enabled = create_graph
+    STATE.enabled = create_graph  # backward formulas are recorded only for create_graph=True
     index = 0
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = heapq.heappop(ready)[2]
             grads = buffers.pop(node)
             if node._tensor_pre_hooks is not None or node._retain is not None:
                 grads = _run_tensor_pre_hooks(node, grads)
@@ -121,45 +154,49 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                     if ks:
                         for k in ks:
                             captured[k] = g
-            if needed is not None and node not in needed:
-                continue
-            if type(node) is AccumulateGrad:
-                if not accumulate:
+                if node not in needed:
                     continue
-                step = _accumulate(node, grads[0], seen_ids, create_graph, index, keep_before)
-                index += 1
-                yield step
+            if node.__class__ is AccumulateGrad:
+                if accumulate:
+                    yield _accumulate(node, grads[0], seen_ids, create_graph, index, keep_before)
+                    index += 1
                 continue
             if node._pre_hooks is not None:
                 for h in list(node._pre_hooks.values()):
                     r = h(tuple(grads))
                     if r is not None:
                         grads = list(r)
-            grad_inputs = _call_backward(node, grads)
+            if anomaly[0]:
+                grad_inputs = _call_backward_anomaly(node, grads)
+            else:
+                grad_inputs = _call_backward(node, grads)
             if node._hooks is not None:
                 for h in list(node._hooks.values()):
                     r = h(grad_inputs, tuple(grads))
                     if r is not None:
                         grad_inputs = tuple(r)
-            if graph.ANOMALY[0] and graph.ANOMALY[1]:
+            if anomaly[0] and anomaly[1]:
                 _check_nan(node, grad_inputs)
-            if not retain_graph:
+            if freed_by is not None and node._saved is not None:  # nodes that saved nothing stay reusable
                 node._saved = None
-                node._freed = True
+                node._freed = freed_by
             for (nxt, nr), g in zip(node.next_functions, grad_inputs):
                 if nxt is None:
                     continue
                 if g is not None:
-                    g = _validate(node, nxt, nr, g)
+                    shape, dt = nxt._out_meta[nr]
+                    d = g._data
+                    if d.shape != shape or d.dtype != dt:
+                        g = _conform(node, nxt, nr, g, shape, dt)
                     buf = buffers.get(nxt)
                     if buf is None:
-                        buf = buffers[nxt] = [None] * _n_outputs(nxt)
+                        buf = buffers[nxt] = [None] * len(nxt._out_meta)
                     if buf[nr] is None:
                         buf[nr] = g
+                        seen_ids.add(id(g))
                     else:
-                        buf[nr] = buf[nr] + g
-                        seen_ids.add(id(buf[nr]))
-                    seen_ids.add(id(g))
+                        buf[nr] = s = buf[nr] + g
+                        seen_ids.add(id(s))
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
@@ -180,8 +217,7 @@ def _skip_subgraph(node, deps, buffers, ready):
     # a node no gradient reached: its inputs lose one dependency each, and may become ready
     stack = [node]
     while stack:
-        n = stack.pop()
-        for nxt, _ in n.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is None:
                 continue
             d = deps[nxt] - 1
@@ -203,77 +239,88 @@ def _needed_nodes(visited, targets):
     needed = set(targets)
     stack = list(targets)
     while stack:
-        n = stack.pop()
-        for p in parents.get(n, ()):
+        for p in parents.get(stack.pop(), ()):
             if p not in needed:
                 needed.add(p)
                 stack.append(p)
     return needed
 
 
-def _n_outputs(node):
-    m = getattr(node, "_out_meta", None)
-    return len(m) if m else 1
-
-
 def _materialize(node, grads):
-    xp = node.xp
     out = list(grads)
     for i, g in enumerate(out):
         if g is None:
             meta = node._out_meta[i]
             if meta is not None:
-                shape, dt = meta
-                out[i] = _Tensor._make(xp.zeros(shape, dt))
+                out[i] = _make(node.xp.zeros(meta[0], meta[1]))
     return out
 
 
 def _call_backward(node, grads):
-    if any(g is None for g in grads):
-        if node._materialize:
+    if len(grads) == 1:
+        if grads[0] is None and node._materialize:
             grads = _materialize(node, grads)
-    if node._saved is None and node._freed:
-        node._raise_freed()
+    elif node._materialize:
+        for g in grads:
+            if g is None:
+                grads = _materialize(node, grads)
+                break
     res = node._fn.backward(node, *grads)
-    if type(res) is not tuple:
+    if res.__class__ is not tuple:
         res = (res,)
     pos = node._tensor_pos
+    n = len(res)
+    if n == len(pos) == len(node.needs_input_grad):  # every forward argument was a tensor
+        return res
+    return _select_tensor_grads(node, res, pos)
+
+
+def _select_tensor_grads(node, res, pos):
+    # backward returns one entry per forward argument; keep those of tensor arguments
     n_args = len(node.needs_input_grad)
-    if len(res) != n_args:
-        if len(res) > n_args and all(r is None for r in res[n_args:]):
-            res = res[:n_args]
-        elif len(res) == len(pos) and len(res) < n_args:
-            return res
-        else:
-            raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                               f"(expected {n_args}, got {len(res)})")
-    return tuple(res[i] for i in pos)
+    if len(res) > n_args and all(r is None for r in res[n_args:]):
+        res = res[:n_args]
+    if len(res) == n_args:
+        if not node._fn._raw:
+            for i, r in enumerate(res):
+                if r is not None and i not in pos:
+                    raise RuntimeError(
+                        f"function {node.name()} returned a gradient different than None at position {i + 1}, but "
+                        "the corresponding forward input was not a Tensor. Return None for non-tensor inputs.")
+        return tuple([res[i] for i in pos])
+    if node._fn._raw and len(res) == len(pos):
+        return res
+    raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients (expected {n_args}, "
+                       f"got {len(res)}). backward must return one gradient (or None) per forward input.")
 
 
-def _validate(node, nxt, nr, g):
+def _call_backward_anomaly(node, grads):
+    try:
+        return _call_backward(node, grads)
+    except Exception:
+        if node._stack:
+            warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                          f"{node._stack}", UserWarning, stacklevel=3)
+        raise
+
+
+def _conform(node, nxt, nr, g, shape, dt):
     # the gradient for an input must match that input's shape and dtype: sum over broadcast dims
     # (as PyTorch's validate_outputs does) and cast, or fail naming the node
-    meta = nxt._out_meta[nr] if type(nxt) is not AccumulateGrad else _leaf_meta(nxt)
-    if meta is None:
-        return g
-    shape, dt = meta
-    d = g._data
-    if d.shape != shape:
-        if _expandable(shape, d.shape):
+    if not isinstance(g, _Tensor):
+        raise TypeError(f"function {node.name()} returned a {type(g).__name__} as a gradient; expected a Tensor "
+                        "or None")
+    if g._data.shape != shape:
+        if _expandable(shape, g._data.shape):
             g = g.sum_to_size(shape)
         else:
             raise RuntimeError(
-                f"Function {node.name()} returned an invalid gradient at index {nr} - got {list(d.shape)} "
+                f"Function {node.name()} returned an invalid gradient at index {nr} - got {list(g._data.shape)} "
                 f"but expected shape compatible with {list(shape)}"
             )
     if g._data.dtype != dt:
         g = g.to(_backend.dtypes.from_numpy_dtype(dt))
     return g
-
-
-def _leaf_meta(acc):
-    t = acc.variable
-    return None if t is None else (t._data.shape, t._data.dtype)
 
 
 def _expandable(shape, target):
@@ -299,7 +346,7 @@ def _run_tensor_pre_hooks(node, grads):
             if t is not None and grads[nr] is not None:
                 g = grads[nr]
                 if t._grad is None:
-                    t._grad = g.detach().clone() if not STATE.enabled else g.clone()
+                    t._grad = g.clone() if STATE.enabled else g.detach().clone()
                 else:
                     t._grad = t._grad + g
     return grads
@@ -320,16 +367,16 @@ def _accumulate(node, g, seen_ids, create_graph, index, keep_before):
             new = g
         else:
             new = g.detach()
-            if id(g) in seen_ids or new._data.base is not None or not new._data.flags.c_contiguous:
-                new = _Tensor._make(node.xp.array(new._data, copy=True, order="C"))
+            d = new._data
+            # steal the gradient only if nothing else can see its memory (PyTorch's rule, by identity)
+            if id(g) in seen_ids or d.base is not None or not d.flags.c_contiguous:
+                new = _make(node.xp.array(d, copy=True, order="C"))
         t._grad = new
-    elif create_graph:
+    elif create_graph or before._rg:
         t._grad = before + g
-    elif before._rg:
-        t._grad = before.detach() + g.detach()
     else:
         if keep_before:  # the debugger shows .grad before and after: keep a copy of before
-            before = _Tensor._make(node.xp.array(before._data, copy=True))
+            before = _make(node.xp.array(before._data, copy=True))
         t._grad._data += g._data.astype(t._grad._data.dtype, copy=False)
         t._grad._vbox[0] += 1
     if t._post_acc_hooks is not None:
@@ -344,15 +391,15 @@ def _accumulate(node, g, seen_ids, create_graph, index, keep_before):
 def _check_nan(node, grad_inputs):
     for i, g in enumerate(grad_inputs):
         if g is not None and g.dtype.category >= 2 and bool(node.xp.isnan(g._data).any()):
-            site = graph.format_site(node.site) if node.site else "unknown"
-            stack = getattr(node, "_stack", None)
+            site = graph.format_site(node.site) if node.site else "an unknown line"
             raise RuntimeError(
-                f"Function '{node.name()}' returned nan values in its {i}th output. It was created in the forward "
-                f"pass at {site}" + (f" in module '{node.scope}'" if node.scope else "")
-                + (".\nForward traceback:\n" + stack if stack else ".")
+                f"Function '{node.name()}' returned nan values in its {i}th output. The node was created in the "
+                f"forward pass at {site}" + (f" in module '{node.scope}'" if node.scope else "")
+                + (".\nTraceback of the forward call that created it:\n" + node._stack if node._stack else ".")
             )
 
 
 def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None):
+    """Drain iter_backward: what ``Tensor.backward`` does."""
     for _ in iter_backward(roots, grad_roots, retain_graph, create_graph, inputs):
         pass

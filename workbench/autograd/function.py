@@ -4,26 +4,50 @@ Two flavours share one ``apply``:
 
 * workbench's primitives (``_raw = True``) compute ``forward`` on raw arrays (``ctx.xp`` is numpy or
   cupy), which keeps per-op overhead low;
-* ``workbench.autograd.Function`` subclasses written by users see Tensors, exactly as in PyTorch.
+* ``workbench.autograd.Function`` subclasses written by users see Tensors, exactly as in PyTorch,
+  including the ``setup_context(ctx, inputs, output)`` style where ``forward`` takes no ctx.
 
 ``backward`` is always written in Tensor ops, so ``create_graph=True`` differentiates it again.
+
+``apply`` is the hottest function in workbench: every op of every user program goes through it. The
+primitive path therefore avoids per-call allocations beyond the ctx and the result (see
+benchmarks/op_overhead.py for what it costs against PyTorch).
 """
 import functools
 
 from .. import _backend
 from . import graph
-from .grad_mode import STATE, no_grad
+from .grad_mode import INFERENCE_ACTIVE, STATE, no_grad
 from .graph import GROUP, LISTENERS, SCOPE, TRACE, Node, _seq, accumulator
 
 _Tensor = None  # workbench.tensor.Tensor, bound at import time of workbench.tensor
+_make = None  # Tensor._make, bound likewise
+_ndarray = _backend.ndarray
+_numpy = _backend.numpy
+
+
+class _Differentiable(dict):
+    # numpy dtype -> whether tensors of it can require grad (float, complex, bfloat16); filled on first sight
+    def __missing__(self, npd):
+        r = self[npd] = _backend.dtypes.from_numpy_dtype(npd).category >= 2
+        return r
+
+
+_DIFF_DTYPES = _Differentiable()
+_FALSES = tuple((False,) * n for n in range(17))  # needs_input_grad when nothing is recorded
 
 
 class _NoGradCtx:
     """The ctx handed to forward when nothing is recorded: saving is a no-op."""
 
     __slots__ = ("xp", "needs_input_grad", "__dict__")
+    saved_tensors = ()
+    materialize_grads = True
 
     def save_for_backward(self, *xs):
+        pass
+
+    def save_for_forward(self, *xs):
         pass
 
     def mark_dirty(self, *xs):
@@ -37,18 +61,22 @@ class _NoGradCtx:
 
 
 def _ctx_save_for_backward(self, *xs):
+    """Keep tensors (references, never copies) for backward; read them back as ``ctx.saved_tensors``."""
     self._saved = xs
 
 
 def _ctx_mark_dirty(self, *xs):
+    """Declare the inputs a custom forward modified in place (they are returned as outputs)."""
     self._dirty = xs
 
 
 def _ctx_mark_non_differentiable(self, *xs):
+    """Declare outputs that get no gradient (indices, masks): they come out with requires_grad=False."""
     self._non_differentiable = xs
 
 
 def _ctx_set_materialize_grads(self, value):
+    """With False, backward receives None (not zeros) for outputs that got no gradient."""
     self._materialize = bool(value)
 
 
@@ -68,18 +96,19 @@ class _Out:
 
 
 def unpack_saved(node):
+    """The node's saved tensors, after checking none was modified in place since it was saved."""
     saved = node._saved
-    if node._freed:
-        node._raise_freed()
     if saved is None:
+        if node._freed:
+            node._raise_freed()
         return ()
     out = []
     for entry, box, version in saved:
         if box is not None and box[0] != version:
             _raise_modified(node, entry, box, version)
-        if type(entry) is _Out:
-            t = _Tensor._make(entry.data, entry.requires_grad, node if entry.requires_grad else None, entry.i, box)
-            out.append(t)
+        if entry.__class__ is _Out:
+            rg = entry.requires_grad
+            out.append(_make(entry.data, rg, node if rg else None, entry.i, box))
         else:
             out.append(entry)
     return tuple(out)
@@ -92,11 +121,10 @@ def _raise_modified(node, entry, box, version):
     if node.site:
         where += f" (created at {graph.format_site(node.site)})"
     mod = box[1]
+    by = ""
     if mod:
         op, scope, site = mod
         by = f" It was modified by {op}" + (f" in module '{scope}'" if scope else "") + f" at {graph.format_site(site)}."
-    else:
-        by = ""
     raise RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace operation: "
         f"{desc}, saved by {where}, is at version {box[0]}; expected version {version} instead.{by} "
@@ -132,12 +160,14 @@ class Function:
 
     _raw = False  # primitives set True: forward sees raw arrays
     _view = False  # output 0 may be a view of input 0 (shares memory and version counter)
+    _setup = False  # True when the subclass uses the setup_context style
     op_name = None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         suffix = "Backward0" if cls._raw else "Backward"
         op = cls.op_name or cls.__name__.lower()
+        cls._setup = cls.setup_context is not Function.setup_context
         cls._node_cls = type(cls.__name__ + suffix, (Node,), {"__slots__": (), "_fn": cls, "_op": op,
                                                              "__module__": cls.__module__})
 
@@ -146,50 +176,86 @@ class Function:
         raise NotImplementedError("subclasses of Function must implement forward(ctx, *args)")
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Override (with a ctx-less forward) to save state from ``inputs`` and ``output``, as in PyTorch."""
+        raise NotImplementedError("setup_context is only called when a Function subclass defines it")
+
+    @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError("subclasses of Function must implement backward(ctx, *grad_outputs)")
 
     @classmethod
     def apply(cls, *args):
+        """Run forward and, when an input requires grad and grad mode is on, record a node."""
+        if not cls._raw:
+            return _apply_custom(cls, args)
         Tensor = _Tensor
-        raw = cls._raw
-        xp = None
-        dev = None
         req = False
-        tpos = []
-        first = None
-        for i, a in enumerate(args):
-            if isinstance(a, Tensor):
+        dev_check = False
+        datas = []
+        for a in args:
+            if a.__class__ is Tensor or isinstance(a, Tensor):
                 d = a._data
-                if first is None:
-                    first = d
-                    xp = _backend.numpy if type(d) is _backend.ndarray else _backend.xp_of(d)
-                elif type(d) is not type(first) or (xp is not _backend.numpy and d.device != first.device):
-                    args = _reconcile_devices(cls, args, i)
-                    return cls.apply(*args)
-                tpos.append(i)
+                if d.__class__ is not _ndarray:
+                    dev_check = True
                 if a._rg:
                     req = True
-        if xp is None:
-            xp = _backend.numpy
-        if not (req and STATE.enabled):
-            ctx = _NoGradCtx()
-            ctx.xp = xp
-            ctx.needs_input_grad = (False,) * len(args)
-            if raw:
-                out = cls.forward(ctx, *[a._data if isinstance(a, Tensor) else a for a in args])
-                if type(out) is tuple:
-                    return tuple(Tensor._make(o) for o in out)
-                if cls._view and tpos:
-                    return _view_of(cls, args, out, xp)
-                return Tensor._make(out)
-            with no_grad():
-                out = cls.forward(ctx, *args)
-            return _detached_outputs(out, args)
-        return _record(cls, args, tpos, xp)
+                datas.append(d)
+            else:
+                datas.append(a)
+        xp = _numpy
+        if dev_check:  # a CuPy array is involved: resolve the module, and insist on one device
+            xp, args = _resolve_xp(cls, args)
+            datas = [a._data if isinstance(a, Tensor) else a for a in args]
+        if req:
+            if STATE.enabled:
+                return _record_raw(cls, args, datas, xp)
+            res = _apply_no_grad(cls, args, datas, xp)
+            _tag_cut(res, cls, args)
+            return res
+        ctx = _NoGradCtx()
+        ctx.xp = xp
+        n = len(args)
+        ctx.needs_input_grad = _FALSES[n] if n < 17 else (False,) * n
+        out = cls.forward(ctx, *datas)
+        if out.__class__ is tuple:
+            res = tuple([_make(o) for o in out])
+        elif cls._view:
+            res = _view_of(cls, args, out, xp)
+        else:
+            res = _make(out)
+        if INFERENCE_ACTIVE[0] and STATE.inference:
+            _mark_inference(res)
+        return res
 
 
-def _reconcile_devices(cls, args, i):
+def _apply_no_grad(cls, args, datas, xp):
+    ctx = _NoGradCtx()
+    ctx.xp = xp
+    ctx.needs_input_grad = (False,) * len(args)
+    out = cls.forward(ctx, *datas)
+    if out.__class__ is tuple:
+        res = tuple([_make(o) for o in out])
+    elif cls._view:
+        res = _view_of(cls, args, out, xp)
+    else:
+        res = _make(out)
+    if INFERENCE_ACTIVE[0] and STATE.inference:
+        _mark_inference(res)
+    return res
+
+
+def _tag_cut(res, cls, args):
+    # inputs required grad but grad mode was off: remember the op, for the 'does not require grad' error
+    op = cls.op_name or cls.__name__.lower()
+    for t in (res if res.__class__ is tuple else (res,)):
+        t._cut = op
+        if graph.CUTS[0] is not None:
+            src = next(a for a in args if isinstance(a, _Tensor) and a._rg)
+            graph.CUTS[0](t, "no_grad", src)
+
+
+def _resolve_xp(cls, args):
     # PyTorch lets 0-dim CPU tensors take part in CUDA ops (they act as scalars); anything else is an error
     Tensor = _Tensor
     ts = [a for a in args if isinstance(a, Tensor)]
@@ -201,9 +267,18 @@ def _reconcile_devices(cls, args, i):
             if a.device.type == "cpu" and a.ndim == 0:
                 a = a.to(target)
             else:
-                raise _device_error(cls.op_name or cls.__name__.lower(), devs[0], a.device if devs[0] == target else target)
+                raise _device_error(cls.op_name or cls.__name__.lower(), devs[0],
+                                    a.device if devs[0] == target else target)
         out.append(a)
-    return tuple(out)
+    return _backend.xp_for(target), tuple(out)
+
+
+def _mark_inference(res):
+    from ..tensor import _INFERENCE_BOX
+
+    for t in (res if type(res) is tuple else (res,)):
+        if isinstance(t, _Tensor):
+            t._vbox = _INFERENCE_BOX
 
 
 def _view_of(cls, args, out, xp):
@@ -211,13 +286,167 @@ def _view_of(cls, args, out, xp):
     # how to replay it from its base, for in-place ops on views (see Tensor._inplace)
     base = args[0]
     if out is base._data or (out.size and xp.may_share_memory(out, base._data)):
-        t = _Tensor._make(out, False, None, 0, base._vbox, base._base if base._base is not None else base)
+        t = _make(out, False, None, 0, base._vbox, base._base if base._base is not None else base)
         if base._base is None:
             t._view_fn = (cls, args[1:], None)
         elif base._view_fn is not None:
             t._view_fn = (cls, args[1:], base._view_fn)
         return t
-    return _Tensor._make(out)
+    return _make(out)
+
+
+def _new_node(cls, xp):
+    node = cls._node_cls()
+    node.xp = xp
+    node._saved = None
+    node._seq = next(_seq)
+    node.scope = SCOPE.get()
+    node.group = GROUP.get()
+    if TRACE[0] >= 2:
+        node.site = graph.user_site(4)
+    return node
+
+
+def _edges(node, args):
+    # needs_input_grad has one flag per forward argument; next_functions one edge per tensor argument
+    Tensor = _Tensor
+    nig = []
+    nexts = []
+    tpos = []
+    for i, a in enumerate(args):
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            tpos.append(i)
+            if a._rg:
+                nig.append(True)
+                gf = a.grad_fn
+                if gf is not None:
+                    nexts.append((gf, a._output_nr))
+                else:
+                    nexts.append((a._acc or accumulator(a), 0))
+                continue
+            nexts.append((None, 0))
+        nig.append(False)
+    node.needs_input_grad = tuple(nig)
+    node.next_functions = tuple(nexts)
+    node._tensor_pos = tuple(tpos)
+
+
+def _record_raw(cls, args, datas, xp):
+    node = _new_node(cls, xp)
+    _edges(node, args)
+    out = cls.forward(node, *datas)
+    if out.__class__ is not tuple and node._non_differentiable is None:  # the common case: one output
+        if cls._view:
+            res = _view_of(cls, args, out, xp)
+            res._rg = True
+            res.grad_fn = node
+        elif _DIFF_DTYPES[out.dtype]:
+            res = _make(out, True, node)
+        else:  # integer and bool results (comparisons, indices) never require grad
+            res = _make(out)
+        node._out_meta = ((out.shape, out.dtype),)
+        if node._saved is not None:
+            node._saved = _resolve_saved_raw(node._saved, args, (out,), (res,))
+        results = (res,)
+    else:
+        outs = out if out.__class__ is tuple else (out,)
+        nd = node._non_differentiable or ()
+        results = []
+        for k, o in enumerate(outs):
+            diff = _DIFF_DTYPES[o.dtype] and not any(o is x for x in nd)
+            results.append(_make(o, diff, node if diff else None, k))
+        node._out_meta = tuple((o.shape, o.dtype) for o in outs)
+        if node._saved is not None:
+            node._saved = _resolve_saved_raw(node._saved, args, outs, results)
+        res = tuple(results) if out.__class__ is tuple else results[0]
+    if graph.ANOMALY[0]:
+        graph.anomaly_record(node)
+    if LISTENERS:
+        for fn in LISTENERS:
+            fn(node, args, results)
+    return res
+
+
+def _resolve_saved_raw(saved, args, outs, results):
+    # forward saved raw arrays; find the tensor each came from, so the version check and the
+    # visualizer see tensors. An array that is neither an input nor an output (a cast copy) has no
+    # version to check: nothing else can write to it.
+    Tensor = _Tensor
+    entries = []
+    for x in saved:
+        if x is None:
+            entries.append((None, None, 0))
+            continue
+        if isinstance(x, Tensor):
+            entries.append(_saved_entry(x))
+            continue
+        for a in args:
+            if a.__class__ is Tensor and a._data is x or isinstance(a, Tensor) and a._data is x:
+                entries.append(_saved_entry(a))
+                break
+        else:
+            for k, o in enumerate(outs):
+                if o is x:
+                    r = results[k]
+                    entries.append((_Out(k, x, r._rg), r._vbox, r._vbox[0]))
+                    break
+            else:
+                entries.append((_make(x), None, 0))
+    return tuple(entries)
+
+
+def _saved_entry(t):
+    box = t._vbox
+    if box is _inference_box():
+        raise RuntimeError(
+            "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
+            "normal tensor (outside inference_mode) and use it in autograd.")
+    return (t, box, box[0])
+
+
+def _inference_box():
+    from ..tensor import _INFERENCE_BOX
+
+    return _INFERENCE_BOX
+
+
+# --- custom (user) Functions -----------------------------------------------------------------------
+def _apply_custom(cls, args):
+    Tensor = _Tensor
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    xp = _backend.xp_of(tensors[0]._data) if tensors else _numpy
+    record = STATE.enabled and any(t._rg for t in tensors)
+    if not record:
+        ctx = _NoGradCtx()
+        ctx.xp = xp
+        ctx.needs_input_grad = (False,) * len(args)
+        with no_grad():
+            out = _run_forward(cls, ctx, args)
+        return _detached_outputs(out, args)
+    node = _new_node(cls, xp)
+    _edges(node, args)
+    with no_grad():
+        out = _run_forward(cls, node, args)
+    multi = type(out) is tuple
+    outs = out if multi else (out,)
+    results = _attach_custom_outputs(node, outs, args)
+    node._out_meta = tuple((r._data.shape, r._data.dtype) if isinstance(r, Tensor) else None for r in results)
+    if node._saved is not None:
+        node._saved = _resolve_saved_custom(node._saved, results)
+    if graph.ANOMALY[0]:
+        graph.anomaly_record(node)
+    if LISTENERS:
+        for fn in LISTENERS:
+            fn(node, args, results)
+    return tuple(results) if multi else results[0]
+
+
+def _run_forward(cls, ctx, args):
+    if cls._setup:  # PyTorch's split style: forward(*args), then setup_context(ctx, inputs, output)
+        out = cls.forward(*args)
+        cls.setup_context(ctx, args, out)
+        return out
+    return cls.forward(ctx, *args)
 
 
 def _detached_outputs(out, args):
@@ -227,96 +456,6 @@ def _detached_outputs(out, args):
     if isinstance(out, Tensor) and any(out is a for a in args):
         return out.detach()
     return out
-
-
-def _record(cls, args, tpos, xp):
-    Tensor = _Tensor
-    node = cls._node_cls()
-    node.xp = xp
-    node._saved = None
-    node._non_differentiable = None
-    node._dirty = None
-    node._materialize = True
-    node._freed = False
-    node._pre_hooks = node._hooks = node._tensor_pre_hooks = node._retain = None
-    node._seq = next(_seq)
-    node.scope = SCOPE.get()
-    node.group = GROUP.get()
-    node.site = graph.user_site(3) if TRACE[0] >= 2 else None
-    nig = [False] * len(args)
-    nexts = []
-    for i in tpos:
-        a = args[i]
-        if a._rg:
-            nig[i] = True
-            gf = a.grad_fn
-            nexts.append((gf, a._output_nr) if gf is not None else (accumulator(a), 0))
-        else:
-            nexts.append((None, 0))
-    node.needs_input_grad = tuple(nig)
-    node.next_functions = tuple(nexts)
-    node._tensor_pos = tuple(tpos)
-    if cls._raw:
-        datas = [a._data if isinstance(a, Tensor) else a for a in args]
-        out = cls.forward(node, *datas)
-        multi = type(out) is tuple
-        outs = out if multi else (out,)
-        nd = node._non_differentiable
-        results = []
-        for k, o in enumerate(outs):
-            diff = not (nd and any(o is x for x in nd))
-            if k == 0 and cls._view and not multi:
-                t = _view_of(cls, args, o, xp)
-                t._rg = diff
-                t.grad_fn = node if diff else None
-            else:
-                t = Tensor._make(o, diff, node if diff else None, k)
-            results.append(t)
-        node._out_meta = tuple((o.shape, o.dtype) for o in outs)
-        if node._saved is not None:
-            node._saved = _resolve_saved_raw(node._saved, args, tpos, outs, results)
-    else:
-        with no_grad():
-            out = cls.forward(node, *args)
-        multi = type(out) is tuple
-        outs = out if multi else (out,)
-        results = _attach_custom_outputs(node, outs, args)
-        node._out_meta = tuple((r.shape, r._data.dtype) if isinstance(r, Tensor) else None for r in results)
-        if node._saved is not None:
-            node._saved = _resolve_saved_custom(node._saved, results)
-    if graph.ANOMALY[0]:
-        graph.anomaly_record(node)
-    if LISTENERS:
-        for fn in LISTENERS:
-            fn(node, args, results)
-    return tuple(results) if multi else results[0]
-
-
-def _resolve_saved_raw(saved, args, tpos, outs, results):
-    Tensor = _Tensor
-    entries = []
-    for x in saved:
-        if x is None:
-            entries.append((None, None, 0))
-            continue
-        if isinstance(x, Tensor):
-            entries.append((x, x._vbox, x._vbox[0]))
-            continue
-        for i in tpos:
-            if args[i]._data is x:
-                t = args[i]
-                entries.append((t, t._vbox, t._vbox[0]))
-                break
-        else:
-            for k, o in enumerate(outs):
-                if o is x:
-                    r = results[k]
-                    entries.append((_Out(k, x, r._rg), r._vbox, r._vbox[0]))
-                    break
-            else:
-                t = Tensor._make(x)
-                entries.append((t, None, 0))
-    return tuple(entries)
 
 
 def _resolve_saved_custom(saved, results):
@@ -333,7 +472,7 @@ def _resolve_saved_custom(saved, results):
                     entries.append((_Out(k, x._data, True), x._vbox, x._vbox[0]))
                     break
             else:
-                entries.append((x, x._vbox, x._vbox[0]))
+                entries.append(_saved_entry(x))
     return tuple(entries)
 
 
@@ -346,15 +485,19 @@ def _attach_custom_outputs(node, outs, args):
         if not isinstance(o, Tensor):
             results.append(o)
             continue
-        is_input = any(o is a for a in args)
         if any(o is d for d in dirty):
+            if o._rg and o.grad_fn is None:
+                raise RuntimeError(
+                    f"a leaf Variable that requires grad has been used in an in-place operation "
+                    f"({node.name()} marked it dirty). Clone it first, or modify it under no_grad().")
             o._vbox[0] += 1
+            o._vbox[1] = (node._op, node.scope, graph.user_site(4))
             t = o
-        elif is_input:  # PyTorch returns a fresh view for an input passed through unchanged
-            t = Tensor._make(o._data, False, None, 0, o._vbox, o._base if o._base is not None else o)
+        elif any(o is a for a in args):  # an input passed through unchanged comes out as a new view of it
+            t = _make(o._data, False, None, 0, o._vbox, o._base if o._base is not None else o)
         else:
             t = o
-        if any(o is x for x in nd) or not t.dtype.is_floating_point and not t.dtype.is_complex:
+        if any(o is x for x in nd) or t.dtype.category < 2:  # non-differentiable, or not float/complex
             t._rg = False
             t.grad_fn = None
         else:
@@ -368,6 +511,8 @@ def _attach_custom_outputs(node, outs, args):
 def once_differentiable(fn):
     """Decorate a custom Function's backward that cannot itself be differentiated.
 
+    Its backward runs under no_grad; differentiating its result again (create_graph=True) raises.
+
     >>> import workbench as wb
     >>> from workbench.autograd.function import once_differentiable
     >>> callable(once_differentiable(lambda ctx, g: g))
@@ -378,16 +523,18 @@ def once_differentiable(fn):
     def wrapper(ctx, *grads):
         with no_grad():
             out = fn(ctx, *grads)
-        if STATE.enabled and any(g is not None and g.requires_grad for g in grads):
-            outs = out if isinstance(out, tuple) else (out,)
-            return tuple(_OnceDifferentiableError.wrap(o) if isinstance(o, _Tensor) else o for o in outs) \
-                if isinstance(out, tuple) else _OnceDifferentiableError.wrap(out)
+        if STATE.enabled and any(isinstance(g, _Tensor) and g.requires_grad for g in grads):
+            if isinstance(out, tuple):
+                return tuple(_DelayedError.wrap(o) if isinstance(o, _Tensor) else o for o in out)
+            return _DelayedError.wrap(out) if isinstance(out, _Tensor) else out
         return out
 
     return wrapper
 
 
-class _OnceDifferentiableError(Function):
+class _DelayedError(Function):
+    """A pass-through node whose backward raises: the result of a once_differentiable backward."""
+
     _raw = True
     op_name = "once_differentiable"
 

@@ -1,5 +1,6 @@
 """no_grad, enable_grad, set_grad_enabled, inference_mode: thread-local, context managers and decorators."""
 import functools
+import inspect
 import threading
 
 
@@ -9,6 +10,9 @@ class _State(threading.local):
 
 
 STATE = _State()
+# how many inference_mode blocks are open in any thread: while 0, ops skip the thread-local
+# inference check entirely (one list read instead of a thread-local attribute lookup)
+INFERENCE_ACTIVE = [0]
 
 
 def is_grad_enabled():
@@ -22,15 +26,46 @@ def is_grad_enabled():
 
 
 def is_inference_mode_enabled():
+    """Whether this thread is inside ``inference_mode()``.
+
+    >>> import workbench as wb
+    >>> with wb.inference_mode(): wb.is_inference_mode_enabled()
+    True
+    """
     return STATE.inference
 
 
 class _Mode:
-    """Base of the grad-mode switches: a context manager that is also a decorator."""
+    """Base of the grad-mode switches: a context manager that is also a decorator (of functions and
+    generator functions, as in PyTorch)."""
 
     def __call__(self, fn):
         if isinstance(fn, type):
             raise TypeError(f"{type(self).__name__} decorates functions, not classes")
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as e:
+                        with self.clone():
+                            response = gen.throw(e)
+                    else:
+                        try:
+                            with self.clone():
+                                response = gen.send(request)
+                        except StopIteration as stop:
+                            return stop.value
+
+            return gen_wrapper
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -80,40 +115,50 @@ class enable_grad(_Mode):
 
 
 class set_grad_enabled(_Mode):
-    """Set recording on or off; takes effect at once, and also works as a context manager.
+    """Set recording on or off: at once when called, for a block as a context manager, or for a function
+    as a decorator.
 
     >>> import workbench as wb
     >>> with wb.set_grad_enabled(False): wb.is_grad_enabled()
     False
+    >>> wb.is_grad_enabled()
+    True
     """
 
     def __init__(self, mode):
         if not isinstance(mode, bool):
-            raise TypeError(f"set_grad_enabled() expects a bool, got {type(mode).__name__}")
+            raise TypeError(f"set_grad_enabled(): argument 'mode' must be bool, not {type(mode).__name__}")
         self.mode = mode
         self._prev = (STATE.enabled, STATE.inference)
-        STATE.enabled = mode
+        STATE.enabled = mode  # PyTorch switches at construction, so a bare call works too
+
+    def __call__(self, fn):
+        STATE.enabled = self._prev[0]  # used as a decorator: undo the switch made by __init__
+        return super().__call__(fn)
 
     def clone(self):
-        return set_grad_enabled.__new__(set_grad_enabled)._init(self.mode)
+        return _SetGrad(self.mode)
 
-    def _init(self, mode):
-        self.mode = mode
-        return self
-
-    def __enter__(self):
-        self._prev = getattr(self, "_prev", (STATE.enabled, STATE.inference))
+    def _apply(self):
         STATE.enabled = self.mode
-        return self
+
+
+class _SetGrad(_Mode):
+    # set_grad_enabled's per-call context inside a decorated function (does not switch on construction)
+    def __init__(self, mode):
+        self.mode = mode
+
+    def _apply(self):
+        STATE.enabled = self.mode
 
 
 class inference_mode(_Mode):
-    """Like no_grad, and tensors made inside are marked as inference tensors.
+    """Like no_grad, and tensors made inside are inference tensors (they cannot join autograd later).
 
     >>> import workbench as wb
-    >>> with wb.inference_mode(): y = wb.ones(2)
-    >>> y.is_inference()
-    True
+    >>> with wb.inference_mode(): y = wb.ones(2) * 2
+    >>> y.is_inference(), y.requires_grad
+    (True, False)
     """
 
     def __init__(self, mode=True):
@@ -122,7 +167,20 @@ class inference_mode(_Mode):
     def clone(self):
         return inference_mode(self.mode)
 
+    def __enter__(self):
+        super().__enter__()
+        if self.mode:
+            INFERENCE_ACTIVE[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        if self.mode:
+            INFERENCE_ACTIVE[0] -= 1
+        return super().__exit__(*exc)
+
     def _apply(self):
         if self.mode:
             STATE.enabled = False
             STATE.inference = True
+        else:
+            STATE.inference = False

@@ -6,6 +6,7 @@ all cheap to record: no tensor statistics here, they are computed when a viewer 
 """
 import contextvars
 import itertools
+import os
 import sys
 import weakref
 
@@ -15,6 +16,12 @@ GROUP = contextvars.ContextVar("workbench_group", default=None)
 LISTENERS = []  # callables(node) told of every node recorded; empty means one truthiness check per op
 TRACE = [1]  # trace level: >= 2 records the source site of every node
 ANOMALY = [False, True]  # [enabled, check_nan]; set by workbench.autograd.detect_anomaly
+# While a workbench.viz recorder is active: CUTS[0](tensor, reason, source) is told where the graph is
+# cut (reason "detach", "no_grad" or "numpy"); None otherwise, so cutting costs one check.
+CUTS = [None]
+# callables(phase, roots) told when a backward pass that accumulates into .grad begins ("begin") and
+# ends ("end"): the gradient monitor's per-step boundary; empty means one truthiness check per backward.
+BACKWARD_HOOKS = []
 # While a workbench.viz recorder is active: CUTS[0](tensor, reason, source) is told where the graph is
 # cut (reason "detach", "no_grad" or "numpy"); None otherwise, so cutting costs one check.
 CUTS = [None]
@@ -49,6 +56,7 @@ class _HookDict(dict):
 
 
 def add_hook(owner, attr, fn):
+    """Store ``fn`` in the hook dict ``owner.<attr>`` (created on first use); returns its handle."""
     d = getattr(owner, attr)
     if d is None:
         d = _HookDict()
@@ -58,76 +66,133 @@ def add_hook(owner, attr, fn):
     return h
 
 
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../workbench/
+
+
 def user_site(depth=2):
     """(file, line, function) of the first frame outside workbench's own code (the user's line)."""
-    f = sys._getframe(depth)
+    try:
+        f = sys._getframe(depth)
+    except ValueError:
+        return None
     while f is not None:
         fn = f.f_code.co_filename
-        if "/workbench/" not in fn.replace("\\", "/") or "/tests/" in fn.replace("\\", "/"):
+        if not fn.startswith(_PKG):
             return (fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
 
 
+def set_trace_level(level):
+    """1 (default): record op and module scope per node; 2: also the user's source line (slower).
+
+    >>> import workbench as wb
+    >>> wb.autograd.graph.set_trace_level(2)
+    >>> y = wb.ones(1, requires_grad=True) * 2
+    >>> y.grad_fn.site is not None
+    True
+    >>> wb.autograd.graph.set_trace_level(1)
+    """
+    TRACE[0] = int(level)
+
+
 def format_site(site):
+    """'file:line in function' for a site tuple."""
     return f"{site[0]}:{site[1]} in {site[2]}" if site else "<unknown location>"
 
 
 class Node:
     """A recorded op application: ``tensor.grad_fn``. Also the ``ctx`` of its Function.
 
-    ``next_functions`` holds one ``(node, output_nr)`` pair per tensor input, ``None`` where the input
-    does not require grad, so the backward graph can be walked as in PyTorch.
+    ``next_functions`` holds one ``(node, output_nr)`` pair per tensor input, ``(None, 0)`` where the
+    input does not require grad, so the backward graph can be walked as in PyTorch.
+
+    >>> import workbench as wb
+    >>> y = wb.ones(2, requires_grad=True) * 2
+    >>> y.grad_fn.name(), y.grad_fn.next_functions[0][0].name()
+    ('MulBackward0', 'AccumulateGrad')
     """
 
-    __slots__ = ("next_functions", "_saved", "_saved_versions", "_saved_boxes", "needs_input_grad",
-                 "_tensor_pos", "scope", "group", "site", "_seq", "_pre_hooks", "_hooks", "_tensor_pre_hooks",
-                 "_retain", "_materialize", "_non_differentiable", "_dirty", "_out_meta", "xp",
-                 "_freed", "_stack", "metadata", "__dict__", "__weakref__")
+    # slots for what every recorded op sets; the rarely used fields are class-level defaults that an
+    # instance overrides in its __dict__ only when it needs to (keeps recording cheap)
+    __slots__ = ("next_functions", "_saved", "needs_input_grad", "_tensor_pos", "scope", "group", "_seq",
+                 "_out_meta", "xp", "__dict__", "__weakref__")
     _fn = None  # the Function class this node records
     _op = ""  # short op name shown by the visualizer
+    site = None  # (file, line, function) of the user code that recorded it (trace level 2, or anomaly mode)
+    _pre_hooks = None
+    _hooks = None
+    _tensor_pre_hooks = None
+    _retain = None
+    _materialize = True
+    _non_differentiable = None
+    _dirty = None
+    _freed = None  # once freed: the site of the backward() call that freed the saved tensors
+    _stack = None  # anomaly mode: the forward traceback
 
     def name(self):
+        """The node's class name, as PyTorch prints it (e.g. 'MulBackward0')."""
         return type(self).__name__
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
 
-    def __hash__(self):
-        return id(self)
-
-    def __eq__(self, other):
-        return self is other
+    @property
+    def metadata(self):
+        """A dict for the user's own annotations (as PyTorch's ``grad_fn.metadata``)."""
+        d = self.__dict__.get("_metadata")
+        if d is None:
+            d = self.__dict__["_metadata"] = {}
+        return d
 
     # --- hooks ---------------------------------------------------------------------------------
     def register_prehook(self, fn):
-        """fn(grad_outputs) -> new grad_outputs or None, called before this node's backward."""
+        """fn(grad_outputs) -> new grad_outputs or None, called before this node's backward.
+
+        >>> import workbench as wb
+        >>> x = wb.ones(2, requires_grad=True); y = x * 3
+        >>> h = y.grad_fn.register_prehook(lambda go: (go[0] * 2,))
+        >>> y.sum().backward(); x.grad
+        tensor([6., 6.])
+        """
         return add_hook(self, "_pre_hooks", fn)
 
     def register_hook(self, fn):
-        """fn(grad_inputs, grad_outputs) -> new grad_inputs or None, called after backward."""
+        """fn(grad_inputs, grad_outputs) -> new grad_inputs or None, called after this node's backward.
+
+        >>> import workbench as wb
+        >>> x = wb.ones(2, requires_grad=True); y = x * 3
+        >>> h = y.grad_fn.register_hook(lambda gi, go: print(len(gi), len(go)))
+        >>> y.sum().backward()
+        2 1
+        """
         return add_hook(self, "_hooks", fn)
 
     # --- saved tensors -------------------------------------------------------------------------
     @property
     def saved_tensors(self):
+        """The tensors saved by save_for_backward (version-checked)."""
         from .function import unpack_saved
 
         return unpack_saved(self)
 
     def _raise_freed(self):
+        where = (f" in module '{self.scope}'" if self.scope else "") + (
+            f", created at {format_site(self.site)}" if self.site else "")
+        freed_by = self._freed
+        by = f" Its saved tensors were freed by the backward() call at {format_site(freed_by)}." \
+            if isinstance(freed_by, tuple) else ""
         raise RuntimeError(
             f"Trying to backward through the graph a second time (or directly access saved tensors after they "
-            f"have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
-            f"or autograd.grad(). The node is {self.name()}"
-            + (f" in module '{self.scope}'" if self.scope else "")
-            + (f", created at {format_site(self.site)}" if self.site else "")
-            + ". Specify retain_graph=True on the first backward call if you need to backward through the "
-            "graph a second time or if you need to access saved tensors after calling backward."
+            f"have already been freed), through {self.name()}{where}.{by} Saved intermediate values of the graph "
+            "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True on the first "
+            "backward call if you need to backward through the graph a second time or if you need to access "
+            "saved tensors after calling backward."
         )
 
     @property
     def op(self):
+        """The op name the visualizer shows (e.g. 'mul')."""
         return self._op
 
 
@@ -139,27 +204,25 @@ class AccumulateGrad(Node):
 
     @property
     def variable(self):
+        """The leaf tensor (None once it has been garbage-collected)."""
         return self._variable_ref()
 
 
 def accumulator(t):
-    """The AccumulateGrad node of leaf ``t`` (one per leaf, kept while anything references it)."""
+    """The AccumulateGrad node of leaf ``t`` (one per leaf, kept while the leaf lives)."""
     node = t._acc
     if node is None:
+        from .. import _backend
+
         node = AccumulateGrad()
         node.next_functions = ()
         node._variable_ref = weakref.ref(t)
-        from .. import _backend
-
         node.xp = _backend.xp_of(t._data)
         node._seq = -1  # leaves run last among ready nodes
         node.scope = ""
         node.group = None
-        node.site = None
-        node._pre_hooks = node._hooks = node._tensor_pre_hooks = node._retain = None
         node._saved = None
-        node._freed = False
-        node.metadata = {}
+        node._out_meta = ((t._data.shape, t._data.dtype),)  # what the engine checks gradients against
         t._acc = node  # the leaf owns its accumulator; the accumulator only points back weakly
     return node
 
@@ -170,3 +233,77 @@ def anomaly_record(node):
 
     node.site = node.site or user_site(3)
     node._stack = "".join(traceback.format_stack()[:-3])
+
+
+def scope(name):
+    """Context manager pushing a module scope (dotted name) for the nodes recorded inside it.
+
+    ``Module.__call__`` uses it with the name from ``named_modules``; nested scopes join with dots.
+
+    >>> import workbench as wb
+    >>> with wb.autograd.graph.scope("encoder.0"):
+    ...     y = wb.ones(1, requires_grad=True) * 2
+    >>> y.grad_fn.scope
+    'encoder.0'
+    """
+    return _Push(SCOPE, name, True)
+
+
+def group(name):
+    """Context manager naming a composite op: only the outermost group is kept (softmax, not its exp).
+
+    >>> import workbench as wb
+    >>> with wb.autograd.graph.group("softmax"):
+    ...     y = wb.ones(1, requires_grad=True).exp()
+    >>> y.grad_fn.group
+    'softmax'
+    """
+    return _Push(GROUP, name, False)
+
+
+class _Push:
+    __slots__ = ("var", "value", "join", "token")
+
+    def __init__(self, var, value, join):
+        self.var, self.value, self.join = var, value, join
+
+    def __enter__(self):
+        cur = self.var.get()
+        if self.join:
+            new = f"{cur}.{self.value}" if cur and self.value else (self.value or cur)
+        else:
+            new = cur if cur is not None else self.value
+        self.token = self.var.set(new)
+        return self
+
+    def __exit__(self, *exc):
+        self.var.reset(self.token)
+        return False
+
+
+def add_listener(fn):
+    """Call ``fn(node, inputs, outputs)`` for every node recorded from now on; returns a handle.
+
+    >>> import workbench as wb
+    >>> seen = []
+    >>> h = wb.autograd.graph.add_listener(lambda n, i, o: seen.append(n.op))
+    >>> _ = wb.ones(1, requires_grad=True) * 2; h.remove(); seen
+    ['mul']
+    """
+    LISTENERS.append(fn)
+    return _ListenerHandle(fn)
+
+
+class _ListenerHandle:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def remove(self):
+        if self.fn in LISTENERS:
+            LISTENERS.remove(self.fn)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
