@@ -1,0 +1,44 @@
+"""The notebooks run top to bottom, fast, and their tape outputs carry the snapshot and the SVG fallback."""
+import json
+import pathlib
+import time
+
+import pytest
+
+NB_DIR = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = sorted(NB_DIR.glob("*.ipynb"))
+TAPE = "application/vnd.workbench.tape.v1+json"
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 6
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_without_outputs(path):
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell.get("outputs") == [] and cell.get("execution_count") is None, \
+                f"{path.name} has stale outputs: clear them before committing"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs(path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NB_DIR)}})
+    t = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - t
+    bundles = [o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    tapes = [b for b in bundles if TAPE in b]
+    for b in tapes:
+        assert "text/html" in b and "<svg" in b["text/html"], "a tape output without its SVG fallback"
+        assert "text/plain" in b
+    if "tour" in path.name or "classroom" in path.name:
+        assert tapes, f"{path.name} shows no tape"
+    assert elapsed < 120, f"{path.name} took {elapsed:.0f} s (target: under 60 s on a laptop CPU)"
