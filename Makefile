@@ -16,7 +16,7 @@ setup: $(STAMP)
 
 # the main job: JupyterLab on the notebooks, opened on the tour
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks notebooks/01_tour.ipynb
+	cd notebooks && ../$(VENV)/bin/jupyter lab 01_tour.ipynb
 
 # Debian's chromium for the real-browser tests (never a downloaded browser); skipped when not root
 browser-deps:
