@@ -297,9 +297,9 @@ def test_node_pre_and_post_hooks():
     y.sum().backward()
     assert len(log) == 1
     # a post hook can replace grad_inputs
-    z, tz = x * 2, tx * 2
-    z.grad_fn.register_hook(lambda gi, go: (gi[0] + 1,))
-    tz.grad_fn.register_hook(lambda gi, go: (gi[0] + 1,))
+    z, tz = x + W(B), tx + T(B)
+    z.grad_fn.register_hook(lambda gi, go: (gi[0] + 1,) + tuple(gi[1:]))
+    tz.grad_fn.register_hook(lambda gi, go: (gi[0] + 1,) + tuple(gi[1:]))
     x.grad = tx.grad = None
     z.sum().backward(); tz.sum().backward()
     close(x.grad, tx.grad)

@@ -1,13 +1,22 @@
-"""Reverse-mode automatic differentiation: backward, grad, Function, grad modes, anomaly detection."""
-from . import engine, graph
+"""Reverse-mode automatic differentiation: backward, grad, Function, grad modes, anomaly detection.
+
+>>> import workbench as wb
+>>> x = wb.tensor([1., 2.], requires_grad=True)
+>>> wb.autograd.grad((x * x).sum(), x)
+(tensor([2., 4.]),)
+"""
+from . import engine, functional, graph
+from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from .engine import BackwardStep, iter_backward
 from .function import Function, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                        set_grad_enabled)
 
 __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "once_differentiable", "iter_backward", "BackwardStep", "graph", "gradcheck", "gradgradcheck",
-           "GradcheckError"]
+           "is_grad_enabled", "is_inference_mode_enabled", "once_differentiable", "iter_backward", "BackwardStep",
+           "graph", "functional", "gradcheck", "gradgradcheck", "GradcheckError", "detect_anomaly",
+           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
 
 
 def _as_list(x):
@@ -115,9 +124,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     go = _as_list(grad_outputs)
-    if is_grads_batched:
-        from .functional import _batched_grad
-
+    if is_grads_batched:  # one backward per slice of the leading dim of grad_outputs, stacked
         return _batched_grad(outs, ins, go, retain_graph, create_graph, allow_unused, materialize_grads)
     grads = _make_grads(outs, go, create_graph)
     captured = [None] * len(ins)
@@ -137,4 +144,22 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         elif not create_graph:
             g = g.detach()
         result.append(g)
+    return tuple(result)
+
+
+def _batched_grad(outs, ins, go, retain_graph, create_graph, allow_unused, materialize_grads):
+    from .. import stack, zeros_like
+
+    if go is None or any(g is None for g in go):
+        raise RuntimeError("is_grads_batched=True needs a batched grad_output for every output")
+    n = go[0].shape[0]
+    rows = []
+    for b in range(n):
+        rows.append(grad(outs, ins, [g[b] for g in go], retain_graph=True if b < n - 1 else retain_graph,
+                         create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads))
+    result = []
+    for k in range(len(ins)):
+        col = [r[k] for r in rows]
+        result.append(None if all(c is None for c in col) else stack(
+            [c if c is not None else zeros_like(ins[k]) for c in col]))
     return tuple(result)

@@ -132,6 +132,10 @@ class set_grad_enabled(_Mode):
         self._prev = (STATE.enabled, STATE.inference)
         STATE.enabled = mode  # PyTorch switches at construction, so a bare call works too
 
+    def __enter__(self):  # _prev is the state before construction, which already switched
+        STATE.enabled = self.mode
+        return self
+
     def __call__(self, fn):
         STATE.enabled = self._prev[0]  # used as a decorator: undo the switch made by __init__
         return super().__call__(fn)
