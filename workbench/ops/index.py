@@ -1,0 +1,804 @@
+"""Indexing ops: gather/scatter, index_*, masked_*, take, put, sort/topk, unique, searchsorted, bincount.
+
+Most are the keyed get/put primitives of ``shape.py`` (``GetItem``/``IndexPut``) with an index key
+built here, under their own op name: one gradient rule (scatter-add back, repeated indices
+accumulating) serves them all. Ops that return indices (sort, nonzero, unique...) give integer tensors
+that take no gradient.
+"""
+import collections
+
+from .. import _backend
+from .._backend import dtypes as _dt
+from ..autograd.function import Function
+from ..tensor import Tensor
+from ._util import wrap_dim
+from .shape import GetItem, IndexPut, reshape, ufunc_at
+
+
+def _named(name, fields):
+    cls = collections.namedtuple(name, fields)
+    cls.__module__ = "workbench.return_types"
+    return cls
+
+
+SortResult = _named("sort", ["values", "indices"])
+TopkResult = _named("topk", ["values", "indices"])
+KthvalueResult = _named("kthvalue", ["values", "indices"])
+
+
+# --- keyed primitives under their PyTorch names ---------------------------------------------------
+class Gather(GetItem):
+    _view = False
+    op_name = "gather"
+
+
+class IndexSelect(GetItem):
+    _view = False
+    op_name = "index_select"
+
+
+class Scatter(IndexPut):
+    op_name = "scatter"
+
+
+class ScatterAdd(IndexPut):
+    op_name = "scatter_add"
+
+
+class IndexAdd(IndexPut):
+    op_name = "index_add"
+
+
+class IndexCopy(IndexPut):
+    op_name = "index_copy"
+
+
+class IndexFill(IndexPut):
+    op_name = "index_fill"
+
+
+class MaskedScatter(IndexPut):
+    op_name = "masked_scatter"
+
+
+def _check_index(index, op, allow_int32=False):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index.dtype is not _dt.int64 and not (allow_int32 and index.dtype is _dt.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index, but got {index.dtype}")
+
+
+def _on(arr, t):
+    """An index array on tensor t's device."""
+    if _backend.device_of(arr) != t.device:
+        return _backend.to_device(arr, t.device)
+    return arr
+
+
+def _grid_key(t, index, dim):
+    """The advanced-index key selecting, for every position of ``index``, element index[pos] along dim."""
+    xp = _backend.xp_of(t._data)
+    idx = _on(index._data, t)
+    key = []
+    n = idx.ndim
+    for d in range(n):
+        if d == dim:
+            key.append(idx)
+        else:
+            sh = [1] * n
+            sh[d] = idx.shape[d]
+            key.append(xp.arange(idx.shape[d]).reshape(sh))
+    return tuple(key)
+
+
+def _check_gather_like(op, input, dim, index, src=None):
+    _check_index(index, op)
+    n = max(input.ndim, 1)
+    if max(index.ndim, 1) != n and index.numel():
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor "
+                           f"(index {list(index.shape)}, input {list(input.shape)})")
+    d = wrap_dim(dim, input.ndim)
+    for k in range(index.ndim):
+        if k != d and index.shape[k] > (input.shape[k] if input.ndim else 1):
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
+                               f"smaller than self {list(input.shape)} apart from dimension {d}")
+        if src is not None and index.shape[k] > (src.shape[k] if src.ndim else 1):
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
+                               f"smaller than src {list(src.shape)}")
+    size = input.shape[d] if input.ndim else 1
+    _check_bounds(index, size, d, op, RuntimeError)
+    return d
+
+
+def _check_bounds(index, size, d, op, exc):
+    data = index._data
+    if index.device.type == "cpu" and data.size:  # no device sync on CUDA, as PyTorch asserts on the device
+        lo, hi = int(data.min()), int(data.max())
+        if lo < 0 or hi >= size:
+            bad = lo if lo < 0 else hi
+            if exc is IndexError:
+                raise IndexError(f"{op}(): index {bad} is out of range for dimension {d} with size {size} "
+                                 "(index out of range in self)")
+            raise exc(f"index {bad} is out of bounds for dimension {d} with size {size} (in {op})")
+
+
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    """out[i][j] = input[i][index[i][j]] (for dim=1): values picked along ``dim``.
+
+    >>> import workbench as wb
+    >>> wb.gather(wb.tensor([[1, 2], [3, 4]]), 1, wb.tensor([[0, 0], [1, 0]]))
+    tensor([[1, 1],
+            [4, 3]])
+    """
+    from .elementwise import _out
+
+    d = _check_gather_like("gather", input, dim, index)
+    if input.ndim == 0:
+        return _out(Gather.apply(input, ()) if index.ndim == 0 else Gather.apply(input.reshape(1), _grid_key(
+            input, index, 0)), out)
+    return _out(Gather.apply(input, _grid_key(input, index, d)), out)
+
+
+def _src_part(src, index):
+    # the part of src that index covers (src may be larger than index in every dim)
+    if tuple(src.shape) == tuple(index.shape):
+        return src
+    return GetItem.apply(src, tuple(slice(0, s) for s in index.shape))
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """out = input with out[i][index[i][j]] = src[i][j] (dim=1); ``value`` for a scalar source.
+
+    ``reduce='add'|'multiply'`` accumulates instead (as scatter_reduce 'sum'/'prod' with include_self).
+
+    >>> import workbench as wb
+    >>> wb.zeros(3).scatter(0, wb.tensor([2, 0]), wb.tensor([5., 7.]))
+    tensor([7., 0., 5.])
+    """
+    if src is None and value is None:
+        raise TypeError("scatter() missing the 'src' or 'value' argument")
+    if not isinstance(src, Tensor) and src is not None:
+        value, src = src, None
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
+        if src is None:
+            from .. import creation
+
+            src = creation.full(tuple(index.shape), value, dtype=input.dtype, device=input.device)
+        return scatter_reduce(input, dim, index, src, "sum" if reduce == "add" else "prod")
+    d = _check_gather_like("scatter", input, dim, index, src)
+    if input.ndim == 0:
+        return reshape(scatter(reshape(input, (1,)), 0, reshape(index, (-1,)), None if src is None else reshape(
+            src, (-1,)), value), ())
+    key = _grid_key(input, index, d)
+    if src is None:
+        return Scatter.apply(input, key, value)
+    if src.dtype != input.dtype:
+        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
+                           f"{src.dtype})")
+    return Scatter.apply(input, key, _src_part(src, index))
+
+
+def scatter_add(input, dim, index, src):
+    """out = input with src added at the positions ``index`` names along ``dim`` (repeats accumulate).
+
+    >>> import workbench as wb
+    >>> wb.zeros(3).scatter_add(0, wb.tensor([0, 0, 2]), wb.tensor([1., 2., 3.]))
+    tensor([3., 0., 3.])
+    """
+    d = _check_gather_like("scatter_add", input, dim, index, src)
+    if src.dtype != input.dtype:
+        raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
+                           f"{src.dtype})")
+    if input.ndim == 0:
+        return reshape(scatter_add(reshape(input, (1,)), 0, reshape(index, (-1,)), reshape(src, (-1,))), ())
+    return ScatterAdd.apply(input, _grid_key(input, index, d), _src_part(src, index), True)
+
+
+_REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "mean": "add", "amax": "maximum", "amin": "minimum"}
+
+
+class ScatterReduce(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, key, src, reduce, include_self):
+        xp = ctx.xp
+        out = xp.array(x, copy=True)
+        if not include_self:
+            ident = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+            if ident is None:
+                info = xp.finfo(x.dtype) if x.dtype.kind in "fc" else xp.iinfo(x.dtype)
+                ident = info.min if reduce == "amax" else info.max
+                if x.dtype.kind == "f":
+                    ident = -xp.inf if reduce == "amax" else xp.inf
+            out[key] = ident
+        ufunc_at(xp, _REDUCE_UFUNC[reduce], out, key, src)
+        count = None
+        if reduce == "mean":
+            count = xp.zeros(x.shape, dtype=x.dtype if x.dtype.kind in "fc" else "int64")
+            ufunc_at(xp, "add", count, key, xp.ones(src.shape, dtype=count.dtype))
+            count = count + (1 if include_self else 0)
+            c = xp.maximum(count, 1)
+            out = (out / c).astype(x.dtype) if x.dtype.kind in "fc" else xp.floor_divide(out, c).astype(x.dtype)
+        ctx.key, ctx.reduce, ctx.include_self = key, reduce, include_self
+        ctx.save_for_backward(x, src, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from .elementwise import where
+
+        x, src, out = ctx.saved_tensors
+        key, red, inc = ctx.key, ctx.reduce, ctx.include_self
+        z = g * 0
+        scattered = IndexPut.apply(x * 0 + 1, key, 0.0) == 0 if not inc else None  # positions src wrote to
+        if red == "sum":
+            gx = g if inc else where(scattered, z, g)
+            return gx, None, g[key], None, None
+        if red == "mean":
+            ones = Tensor._make(src._data * 0 + 1)
+            count = IndexPut.apply(x * 0 + (1 if inc else 0), key, ones, True)
+            count = where(count == 0, count + 1, count)
+            gc = g / count
+            gx = gc if inc else where(scattered, z, gc)
+            return gx, None, gc[key], None, None
+        if red == "prod":
+            # the product of every other contributor: out / x where x != 0, else the product of the
+            # non-zero others (0 when another contributor is also zero)
+            one = x * 0 + 1
+            xs = where(x == 0, one, x) if inc else one
+            ss = where(src == 0, src * 0 + 1, src)
+            nz = ScatterReduce.apply(xs, key, ss, "prod", True)
+            zx = (x == 0).to(x.dtype) if inc else x * 0
+            zeros = IndexPut.apply(zx, key, (src == 0).to(x.dtype), True)
+            gx = g * where(x == 0, where(zeros == 1, nz, z), out / where(x == 0, one, x)) if inc else where(
+                scattered, z, g)
+            gk, ok = g[key], out[key]
+            gsrc = gk * where(src == 0, where(zeros[key] == 1, nz[key], ok * 0), ok / ss)
+            return gx, None, gsrc, None, None
+        # amax / amin: the gradient is shared evenly among the contributors equal to the result
+        hit_x = (x == out).to(g.dtype) if inc else z
+        hit_s = (src == out[key]).to(g.dtype)
+        count = IndexPut.apply(hit_x, key, hit_s, True)
+        gc = g / where(count == 0, count + 1, count)
+        return gc * hit_x, None, gc[key] * hit_s, None, None
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """Reduce src into input at ``index`` along ``dim``: 'sum', 'prod', 'mean', 'amax' or 'amin'.
+
+    >>> import workbench as wb
+    >>> wb.ones(2).scatter_reduce(0, wb.tensor([0, 0, 1]), wb.tensor([2., 3., 4.]), 'amax')
+    tensor([3., 4.])
+    """
+    if reduce not in _REDUCE_UFUNC:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    d = _check_gather_like("scatter_reduce", input, dim, index, src)
+    if src.dtype != input.dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
+                           f"{src.dtype})")
+    if input.ndim == 0:
+        return reshape(scatter_reduce(reshape(input, (1,)), 0, reshape(index, (-1,)), reshape(src, (-1,)), reduce,
+                                      include_self=include_self), ())
+    return ScatterReduce.apply(input, _grid_key(input, index, d), _src_part(src, index), reduce, bool(include_self))
+
+
+def _dim_key(input, dim, index):
+    return (slice(None),) * dim + (_on(index._data.reshape(-1), input),)
+
+
+def _check_index_op(op, input, dim, index, source=None):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index.dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {index.dtype}")
+    if index.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector, got a {index.ndim}-D index of shape "
+                         f"{list(index.shape)}")
+    d = wrap_dim(dim, input.ndim)
+    size = input.shape[d] if input.ndim else 1
+    _check_bounds(index, size, d, op, IndexError)
+    if source is not None:
+        want = list(input.shape)
+        if want:
+            want[d] = index.numel()
+        if list(source.shape) != want and not (source.ndim == 0 and index.numel() == 1 and input.ndim <= 1):
+            raise RuntimeError(f"{op}(): source of shape {list(source.shape)} does not match the expected shape "
+                               f"{want} (input {list(input.shape)} with dim {d} of size {index.numel()})")
+    return d
+
+
+def index_select(input, dim, index, *, out=None):
+    """The slices of ``input`` at ``index`` along ``dim``.
+
+    >>> import workbench as wb
+    >>> wb.index_select(wb.tensor([[1, 2], [3, 4]]), 0, wb.tensor([1, 1]))
+    tensor([[3, 4],
+            [3, 4]])
+    """
+    from .elementwise import _out
+
+    d = _check_index_op("index_select", input, dim, index)
+    if input.ndim == 0:
+        return _out(IndexSelect.apply(reshape(input, (1,)), _dim_key(input, 0, index)).reshape(index.shape), out)
+    return _out(IndexSelect.apply(input, _dim_key(input, d, index)), out)
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """out = input with alpha * source's slices added at ``index`` along ``dim`` (repeats accumulate).
+
+    >>> import workbench as wb
+    >>> wb.zeros(3).index_add(0, wb.tensor([0, 0]), wb.tensor([1., 2.]))
+    tensor([3., 0., 0.])
+    """
+    d = _check_index_op("index_add", input, dim, index, source)
+    if input.ndim == 0:
+        return reshape(index_add(reshape(input, (1,)), 0, index.reshape(-1), reshape(source, (-1,)), alpha=alpha),
+                       ())
+    src = source if alpha == 1 else source * alpha
+    return IndexAdd.apply(input, _dim_key(input, d, index), src, True)
+
+
+def index_copy(input, dim, index, source):
+    """out = input with source's slices written at ``index`` along ``dim``.
+
+    >>> import workbench as wb
+    >>> wb.zeros(3).index_copy(0, wb.tensor([2]), wb.tensor([5.]))
+    tensor([0., 0., 5.])
+    """
+    d = _check_index_op("index_copy", input, dim, index, source)
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{input.dtype} and (source) {source.dtype}")
+    if input.ndim == 0:
+        return reshape(index_copy(reshape(input, (1,)), 0, index.reshape(-1), reshape(source, (-1,))), ())
+    return IndexCopy.apply(input, _dim_key(input, d, index), source)
+
+
+def index_fill(input, dim, index, value):
+    """out = input with the slices at ``index`` along ``dim`` set to ``value``.
+
+    >>> import workbench as wb
+    >>> wb.zeros(3).index_fill(0, wb.tensor([1]), 2.)
+    tensor([0., 2., 0.])
+    """
+    d = _check_index_op("index_fill", input, dim, index)
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    if input.ndim == 0:
+        return reshape(index_fill(reshape(input, (1,)), 0, index.reshape(-1), value), ())
+    return IndexFill.apply(input, _dim_key(input, d, index), value)
+
+
+def masked_fill(input, mask, value):
+    """input with ``value`` where ``mask`` (broadcast to input's shape) is True.
+
+    >>> import workbench as wb
+    >>> wb.zeros(3).masked_fill(wb.tensor([True, False, True]), 1.)
+    tensor([1., 0., 1.])
+    """
+    from .elementwise import where
+
+    _check_mask(mask, "masked_fill")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        if value.dtype != input.dtype:
+            value = value.to(input.dtype)
+    else:
+        value = Tensor._make(_backend.xp_of(input._data).asarray(value).astype(input._data.dtype))
+    from .shape import broadcast_shapes
+
+    if tuple(broadcast_shapes(mask.shape, input.shape)) != tuple(input.shape):
+        raise RuntimeError(f"masked_fill: the mask of shape {list(mask.shape)} must be broadcastable to the input "
+                           f"shape {list(input.shape)}")
+    return where(mask, value, input)
+
+
+def _check_mask(mask, op):
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"{op}(): argument 'mask' must be Tensor, not {type(mask).__name__}")
+    if mask.dtype is not _dt.bool_:
+        raise RuntimeError(f"{op}: expected BoolTensor for mask, got {mask.dtype}")
+
+
+def masked_select(input, mask):
+    """The elements where ``mask`` is True, as a 1-D tensor (input and mask broadcast).
+
+    >>> import workbench as wb
+    >>> wb.masked_select(wb.tensor([1, 2, 3]), wb.tensor([True, False, True]))
+    tensor([1, 3])
+    """
+    from .shape import broadcast_tensors
+
+    _check_mask(mask, "masked_select")
+    x, m = broadcast_tensors(input, mask)
+    return GetItem.apply(x, _on(m._data, x))
+
+
+def masked_scatter(input, mask, source):
+    """input with the positions where ``mask`` is True filled, in order, from ``source``'s elements.
+
+    >>> import workbench as wb
+    >>> wb.zeros(3).masked_scatter(wb.tensor([True, False, True]), wb.tensor([1., 2.]))
+    tensor([1., 0., 2.])
+    """
+    _check_mask(mask, "masked_scatter")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got {input.dtype} "
+                           f"and {source.dtype}")
+    xp = _backend.xp_of(input._data)
+    m = xp.broadcast_to(_on(mask._data, input), input._data.shape)
+    k = int(m.sum())
+    if k > source.numel():
+        raise RuntimeError(f"masked_scatter: the mask selects {k} elements but source has only {source.numel()}")
+    vals = GetItem.apply(reshape(source, (-1,)), slice(0, k))
+    return MaskedScatter.apply(input, m, vals)
+
+
+def take(input, index):
+    """input treated as 1-D, at ``index`` (result has index's shape).
+
+    >>> import workbench as wb
+    >>> wb.take(wb.tensor([[1, 2], [3, 4]]), wb.tensor([0, 3]))
+    tensor([1, 4])
+    """
+    _check_index(index, "take")
+    n = input.numel()
+    if index.device.type == "cpu" and index.numel():
+        lo, hi = int(index._data.min()), int(index._data.max())
+        if lo < -n or hi >= n:
+            raise IndexError(f"out of range: tried to access index {hi if hi >= n else lo} on a tensor of {n} "
+                             "elements.")
+    return GetItem.apply(reshape(input, (-1,)), _on(index._data, input))
+
+
+def take_along_dim(input, indices, dim=None):
+    """Values at ``indices`` along ``dim`` (input and indices broadcast), or of the flattened input.
+
+    >>> import workbench as wb
+    >>> x = wb.tensor([[10, 30, 20]])
+    >>> wb.take_along_dim(x, x.argsort(dim=1), dim=1)
+    tensor([[10, 20, 30]])
+    """
+    from .shape import Expand
+
+    if dim is None:
+        return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
+    n = input.ndim
+    if indices.ndim != n:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {n} dimensions for input, and {indices.ndim} dimensions for indices")
+    d = wrap_dim(dim, n)
+    shp_x, shp_i = list(input.shape), list(indices.shape)
+    for k in range(n):
+        if k != d:
+            s = max(shp_x[k], shp_i[k])
+            if shp_x[k] not in (1, s) or shp_i[k] not in (1, s):
+                raise RuntimeError(f"take_along_dim: input {list(input.shape)} and indices {list(indices.shape)} "
+                                   f"cannot be broadcast apart from dim {d}")
+            shp_x[k] = shp_i[k] = s
+    x = input if shp_x == list(input.shape) else Expand.apply(input, tuple(shp_x))
+    i = indices if shp_i == list(indices.shape) else Expand.apply(indices, tuple(shp_i))
+    return gather(x, d, i)
+
+
+def put(input, index, source, accumulate=False):
+    """input with the flattened positions ``index`` set from ``source`` (added when accumulate).
+
+    >>> import workbench as wb
+    >>> wb.zeros(2, 2).put(wb.tensor([3]), wb.tensor([9.]))
+    tensor([[0., 0.],
+            [0., 9.]])
+    """
+    _check_index(index, "put")
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    flat = reshape(input, (-1,))
+    out = IndexPut.apply(flat, _on(index._data.reshape(-1), input), reshape(source, (-1,)), bool(accumulate))
+    return reshape(out, tuple(input.shape))
+
+
+# --- index-returning ops ---------------------------------------------------------------------------
+def nonzero(input, *, as_tuple=False):
+    """Indices of the non-zero elements: an (n, ndim) tensor, or one 1-D tensor per dim with as_tuple.
+
+    >>> import workbench as wb
+    >>> wb.nonzero(wb.tensor([0, 3, 0, 4]))
+    tensor([[1],
+            [3]])
+    """
+    xp = _backend.xp_of(input._data)
+    d = input._data if input.ndim else input._data.reshape(1)
+    idx = [i.astype("int64") for i in xp.nonzero(d)]
+    if as_tuple:
+        return tuple(Tensor._make(i) for i in idx)
+    if input.ndim == 0:
+        return Tensor._make(xp.zeros((idx[0].size, 0), dtype="int64"))
+    return Tensor._make(xp.stack(idx, axis=1) if idx else xp.zeros((0, 0), dtype="int64"))
+
+
+def argwhere(input):
+    """Same as nonzero(input).  >>> wb.argwhere(wb.tensor([0, 1]))  ->  tensor([[1]])"""
+    return nonzero(input)
+
+
+def _argsort_raw(xp, x, dim, descending, stable):
+    if x.dtype == bool:
+        x = x.astype("uint8")
+    if x.dtype.kind == "c":
+        raise RuntimeError("sort(): complex tensors are not supported (they have no order)")
+    if not descending:
+        return xp.argsort(x, axis=dim, kind="stable")
+    # stable descending: sort the reversed array ascending, then reverse back (NaN first, as PyTorch)
+    n = x.shape[dim]
+    r = xp.flip(x, axis=dim)
+    a = xp.argsort(r, axis=dim, kind="stable")
+    return xp.flip(n - 1 - a, axis=dim)
+
+
+class Sort(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, dim, descending, stable, k):
+        xp = ctx.xp
+        if x.ndim == 0:
+            idx = xp.zeros((), dtype="int64")
+            vals = xp.array(x, copy=True)
+        else:
+            idx = _argsort_raw(xp, x, dim, descending, stable).astype("int64")
+            if k is not None:
+                idx = xp.ascontiguousarray(xp.take(idx, xp.arange(k[0], k[1]), axis=dim))
+            vals = xp.take_along_axis(x, idx, axis=dim)
+        ctx.dim = dim
+        ctx.in_shape = x.shape
+        ctx.save_for_backward(idx)
+        ctx.mark_non_differentiable(idx)
+        return vals, idx
+
+    @staticmethod
+    def backward(ctx, g, gi):
+        (idx,) = ctx.saved_tensors
+        if not ctx.in_shape:
+            return g, None, None, None, None
+        zero = Tensor._make(_backend.xp_of(g._data).zeros(ctx.in_shape, dtype=g._data.dtype))
+        return zero.scatter(ctx.dim, idx, g), None, None, None, None
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    """Sorted values and the indices they came from, along ``dim`` (a named tuple: values, indices).
+
+    >>> import workbench as wb
+    >>> wb.sort(wb.tensor([3, 1, 2])).values
+    tensor([1, 2, 3])
+    """
+    d = wrap_dim(dim, input.ndim)
+    v, i = Sort.apply(input, d, bool(descending), bool(stable), None)
+    return SortResult(v, i)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """Indices that sort ``input`` along ``dim``.  >>> wb.argsort(wb.tensor([3, 1, 2]))  ->  tensor([1, 2, 0])"""
+    d = wrap_dim(dim, input.ndim)
+    xp = _backend.xp_of(input._data)
+    if input.ndim == 0:
+        return Tensor._make(xp.zeros((), dtype="int64"))
+    return Tensor._make(_argsort_raw(xp, input._data, d, bool(descending), bool(stable)).astype("int64"))
+
+
+def msort(input):
+    """Sort along dim 0.  >>> wb.msort(wb.tensor([[2, 1], [1, 2]]))"""
+    return sort(input, 0).values
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The k largest (or smallest) values along ``dim`` and their indices, largest first.
+
+    >>> import workbench as wb
+    >>> wb.topk(wb.tensor([1., 5., 3.]), 2).values
+    tensor([5., 3.])
+    """
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    if k < 0 or k > n:
+        raise RuntimeError(f"selected index k out of range: k = {k} for dimension {d} of size {n} (topk)")
+    v, i = Sort.apply(input, d, bool(largest), True, (0, int(k)))
+    return TopkResult(v, i)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest value along ``dim`` (1-based) and its index.
+
+    >>> import workbench as wb
+    >>> wb.kthvalue(wb.tensor([4., 1., 3.]), 2).values
+    tensor(3.)
+    """
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    if k < 1 or k > n:
+        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d} of size {n}: k = {k}")
+    v, i = Sort.apply(input, d, False, True, (int(k) - 1, int(k)))
+    if not keepdim and input.ndim:
+        v, i = v.squeeze(d), i.squeeze(d)
+    return KthvalueResult(v, i)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values (sorted), with the inverse mapping and counts on request.
+
+    >>> import workbench as wb
+    >>> wb.unique(wb.tensor([3, 1, 3, 2]))
+    tensor([1, 2, 3])
+    """
+    xp = _backend.xp_of(input._data)
+    x = input._data
+    if dim is None:
+        u, inv, cnt = xp.unique(x.reshape(-1), return_inverse=True, return_counts=True)
+        inv = inv.reshape(x.shape)
+    else:
+        d = wrap_dim(dim, input.ndim)
+        if x.shape[d] == 0:
+            u, inv, cnt = x, xp.zeros((0,), "int64"), xp.zeros((0,), "int64")
+        else:
+            u, inv, cnt = xp.unique(x, return_inverse=True, return_counts=True, axis=d)
+            inv = inv.reshape(-1)
+    res = [Tensor._make(u)]
+    if return_inverse:
+        res.append(Tensor._make(inv.astype("int64")))
+    if return_counts:
+        res.append(Tensor._make(cnt.astype("int64")))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse runs of equal consecutive values (or slices along ``dim``).
+
+    >>> import workbench as wb
+    >>> wb.unique_consecutive(wb.tensor([1, 1, 2, 2, 1]))
+    tensor([1, 2, 1])
+    """
+    xp = _backend.xp_of(input._data)
+    x = input._data
+    if dim is None:
+        x = x.reshape(-1)
+        d = 0
+    else:
+        d = wrap_dim(dim, input.ndim)
+        x = xp.moveaxis(x, d, 0)
+    n = x.shape[0]
+    if n == 0:
+        change = xp.zeros((0,), bool)
+    else:
+        diff = x[1:] != x[:-1]
+        if diff.ndim > 1:
+            diff = diff.reshape(diff.shape[0], -1).any(axis=1)
+        change = xp.concatenate([xp.ones((1,), bool), diff])
+    starts = xp.nonzero(change)[0]
+    u = x[starts]
+    if dim is not None:
+        u = xp.moveaxis(u, 0, d)
+    res = [Tensor._make(xp.ascontiguousarray(u))]
+    if return_inverse:
+        inv = (xp.cumsum(change) - 1).astype("int64")
+        res.append(Tensor._make(inv.reshape(input._data.shape) if dim is None else inv))
+    if return_counts:
+        res.append(Tensor._make(xp.diff(xp.concatenate([starts, xp.asarray([n])])).astype("int64")))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """Insertion indices of ``input``'s values into the innermost dim of ``sorted_sequence``.
+
+    >>> import workbench as wb
+    >>> wb.searchsorted(wb.tensor([1, 3, 5]), wb.tensor([3, 6]))
+    tensor([1, 3])
+    """
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
+        right = side == "right"
+    seq = sorted_sequence._data
+    xp = _backend.xp_of(seq)
+    scalar = not isinstance(input, Tensor)
+    vals = xp.asarray(input) if scalar else _on(input._data, sorted_sequence)
+    if sorter is not None:
+        seq = xp.take_along_axis(seq, _on(sorter._data, sorted_sequence), axis=-1)
+    how = "right" if right else "left"
+    if seq.ndim <= 1:
+        out = xp.searchsorted(seq, vals, side=how)
+    else:
+        if scalar or vals.shape[:-1] != seq.shape[:-1]:
+            raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                               f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                               f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}")
+        s2 = seq.reshape(-1, seq.shape[-1])
+        v2 = vals.reshape(-1, vals.shape[-1])
+        out = xp.stack([xp.searchsorted(s2[r], v2[r], side=how) for r in range(s2.shape[0])]).reshape(vals.shape)
+    return Tensor._make(xp.asarray(out).astype("int32" if out_int32 else "int64"))
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each value: i with boundaries[i-1] < x <= boundaries[i] (< and >= with right=True).
+
+    >>> import workbench as wb
+    >>> wb.bucketize(wb.tensor([1, 4]), wb.tensor([1, 3, 5]))
+    tensor([0, 2])
+    """
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def bincount(input, weights=None, minlength=0):
+    """Count occurrences of each non-negative int (summing ``weights`` instead when given).
+
+    >>> import workbench as wb
+    >>> wb.bincount(wb.tensor([0, 2, 2]))
+    tensor([1, 0, 2])
+    """
+    if input.ndim != 1 or input.dtype.category != 1 or input.dtype is _dt.bool_:
+        raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, got {input.ndim}-d "
+                           f"{input.dtype}")
+    x = input._data
+    xp = _backend.xp_of(x)
+    if x.size and int(x.min()) < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is None:
+        return Tensor._make(xp.bincount(x, minlength=minlength).astype("int64"))
+    if weights.shape != input.shape:
+        raise RuntimeError(f"weights should be 1-d and have the same length as input, got {list(weights.shape)}")
+    w = _on(weights._data, input)
+    out = xp.bincount(x, weights=w, minlength=minlength)
+    return Tensor._make(out.astype("float32" if w.dtype == "float32" else "float64"))
+
+
+def histc(input, bins=100, min=0, max=0, *, out=None):
+    """Histogram of ``bins`` equal-width bins over [min, max] (the data's range when both are 0).
+
+    >>> import workbench as wb
+    >>> wb.histc(wb.tensor([1., 2., 1.]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
+    from .elementwise import _out
+
+    if not input.is_floating_point():
+        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype.name.capitalize()}' (histc needs a "
+                           "floating point input)")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins}")
+    x = input._data.reshape(-1)
+    xp = _backend.xp_of(x)
+    lo, hi = float(min), float(max)
+    if lo == hi and x.size:
+        lo, hi = float(x.min()), float(x.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError(f"torch.histc(): max must be larger than min, got min {min} and max {max}")
+    counts, _ = xp.histogram(x, bins=bins, range=(lo, hi))
+    return _out(Tensor._make(counts.astype(input._data.dtype)), out)
+
+
+def _put_(self, index, source, accumulate=False):
+    return self._inplace("put_", lambda x, s: put(x, index, s, accumulate), source)
+
+
+__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_copy",
+           "index_fill", "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "put",
+           "nonzero", "argwhere", "sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
+           "searchsorted", "bucketize", "bincount", "histc"]
+METHODS = {name: globals()[name] for name in __all__ if name not in ("searchsorted", "bucketize")}
+METHODS["put_"] = _put_
+INPLACE = ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_fill",
+           "masked_scatter")
