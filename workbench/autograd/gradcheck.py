@@ -1,82 +1,116 @@
-"""gradcheck / gradgradcheck: analytical gradients against central finite differences."""
+"""gradcheck / gradgradcheck: analytical gradients against central finite differences.
+
+Complex tensors are checked as PyTorch does: every complex input or output counts as two real
+coordinates (real and imaginary part). The analytical row of a real output coordinate c is the
+gradient workbench returns for the real loss c; for a complex input that gradient is
+dc/d(re) + i dc/d(im) (PyTorch's convention), which is compared with the finite differences
+of c in the real and imaginary direction.
+"""
 from .. import _backend
 from .grad_mode import enable_grad, no_grad
-
-
-def _as_tuple(x):
-    return x if isinstance(x, tuple) else (tuple(x) if isinstance(x, list) else (x,))
-
-
-def _diff_inputs(inputs):
-    from ..tensor import Tensor
-
-    return [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
-
-
-def _flat_outputs(func, inputs):
-    from ..tensor import Tensor
-
-    outs = _as_tuple(func(*inputs))
-    return [o for o in outs if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex())]
-
-
-def _numerical_jacobian(func, inputs, idx, out_sizes, eps):
-    # column j of the Jacobian: (f(x + eps e_j) - f(x - eps e_j)) / 2 eps, per output
-    np = _backend.numpy
-    x = inputs[idx]
-    host = x.detach().cpu()._data
-    cols = [[] for _ in out_sizes]
-    flat = host.reshape(-1)
-    for j in range(flat.size):
-        orig = flat[j].item()
-        vals = []
-        for sign in (1, -1):
-            flat[j] = orig + sign * eps
-            x._data[...] = _backend.to_device(host, x.device) if x.device.type != "cpu" else host
-            with no_grad():
-                vals.append([o.detach().cpu()._data.reshape(-1).astype(np.float64) for o in _flat_outputs(func, inputs)])
-        flat[j] = orig
-        x._data[...] = _backend.to_device(host, x.device) if x.device.type != "cpu" else host
-        for k in range(len(out_sizes)):
-            cols[k].append((vals[0][k] - vals[1][k]) / (2 * eps))
-    return [np.stack(c, axis=1) if c else np.zeros((n, 0)) for c, n in zip(cols, out_sizes)]
-
-
-def _analytical_jacobian(func, inputs, idx_list, outputs):
-    np = _backend.numpy
-    from . import grad
-
-    jac = {}
-    for k, o in enumerate(outputs):
-        n = o.numel()
-        rows = {i: [] for i in idx_list}
-        if not o.requires_grad:  # constant output: zero Jacobian
-            for i in idx_list:
-                jac[(k, i)] = np.zeros((n, inputs[i].numel()))
-            continue
-        for r in range(n):
-            go = np.zeros(n, dtype=o._data.dtype)
-            go[r] = 1
-            from ..creation import tensor
-
-            g = tensor(go.reshape(o.shape), device=o.device)
-            gs = grad(o, [inputs[i] for i in idx_list], g, retain_graph=True, allow_unused=True)
-            for i, gi in zip(idx_list, gs):
-                rows[i].append(np.zeros(inputs[i].numel()) if gi is None else gi.detach().cpu()._data.reshape(-1)
-                               .astype(np.float64))
-        for i in idx_list:
-            jac[(k, i)] = np.stack(rows[i], axis=0) if rows[i] else np.zeros((0, inputs[i].numel()))
-    return jac
 
 
 class GradcheckError(RuntimeError):
     """Raised by gradcheck when analytical and numerical gradients disagree."""
 
 
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (tuple(x) if isinstance(x, list) else (x,))
+
+
+def _tensor_cls():
+    from ..tensor import Tensor
+
+    return Tensor
+
+
+def _diff_inputs(inputs):
+    Tensor = _tensor_cls()
+    return [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+
+
+def _outputs(func, inputs):
+    Tensor = _tensor_cls()
+    outs = _as_tuple(func(*inputs))
+    return [o for o in outs if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex())]
+
+
+def _real_coords(arr):
+    # a host array as float64 real coordinates: [re..., im...] for complex, the values otherwise
+    np = _backend.numpy
+    a = _backend.to_device(arr, _backend.CPU).reshape(-1)
+    if a.dtype.kind == "c":
+        return np.concatenate([a.real, a.imag]).astype(np.float64)
+    return a.astype(np.float64)
+
+
+def _numerical(func, inputs, i, eps):
+    # columns of d(output coords)/d(input i coords), by central differences, one list per output
+    np = _backend.numpy
+    x = inputs[i]
+    host = _backend.to_device(x._data, _backend.CPU).copy()
+    flat = host.reshape(-1)
+    steps = [1.0] + ([1j] if host.dtype.kind == "c" else [])
+    cols = None
+    for step in steps:
+        for j in range(flat.size):
+            orig = flat[j]
+            vals = []
+            for sign in (1, -1):
+                flat[j] = orig + sign * eps * step
+                x._data[...] = _backend.to_device(host, x.device)
+                with no_grad():
+                    vals.append([_real_coords(o._data) for o in _outputs(func, inputs)])
+            flat[j] = orig
+            x._data[...] = _backend.to_device(host, x.device)
+            if cols is None:
+                cols = [[] for _ in vals[0]]
+            for k in range(len(vals[0])):
+                cols[k].append((vals[0][k] - vals[1][k]) / (2 * eps))
+    return [np.stack(c, axis=1) for c in cols] if cols else []
+
+
+def _analytical(inputs, idx, outputs):
+    np = _backend.numpy
+    from . import grad
+    from ..creation import tensor
+
+    jac = {}
+    for k, o in enumerate(outputs):
+        n = o.numel()
+        parts = [1.0, 1j] if o.is_complex() else [1.0]
+        rows = {i: [] for i in idx}
+        for part in parts:
+            for r in range(n):
+                if not o.requires_grad:
+                    for i in idx:
+                        rows[i].append(np.zeros(_real_coords(inputs[i]._data).size))
+                    continue
+                v = np.zeros(n, dtype=o._data.dtype)
+                v[r] = part
+                gs = grad(o, [inputs[i] for i in idx], tensor(v.reshape(tuple(o.shape)), device=o.device),
+                          retain_graph=True, allow_unused=True)
+                for i, gi in zip(idx, gs):
+                    if gi is None:
+                        rows[i].append(np.zeros(_real_coords(inputs[i]._data).size))
+                    else:
+                        g = gi._data
+                        if inputs[i].is_complex() and g.dtype.kind != "c":
+                            g = g.astype(inputs[i]._data.dtype)
+                        rows[i].append(_real_coords(g))
+        for i in idx:
+            jac[(k, i)] = np.stack(rows[i], axis=0)
+    return jac
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
-              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False, fast_mode=False,
-              masked=None):
-    """Check func's gradients against finite differences (use float64 inputs).
+              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+              check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True,
+              fast_mode=False, masked=None):
+    """Check func's gradients against finite differences (use float64 or complex128 inputs).
+
+    Returns True, or raises GradcheckError (returns False with raise_exception=False) naming the
+    output and input whose Jacobians differ, with both Jacobians.
 
     >>> import workbench as wb
     >>> x = wb.randn(3, dtype=wb.float64, requires_grad=True)
@@ -87,37 +121,54 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     inputs = _as_tuple(inputs)
     idx = _diff_inputs(inputs)
     if not idx:
-        raise ValueError("gradcheck expects at least one input tensor to require gradient")
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
+                         "have requires_grad=True.")
     for i in idx:
         if inputs[i].dtype.name not in ("float64", "complex128"):
             import warnings
 
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
-                          "gradcheck needs float64 inputs to be reliable.", UserWarning, stacklevel=2)
-    outputs = _flat_outputs(func, inputs)
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
+                          "This check will likely fail if all the inputs are not of double precision floating "
+                          "point or complex.", UserWarning, stacklevel=2)
+    with enable_grad():
+        outputs = _outputs(func, inputs)
     if not outputs:
-        raise ValueError("gradcheck: func returned no floating-point tensor")
-    num = {}
+        raise ValueError("gradcheck: the function returned no floating-point or complex tensor")
+
+    def fail(msg):
+        if raise_exception:
+            raise GradcheckError(msg)
+        return False
+
+    if check_grad_dtypes:
+        from . import grad
+
+        for o in outputs:
+            if o.requires_grad:
+                from .. import ones_like
+
+                gs = grad(o, [inputs[i] for i in idx], ones_like(o), retain_graph=True, allow_unused=True)
+                for i, g in zip(idx, gs):
+                    if g is not None and g.dtype != inputs[i].dtype:
+                        return fail(f"Gradient has dtype mismatch: input {i} is {inputs[i].dtype}, its gradient "
+                                    f"{g.dtype}")
+    ana = _analytical(inputs, idx, outputs)
     for i in idx:
-        cols = _numerical_jacobian(func, inputs, i, [o.numel() for o in outputs], eps)
+        num = _numerical(func, inputs, i, eps)
         for k in range(len(outputs)):
-            num[(k, i)] = cols[k]
-    ana = _analytical_jacobian(func, inputs, idx, outputs)
-    for key, a in ana.items():
-        n = num[key]
-        if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
-            k, i = key
-            msg = (f"Jacobian mismatch for output {k} with respect to input {i},\nnumerical:{n}\nanalytical:{a}\n"
-                   f"max abs difference {np.max(np.abs(a - n))}")
-            if raise_exception:
-                raise GradcheckError(msg)
-            return False
+            a, n = ana[(k, i)], num[k]
+            if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
+                kind = " (complex: real and imaginary parts as separate coordinates)" if (
+                    outputs[k].is_complex() or inputs[i].is_complex()) else ""
+                return fail(f"Jacobian mismatch for output {k} with respect to input {i}{kind},\n"
+                            f"numerical:{n}\nanalytical:{a}\nmax abs difference {np.max(np.abs(a - n))}\n")
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, gen_non_contig_grad_outputs=False,
-                  raise_exception=True, nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
-                  check_batched_grad=False, fast_mode=False, masked=False):
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False):
     """Check second derivatives: gradcheck of the function (inputs, grad_outputs) -> d func/d inputs.
 
     >>> import workbench as wb
@@ -126,12 +177,21 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     True
     """
     from . import grad
-    from ..random import randn
+    from ..creation import tensor
 
+    np = _backend.numpy
     inputs = _as_tuple(inputs)
-    outputs = [o for o in _flat_outputs(func, inputs) if o.requires_grad]
+    with enable_grad():
+        outputs = [o for o in _outputs(func, inputs) if o.requires_grad]
     if grad_outputs is None:
-        grad_outputs = tuple(randn(*o.shape, dtype=o.dtype, device=o.device, requires_grad=True) for o in outputs)
+        rng = np.random.default_rng(0)
+        gos = []
+        for o in outputs:
+            v = rng.standard_normal(tuple(o.shape))
+            if o.is_complex():
+                v = v + 1j * rng.standard_normal(tuple(o.shape))
+            gos.append(tensor(v.astype(o._data.dtype), device=o.device, requires_grad=True))
+        grad_outputs = tuple(gos)
     else:
         grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
@@ -140,7 +200,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     def first_grads(*args):
         ins, gos = args[:n_in], args[n_in:]
         with enable_grad():  # gradcheck evaluates under no_grad for its finite differences
-            outs = [o for o in _flat_outputs(func, ins) if o.requires_grad]
+            outs = [o for o in _outputs(func, ins) if o.requires_grad]
             gs = grad(outs, [ins[i] for i in idx], gos, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
