@@ -270,7 +270,13 @@ class _Random:
         self._rs = numpy.random.RandomState(0)
 
     def seed(self, s=None):
-        self._rs = numpy.random.RandomState(s)
+        # CuPy takes any non-negative int as a seed; NumPy's legacy RandomState only 32 bits
+        self._rs = numpy.random.RandomState(None if s is None else int(s) % 2 ** 32)
+
+    def RandomState(self, seed=None):  # noqa: N802 - CuPy's name
+        rs = _Random()
+        rs.seed(seed)
+        return rs
 
     def __getattr__(self, name):
         fn = getattr(self._rs, name)
