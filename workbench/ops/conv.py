@@ -14,44 +14,29 @@ d(ConvGradInput)/dw is ConvGradWeight; d(ConvGradWeight)/dx is ConvGradInput and
 Pooling and resampling along separable axes are matmuls with small constant matrices (exact, and
 differentiable to any order for free); max pooling gathers at argmax positions (``TakeRows``).
 """
-import contextlib
 import functools
 import itertools
 import math
 
 from ..autograd.function import Function
+from ..autograd import graph
 from ..autograd.graph import GROUP
 from ..tensor import Tensor
 
 _group_ids = itertools.count()
 
 
-@contextlib.contextmanager
-def op_group(name):
-    """Name the tape nodes recorded inside as one group (only the outermost composite names it)."""
-    if GROUP.get() is not None:
-        yield
-        return
-    tok = GROUP.set(f"{name}#{next(_group_ids)}")
-    try:
-        yield
-    finally:
-        GROUP.reset(tok)
-
-
 def composite(name):
-    """Decorator: the composite op's nodes collapse into one box named ``name`` in the visualizer."""
+    """Decorator: the nodes a composite op records form one group, ``name#k``, that the visualizer
+    collapses into a box (only the outermost composite names the group)."""
 
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             if GROUP.get() is not None:
                 return fn(*args, **kwargs)
-            tok = GROUP.set(f"{name}#{next(_group_ids)}")
-            try:
+            with graph.group(f"{name}#{next(_group_ids)}"):
                 return fn(*args, **kwargs)
-            finally:
-                GROUP.reset(tok)
 
         return wrapper
 

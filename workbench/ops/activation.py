@@ -1,0 +1,823 @@
+"""Activations, softmax/log_softmax/softmin, normalize and dropout.
+
+Pointwise activations are primitives whose backward multiplies by a derivative written in Tensor
+ops (so they differentiate again). softmax, log_softmax and gelu are fused primitives that call
+the kernels of ``_backend.kernels`` (CUDA on a GPU, their NumPy reference elsewhere); their
+backward is itself a primitive with a Tensor-op backward, so double backward works too.
+"""
+import math
+import struct
+import warnings
+
+from .. import _backend
+from .._backend import kernels as _k
+from .._backend import dtypes as _dt
+from ..autograd.function import Function
+from ..tensor import Tensor
+from .conv import composite
+
+
+def _like(mask, x):
+    """A bool mask as x's dtype (so constants in derivatives keep x's precision)."""
+    return mask.to(x.dtype)
+
+
+def _pointwise(name, fwd, deriv):
+    """A primitive y = fwd(xp, x, *params) whose gradient is g * deriv(x, *params) (Tensor ops)."""
+
+    def forward(ctx, x, *params):
+        if x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
+            raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
+        ctx.params = params
+        ctx.save_for_backward(x)
+        y = fwd(ctx.xp, x, *params)
+        return y.astype(x.dtype, copy=False)
+
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return (g * deriv(x, *ctx.params),) + (None,) * len(ctx.params)
+
+    cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
+                                                  "forward": staticmethod(forward),
+                                                  "backward": staticmethod(backward)})
+    return cls
+
+
+def _inplace(fn, name):
+    def inplace(input, *args, **kwargs):
+        return input._inplace(name, lambda x: fn(x, *args, **kwargs))
+
+    inplace.__name__ = name
+    inplace.__doc__ = f"In-place {fn.__name__}."
+    return inplace
+
+
+# --- rectifiers ------------------------------------------------------------------------------------
+def relu(input, inplace=False):
+    """max(input, 0).
+
+    >>> import workbench as wb
+    >>> wb.relu(wb.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
+    from .elementwise import relu as _relu
+
+    if inplace:
+        return input.relu_()
+    return _relu(input)
+
+
+_Hardtanh = _pointwise("hardtanh", lambda xp, x, lo, hi: xp.clip(x, lo, hi),
+                       lambda x, lo, hi: _like(x > lo, x) * _like(x < hi, x))
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Clamp to [min_val, max_val] (zero gradient outside).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.hardtanh(wb.tensor([-2.0, 0.5, 3.0]))
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    if inplace:
+        return input._inplace("hardtanh_", lambda x: _Hardtanh.apply(x, min_val, max_val))
+    return _Hardtanh.apply(input, min_val, max_val)
+
+
+def relu6(input, inplace=False):
+    """min(max(input, 0), 6).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.relu6(wb.tensor([-1.0, 7.0]))
+    tensor([0., 6.])
+    """
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+_LeakyRelu = _pointwise("leaky_relu", lambda xp, x, s: xp.where(x > 0, x, x * s),
+                        lambda x, s: _like(x > 0, x) + _like(x <= 0, x) * s)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x if x > 0 else negative_slope * x.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.leaky_relu(wb.tensor([-1.0, 2.0]), 0.1)
+    tensor([-0.1000,  2.0000])
+    """
+    if inplace:
+        return input._inplace("leaky_relu_", lambda x: _LeakyRelu.apply(x, negative_slope))
+    return _LeakyRelu.apply(input, negative_slope)
+
+
+def _elu_fwd(xp, x, alpha, scale, input_scale, grad_input_scale=None):
+    return xp.where(x > 0, x * scale, (xp.expm1(xp.minimum(x, 0) * input_scale)) * (alpha * scale))
+
+
+def _elu_deriv(x, alpha, scale, input_scale, grad_input_scale=None):
+    # PyTorch differentiates celu with input_scale = 1 / float32(alpha); grad_input_scale carries that
+    input_scale = input_scale if grad_input_scale is None else grad_input_scale
+    pos = _like(x > 0, x)
+    neg = (x.clamp(max=0) * input_scale).exp() * (alpha * scale * input_scale)
+    return pos * scale + (1 - pos) * neg
+
+
+_Elu = _pointwise("elu", _elu_fwd, _elu_deriv)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x if x > 0 else alpha * (exp(x) - 1).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.elu(wb.tensor([0.0, 1.0]))
+    tensor([0., 1.])
+    """
+    if inplace:
+        return input._inplace("elu_", lambda x: _Elu.apply(x, alpha, 1.0, 1.0))
+    return _Elu.apply(input, alpha, 1.0, 1.0)
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with the self-normalising constants.
+
+    >>> import workbench as wb
+    >>> wb.selu(wb.tensor([0.0, 1.0]))
+    tensor([0.0000, 1.0507])
+    """
+    if inplace:
+        return input._inplace("selu_", lambda x: _Elu.apply(x, _SELU_ALPHA, _SELU_SCALE, 1.0))
+    return _Elu.apply(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+
+    >>> import workbench as wb
+    >>> wb.celu(wb.tensor([0.0, 1.0]))
+    tensor([0., 1.])
+    """
+    if alpha == 0:
+        raise RuntimeError("celu: ZeroDivisionError: alpha must not be 0")
+    if inplace:
+        return input._inplace("celu_", lambda x: _Elu.apply(x, alpha, 1.0, 1.0 / alpha, 1.0 / _f32(alpha)))
+    return _Elu.apply(input, alpha, 1.0, 1.0 / alpha, 1.0 / _f32(alpha))
+
+
+def _f32(v):
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+class _RreluTrain(Function):
+    _raw = True
+    op_name = "rrelu"
+
+    @staticmethod
+    def forward(ctx, x, slopes):
+        ctx.save_for_backward(slopes)
+        return (x * slopes).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (slopes,) = ctx.saved_tensors
+        return g * slopes, None
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: negative slopes drawn from U(lower, upper) in training, their mean otherwise.
+
+    >>> import workbench as wb
+    >>> wb.rrelu(wb.tensor([-3.0, 1.0]), 0.5, 0.5)
+    tensor([-1.5000,  1.0000])
+    """
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    from .. import random as _random
+
+    rs = _random.default_generator._stream(input.device)
+    with _backend.on_device(input.device):
+        u = rs.random(tuple(input.shape)) if input.device.type == "cpu" else rs.random_sample(tuple(input.shape))
+    xp = _backend.xp_of(input._data)
+    u = xp.asarray(u).astype(input._data.dtype)
+    slopes = (lower + (upper - lower) * u)
+    slopes = xp.where(input._data >= 0, 1.0, slopes).astype(input._data.dtype)
+    fn = lambda x: _RreluTrain.apply(x, Tensor._make(slopes))  # noqa: E731
+    return input._inplace("rrelu_", fn) if inplace else fn(input)
+
+
+_Threshold = _pointwise("threshold", lambda xp, x, th, v: xp.where(x > th, x, v),
+                        lambda x, th, v: _like(x > th, x))
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x if x > threshold else value.
+
+    >>> import workbench as wb
+    >>> wb.threshold(wb.tensor([0.5, 2.0]), 1.0, -1.0)
+    tensor([-1.,  2.])
+    """
+    if inplace:
+        return input._inplace("threshold_", lambda x: _Threshold.apply(x, threshold, value))
+    return _Threshold.apply(input, threshold, value)
+
+
+# --- smooth activations ----------------------------------------------------------------------------
+def _sigm(xp, x):
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _silu_deriv(x):
+    s = x.sigmoid()
+    return s * (1 + x * (1 - s))
+
+
+_Silu = _pointwise("silu", lambda xp, x: x * _sigm(xp, x), _silu_deriv)
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (a.k.a. swish).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.silu(wb.tensor([0.0]))
+    tensor([0.])
+    """
+    if inplace:
+        return input._inplace("silu_", _Silu.apply)
+    return _Silu.apply(input)
+
+
+def _softplus_raw(xp, x, beta, threshold):
+    bx = x * beta
+    # log1p(exp(bx)) computed without overflow: max(bx, 0) + log1p(exp(-|bx|))
+    sp = (xp.maximum(bx, 0) + xp.log1p(xp.exp(-xp.abs(bx)))) / beta
+    return xp.where(bx > threshold, x, sp)
+
+
+def _softplus_deriv(x, beta, threshold):
+    bx = x * beta
+    big = _like(bx > threshold, x)
+    return big + (1 - big) * bx.sigmoid()
+
+
+_Softplus = _pointwise("softplus", _softplus_raw, _softplus_deriv)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, linear above threshold.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.softplus(wb.tensor([0.0]))
+    tensor([0.6931])
+    """
+    return _Softplus.apply(input, beta, threshold)
+
+
+def _mish_raw(xp, x):
+    return x * xp.tanh(_softplus_raw(xp, x, 1.0, 20.0))
+
+
+def _mish_deriv(x):
+    t = _Softplus.apply(x, 1.0, 20.0).tanh()
+    return t + x * x.sigmoid() * (1 - t * t)
+
+
+_Mish = _pointwise("mish", _mish_raw, _mish_deriv)
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x)).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.mish(wb.tensor([0.0]))
+    tensor([0.])
+    """
+    if inplace:
+        return input._inplace("mish_", _Mish.apply)
+    return _Mish.apply(input)
+
+
+_Softsign = _pointwise("softsign", lambda xp, x: x / (1 + xp.abs(x)), lambda x: 1 / (1 + x.abs()) ** 2)
+
+
+def softsign(input):
+    """x / (1 + |x|).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.softsign(wb.tensor([1.0]))
+    tensor([0.5000])
+    """
+    return _Softsign.apply(input)
+
+
+# PyTorch's hardsigmoid backward multiplies by 1/6 rounded to float32, in every dtype; match it
+_ONE_SIXTH_F32 = 0.1666666716337204
+_Hardswish = _pointwise("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6,
+                        lambda x: _like(x > 3, x) + _like(x >= -3, x) * _like(x <= 3, x) * (x / 3 + 0.5))
+_Hardsigmoid = _pointwise("hardsigmoid", lambda xp, x: xp.clip(x + 3, 0, 6) / 6,
+                          lambda x: _like(x > -3, x) * _like(x < 3, x) * _ONE_SIXTH_F32)
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.hardswish(wb.tensor([-4.0, 4.0]))
+    tensor([-0., 4.])
+    """
+    if inplace:
+        return input._inplace("hardswish_", _Hardswish.apply)
+    return _Hardswish.apply(input)
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.hardsigmoid(wb.tensor([0.0]))
+    tensor([0.5000])
+    """
+    if inplace:
+        return input._inplace("hardsigmoid_", _Hardsigmoid.apply)
+    return _Hardsigmoid.apply(input)
+
+
+_Logsigmoid = _pointwise("log_sigmoid", lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))),
+                         lambda x: (-x).sigmoid())
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), computed stably.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.logsigmoid(wb.tensor([0.0]))
+    tensor([-0.6931])
+    """
+    return _Logsigmoid.apply(input)
+
+
+@composite("tanhshrink")
+def tanhshrink(input):
+    """x - tanh(x).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.tanhshrink(wb.tensor([0.0]))
+    tensor([0.])
+    """
+    return input - input.tanh()
+
+
+_Softshrink = _pointwise("softshrink", lambda xp, x, l: xp.where(x > l, x - l, xp.where(x < -l, x + l, 0)),
+                         lambda x, l: _like(x.abs() > l, x))
+_Hardshrink = _pointwise("hardshrink", lambda xp, x, l: xp.where(xp.abs(x) > l, x, 0),
+                         lambda x, l: _like(x.abs() > l, x))
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.softshrink(wb.tensor([1.0, 0.2]))
+    tensor([0.5000, 0.0000])
+    """
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}.")
+    return _Softshrink.apply(input, lambd)
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0.
+
+    >>> import workbench as wb
+    >>> wb.hardshrink(wb.tensor([1.0, 0.2]))
+    tensor([1., 0.])
+    """
+    return _Hardshrink.apply(input, lambd)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-x)).  >>> wb.nn.functional.sigmoid(wb.tensor([0.0]))  ->  tensor([0.5000])"""
+    return input.sigmoid()
+
+
+def tanh(input):
+    """Hyperbolic tangent.  >>> wb.nn.functional.tanh(wb.tensor([0.0]))  ->  tensor([0.])"""
+    return input.tanh()
+
+
+@composite("glu")
+def glu(input, dim=-1):
+    """a * sigmoid(b) where a, b are the two halves of input along dim.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.glu(wb.tensor([1.0, 0.0]))
+    tensor([0.5000])
+    """
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.ndim
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size {n}")
+    pre = (slice(None),) * d
+    return input[pre + (slice(0, n // 2),)] * input[pre + (slice(n // 2, n),)].sigmoid()
+
+
+@composite("prelu")
+def prelu(input, weight):
+    """x if x > 0 else weight * x, weight per channel (dim 1) or shared.
+
+    >>> import workbench as wb
+    >>> wb.prelu(wb.tensor([-2.0, 1.0]), wb.tensor([0.25]))
+    tensor([-0.5000,  1.0000])
+    """
+    if weight.numel() != 1:
+        c = input.shape[1] if input.ndim >= 2 else input.shape[0]
+        if weight.numel() != c:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
+                               f"numbers = {weight.numel()} and channel size = {c}.")
+        if input.ndim >= 2:
+            weight = weight.reshape((c,) + (1,) * (input.ndim - 2))
+    elif weight.ndim > 0:
+        weight = weight.reshape(())
+    pos = _like(input > 0, input)
+    return input * pos + input * weight * (1 - pos)
+
+
+# --- GELU (fused) ---------------------------------------------------------------------------------
+_INV_SQRT_2PI = 1.0 / math.sqrt(2 * math.pi)
+_C = math.sqrt(2.0 / math.pi)
+_A = 0.044715
+
+
+class Gelu(Function):
+    _raw = True
+    op_name = "gelu"
+
+    @staticmethod
+    def forward(ctx, x, approximate):
+        ctx.approximate = approximate
+        ctx.save_for_backward(x)
+        return _k.gelu(ctx.xp, x, approximate)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return GeluBackward.apply(g, x, ctx.approximate), None
+
+
+class GeluBackward(Function):
+    """g * gelu'(x); its own backward uses gelu''(x) in Tensor ops."""
+
+    _raw = True
+    op_name = "gelu_backward"
+
+    @staticmethod
+    def forward(ctx, g, x, approximate):
+        ctx.approximate = approximate
+        ctx.save_for_backward(g, x)
+        return _k.gelu_backward(ctx.xp, g, x, approximate)
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, x = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        dg = GeluBackward.apply(gg, x, ctx.approximate) if nig[0] else None
+        dx = gg * g * _gelu2(x, ctx.approximate) if nig[1] else None
+        return dg, dx, None
+
+
+def _gelu2(x, approximate):
+    """gelu''(x) in Tensor ops."""
+    if approximate == "tanh":
+        u1 = _C * (1 + 3 * _A * x * x)
+        t = (_C * (x + _A * x * x * x)).tanh()
+        return (1 - t * t) * (u1 - x * t * u1 * u1 + 3 * _C * _A * x * x)
+    return (x * x * -0.5).exp() * _INV_SQRT_2PI * (2 - x * x)
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x), Phi the standard normal CDF; approximate='tanh' uses the tanh formula.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.gelu(wb.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.8413])
+    """
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"gelu: approximate argument must be either none or tanh, got {approximate!r}")
+    if not input.is_floating_point():
+        raise RuntimeError(f"gelu: expected a floating-point input, got {input.dtype}")
+    return Gelu.apply(input, approximate)
+
+
+# --- softmax family (fused) ------------------------------------------------------------------------
+def _to_last(xp, x, dim):
+    return x if dim == x.ndim - 1 else xp.ascontiguousarray(xp.moveaxis(x, dim, -1))
+
+
+def _from_last(xp, y, dim):
+    return y if dim == y.ndim - 1 else xp.moveaxis(y, -1, dim)
+
+
+class Softmax(Function):
+    _raw = True
+    op_name = "softmax"
+
+    @staticmethod
+    def forward(ctx, x, dim, log):
+        xp = ctx.xp
+        if x.ndim == 0:
+            y = _k.softmax(xp, x.reshape(1), log).reshape(())
+        else:
+            y = _from_last(xp, _k.softmax(xp, _to_last(xp, x, dim), log), dim)
+        ctx.dim, ctx.log = dim, log
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return SoftmaxBackward.apply(y, g, ctx.dim, ctx.log), None, None
+
+
+class SoftmaxBackward(Function):
+    """dx of softmax (log=False: y*(g - sum(g*y))) or log_softmax (g - exp(y)*sum(g)) from output y."""
+
+    _raw = True
+    op_name = "softmax_backward"
+
+    @staticmethod
+    def forward(ctx, y, g, dim, log):
+        xp = ctx.xp
+        ctx.dim, ctx.log = dim, log
+        ctx.save_for_backward(y, g)
+        if y.ndim == 0:
+            return _k.softmax_backward(xp, y.reshape(1), g.reshape(1), log).reshape(())
+        return _from_last(xp, _k.softmax_backward(xp, _to_last(xp, y, dim), _to_last(xp, g, dim), log), dim)
+
+    @staticmethod
+    def backward(ctx, gg):
+        y, g = ctx.saved_tensors
+        d = ctx.dim if y.ndim else None
+        nig = ctx.needs_input_grad
+        dy = dg = None
+        if ctx.log:
+            p = y.exp()
+            if nig[1]:
+                dg = gg - (gg * p).sum(d, keepdim=True) if d is not None else gg - gg * p
+            if nig[0]:
+                dy = -gg * p * (g.sum(d, keepdim=True) if d is not None else g)
+        else:
+            if nig[1]:
+                dg = SoftmaxBackward.apply(y, gg, ctx.dim, False)
+            if nig[0]:
+                s = (g * y).sum(d, keepdim=True) if d is not None else g * y
+                t = (gg * y).sum(d, keepdim=True) if d is not None else gg * y
+                dy = gg * (g - s) - g * t
+        return dy, dg, None, None
+
+
+def _softmax_dim(name, ndim):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax(name, input, dim, dtype, log, neg=False):
+    if isinstance(dim, _dt.dtype) and dtype is None:  # torch.softmax(x, dim, dtype) positional form
+        dim, dtype = None, dim
+    if dim is None:
+        dim = _softmax_dim(name, input.ndim)
+    if dtype is not None:
+        input = input.to(dtype)
+    elif not input.is_floating_point():
+        raise RuntimeError(f'"{name}" not implemented for \'{str(input.dtype).replace("workbench.")}\'; '
+                           "pass dtype= or convert the input with .float()")
+    n = max(input.ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    if neg:
+        input = -input
+    return Softmax.apply(input, dim % n if input.ndim else 0, log)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along dim.
+
+    >>> import workbench as wb
+    >>> wb.softmax(wb.tensor([0.0, 0.0]), dim=0)
+    tensor([0.5000, 0.5000])
+    """
+    if isinstance(_stacklevel, _dt.dtype):
+        dtype = _stacklevel
+    return _softmax("softmax", input, dim, dtype, False)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log(softmax(x)) along dim, computed stably.
+
+    >>> import workbench as wb
+    >>> wb.log_softmax(wb.tensor([0.0, 0.0]), dim=0)
+    tensor([-0.6931, -0.6931])
+    """
+    if isinstance(_stacklevel, _dt.dtype):
+        dtype = _stacklevel
+    return _softmax("log_softmax", input, dim, dtype, True)
+
+
+@composite("softmin")
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along dim.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.softmin(wb.tensor([0.0, 0.0]), dim=0)
+    tensor([0.5000, 0.5000])
+    """
+    if isinstance(_stacklevel, _dt.dtype):
+        dtype = _stacklevel
+    return _softmax("softmin", input, dim, dtype, False, neg=True)
+
+
+@composite("normalize")
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """x / max(||x||_p, eps) along dim.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.normalize(wb.tensor([[3.0, 4.0]]))
+    tensor([[0.6000, 0.8000]])
+    """
+    if p == 2:
+        norm = (input * input).sum(dim, keepdim=True).sqrt()
+    elif p == 1:
+        norm = input.abs().sum(dim, keepdim=True)
+    elif p == math.inf:
+        norm = input.abs().amax(dim, keepdim=True)
+    else:
+        norm = (input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
+    y = input / norm.clamp(min=eps).expand_as(input)
+    if out is not None:
+        out.copy_(y.detach())
+        return out
+    return y
+
+
+# --- dropout ---------------------------------------------------------------------------------------
+def _uniform(like, shape):
+    """U[0, 1) samples of ``shape`` from the default generator, on like's device, as like's dtype."""
+    from .. import random as _random
+
+    dev = like.device
+    rs = _random.default_generator._stream(dev)
+    with _backend.on_device(dev):
+        u = rs.random(shape) if dev.type == "cpu" else rs.random_sample(shape)
+    return _backend.xp_of(like._data).asarray(u)
+
+
+def _check_p(name, p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"{name} probability has to be between 0 and 1, but got {p}")
+
+
+def _mask_mul(name, input, mask_shape, p, inplace):
+    """input * bernoulli(1 - p) mask / (1 - p), the mask broadcast from mask_shape."""
+    if p == 1.0:
+        mask = input._data.dtype.type(0) * _backend.xp_of(input._data).zeros(mask_shape, input._data.dtype)
+    else:
+        u = _uniform(input, mask_shape)
+        mask = ((u >= p) / (1.0 - p)).astype(input._data.dtype)
+    m = Tensor._make(mask)
+    if inplace:
+        return input._inplace(name + "_", lambda x: x * m)
+    return input * m
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p (training only), scaling the rest by 1/(1-p).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.dropout(wb.ones(4), p=0.0)
+    tensor([1., 1., 1., 1.])
+    """
+    _check_p("dropout", p)
+    if not training or p == 0.0:
+        return input
+    return _mask_mul("dropout", input, tuple(input.shape), p, inplace)
+
+
+def _feature_dropout(name, input, p, training, inplace, nd):
+    _check_p(name, p)
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D input, but received a {input.ndim}D input. "
+                           f"{name} zeroes whole channels of (N, C, *spatial) inputs.")
+    if not training or p == 0.0:
+        return input
+    batched = input.ndim == nd + 2
+    lead = tuple(input.shape[:2]) if batched else tuple(input.shape[:1])
+    return _mask_mul(name, input, lead + (1,) * nd, p, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) inputs with probability p.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.dropout1d(wb.ones(1, 2, 3), training=False).shape
+    workbench.Size([1, 2, 3])
+    """
+    return _feature_dropout("dropout1d", input, p, training, inplace, 1)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) inputs with probability p.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.dropout2d(wb.ones(1, 2, 3, 3), training=False).shape
+    workbench.Size([1, 2, 3, 3])
+    """
+    return _feature_dropout("dropout2d", input, p, training, inplace, 2)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) inputs with probability p.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.dropout3d(wb.ones(1, 2, 2, 2, 2), training=False).shape
+    workbench.Size([1, 2, 2, 2, 2])
+    """
+    return _feature_dropout("dropout3d", input, p, training, inplace, 3)
+
+
+def _alpha_dropout(name, input, p, training, inplace, feature):
+    _check_p(name, p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    alpha = _SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else tuple(input.shape)
+    keep = (_uniform(input, shape) >= p).astype(input._data.dtype)
+    # kept values scaled by a, dropped ones set to the SELU saturation value, so mean/variance are kept
+    mult = Tensor._make(keep * input._data.dtype.type(a))
+    shift = Tensor._make(((keep - 1) * (alpha * a) + alpha * a * p).astype(input._data.dtype))
+    fn = lambda x: x * mult + shift  # noqa: E731
+    return input._inplace(name + "_", fn) if inplace else fn(input)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's self-normalising mean and variance.
+
+    >>> import workbench as wb
+    >>> wb.alpha_dropout(wb.ones(3), 0.5, False)
+    tensor([1., 1., 1.])
+    """
+    return _alpha_dropout("alpha_dropout", input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout of whole channels.
+
+    >>> import workbench as wb
+    >>> wb.feature_alpha_dropout(wb.ones(1, 2, 3), 0.5, False).shape
+    workbench.Size([1, 2, 3])
+    """
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, True)
+
+
+relu_ = _inplace(relu, "relu_")
+hardtanh_ = _inplace(hardtanh, "hardtanh_")
+leaky_relu_ = _inplace(leaky_relu, "leaky_relu_")
+elu_ = _inplace(elu, "elu_")
+selu_ = _inplace(selu, "selu_")
+celu_ = _inplace(celu, "celu_")
+rrelu_ = _inplace(rrelu, "rrelu_")
+threshold_ = _inplace(threshold, "threshold_")
+
+# top-level workbench.* names (PyTorch's torch.* has these with compatible signatures)
+__all__ = ["selu", "celu", "rrelu", "threshold", "hardshrink", "prelu", "softmax", "log_softmax", "dropout",
+           "alpha_dropout", "feature_alpha_dropout", "selu_", "celu_", "rrelu_", "threshold_"]
+METHODS = {"softmax": lambda self, dim=None, dtype=None: softmax(self, dim, dtype=dtype),
+           "log_softmax": lambda self, dim=None, dtype=None: log_softmax(self, dim, dtype=dtype),
+           "hardshrink": hardshrink, "prelu": prelu}
