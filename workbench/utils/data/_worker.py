@@ -165,7 +165,7 @@ def worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_col
             try:
                 task = index_queue.get(timeout=_POLL_S)
             except queue.Empty:
-                if os.getppid() != parent_pid:  # the main process died: nobody will read our results
+                if done_event.is_set() or os.getppid() != parent_pid:  # shut down, or the main process died
                     break
                 continue
             if isinstance(task, _ResumeIteration):

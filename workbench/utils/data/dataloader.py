@@ -231,7 +231,6 @@ class _BaseIter:
         self._index_sampler = loader._index_sampler
         self._collate_fn = loader.collate_fn
         self._timeout = loader.timeout
-        self._loader = loader
         self._sampler_iter = iter(self._index_sampler)
         self._base_seed = int(randint(0, 2 ** 63 - 1, (1,), generator=loader.generator).item())
         self._num_yielded = 0
@@ -247,7 +246,7 @@ class _BaseIter:
         return self
 
     def __len__(self):
-        return len(self._loader)
+        return len(self._index_sampler)
 
     def _next_index(self):
         return next(self._sampler_iter)
@@ -371,12 +370,15 @@ class _MultiProcessIter(_BaseIter):
                 return self._data_queue.get(timeout=wait)
             except queue.Empty:
                 pass
-            except (OSError, EOFError) as e:  # a handle from a worker that is gone
+            except (OSError, EOFError) as e:  # a handle from a worker that is gone (or going)
                 err = self._failed_workers()
+                deadline = time.monotonic() + _JOIN_S
+                while err is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    err = self._failed_workers()
                 self._shutdown_workers()
-                if err is not None:
-                    raise err from e
-                raise
+                raise (err or RuntimeError(f"DataLoader lost the connection to a worker while receiving a batch "
+                                           f"({type(e).__name__}: {e})")) from None
             err = self._failed_workers()
             if err is not None:
                 self._shutdown_workers()
