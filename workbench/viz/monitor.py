@@ -1,0 +1,516 @@
+"""The live gradient monitor: per-layer gradient statistics while a model trains, in the notebook.
+
+``watch(model)`` registers one backward hook (``graph.BACKWARD_HOOKS``): when a backward pass that
+accumulates into ``.grad`` ends, it computes, on the parameters' device and without a host sync,
+
+* every layer's (parameter path's) gradient norm and a histogram of log10|grad| (all layers in one
+  vectorised pass over a strided sample of at most ``sample`` elements per layer),
+* every ``detail_every`` steps the weight norm and the update ratio ‖Δw‖/‖w‖ (Δw from a copy of the
+  weights taken at the step before),
+* the loss: the root of the backward pass when it has one element, or what ``mon.log(loss=...)`` says.
+
+Rows are queued as device arrays and copied to the host together, at most ``rate`` times a second,
+then sent to the widget as binary buffers (PROTOCOL.md section 4) and checked for alarms: the first
+NaN/Inf gradient (layer, op, forward line), exploding and vanishing gradients, dead ReLU units (a
+listener on the tape counts, per ReLU call, the units that are zero for the whole batch).
+"""
+import math
+import threading
+import time
+
+from .. import _backend
+from ..autograd import graph
+from ..autograd.graph import AccumulateGrad
+from .widgets import _Base
+
+import traitlets  # noqa: E402  (after widgets: anywidget first)
+
+METRICS = ("grad_norm", "weight_norm", "update_ratio")
+
+
+def _host(arr):
+    return _backend.to_device(arr, _backend.CPU)
+
+
+class Monitor(_Base):
+    """``wb.viz.watch(model)``: the gradient monitor widget (view "monitor").
+
+    >>> import workbench as wb
+    >>> mon = wb.viz.watch(model, display=False)      # doctest: +SKIP
+    >>> for x, y in loader:                           # doctest: +SKIP
+    ...     loss = loss_fn(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
+    >>> mon.detach(); mon.history["grad_norm/fc1.weight"]   # doctest: +SKIP
+    """
+
+    view = traitlets.Unicode("monitor").tag(sync=True)
+
+    def __init__(self, model, every=1, histograms=True, bins=32, hist_range=(-10.0, 2.0), detail_every=10,
+                 sample=1024, rate=10.0, dead_relu=True, explode_at=1e3, vanish_ratio=1e-3, dead_fraction=0.5,
+                 title="", plot_on_detach=True):
+        super().__init__(view="monitor", title=title)
+        if every < 1 or detail_every < 1:
+            raise ValueError(f"watch(): every and detail_every must be >= 1, got {every} and {detail_every}")
+        named = [(p_path, p) for p_path, p in model.named_parameters() if p.requires_grad]
+        if not named:
+            raise ValueError("watch(): the model has no parameters that require grad")
+        self.model = model
+        self.layers = [p for p, _ in named]
+        self._params = [p for _, p in named]
+        self.every, self.detail_every = int(every), int(detail_every)
+        self.bins = int(bins) if histograms else 0
+        self.hist_range = (float(hist_range[0]), float(hist_range[1]))
+        self.sample = int(sample)
+        self.rate = float(rate)
+        self.explode_at, self.vanish_ratio, self.dead_fraction = explode_at, vanish_ratio, dead_fraction
+        self.plot_on_detach = plot_on_detach
+        self._lock = threading.Lock()
+        self._pending = []  # (step, device row) rows not yet on the host
+        self._loss_override = {}  # step -> loss given by log()
+        self._rows = []  # host rows (numpy float64) in step order
+        self._steps = []
+        self._alarms = []
+        self._alarm_keys = set()
+        self._prev_norm = None
+        self._dead = {}  # relu scope -> list of (step, dead, units) device pairs (host after flush)
+        self._dead_pending = []
+        self._n_backward = 0
+        self.step = 0
+        self._root = None
+        self._consumers = None
+        self._prev_w = None
+        self._last_flush = 0.0
+        self._timer = None
+        self._attached = True
+        self._trace_prev = graph.TRACE[0]
+        graph.TRACE[0] = max(2, graph.TRACE[0])  # the first forward records sites: alarms name the line
+        self._site_pending = True
+        graph.BACKWARD_HOOKS.append(self._on_backward)
+        self._listening = bool(dead_relu)
+        if self._listening:
+            graph.LISTENERS.append(self._on_op)
+        self.on_msg(self._on_msg)
+
+    # --- hooks (the hot path: no host sync here) ------------------------------------------------
+    def _on_backward(self, phase, roots):
+        if phase == "begin":
+            self._root = roots[0] if roots and roots[0]._data.size == 1 else None
+            if self._consumers is None:
+                self._consumers = _consumers_of(roots, self._params, self.layers)
+            if self._site_pending:
+                graph.TRACE[0] = self._trace_prev
+                self._site_pending = False
+            return
+        self._n_backward += 1
+        if (self._n_backward - 1) % self.every:
+            return
+        step = self.step
+        self.step += 1
+        row = self._device_row(step)
+        with self._lock:
+            self._pending.append((step, row))
+        self._root = None
+        now = time.monotonic()
+        if now - self._last_flush >= 1.0 / self.rate:
+            self.flush()
+        else:
+            self._schedule()
+
+    def _device_row(self, step):
+        params = self._params
+        xp = _backend.xp_of(params[0]._data)
+        nan = math.nan
+        parts = []
+        root = self._root
+        parts.append(root._data.reshape(1).astype("float64") if root is not None else xp.full(1, nan))
+        grads = [p._grad._data if p._grad is not None else None for p in params]
+        parts.append(xp.stack([xp.vdot(g.ravel(), g.ravel()).real.astype("float64") if g is not None else
+                               xp.asarray(nan) for g in grads]))
+        detail = step % self.detail_every == 0
+        if detail and self._prev_w is not None:
+            ws = [p._data for p in params]
+            wn = [xp.vdot(w.ravel(), w.ravel()).real for w in ws]
+            un = []
+            for w, prev in zip(ws, self._prev_w):
+                d = w - prev
+                un.append(xp.vdot(d.ravel(), d.ravel()).real)
+            parts.append(xp.stack(wn).astype("float64"))
+            parts.append(xp.stack(un).astype("float64"))
+        elif detail:
+            ws = [p._data for p in params]
+            parts.append(xp.stack([xp.vdot(w.ravel(), w.ravel()).real for w in ws]).astype("float64"))
+            parts.append(xp.full(len(params), nan))
+        else:
+            parts.append(xp.full(2 * len(params), nan))
+        if (step + 1) % self.detail_every == 0:  # the next detail step needs these weights
+            if self._prev_w is None:
+                self._prev_w = [p._data.copy() for p in params]
+            else:
+                for prev, p in zip(self._prev_w, params):
+                    prev[...] = p._data
+        if self.bins:
+            parts.append(self._hist(xp, grads).astype("float64"))
+        return xp.concatenate(parts)
+
+    def _hist(self, xp, grads):
+        bins, (lo, hi) = self.bins, self.hist_range
+        samples, offsets = [], []
+        for k, g in enumerate(grads):
+            if g is None:
+                continue
+            flat = g.ravel()
+            stride = max(1, flat.size // self.sample)
+            s = flat[::stride]
+            samples.append(s)
+            offsets.append(xp.full(s.size, k * (bins + 1), dtype="int64"))
+        n = len(grads) * (bins + 1)
+        if not samples:
+            return xp.zeros(len(grads) * bins)
+        a = xp.abs(xp.concatenate(samples)).astype("float64")
+        ok = xp.isfinite(a) & (a > 0)
+        lg = xp.log10(xp.where(ok, a, 1.0))
+        idx = xp.clip(((lg - lo) * (bins / (hi - lo))).astype("int64"), 0, bins - 1)
+        idx = xp.where(ok, idx, bins) + xp.concatenate(offsets)
+        counts = xp.bincount(idx, minlength=n).reshape(len(grads), bins + 1)[:, :bins]
+        return counts.ravel()
+
+    def _on_op(self, node, args, results):
+        if node._op != "relu" or not results:
+            return
+        out = results[0]._data
+        if out.ndim < 2:
+            return
+        flat = out.reshape(out.shape[0], -1)
+        dead = (flat == 0).all(axis=0).sum()
+        scope = node.scope or "relu"
+        with self._lock:
+            self._dead_pending.append((self.step, scope, dead, flat.shape[1], node.site))
+
+    # --- host side ---------------------------------------------------------------------------------
+    def _schedule(self):
+        if self._timer is None or not self._timer.is_alive():
+            self._timer = threading.Timer(1.0 / self.rate, self._flush_quietly)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _flush_quietly(self):
+        try:
+            self.flush()
+        except Exception:  # a late flush from the timer thread must never raise into the interpreter
+            pass
+
+    def flush(self):
+        """Copy queued rows to the host, check alarms, and send them to the widget now."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+            dead_pending, self._dead_pending = self._dead_pending, []
+            self._last_flush = time.monotonic()
+        if not pending and not dead_pending:
+            return
+        np = _backend.numpy
+        new_alarms = []
+        if pending:
+            xp = _backend.xp_of(pending[0][1])
+            host = np.asarray(_host(xp.stack([r for _, r in pending])), dtype="float64")
+            start = len(self._rows)
+            for (step, _), row in zip(pending, host):
+                if step in self._loss_override:
+                    row[0] = self._loss_override.pop(step)
+                self._steps.append(step)
+                self._rows.append(row)
+                new_alarms += self._check(step, row)
+            self._send_rows(start, len(self._rows))
+        for step, scope, dead, units, site in dead_pending:
+            d = int(_host(dead))
+            self._dead.setdefault(scope, []).append((step, d, units))
+            frac = d / units if units else 0.0
+            key = ("dead_relu", scope)
+            if frac >= self.dead_fraction and key not in self._alarm_keys:
+                self._alarm_keys.add(key)
+                new_alarms.append(_alarm(step, scope, "dead_relu", "relu", site, frac,
+                                         f"{d} of {units} units are zero for the whole batch"))
+        if new_alarms:
+            self._alarms += new_alarms
+            self._send({"type": "monitor", "event": "alarms", "alarms": new_alarms})
+
+    def _split(self, row):
+        L, B = len(self.layers), self.bins
+        loss = row[0]
+        gn = np_sqrt(row[1:1 + L])
+        wn = np_sqrt(row[1 + L:1 + 2 * L])
+        un = np_sqrt(row[1 + 2 * L:1 + 3 * L])
+        counts = row[1 + 3 * L:1 + 3 * L + L * B].reshape(L, B) if B else None
+        return loss, gn, wn, un, counts
+
+    def _metrics(self, row):
+        np = _backend.numpy
+        _, gn, wn, un, _ = self._split(row)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = un / wn
+        return np.stack([gn, wn, ratio], axis=1)
+
+    def _check(self, step, row):
+        np = _backend.numpy
+        loss, gn, wn, un, _ = self._split(row)
+        out = []
+        # the first non-finite gradient, nearest the loss first (backward order)
+        for k in reversed(range(len(self.layers))):
+            v = gn[k]
+            if not math.isfinite(v):
+                kind = "nan" if v != v else "inf"
+                if ("nonfinite",) in self._alarm_keys:
+                    break
+                self._alarm_keys.add(("nonfinite",))
+                op, site = (self._consumers or {}).get(self.layers[k], (None, None))
+                detail = f"{'NaN' if kind == 'nan' else 'Inf'} in the gradient of {self.layers[k]}"
+                if loss != loss or loss in (math.inf, -math.inf):
+                    detail += f" (the loss itself is {loss})"
+                if site is None:
+                    detail += "; build the model under `with wb.viz.trace():` for its source line"
+                out.append(_alarm(step, self.layers[k], kind, op, site, None, detail))
+                break
+        fin = np.isfinite(gn)
+        for k, v in enumerate(gn):
+            key = ("exploding", self.layers[k])
+            prev = self._prev_norm[k] if self._prev_norm is not None else None
+            grew = prev is not None and math.isfinite(prev) and prev > 1e-8 and math.isfinite(v) and v > 10 * prev
+            big = math.isfinite(v) and v > self.explode_at
+            if big or grew:
+                if key not in self._alarm_keys:
+                    self._alarm_keys.add(key)
+                    why = f"‖grad‖ = {v:.3g} > {self.explode_at:g}" if big else f"‖grad‖ grew {v / prev:.1f}x in one step"
+                    out.append(_alarm(step, self.layers[k], "exploding", None, None, float(v), why))
+            else:
+                self._alarm_keys.discard(key)
+        weights = [k for k, name in enumerate(self.layers) if not name.endswith("bias")] or list(range(len(gn)))
+        first, last = weights[0], weights[-1]
+        if first != last and fin[first] and fin[last] and gn[last] > 0:
+            ratio = gn[first] / gn[last]
+            key = ("vanishing", self.layers[first])
+            if ratio < self.vanish_ratio:
+                if key not in self._alarm_keys:
+                    self._alarm_keys.add(key)
+                    out.append(_alarm(step, self.layers[first], "vanishing", None, None, float(ratio),
+                                      f"‖grad‖ of {self.layers[first]} is {ratio:.2g} x that of {self.layers[last]} "
+                                      f"(layers {self.layers[first]} … {self.layers[last]})"))
+            else:
+                self._alarm_keys.discard(key)
+        self._prev_norm = gn
+        return out
+
+    def _send_rows(self, a, b):
+        np = _backend.numpy
+        rows = self._rows[a:b]
+        if not rows:
+            return
+        loss = np.array([r[0] for r in rows], dtype="<f4")
+        metrics = np.stack([self._metrics(r) for r in rows]).astype("<f4")
+        bufs = [loss.tobytes(), metrics.tobytes()]
+        hist = None
+        if self.bins:
+            counts = np.stack([self._split(r)[4] for r in rows]).astype("<u4")
+            bufs.append(counts.tobytes())
+            hist = {"bins": self.bins, "lo": self.hist_range[0], "hi": self.hist_range[1]}
+        header = {"type": "monitor", "event": "steps", "layers": self.layers, "metrics": list(METRICS),
+                  "start": int(self._steps[a]), "n": len(rows), "hist": hist}
+        self._send(header, bufs)
+
+    def _send(self, msg, buffers=None):
+        try:
+            self.send(msg, buffers)
+        except Exception:  # no front-end (a script, a closed comm): the history still has everything
+            pass
+
+    def _on_msg(self, _w, content, _buffers):
+        if isinstance(content, dict) and content.get("type") == "monitor_sync":
+            self.flush()
+            self._send_rows(0, len(self._rows))
+            if self._alarms:
+                self._send({"type": "monitor", "event": "alarms", "alarms": list(self._alarms)})
+
+    # --- public API --------------------------------------------------------------------------------
+    def log(self, loss=None):
+        """Record the loss of the latest step (a number or a one-element tensor).
+
+        >>> mon.log(loss=loss)     # doctest: +SKIP
+        """
+        if loss is None:
+            return
+        if hasattr(loss, "_data"):
+            loss = float(_host(loss._data).reshape(-1)[0])
+        step = max(self.step - 1, 0)
+        with self._lock:
+            if self._rows and self._steps[-1] == step and not any(s == step for s, _ in self._pending):
+                self._rows[-1][0] = float(loss)
+            else:
+                self._loss_override[step] = float(loss)
+
+    @property
+    def alarms(self):
+        """Every alarm raised so far (dicts as sent to the widget)."""
+        self.flush()
+        return list(self._alarms)
+
+    @property
+    def history(self):
+        """The numbers so far: {"step", "loss", "<metric>/<layer>", "hist/<layer>", "dead_relu/<scope>"} arrays.
+
+        >>> mon.history["grad_norm/fc1.weight"][:3]     # doctest: +SKIP
+        """
+        self.flush()
+        np = _backend.numpy
+        out = {"step": np.array(self._steps, dtype="int64"),
+               "loss": np.array([r[0] for r in self._rows], dtype="float64")}
+        mets = np.stack([self._metrics(r) for r in self._rows]) if self._rows else \
+            np.zeros((0, len(self.layers), len(METRICS)))
+        for k, name in enumerate(self.layers):
+            for f, m in enumerate(METRICS):
+                out[f"{m}/{name}"] = mets[:, k, f]
+            if self.bins:
+                out[f"hist/{name}"] = np.stack([self._split(r)[4][k] for r in self._rows]).astype("int64") \
+                    if self._rows else np.zeros((0, self.bins), dtype="int64")
+        for scope, vals in self._dead.items():
+            out[f"dead_relu/{scope}"] = np.array([d for _, d, _ in vals], dtype="int64")
+        return out
+
+    def history_frame(self):
+        """``history`` as a pandas DataFrame indexed by step (scalar series only); needs pandas."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("history_frame() needs pandas (pip install pandas); mon.history has the same "
+                              "numbers as numpy arrays") from None
+        h = self.history
+        cols = {k: v for k, v in h.items() if k != "step" and v.ndim == 1 and len(v) == len(h["step"])}
+        return pd.DataFrame(cols, index=pd.Index(h["step"], name="step"))
+
+    def plot(self, path=None):
+        """A static PNG of the gradient flow (per-layer ‖grad‖ over steps, and the last step by layer).
+
+        Returns an ``IPython.display.Image`` (or writes ``path``); needs matplotlib.
+        """
+        try:
+            import matplotlib
+            matplotlib.use("Agg", force=False)
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise ImportError("plot() needs matplotlib (pip install matplotlib)") from None
+        import io
+
+        h = self.history
+        steps = h["step"]
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [3, 2]})
+        for name in self.layers:
+            y = h[f"grad_norm/{name}"]
+            ax1.plot(steps, y, label=name, linewidth=1.2)
+        ax1.set_yscale("log")
+        ax1.set_xlabel("step")
+        ax1.set_ylabel("‖grad‖")
+        ax1.set_title("gradient norm per layer")
+        if len(self.layers) <= 12:
+            ax1.legend(fontsize=7, loc="best")
+        last = [h[f"grad_norm/{n}"][-1] if len(steps) else 0.0 for n in self.layers]
+        ax2.bar(range(len(self.layers)), [v if math.isfinite(v) else 0.0 for v in last], color="#4285f4")
+        ax2.set_yscale("log")
+        ax2.set_xticks(range(len(self.layers)))
+        ax2.set_xticklabels(self.layers, rotation=60, ha="right", fontsize=7)
+        ax2.set_title("gradient flow (last step)")
+        for a in self._alarms:
+            if a["kind"] in ("nan", "inf"):
+                ax1.axvline(a["step"], color="#d32f2f", linestyle="--", linewidth=1)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90)
+        plt.close(fig)
+        png = buf.getvalue()
+        if path is not None:
+            with open(path, "wb") as f:
+                f.write(png)
+            return path
+        from IPython.display import Image
+
+        return Image(png)
+
+    def detach(self, display=None):
+        """Remove every hook; flush; show the static gradient-flow picture for readers without a kernel."""
+        if not self._attached:
+            return
+        self._attached = False
+        if self._on_backward in graph.BACKWARD_HOOKS:
+            graph.BACKWARD_HOOKS.remove(self._on_backward)
+        if self._listening and self._on_op in graph.LISTENERS:
+            graph.LISTENERS.remove(self._on_op)
+        if self._site_pending:
+            graph.TRACE[0] = self._trace_prev
+            self._site_pending = False
+        if self._timer is not None:
+            self._timer.cancel()
+        self.flush()
+        show = self.plot_on_detach if display is None else display
+        if show and self._rows:
+            try:
+                from IPython import get_ipython
+                from IPython.display import display as ipy_display
+            except ImportError:
+                return
+            if get_ipython() is not None:
+                try:
+                    ipy_display(self.plot())
+                except ImportError:  # no matplotlib: the numbers are still in mon.history
+                    pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
+        return False
+
+
+def np_sqrt(x):
+    np = _backend.numpy
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(x)
+
+
+def _alarm(step, layer, kind, op, site, value, detail):
+    return {"step": int(step), "layer": layer, "kind": kind, "op": op,
+            "site": {"file": str(site[0]), "line": int(site[1]), "function": str(site[2])} if site else None,
+            "value": value if value is None or math.isfinite(value) else None, "detail": detail}
+
+
+def _consumers_of(roots, params, layers):
+    """parameter path -> (op, site) of the op that consumed it (found once, on the first backward)."""
+    from .snapshot import _start, walk
+
+    path_of = {id(p): name for name, p in zip(layers, params)}
+    starts = [s for s in (_start(r) for r in roots) if s is not None]
+    out = {}
+    for n in walk(starts):
+        if type(n) is AccumulateGrad:
+            continue
+        for nxt, _ in n.next_functions:
+            if type(nxt) is AccumulateGrad:
+                t = nxt.variable
+                name = path_of.get(id(t)) if t is not None else None
+                if name is not None and name not in out:
+                    out[name] = (n._op or n.name(), n.site)
+    return out
+
+
+def watch(model, every=1, histograms=True, *, display=True, **kw):
+    """Attach a live gradient monitor to ``model``; it updates while the training loop runs.
+
+    Per layer: gradient norm, weight norm, update/weight ratio, log10|grad| histograms; the loss (the
+    backward root, or ``mon.log(loss=...)``); alarms for NaN/Inf (layer, op, source line), exploding
+    and vanishing gradients and dead ReLUs. ``mon.detach()`` removes every hook and leaves a PNG.
+
+    >>> import workbench as wb
+    >>> mon = wb.viz.watch(model)                       # doctest: +SKIP
+    >>> for step in range(100):                         # doctest: +SKIP
+    ...     opt.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); opt.step()
+    >>> mon.detach()                                    # doctest: +SKIP
+    """
+    mon = Monitor(model, every=every, histograms=histograms, **kw)
+    if display:
+        mon.show()
+    return mon

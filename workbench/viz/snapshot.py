@@ -1,0 +1,526 @@
+"""tape -> tape.v1: the snapshot of a recorded graph that every viewer reads.
+
+``snapshot(loss)`` walks ``grad_fn`` / ``next_functions`` iteratively from the roots and writes the
+JSON object described by ``tape.v1.schema.json``: one node per backward node (ops and the leaves'
+AccumulateGrad), named, scoped and summarised; with ``record()`` active during the forward pass it
+also shows data inputs and where the graph was cut. ``trace=True`` runs the backward pass through
+the engine's generator and keeps a summary of every step, so the viewer can replay it without a
+kernel.
+"""
+import html
+import json
+import os
+import sys
+
+from .. import _backend
+from ..autograd import graph
+from ..autograd.graph import AccumulateGrad
+from . import recorder
+from .summary import summarize, summarize_array
+
+MIME = "application/vnd.workbench.tape.v1+json"
+_INPUT_NAMES = ("self", "other", "third", "fourth")
+
+
+def _tensor_cls():
+    from ..tensor import Tensor
+
+    return Tensor
+
+
+def _as_roots(x):
+    T = _tensor_cls()
+    if isinstance(x, T):
+        return [x]
+    roots = list(x)
+    for r in roots:
+        if not isinstance(r, T):
+            raise TypeError(f"snapshot() expects a Tensor or a sequence of Tensors, got {type(r).__name__}")
+    return roots
+
+
+def _start(t):
+    if t.grad_fn is not None:
+        return t.grad_fn
+    if t._rg:
+        return graph.accumulator(t)
+    return None
+
+
+def walk(starts):
+    """Every node reachable from ``starts`` through next_functions (iterative; order unspecified).
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> sorted(n.name() for n in walk([(x * 2).sum().grad_fn]))
+    ['AccumulateGrad', 'MulBackward0', 'SumBackward0']
+    """
+    seen = dict.fromkeys(starts)
+    stack = list(seen)
+    while stack:
+        n = stack.pop()
+        for nxt, _ in n.next_functions:
+            if nxt is not None and nxt not in seen:
+                seen[nxt] = None
+                stack.append(nxt)
+    return list(seen)
+
+
+def _site(site):
+    if not site:
+        return None
+    return {"file": str(site[0]), "line": int(site[1] or 0), "function": str(site[2])}
+
+
+def _dtype_name(npd):
+    return _backend.dtypes.from_numpy_dtype(npd).name
+
+
+def _caller_names():
+    """id(tensor) -> variable name, from the user's frames (so leaves show as "w", "x")."""
+    T = _tensor_cls()
+    names = {}
+    f = sys._getframe(1)
+    while f is not None and "/workbench/" in f.f_code.co_filename.replace("\\", "/") and \
+            "/tests/" not in f.f_code.co_filename.replace("\\", "/"):
+        f = f.f_back
+    if f is None:
+        return names
+    for scope in (f.f_locals, f.f_globals):
+        for k, v in list(scope.items()):
+            if isinstance(v, T) and not k.startswith("_"):
+                names.setdefault(id(v), k)
+                if v.grad_fn is not None and v._output_nr == 0:
+                    names.setdefault(id(v.grad_fn), k)
+    return names
+
+
+def _saved_list(node):
+    from ..autograd.function import _Out
+
+    saved = node._saved
+    out = []
+    if not saved:
+        return out
+    nexts = node.next_functions
+    for i, entry in enumerate(saved):
+        e = entry[0] if type(entry) is tuple else entry
+        if e is None:
+            continue
+        if type(e) is _Out:
+            data, name = e.data, "result" if e.i == 0 else f"result{e.i}"
+        else:
+            data, name = e._data, f"saved[{i}]"
+            src = e.grad_fn if e.grad_fn is not None else e._acc
+            for k, (nxt, nr) in enumerate(nexts):
+                if nxt is not None and nxt is src and nr == e._output_nr:
+                    name = _INPUT_NAMES[k] if k < len(_INPUT_NAMES) else f"input{k}"
+                    break
+        out.append({"name": name, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)})
+    return out
+
+
+class _Builder:
+    def __init__(self, roots, model, names, values, grads):
+        self.roots = roots
+        self.values = values
+        self.grads = grads
+        self.ids = {}  # Node or ConstInput -> id
+        self.nodes = []
+        self.edges = []
+        self.scopes = {}  # id -> scope (for step over)
+        self.labels = {}  # op id -> the caller's variable name for its output (classroom text)
+        self.params = {}
+        self.names = _caller_names_safe()
+        if model is not None:
+            for path, p in model.named_parameters():
+                self.params[id(p)] = path
+        if names:
+            for k, v in names.items():
+                self.names[id(v)] = k
+        self.model = model
+        self.saved_values = {}  # (node, nr) -> array, from consumers' saved tensors
+        self.main = set()  # the nodes a backward from the roots executes (not the cut-off subgraphs)
+        self._cut_edges = set()
+
+    # --- values -------------------------------------------------------------------------------
+    def _value_array(self, node, nr=0):
+        info = recorder.lookup(node)
+        if info is not None:
+            outs = info[0]
+            if nr < len(outs) and outs[nr] is not None:
+                t = outs[nr]()
+                if t is not None:
+                    return t._data
+        arr = self.saved_values.get((node, nr))
+        if arr is not None:
+            return arr
+        from ..autograd.function import _Out
+
+        for entry in node._saved or ():
+            e = entry[0] if type(entry) is tuple else entry
+            if type(e) is _Out and e.i == nr:
+                return e.data
+        return None
+
+    def _index_saved(self, nodes):
+        from ..autograd.function import _Out
+
+        T = _tensor_cls()
+        for n in nodes:
+            for entry in n._saved or ():
+                e = entry[0] if type(entry) is tuple else entry
+                if isinstance(e, T) and e.grad_fn is not None:
+                    self.saved_values.setdefault((e.grad_fn, e._output_nr), e._data)
+                elif type(e) is _Out:
+                    self.saved_values.setdefault((n, e.i), e.data)
+
+    # --- nodes --------------------------------------------------------------------------------
+    def build(self, extra_roots=()):
+        starts = [s for s in (_start(r) for r in self.roots) if s is not None]
+        if not starts:
+            raise RuntimeError(
+                "snapshot(): none of the given tensors has a graph (grad_fn is None and requires_grad is "
+                "False). Make a leaf with requires_grad=True and compute from it, e.g. "
+                "w = wb.randn(3, requires_grad=True); loss = (w * x).sum()")
+        nodes = walk(starts)
+        self.main = set(nodes)
+        # subgraphs the main graph was cut from (detach sources) are shown too, greyed by the viewer
+        consts = {}
+        for n in nodes:
+            info = recorder.lookup(n)
+            if info is not None and info[1]:
+                consts[n] = info[1]
+        extra = []
+        for cmap in consts.values():
+            for c in cmap.values():
+                src = c.cut[2] if c.cut else None
+                node = src[0]() if src else None
+                if node is not None:
+                    extra.append(node)
+        if extra:
+            known = set(nodes)
+            nodes += [n for n in walk(extra) if n not in known]
+        self._index_saved(nodes)
+        ops = sorted((n for n in nodes if type(n) is not AccumulateGrad), key=lambda n: n._seq)
+        root_nodes = {id(s) for s in starts}
+        exports = recorder.exports() if consts else []
+        for n in ops:
+            for k, (nxt, nr) in enumerate(n.next_functions):
+                if nxt is not None and nxt not in self.ids:
+                    self._add_leaf(nxt)
+            for pos, c in sorted((consts.get(n) or {}).items()):
+                if c not in self.ids:
+                    self._add_const(c, exports)
+            self._add_op(n, id(n) in root_nodes)
+        for s in starts:  # a leaf given as a root
+            if s not in self.ids:
+                self._add_leaf(s)
+        for n in ops:
+            tpos = n._tensor_pos
+            for k, (nxt, nr) in enumerate(n.next_functions):
+                if nxt is not None:
+                    self._edge(nxt, n, tpos[k] if k < len(tpos) else k, self._meta(nxt, nr))
+            for pos, c in (consts.get(n) or {}).items():
+                self._edge(c, n, pos, (c.shape, c.dtype))
+                src = c.cut[2] if c.cut else None
+                snode = src[0]() if src else None
+                if snode is not None and snode in self.ids and (c, 0) not in self._cut_edges:
+                    self._cut_edges.add((c, 0))
+                    self._edge(snode, c, 0, (c.shape, c.dtype))
+        return self
+
+    def _meta(self, node, nr):
+        if type(node) is AccumulateGrad:
+            t = node.variable
+            return (t._data.shape, t._data.dtype) if t is not None else ((), None)
+        m = node._out_meta
+        if m and nr < len(m) and m[nr] is not None:
+            return m[nr]
+        return ((), None)
+
+    def _edge(self, src, dst, index, meta):
+        shape, dt = meta
+        self.edges.append({"source": self.ids[src], "target": self.ids[dst], "index": int(index),
+                           "shape": [int(s) for s in shape], "dtype": _dtype_name(dt) if dt is not None else ""})
+
+    def _new_id(self, obj):
+        i = f"n{len(self.nodes)}"
+        self.ids[obj] = i
+        return i
+
+    def _base(self, i, kind, op, name, scope="", group=None, site=None, shape=(), dtype="", device="cpu"):
+        return {"id": i, "kind": kind, "op": op, "name": name, "scope": scope, "group": group, "site": site,
+                "shape": [int(s) for s in shape], "dtype": dtype, "device": device, "param": None, "saved": [],
+                "value": None, "grad": None, "cut": None}
+
+    def _add_leaf(self, acc):
+        i = self._new_id(acc)
+        t = acc.variable
+        if type(acc) is not AccumulateGrad or t is None:
+            self.nodes.append(self._base(i, "leaf", "AccumulateGrad", "(freed leaf)"))
+            self.scopes[i] = ""
+            return
+        path = self.params.get(id(t))
+        name = self.names.get(id(t))
+        d = self._base(i, "param" if path else "leaf", "AccumulateGrad", path.rsplit(".", 1)[-1] if path else
+                       (name or f"leaf{len(self.nodes)}"), shape=t._data.shape, dtype=_dtype_name(t._data.dtype),
+                       device=str(t.device))
+        if path:
+            d["param"] = path
+            d["scope"] = path.rsplit(".", 1)[0] if "." in path else ""
+        if self.values:
+            d["value"] = summarize(t)
+        if self.grads and t._grad is not None:
+            d["grad"] = summarize(t._grad)
+        self.scopes[i] = d["scope"]
+        self.nodes.append(d)
+
+    def _add_const(self, c, exports):
+        i = self._new_id(c)
+        t = c.ref()
+        name = self.names.get(id(t)) if t is not None else None
+        kind, op, cut = "input", "", None
+        if c.cut:
+            reason, site, src = c.cut
+            where = f" at {graph.format_site(site)}" if site else ""
+            kind, op = "cut", reason
+            snode = src[0]() if src else None
+            if snode is not None and type(snode) is AccumulateGrad:
+                snode = snode.variable
+            src_name = self.names.get(id(snode)) if snode is not None else None
+            if reason == "detach":
+                cut = {"reason": "detach", "detail": f"{src_name or 'tensor'}.detach(){where}: no gradient flows "
+                                                     "back through this value"}
+            else:
+                cut = {"reason": "no_grad", "detail": f"computed under no_grad(){where}: no gradient flows back "
+                                                      "through this value"}
+        else:
+            ex = _match_export(t, exports) if t is not None else None
+            if ex is not None:
+                c.cut = ("numpy", ex.site, ex.source)
+                kind, op = "cut", "numpy"
+                where = f" at {graph.format_site(ex.site)}" if ex.site else ""
+                cut = {"reason": "numpy", "detail": f"values left workbench through .numpy()/.item()/.tolist(){where} "
+                                                    "and came back as a new tensor: the graph is cut here"}
+        d = self._base(i, kind, op, name or (op or "input"), shape=c.shape, dtype=_dtype_name(c.dtype),
+                       device=str(t.device) if t is not None else "cpu")
+        d["cut"] = cut
+        if t is not None and self.values:
+            d["value"] = summarize(t)
+        self.scopes[i] = ""
+        self.nodes.append(d)
+
+    def _add_op(self, n, is_root):
+        i = self._new_id(n)
+        meta = n._out_meta[0] if n._out_meta else None
+        shape, dt = meta if meta is not None else ((), None)
+        arr = self._value_array(n) if self.values else None
+        device = str(_backend.device_of(arr)) if arr is not None else ("cpu" if n.xp is _backend.numpy else "cuda")
+        group = n.group
+        d = self._base(i, "output" if is_root else "op", n._op or n.name(), n.name(), n.scope or "",
+                       None if group is None else str(group), _site(n.site), shape,
+                       _dtype_name(dt) if dt is not None else "", device)
+        label = self.names.get(id(n))
+        if label:
+            self.labels[i] = label
+        d["saved"] = _saved_list(n)
+        if arr is not None:
+            d["value"] = summarize_array(arr)
+        if self.grads and n._retain:
+            for nr, ref in n._retain.items():
+                t = ref()
+                if nr == 0 and t is not None and t._grad is not None:
+                    d["grad"] = summarize(t._grad)
+        self.scopes[i] = d["scope"]
+        self.nodes.append(d)
+
+    def modules(self):
+        if self.model is None or not hasattr(self.model, "named_modules"):
+            return []
+        out = []
+        paths = set()
+        for path, m in self.model.named_modules():
+            if not path:
+                continue
+            parent = path.rsplit(".", 1)[0] if "." in path else None
+            while parent is not None and parent not in paths:
+                parent = parent.rsplit(".", 1)[0] if "." in parent else None
+            out.append({"path": path, "type": type(m).__name__, "parent": parent})
+            paths.add(path)
+        return out
+
+
+def _caller_names_safe():
+    try:
+        return _caller_names()
+    except Exception:  # frames of exotic hosts; names are a nicety
+        return {}
+
+
+def _match_export(t, exports):
+    # the best evidence of a NumPy round trip: these exact values left through .numpy()/.item() earlier
+    if not exports or t.device.type != "cpu":
+        return None
+    data = t._data
+    for ex in reversed(exports):
+        if ex.host is None:
+            continue
+        if ex.host.size == data.size and ex.host.size and (ex.host.reshape(-1) == data.reshape(-1)).all():
+            return ex
+    return None
+
+
+def build(roots, model=None, names=None, title=None, values=True, grads=True):
+    """The tape.v1 dict of the graph behind ``roots`` and the builder's id map (used by the debugger)."""
+    roots = _as_roots(roots)
+    b = _Builder(roots, model, names, values, grads)
+    b.build()
+    root_ids = [b.ids[s] for s in (_start(r) for r in roots) if s is not None and s in b.ids]
+    if title is None:
+        title = _default_title(b, roots)
+    snap = {"format": "workbench.tape", "version": 1, "title": title, "nodes": b.nodes, "edges": b.edges,
+            "modules": b.modules(), "roots": root_ids, "trace": None}
+    return snap, b
+
+
+def _default_title(b, roots):
+    r = roots[0]
+    name = b.names.get(id(r))
+    op = r.grad_fn.name() if r.grad_fn is not None else "leaf"
+    n = len(b.nodes)
+    return f"{name or 'tensor'} ({op}, {n} nodes)"
+
+
+def snapshot(roots, model=None, *, names=None, title=None, trace=False, retain_graph=False, values=True,
+             grads=True, gradient=None):
+    """A ``Snapshot`` of the tape behind ``roots`` (a loss tensor, or several tensors).
+
+    ``model`` names parameters by their path (``encoder.0.weight``) and supplies the module tree;
+    ``names={"x": x}`` names other tensors (variables of the calling frame are found by themselves).
+    ``trace=True`` runs the backward pass now (it replaces ``loss.backward()``; pass
+    ``retain_graph=True`` to keep the graph) and stores a summary of every engine step so the viewer
+    can replay it without a kernel.
+
+    >>> import workbench as wb
+    >>> w = wb.tensor([2.0, -1.0], requires_grad=True)
+    >>> loss = (w * w).sum()
+    >>> snap = wb.viz.snapshot(loss, trace=True)
+    >>> [s["node"] for s in snap.to_dict()["trace"]["steps"]]
+    ['n2', 'n1', 'n0']
+    >>> w.grad
+    tensor([ 4., -2.])
+    """
+    snap, b = build(roots, model, names, title, values, grads)
+    if trace:
+        from .debugger import run_trace
+
+        snap["trace"] = {"steps": run_trace(_as_roots(roots), b, gradient, retain_graph)}
+        _fill_grads_from_trace(snap)
+    return Snapshot(snap)
+
+
+def _fill_grads_from_trace(snap):
+    by_id = {n["id"]: n for n in snap["nodes"]}
+    for st in snap["trace"]["steps"]:
+        n = by_id[st["node"]]
+        if n["kind"] in ("op", "output") and st["grad_outputs"]:
+            n["grad"] = st["grad_outputs"][0]
+        for leaf in st["leaves"]:
+            by_id[leaf["node"]]["grad"] = leaf["after"]
+
+
+def to_json(snap, indent=None):
+    """Strict JSON text of a tape.v1 dict (no NaN/Infinity literals)."""
+    return json.dumps(snap, allow_nan=False, indent=indent)
+
+
+class Snapshot:
+    """A tape.v1 snapshot: shown as the interactive viewer in JupyterLab, as an SVG elsewhere.
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> snap = wb.viz.snapshot((x * 3).sum())
+    >>> sorted(snap._repr_mimebundle_())
+    ['application/vnd.workbench.tape.v1+json', 'text/html', 'text/plain']
+    """
+
+    def __init__(self, data):
+        self.data = data
+
+    def to_dict(self):
+        """The tape.v1 object (a dict ready for ``json.dumps(allow_nan=False)``)."""
+        return self.data
+
+    def to_json(self, indent=None):
+        """The snapshot as strict JSON text.  >>> snap.to_json()[:30]"""
+        return to_json(self.data, indent)
+
+    def svg(self, **kw):
+        """The static SVG drawing (pure Python layout).  >>> snap.svg()[:4]  ->  '<svg'"""
+        from .static_svg import render_svg
+
+        return render_svg(self.data, **kw)
+
+    def __repr__(self):
+        d = self.data
+        kinds = {}
+        for n in d["nodes"]:
+            kinds[n["kind"]] = kinds.get(n["kind"], 0) + 1
+        parts = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
+        tr = f", trace of {len(d['trace']['steps'])} steps" if d["trace"] else ""
+        return f"<workbench tape {d['title']!r}: {len(d['nodes'])} nodes ({parts}), {len(d['edges'])} edges{tr}>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {MIME: self.data, "text/html": self.svg(), "text/plain": repr(self)}
+
+    def save(self, path):
+        """Write ``.json`` (the snapshot), ``.html`` (standalone offline viewer) or ``.svg``.
+
+        >>> snap.save("tape.html")   # doctest: +SKIP
+        """
+        path = os.fspath(path)
+        ext = os.path.splitext(path)[1].lower()
+        if ext == ".json":
+            text = self.to_json(indent=1)
+        elif ext in (".html", ".htm"):
+            text = standalone_html(self.data)
+        elif ext == ".svg":
+            text = '<?xml version="1.0" encoding="UTF-8"?>\n' + self.svg(standalone=True)
+        else:
+            raise ValueError(f"Snapshot.save: unknown file type {ext!r} for {path!r}; use .json, .html or .svg")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def show(self):
+        """Display in the notebook (the MIME bundle, raw).  >>> snap.show()  # doctest: +SKIP"""
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+
+
+def standalone_html(snap, height=640):
+    """One offline HTML page that renders ``snap`` with the standalone bundle (no server, no network)."""
+    from . import _assets
+
+    js = _assets.standalone_js().replace("</script", "<\\/script")
+    payload = to_json(snap).replace("</", "<\\/")
+    title = html.escape(snap.get("title") or "workbench tape")
+    return (f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{title}</title>\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1"></head>\n'
+            f'<body style="margin:0">\n<div id="wb-tape-1" style="height:{int(height)}px"></div>\n'
+            f'<script type="application/json" data-workbench-tape="wb-tape-1" data-height="{int(height)}">'
+            f'{payload}</script>\n<script>{js}</script>\n</body></html>\n')
+
+
+def show(roots, model=None, **kw):
+    """Display the tape behind ``roots`` in the notebook: interactive viewer, SVG elsewhere.
+
+    >>> import workbench as wb
+    >>> w = wb.ones(2, requires_grad=True)
+    >>> wb.viz.show((w * 2).sum())   # doctest: +SKIP
+    """
+    snap = snapshot(roots, model, **kw)
+    snap.show()
+    return snap

@@ -1,0 +1,279 @@
+"""The static drawing of a tape: a pure-Python layered layout emitted as inline SVG.
+
+It is the ``text/html`` of every snapshot bundle, what VS Code, Colab, nbviewer and GitHub show, and
+``snapshot.save("tape.svg")``. Layout: nodes (or collapsed module boxes) are ranked by longest path
+in forward order, ordered within a rank by a few barycenter sweeps, and drawn top (inputs) to bottom
+(the loss). Beyond ``budget`` drawn boxes, module scopes collapse level by level into one box each;
+what still does not fit is cut off with an "N more nodes" note, so the drawing stays bounded. Colours
+are ``currentColor`` plus a neutral palette that reads on light and dark themes; every user string is
+XML-escaped.
+"""
+from html import escape
+
+NODE_H = 38
+RANK_GAP = 46
+NODE_GAP = 18
+CHAR_W = 6.6
+PAD = 16
+NAN_COLOR = "#d32f2f"
+INF_COLOR = "#ef6c00"
+FILL = {"param": "rgba(66,133,244,0.14)", "leaf": "rgba(66,133,244,0.14)", "input": "rgba(128,128,128,0.10)",
+        "output": "rgba(52,168,83,0.16)", "op": "rgba(128,128,128,0.06)", "cut": "none",
+        "module": "rgba(171,71,188,0.10)", "group": "rgba(255,193,7,0.12)"}
+
+
+def _x(s):
+    return escape(str(s), quote=True)
+
+
+def _fmt(v):
+    if isinstance(v, str):
+        return v
+    if v is None:
+        return "–"
+    a = abs(v)
+    if a != 0 and (a >= 1e4 or a < 1e-3):
+        return f"{v:.2e}"
+    return f"{v:.4g}"
+
+
+def _shape(s):
+    return "[" + ", ".join(str(d) for d in s) + "]"
+
+
+def _bad(summary):
+    if not summary:
+        return 0, 0
+    return summary["nan"], summary["inf"]
+
+
+class _Unit:
+    __slots__ = ("key", "label", "sub", "kind", "members", "index", "rank", "order", "x", "y", "w", "nan", "inf",
+                 "cut", "tip")
+
+    def __init__(self, key, index):
+        self.key = key
+        self.members = []
+        self.index = index
+        self.rank = 0
+        self.nan = self.inf = 0
+        self.cut = None
+        self.tip = ""
+
+
+def _unit_key(node, depth, collapse):
+    if not collapse:
+        return node["id"]
+    scope = node["scope"]
+    if scope:
+        parts = scope.split(".")
+        return "m:" + ".".join(parts[:depth])
+    if node["group"]:
+        return "g:" + node["group"]
+    return node["id"]
+
+
+def _choose_units(nodes, budget):
+    if len(nodes) <= budget:
+        return lambda n: _unit_key(n, 0, False), False
+    max_depth = max((n["scope"].count(".") + 1 for n in nodes if n["scope"]), default=0)
+    best = 1
+    for depth in range(max_depth, 0, -1):
+        if len({_unit_key(n, depth, True) for n in nodes}) <= budget:
+            best = depth
+            break
+    return lambda n: _unit_key(n, best, True), True
+
+
+def layout(snap, budget=60, sweeps=4):
+    """Units (nodes or collapsed boxes) with rank/x/y, the unit edges, and how many nodes were left out.
+
+    >>> snap = {"nodes": [{"id": "a", "kind": "leaf", "scope": "", "group": None, "op": "", "name": "a",
+    ...   "shape": [], "value": None, "grad": None, "cut": None}], "edges": [], "modules": []}
+    >>> units, edges, hidden = layout(snap)
+    >>> (len(units), hidden)
+    (1, 0)
+    """
+    nodes = snap["nodes"]
+    key_of, collapsed = _choose_units(nodes, budget)
+    types = {m["path"]: m["type"] for m in snap.get("modules", ())}
+    units = {}
+    owner = {}
+    for i, n in enumerate(nodes):
+        k = key_of(n)
+        u = units.get(k)
+        if u is None:
+            u = units[k] = _Unit(k, i)
+        u.members.append(n)
+        owner[n["id"]] = u
+    ordered = sorted(units.values(), key=lambda u: u.index)
+    hidden = 0
+    if len(ordered) > budget:
+        keep = ordered[:budget]
+        hidden = sum(len(u.members) for u in ordered[budget:])
+        ordered = keep
+    drawn = {id(u) for u in ordered}
+    for u in ordered:
+        _describe(u, types)
+    # unit edges, first shape label wins; edges to hidden units are dropped
+    edges = {}
+    preds = {id(u): [] for u in ordered}
+    for e in snap["edges"]:
+        a, b = owner.get(e["source"]), owner.get(e["target"])
+        if a is None or b is None or a is b or id(a) not in drawn or id(b) not in drawn:
+            continue
+        k = (id(a), id(b))
+        if k not in edges:
+            edges[k] = (a, b, _shape(e["shape"]))
+            preds[id(b)].append(a)
+    # longest-path ranks in forward order (back edges of collapsed cycles are ignored)
+    for u in ordered:
+        r = 0
+        for p in preds[id(u)]:
+            if p.index < u.index and p.rank + 1 > r:
+                r = p.rank + 1
+        u.rank = r
+    ranks = {}
+    for u in ordered:
+        ranks.setdefault(u.rank, []).append(u)
+    levels = [ranks[r] for r in sorted(ranks)]
+    for lvl in levels:
+        for i, u in enumerate(lvl):
+            u.order = i
+    succs = {id(u): [] for u in ordered}
+    for a, b, _ in edges.values():
+        succs[id(a)].append(b)
+    for s in range(sweeps):
+        seq = levels[1:] if s % 2 == 0 else levels[-2::-1]
+        nbrs = preds if s % 2 == 0 else succs
+        for lvl in seq:
+            def bary(u):
+                ns = nbrs[id(u)]
+                return sum(n.order for n in ns) / len(ns) if ns else u.order
+
+            lvl.sort(key=bary)
+            for i, u in enumerate(lvl):
+                u.order = i
+    widths = []
+    for lvl in levels:
+        x = 0.0
+        for u in lvl:
+            u.x = x
+            x += u.w + NODE_GAP
+        widths.append(x - NODE_GAP)
+    total_w = max(widths, default=0)
+    for r, lvl in enumerate(levels):
+        off = (total_w - widths[r]) / 2 + PAD
+        for u in lvl:
+            u.x += off
+            u.y = PAD + 22 + r * (NODE_H + RANK_GAP)
+    return ordered, list(edges.values()), hidden
+
+
+def _describe(u, types):
+    m = u.members
+    if len(m) == 1 and not u.key.startswith(("m:", "g:")):
+        n = m[0]
+        u.kind = n["kind"]
+        if n["kind"] in ("param", "leaf", "input", "cut"):
+            u.label = n.get("param") or n["name"] or n["op"]
+        else:
+            u.label = n["op"] or n["name"]
+        sub = _shape(n["shape"])
+        v, g = n["value"], n["grad"]
+        if v and v["values"] is not None and v["numel"] == 1:  # micrograd-style numbers for scalars
+            sub = f"data {_fmt(v['values'][0])}"
+            if g and g["values"] is not None:
+                sub += f" | grad {_fmt(g['values'][0])}"
+        u.sub = sub
+        u.cut = n["cut"]
+        u.nan, u.inf = map(sum, zip(_bad(v), _bad(g)))
+        tip = [n["name"], f"op: {n['op']}" if n["op"] else "", f"scope: {n['scope']}" if n["scope"] else ""]
+        if n["site"]:
+            tip.append(f"{n['site']['file']}:{n['site']['line']} in {n['site']['function']}")
+        if n["cut"]:
+            tip.append("cut: " + n["cut"]["detail"])
+        u.tip = "\n".join(t for t in tip if t)
+    else:
+        path = u.key[2:]
+        if u.key.startswith("m:"):
+            u.kind = "module"
+            u.label = f"{path} ({types[path]})" if path in types else path
+        else:
+            u.kind = "group"
+            u.label = path.split("#", 1)[0]
+        u.sub = f"{len(m)} nodes"
+        for n in m:
+            a, b = map(sum, zip(_bad(n["value"]), _bad(n["grad"])))
+            u.nan += a
+            u.inf += b
+            if n["cut"] and u.cut is None:
+                u.cut = n["cut"]
+        u.tip = f"{u.label}: {len(m)} nodes collapsed"
+    u.w = max(70.0, CHAR_W * max(len(u.label), len(u.sub)) + 20)
+
+
+def render_svg(snap, budget=60, standalone=False):
+    """The SVG text of a tape.v1 snapshot (for ``text/html`` or a ``.svg`` file).
+
+    >>> snap = {"title": "t", "nodes": [], "edges": [], "modules": []}
+    >>> render_svg(snap).startswith("<svg")
+    True
+    """
+    units, edges, hidden = layout(snap, budget)
+    width = max([u.x + u.w for u in units], default=200) + PAD
+    height = max([u.y + NODE_H for u in units], default=40) + PAD + (18 if hidden else 0)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+           f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{_x(snap.get("title", "tape"))}" '
+           'font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace" font-size="11" '
+           'style="color: inherit; max-width: 100%; height: auto">',
+           '<defs><marker id="wb-arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" '
+           'orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="currentColor" fill-opacity="0.55"/>'
+           '</marker></defs>',
+           f'<text x="{PAD}" y="{PAD + 4}" font-size="12" font-weight="bold" fill="currentColor">'
+           f'{_x(snap.get("title", ""))}</text>']
+    for a, b, label in edges:
+        x1, y1 = a.x + a.w / 2, a.y + NODE_H
+        x2, y2 = b.x + b.w / 2, b.y
+        my = (y1 + y2) / 2
+        out.append(f'<path d="M{x1:.1f},{y1:.1f} C{x1:.1f},{my:.1f} {x2:.1f},{my:.1f} {x2:.1f},{y2 - 1:.1f}" '
+                   'fill="none" stroke="currentColor" stroke-opacity="0.45" marker-end="url(#wb-arrow)"/>')
+        out.append(f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{my + 3:.1f}" font-size="9" fill="currentColor" '
+                   f'fill-opacity="0.6">{_x(label)}</text>')
+    for u in units:
+        bad = u.nan or u.inf
+        stroke = NAN_COLOR if u.nan else INF_COLOR if u.inf else "currentColor"
+        dash = ' stroke-dasharray="5 3"' if u.cut or u.kind in ("module", "group") else ""
+        out.append(f'<g class="wb-{_x(u.kind)}"><title>{_x(u.tip)}</title>'
+                   f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
+                   f'fill="{FILL.get(u.kind, "none")}" stroke="{stroke}" stroke-opacity="{1 if bad else 0.6}"'
+                   f' stroke-width="{2 if bad else 1}"{dash}/>')
+        cx = u.x + u.w / 2
+        out.append(f'<text x="{cx:.1f}" y="{u.y + 15:.1f}" text-anchor="middle" fill="currentColor" '
+                   f'font-weight="{"bold" if u.kind in ("module", "output") else "normal"}">{_x(u.label)}</text>')
+        out.append(f'<text x="{cx:.1f}" y="{u.y + 29:.1f}" text-anchor="middle" font-size="9.5" '
+                   f'fill="currentColor" fill-opacity="0.7">{_x(u.sub)}</text>')
+        badges = []
+        if u.nan:
+            badges.append(("NaN", NAN_COLOR))
+        if u.inf:
+            badges.append(("Inf", INF_COLOR))
+        if u.cut:
+            badges.append(("✂ " + u.cut["reason"], "currentColor"))
+        bx = u.x + u.w - 2
+        for text, color in badges:
+            bw = CHAR_W * len(text) + 6
+            bx -= bw
+            out.append(f'<rect x="{bx:.1f}" y="{u.y - 7:.1f}" width="{bw:.1f}" height="13" rx="3" fill="{color}" '
+                       f'fill-opacity="0.18" stroke="{color}"/><text x="{bx + 3:.1f}" y="{u.y + 3:.1f}" '
+                       f'font-size="9" fill="{color}">{_x(text)}</text>')
+            bx -= 3
+        out.append("</g>")
+    if hidden:
+        out.append(f'<text x="{PAD}" y="{height - PAD / 2:.0f}" fill="currentColor" fill-opacity="0.7">'
+                   f'… {hidden} more nodes (open the interactive viewer, or save as HTML, to see them)</text>')
+    out.append("</svg>")
+    svg = "".join(out)
+    if standalone:
+        return svg
+    return f'<div class="wb-static-tape" style="overflow:auto; max-height: 640px">{svg}</div>'
