@@ -323,3 +323,21 @@ def test_deep_chain_100k_is_iterative():
         y = y * 1.0
     y.sum().backward()
     assert float(x.grad) == 1.0
+
+
+def test_grad_wrt_intermediate_leaves_its_node_unfreed():
+    x = W(A, True)
+    h = x.exp()
+    y = (h * h).sum()
+    (gh,) = wb.autograd.grad(y, h)
+    h.sum().backward()  # h.grad_fn was not run (nor freed) by grad(y, h)
+    tx = T(A, True)
+    close(x.grad, tx.exp())
+    close(gh, 2 * tx.exp())
+    # an input beyond another input still gets its gradient through it
+    x2, tx2 = W(A, True), T(A, True)
+    h2, th2 = x2 * 3, tx2 * 3
+    g1, g2 = wb.autograd.grad((h2 * h2).sum(), [h2, x2])
+    t1, t2 = torch.autograd.grad((th2 * th2).sum(), [th2, tx2])
+    close(g1, t1)
+    close(g2, t2)

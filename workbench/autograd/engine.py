@@ -122,12 +122,15 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     if inputs is not None:
         capture = {}
         for k, t in enumerate(inputs):
-            node, nr = _start_node(t)
+            node, nr = t if t.__class__ is tuple else _start_node(t)  # a tensor, or an edge (node, nr)
             if node is None:
                 raise RuntimeError(f"One of the differentiated Tensors (input {k}, shape {list(t.shape)}) does not "
                                    "require grad. Set requires_grad=True on it before computing the output.")
             capture.setdefault((node, nr), []).append(k)
-        needed = _needed_nodes(visited, {n for n, _ in capture})
+        targets = {n for n, _ in capture}
+        needed = _needed_nodes(visited, targets)
+        if accumulate:  # backward(inputs=...): the leaves among the inputs accumulate as usual
+            needed.update(n for n in targets if n.__class__ is AccumulateGrad)
 
     freed_by = None if retain_graph else (graph.user_site(2) or True)
     ready = []
@@ -230,13 +233,15 @@ def _skip_subgraph(node, deps, buffers, ready):
 
 
 def _needed_nodes(visited, targets):
-    # nodes from which some target is reachable; computed on the reversed edges
+    # nodes from which some target is reachable through at least one edge (computed on the reversed
+    # edges): a target itself runs only if another target lies beyond it, as in PyTorch, so
+    # grad(y, h) leaves h.grad_fn and its saved tensors alone
     parents = {}
     for n in visited:
         for nxt, _ in n.next_functions:
             if nxt is not None:
                 parents.setdefault(nxt, []).append(n)
-    needed = set(targets)
+    needed = set()
     stack = list(targets)
     while stack:
         for p in parents.get(stack.pop(), ()):
