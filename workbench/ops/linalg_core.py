@@ -64,9 +64,163 @@ def matmul(input, other, *, out=None):
     return _out(Matmul.apply(input, other), out)
 
 
+def mm(input, mat2, *, out=None):
+    """Matrix product of two 2-D tensors (no broadcasting).
+
+    >>> import workbench as wb
+    >>> wb.mm(wb.ones(2, 3), wb.ones(3, 4)).shape
+    workbench.Size([2, 4])
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"self must be a matrix (mm got a {input.ndim}-D tensor of shape {list(input.shape)})")
+    if mat2.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix (mm got a {mat2.ndim}-D tensor of shape {list(mat2.shape)})")
+    return matmul(input, mat2, out=out)
+
+
+def bmm(input, mat2, *, out=None):
+    """Batched matrix product of (b, n, m) and (b, m, p) tensors.
+
+    >>> import workbench as wb
+    >>> wb.bmm(wb.ones(2, 3, 4), wb.ones(2, 4, 5)).shape
+    workbench.Size([2, 3, 5])
+    """
+    if input.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor (got shape {list(input.shape)})")
+    if mat2.ndim != 3:
+        raise RuntimeError(f"batch2 must be a 3D tensor (got shape {list(mat2.shape)})")
+    b, n, m = input.shape
+    if tuple(mat2.shape[:2]) != (b, m):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {m}] but got: "
+                           f"[{mat2.shape[0]}, {mat2.shape[1]}].")
+    return matmul(input, mat2, out=out)
+
+
+def mv(input, vec, *, out=None):
+    """Matrix-vector product.  >>> wb.mv(wb.ones(2, 3), wb.ones(3))  ->  tensor([3., 3.])"""
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {vec.ndim}, {input.ndim}, {vec.ndim} "
+                           f"(mv of shapes {list(input.shape)} and {list(vec.shape)})")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({input.shape[0]}x{input.shape[1]}), "
+                           f"vec ({vec.shape[0]})")
+    return matmul(input, vec, out=out)
+
+
+def dot(input, tensor, *, out=None):
+    """Inner product of two 1-D tensors.  >>> wb.dot(wb.tensor([1., 2.]), wb.tensor([3., 4.]))  ->  tensor(11.)"""
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
+    if input.dtype != tensor.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {input.dtype} and "
+                           f"{tensor.dtype}")
+    if input.shape[0] != tensor.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{tensor.shape[0]}] to have the same number of elements, but got {input.shape[0]} and "
+                           f"{tensor.shape[0]} elements respectively")
+    return matmul(input, tensor, out=out)
+
+
+def vdot(input, other, *, out=None):
+    """dot with the first argument conjugated.  >>> wb.vdot(wb.tensor([1., 2.]), wb.tensor([3., 4.]))"""
+    if input.is_complex():
+        input = input.conj()
+    return dot(input, other, out=out)
+
+
+def inner(input, other, *, out=None):
+    """Sum-product over the last dims (a scalar operand multiplies).
+
+    >>> import workbench as wb
+    >>> wb.inner(wb.ones(2, 3), wb.ones(4, 3)).shape
+    workbench.Size([2, 4])
+    """
+    from .elementwise import _out
+
+    if input.ndim == 0 or other.ndim == 0:
+        return _out(input * other, out)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input.shape)} and {list(other.shape)}")
+    k = input.shape[-1]
+    r = matmul(input.reshape(-1, k), other.reshape(-1, k).transpose(0, 1))
+    return _out(r.reshape(tuple(input.shape[:-1]) + tuple(other.shape[:-1])), out)
+
+
+def outer(input, vec2, *, out=None):
+    """Outer product of two 1-D tensors.  >>> wb.outer(wb.tensor([1, 2]), wb.tensor([1, 10]))"""
+    from .elementwise import _out
+
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: expected 1-D tensors, got {input.ndim}-D and {vec2.ndim}-D")
+    return _out(input.unsqueeze(1) * vec2, out)
+
+
+ger = outer
+
+
+def _add_scaled(input, prod, beta, alpha, op):
+    # beta * input + alpha * prod; beta == 0 ignores input's values (NaN included), as PyTorch does
+    from .shape import broadcast_shapes
+
+    try:
+        broadcast_shapes(input.shape, prod.shape)
+    except RuntimeError:
+        raise RuntimeError(f"{op}: the input of shape {list(input.shape)} cannot be broadcast to the product's "
+                           f"shape {list(prod.shape)}") from None
+    r = prod if alpha == 1 else prod * alpha
+    if beta == 0:
+        return r
+    return (input if beta == 1 else input * beta) + r
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat1 @ mat2).  >>> wb.addmm(wb.zeros(2, 2), wb.eye(2), wb.eye(2))"""
+    from .elementwise import _out
+
+    return _out(_add_scaled(input, mm(mat1, mat2), beta, alpha, "addmm"), out)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat @ vec).  >>> wb.addmv(wb.zeros(2), wb.eye(2), wb.ones(2))"""
+    from .elementwise import _out
+
+    return _out(_add_scaled(input, mv(mat, vec), beta, alpha, "addmv"), out)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * outer(vec1, vec2).  >>> wb.addr(wb.zeros(2, 2), wb.ones(2), wb.ones(2))"""
+    from .elementwise import _out
+
+    return _out(_add_scaled(input, outer(vec1, vec2), beta, alpha, "addr"), out)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * bmm(batch1, batch2).  >>> wb.baddbmm(wb.zeros(1, 2, 2), wb.ones(1, 2, 3), wb.ones(1, 3, 2))"""
+    from .elementwise import _out
+
+    return _out(_add_scaled(input, bmm(batch1, batch2), beta, alpha, "baddbmm"), out)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * sum_b(batch1[b] @ batch2[b]).  >>> wb.addbmm(wb.zeros(2, 2), wb.ones(3, 2, 4), wb.ones(3, 4, 2))"""
+    from .elementwise import _out
+
+    return _out(_add_scaled(input, bmm(batch1, batch2).sum(0), beta, alpha, "addbmm"), out)
+
+
+def trace(input):
+    """Sum of the main diagonal of a matrix.  >>> wb.trace(wb.eye(3))  ->  tensor(3.)"""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return input.diagonal().sum()
+
+
 def _rmatmul(self, other):
     return matmul(other, self)
 
 
-__all__ = ["matmul"]
-METHODS = {"matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul}
+__all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "addmv", "addr", "baddbmm",
+           "addbmm", "trace"]
+METHODS = {**{n: globals()[n] for n in __all__}, "__matmul__": matmul, "__rmatmul__": _rmatmul}
+INPLACE = ("addmm", "addmv", "addr", "baddbmm", "addbmm")

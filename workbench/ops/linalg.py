@@ -1,0 +1,1110 @@
+"""einsum, tensordot, kron, cross, and the decompositions behind ``workbench.linalg``.
+
+Each decomposition is a primitive whose backward is PyTorch's formula written in Tensor ops (so it
+differentiates again); the rest (pinv's uses, lstsq, matrix_power, norms of matrices...) are
+compositions of those.
+"""
+import collections
+
+from .. import _backend
+from ..autograd.function import Function
+from ..tensor import Tensor
+from ._util import cast, norm_dims, result_dtype_n, wrap_dim
+from .linalg_core import matmul
+
+
+class LinAlgError(RuntimeError):
+    """Raised when a decomposition or solve fails (singular or non-positive-definite input)."""
+
+
+def _named(name, fields):
+    cls = collections.namedtuple(name, fields)
+    cls.__module__ = "workbench.return_types"
+    return cls
+
+
+SlogdetResult = _named("slogdet", ["sign", "logabsdet"])
+QRResult = _named("qr", ["Q", "R"])
+SVDResult = _named("svd", ["U", "S", "Vh"])
+EighResult = _named("eigh", ["eigenvalues", "eigenvectors"])
+EigResult = _named("eig", ["eigenvalues", "eigenvectors"])
+LstsqResult = _named("lstsq", ["solution", "residuals", "rank", "singular_values"])
+TorchSVDResult = _named("svd", ["U", "S", "V"])
+
+
+# --- einsum ------------------------------------------------------------------------------------------
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublist_to_str(sub):
+    out = []
+    for s in sub:
+        if s is Ellipsis:
+            out.append("...")
+        else:
+            if not 0 <= int(s) < 52:
+                raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52): {s}")
+            out.append(_LETTERS[int(s)])
+    return "".join(out)
+
+
+def _parse_einsum(equation, shapes):
+    """(input subscripts, output subscripts) with ellipses replaced by explicit letters."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(shapes):
+        more = "more" if len(shapes) > len(subs) else "fewer"
+        raise ValueError(f"einsum(): {more} operands were provided than specified in the equation "
+                         f"({len(subs)} subscripts, {len(shapes)} operands)")
+    for ch in eq:
+        if ch not in _LETTERS and ch not in ",->.":
+            raise ValueError(f"einsum(): invalid subscript given at index {eq.index(ch)} in the equation string, "
+                             "subscripts must be in [a-zA-Z]")
+    used = set(ch for ch in eq if ch in _LETTERS)
+    pool = [ch for ch in _LETTERS if ch not in used]
+    n_ell = 0
+    for s, shp in zip(subs, shapes):
+        if "..." in s:
+            n_ell = max(n_ell, len(shp) - (len(s) - 3))
+    ell = "".join(pool[:n_ell])
+    out_subs = []
+    for k, (s, shp) in enumerate(zip(subs, shapes)):
+        if "..." in s:
+            e = len(shp) - (len(s) - 3)
+            if e < 0:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s) - 3}) is more than "
+                                   f"the number of dimensions ({len(shp)}) for operand {k}")
+            s = s.replace("...", ell[n_ell - e:] if e else "")
+        elif len(s) != len(shp):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the "
+                               f"number of dimensions ({len(shp)}) for operand {k} and no ellipsis was given")
+        out_subs.append(s)
+    if arrow:
+        out = rhs.replace("...", ell)
+        for ch in out:
+            if out.count(ch) > 1:
+                raise ValueError(f"einsum(): output subscript {ch} appears more than once in the output")
+            if not any(ch in s for s in out_subs):
+                raise ValueError(f"einsum(): output subscript {ch} does not appear in the equation for any input "
+                                 "operand")
+    else:
+        counts = collections.Counter("".join(out_subs))
+        out = ell + "".join(sorted(ch for ch, c in counts.items() if c == 1 and ch not in ell))
+    return out_subs, out
+
+
+class Einsum(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, eq, *ops):
+        xp = ctx.xp
+        subs, out = eq
+        sizes = {}
+        for k, (s, x) in enumerate(zip(subs, ops)):
+            for ch, n in zip(s, x.shape):
+                m = sizes.get(ch, 1)
+                if n != 1 and m != 1 and n != m:
+                    raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes: subscript {ch} has "
+                                       f"size {n} for operand {k} which does not broadcast with previously seen size "
+                                       f"{m}")
+                sizes[ch] = max(m, n)
+        rd = result_dtype_n(*ops) if len(ops) > 1 else ops[0].dtype
+        full = []
+        for s, x in zip(subs, ops):
+            want = tuple(sizes[ch] for ch in s)
+            x = cast(x, rd)
+            full.append(x if x.shape == want else xp.broadcast_to(x, want))
+        ctx.eq, ctx.sizes = eq, sizes
+        ctx.save_for_backward(*ops)
+        r = xp.einsum(",".join(subs) + "->" + out, *full, optimize=len(full) > 2)
+        return xp.asarray(r, dtype=rd)
+
+    @staticmethod
+    def backward(ctx, g):
+        subs, out = ctx.eq
+        ops = ctx.saved_tensors
+        grads = [None]
+        for k, s in enumerate(subs):
+            if not ctx.needs_input_grad[k + 1]:
+                grads.append(None)
+                continue
+            others = [(subs[j], ops[j]) for j in range(len(subs)) if j != k]
+            uniq = "".join(dict.fromkeys(s))
+            present = set(out).union(*[set(o) for o, _ in others])
+            kept = "".join(ch for ch in uniq if ch in present)
+            eq = ",".join([out] + [o for o, _ in others]) + "->" + kept
+            gk = Einsum.apply((tuple([out] + [o for o, _ in others]), kept), g, *[t for _, t in others])
+            if kept != uniq:  # letters only operand k had were summed: broadcast the gradient along them
+                shape = []
+                for ch in uniq:
+                    if ch not in present:
+                        gk = gk.unsqueeze(len(shape))
+                    shape.append(ctx.sizes[ch])
+                gk = gk.expand(*shape)
+            if uniq != s:  # repeated letters (a diagonal): put the gradient back on it
+                gk = _embed_repeated(gk, uniq, s, ops[k])
+            del eq
+            grads.append(gk)
+        return tuple(grads)
+
+
+def _embed_repeated(gk, uniq, s, like):
+    from .shape import IndexPut
+
+    xp = _backend.xp_of(gk._data)
+    key = []
+    for ch in s:
+        j = uniq.index(ch)
+        sh = [1] * len(uniq)
+        sh[j] = gk.shape[j]
+        key.append(xp.arange(gk.shape[j]).reshape(sh))
+    zero = Tensor._make(xp.zeros(tuple(like.shape), dtype=gk._data.dtype))
+    return IndexPut.apply(zero, tuple(key), gk)
+
+
+def einsum(*args):
+    """Sum of products over the indices of an Einstein-summation equation (ellipsis, repeated indices
+    and broadcasting included); the gradient of each operand is another einsum.
+
+    >>> import workbench as wb
+    >>> wb.einsum('ij,jk->ik', wb.ones(2, 3), wb.ones(3, 4)).shape
+    workbench.Size([2, 4])
+    >>> wb.einsum('ii', wb.eye(3))
+    tensor(3.)
+    """
+    if not args:
+        raise TypeError("einsum(): must specify the equation string and at least one operand")
+    if isinstance(args[0], str):
+        equation, ops = args[0], list(args[1:])
+        if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+            ops = list(ops[0])
+    else:  # sublist format: op0, sub0, op1, sub1, ..., [out]
+        ops, subs = list(args[0::2]), list(args[1::2])
+        out = None
+        if len(ops) > len(subs):
+            out = ops.pop()
+            if isinstance(out, Tensor):
+                raise ValueError("einsum(): sublist format expects each operand to be followed by its subscripts")
+        equation = ",".join(_sublist_to_str(s) for s in subs)
+        if out is not None:
+            equation += "->" + _sublist_to_str(out)
+    for k, o in enumerate(ops):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"einsum(): operand {k} must be a Tensor, not {type(o).__name__}")
+    if not ops:
+        raise ValueError("einsum(): must provide at least one operand")
+    subs, out = _parse_einsum(equation, [tuple(o.shape) for o in ops])
+    return Einsum.apply((tuple(subs), out), *ops)
+
+
+def tensordot(a, b, dims=2, out=None):
+    """Contract ``dims`` dims of a with those of b (the last ``dims`` of a with the first of b for an int).
+
+    >>> import workbench as wb
+    >>> wb.tensordot(wb.ones(2, 3, 4), wb.ones(3, 4, 5)).shape
+    workbench.Size([2, 5])
+    """
+    from .elementwise import _out
+
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+    if len(da) != len(db):
+        raise RuntimeError(f"both dimension lists should have same length (got {len(da)} and {len(db)})")
+    da = [wrap_dim(d, a.ndim) for d in da]
+    db = [wrap_dim(d, b.ndim) for d in db]
+    for x, y in zip(da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[x]} in dim {x} "
+                               f"and second has size {b.shape[y]} in dim {y}")
+    fa = [d for d in range(a.ndim) if d not in da]
+    fb = [d for d in range(b.ndim) if d not in db]
+    k = 1
+    for d in da:
+        k *= a.shape[d]
+    am = a.permute(*(fa + da)).reshape(-1, k)
+    bm = b.permute(*(db + fb)).reshape(k, -1)
+    r = matmul(am, bm).reshape(tuple(a.shape[d] for d in fa) + tuple(b.shape[d] for d in fb))
+    return _out(r, out)
+
+
+def kron(input, other, *, out=None):
+    """Kronecker product.  >>> wb.kron(wb.eye(2), wb.ones(2, 2)).shape  ->  workbench.Size([4, 4])"""
+    from .elementwise import _out
+
+    n = max(input.ndim, other.ndim)
+    a = input.reshape((1,) * (n - input.ndim) + tuple(input.shape))
+    b = other.reshape((1,) * (n - other.ndim) + tuple(other.shape))
+    sa, sb = [], []
+    for x, y in zip(a.shape, b.shape):
+        sa += [x, 1]
+        sb += [1, y]
+    r = a.reshape(tuple(sa)) * b.reshape(tuple(sb))
+    return _out(r.reshape(tuple(x * y for x, y in zip(a.shape, b.shape))), out)
+
+
+def _cross(input, other, dim, op):
+    from .shape import broadcast_tensors, stack
+
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"{op}: inputs dimensions must match, got {input.ndim} and {other.ndim}")
+    a, b = broadcast_tensors(input, other)
+    d = wrap_dim(dim, a.ndim)
+    if a.shape[d] != 3:
+        raise RuntimeError(f"{op}: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
+                           f"{other.shape[d]}")
+    a0, a1, a2 = a.unbind(d)
+    b0, b1, b2 = b.unbind(d)
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
+
+
+def cross(input, other, dim=None, *, out=None):
+    """Cross product of 3-vectors along ``dim`` (the first dim of size 3 when None).
+
+    >>> import workbench as wb
+    >>> wb.cross(wb.tensor([1., 0., 0.]), wb.tensor([0., 1., 0.]), dim=0)
+    tensor([0., 0., 1.])
+    """
+    from .elementwise import _out
+
+    if dim is None:
+        import warnings
+
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated. Please either pass the dim "
+                      "explicitly or simply use torch.linalg.cross. The default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        sizes = list(input.shape)
+        if 3 not in sizes:
+            raise RuntimeError(f"no dimension of size 3 in input (shape {sizes})")
+        dim = sizes.index(3)
+    return _out(_cross(input, other, dim, "cross"), out)
+
+
+def linalg_cross(input, other, *, dim=-1, out=None):
+    """linalg.cross: cross product along ``dim`` (default -1), with broadcasting."""
+    from .elementwise import _out
+
+    return _out(_cross(input, other, dim, "linalg.cross"), out)
+
+
+# --- helpers for the decompositions -------------------------------------------------------------------
+def _mH(x):
+    return x.mT.conj() if x.is_complex() else x.mT
+
+
+def _check_matrix(A, op, square=True):
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{op}(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    if not (A.is_floating_point() or A.is_complex()):
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype}")
+
+
+def _lapack(op, fn, *args, msg=None):
+    xp_err = _backend.numpy.linalg.LinAlgError
+    try:
+        return fn(*args)
+    except xp_err as e:
+        raise LinAlgError(f"{op}: {msg or e}") from None
+
+
+def _eye_like(A):
+    xp = _backend.xp_of(A._data)
+    n = A.shape[-1]
+    return Tensor._make(xp.eye(n, dtype=A._data.dtype))
+
+
+# --- inverse, determinant, solve ---------------------------------------------------------------------
+class Inv(Function):
+    _raw = True
+    op_name = "linalg_inv"
+
+    @staticmethod
+    def forward(ctx, A):
+        r = _lapack("linalg.inv", ctx.xp.linalg.inv, A, msg="The input matrix is singular, so the inversion could "
+                    "not be completed; check A with linalg.matrix_rank or use linalg.pinv")
+        ctx.save_for_backward(r)
+        return r
+
+    @staticmethod
+    def backward(ctx, g):
+        (r,) = ctx.saved_tensors
+        rh = _mH(r)
+        return -(rh @ g @ rh)
+
+
+def inv(A, *, out=None):
+    """The inverse of a square matrix (or batch).  >>> wb.linalg.inv(wb.eye(2) * 2)"""
+    from .elementwise import _out
+
+    _check_matrix(A, "linalg.inv")
+    return _out(Inv.apply(A), out)
+
+
+class Det(Function):
+    _raw = True
+    op_name = "linalg_det"
+
+    @staticmethod
+    def forward(ctx, A):
+        d = ctx.xp.asarray(ctx.xp.linalg.det(A), dtype=A.dtype)
+        ctx.save_for_backward(A, d)
+        return d
+
+    @staticmethod
+    def backward(ctx, g):
+        A, d = ctx.saved_tensors
+        gd = (g * (d.conj() if d.is_complex() else d)).unsqueeze(-1).unsqueeze(-1)
+        return gd * _mH(inv(A))
+
+
+def det(A, *, out=None):
+    """The determinant of a square matrix (or batch).  >>> wb.linalg.det(wb.eye(2) * 2)  ->  tensor(4.)"""
+    from .elementwise import _out
+
+    _check_matrix(A, "linalg.det")
+    return _out(Det.apply(A), out)
+
+
+class Slogdet(Function):
+    _raw = True
+    op_name = "linalg_slogdet"
+
+    @staticmethod
+    def forward(ctx, A):
+        xp = ctx.xp
+        sign, logabs = xp.linalg.slogdet(A)
+        sign = xp.asarray(sign, dtype=A.dtype)
+        logabs = xp.asarray(logabs, dtype=xp.zeros((), A.dtype).real.dtype)
+        ctx.save_for_backward(A)
+        ctx.mark_non_differentiable(sign)
+        return sign, logabs
+
+    @staticmethod
+    def backward(ctx, gsign, glog):
+        (A,) = ctx.saved_tensors
+        return glog.unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
+
+
+def slogdet(A, *, out=None):
+    """(sign, log|det|) of a square matrix: stable where det over- or underflows.
+
+    >>> import workbench as wb
+    >>> wb.linalg.slogdet(wb.eye(2) * 2).logabsdet
+    tensor(1.3863)
+    """
+    _check_matrix(A, "linalg.slogdet")
+    return SlogdetResult(*Slogdet.apply(A))
+
+
+def logdet(input):
+    """log(det(input)): NaN for a negative determinant.  >>> wb.logdet(wb.eye(2) * 2)  ->  tensor(1.3863)"""
+    _check_matrix(input, "logdet")
+    sign, la = Slogdet.apply(input)
+    from .elementwise import where
+
+    return where(sign < 0, la * float("nan"), where(sign == 0, la * 0 - float("inf"), la))
+
+
+class Solve(Function):
+    _raw = True
+    op_name = "linalg_solve"
+
+    @staticmethod
+    def forward(ctx, A, B):
+        rd = result_dtype_n(A, B)
+        A, B = cast(A, rd), cast(B, rd)
+        X = _lapack("linalg.solve", ctx.xp.linalg.solve, A, B, msg="The solver failed because the input matrix is "
+                    "singular; check A with linalg.matrix_rank or use linalg.lstsq")
+        ctx.save_for_backward(A, X)
+        return X
+
+    @staticmethod
+    def backward(ctx, g):
+        A, X = ctx.saved_tensors
+        gB = Solve.apply(_mH(A), g)
+        gA = -(gB @ _mH(X)) if ctx.needs_input_grad[0] else None
+        return gA, gB
+
+
+def solve(A, B, *, left=True, out=None):
+    """X with A @ X = B (X @ A = B when left=False); B may be a vector or a batch of them.
+
+    >>> import workbench as wb
+    >>> wb.linalg.solve(wb.eye(2) * 2, wb.tensor([2., 4.]))
+    tensor([1., 2.])
+    """
+    from .elementwise import _out
+
+    _check_matrix(A, "linalg.solve")
+    n = A.shape[-1]
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        if B.shape[-1] != n:
+            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                               f"({A.shape[-2]}x{n} and {B.shape[-1]}x1)")
+        X = Solve.apply(A if left else A.mT, B.unsqueeze(-1)).squeeze(-1)
+        return _out(X, out)
+    if B.ndim < 2:
+        raise RuntimeError("linalg.solve: The input tensor B must have at least 1 dimension.")
+    k = B.shape[-2] if left else B.shape[-1]
+    if k != n:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    if left:
+        return _out(Solve.apply(A, B), out)
+    return _out(Solve.apply(A.mT, B.mT).mT, out)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """Solve with the triangle of A (upper or lower; the other is ignored).
+
+    >>> import workbench as wb
+    >>> wb.linalg.solve_triangular(wb.tensor([[2., 1.], [0., 1.]]), wb.tensor([[3.], [1.]]), upper=True)
+    tensor([[1.],
+            [1.]])
+    """
+    from .elementwise import _out
+
+    _check_matrix(A, "linalg.solve_triangular")
+    T = A.triu() if upper else A.tril()
+    if unitriangular:
+        T = T - T.diagonal(0, -2, -1).diag_embed() + _eye_like(A)
+    if left:
+        return _out(Solve.apply(T, B), out)
+    return _out(Solve.apply(T.mT, B.mT).mT, out)
+
+
+# --- factorizations ---------------------------------------------------------------------------------
+class Cholesky(Function):
+    _raw = True
+    op_name = "linalg_cholesky"
+
+    @staticmethod
+    def forward(ctx, A):
+        L = _lapack("linalg.cholesky", ctx.xp.linalg.cholesky, A, msg="The factorization could not be completed "
+                    "because the input is not positive-definite")
+        if ctx.xp is not _backend.numpy and bool(ctx.xp.isnan(L).any()):
+            raise LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not "
+                              "positive-definite")
+        ctx.save_for_backward(L)
+        return L
+
+    @staticmethod
+    def backward(ctx, gL):
+        (L,) = ctx.saved_tensors
+        # gA = L^{-H} Phi(L^H gL) L^{-1}, Phi taking the lower triangle with its diagonal halved
+        gA = (_mH(L) @ gL).tril()
+        gA = 0.5 * (gA + _mH(gA.tril(-1)))
+        gA = Solve.apply(_mH(L), gA)
+        return _mH(Solve.apply(_mH(L), _mH(gA)))
+
+
+def linalg_cholesky(A, *, upper=False, out=None):
+    """L (lower triangular) with A = L @ L^H for a Hermitian positive-definite A (U = L^H if upper).
+
+    >>> import workbench as wb
+    >>> wb.linalg.cholesky(wb.eye(2) * 4)
+    tensor([[2., 0.],
+            [0., 2.]])
+    """
+    from .elementwise import _out
+
+    _check_matrix(A, "linalg.cholesky")
+    L = Cholesky.apply(A)
+    return _out(_mH(L) if upper else L, out)
+
+
+class QRSquare(Function):
+    """QR of a tall or square matrix (m >= n); wide ones are composed from it in ``qr``."""
+
+    _raw = True
+    op_name = "linalg_qr"
+
+    @staticmethod
+    def forward(ctx, A, mode):
+        Q, R = ctx.xp.linalg.qr(A, mode=mode)
+        ctx.mode = mode
+        ctx.save_for_backward(Q, R)
+        return Q, R
+
+    @staticmethod
+    def backward(ctx, gQ, gR):
+        Q, R = ctx.saved_tensors
+        m, n = Q.shape[-2], R.shape[-1]
+        if ctx.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        # gA = [gQ + Q syminvadj(triu(gR R^H - Q^H gQ))] R^{-H}
+        M = gR @ _mH(R) - _mH(Q) @ gQ
+        T = M.triu()
+        S = T + _mH(T) - T.diagonal(0, -2, -1).diag_embed()
+        gA = Q @ S + gQ
+        return _mH(Solve.apply(R, _mH(gA))), None
+
+
+def linalg_qr(A, mode="reduced", *, out=None):
+    """A = Q @ R with Q orthonormal columns and R upper triangular; mode 'reduced', 'complete' or 'r'.
+
+    >>> import workbench as wb
+    >>> Q, R = wb.linalg.qr(wb.tensor([[3., 0.], [4., 5.]]))
+    >>> (Q @ R).round()
+    tensor([[3., 0.],
+            [4., 5.]])
+    """
+    _check_matrix(A, "linalg.qr", square=False)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           "or 'complete'")
+    m, n = A.shape[-2], A.shape[-1]
+    if m >= n:
+        Q, R = QRSquare.apply(A, "complete" if mode == "complete" else "reduced")
+    else:  # wide: Q, U = qr(X) on the first m columns, R = [U, Q^H Y]
+        from .shape import cat
+
+        X, Y = A[..., :m], A[..., m:]
+        Q, U = QRSquare.apply(X, "reduced")
+        R = cat([U, _mH(Q) @ Y], -1)
+    if mode == "r":
+        xp = _backend.xp_of(A._data)
+        return QRResult(Tensor._make(xp.zeros((0,), dtype=A._data.dtype)), R)
+    return QRResult(Q, R)
+
+
+class SVD(Function):
+    _raw = True
+    op_name = "linalg_svd"
+
+    @staticmethod
+    def forward(ctx, A, full_matrices):
+        xp = ctx.xp
+        U, S, Vh = _lapack("linalg.svd", xp.linalg.svd, A, full_matrices)
+        S = xp.asarray(S, dtype=xp.zeros((), A.dtype).real.dtype)
+        ctx.full = full_matrices
+        ctx.save_for_backward(U, S, Vh)
+        return U, S, Vh
+
+    @staticmethod
+    def backward(ctx, gU, gS, gVh):
+        U, S, Vh = ctx.saved_tensors
+        k = S.shape[-1]
+        if ctx.full:  # only the first k singular vectors take part in the gradient, as in PyTorch
+            U, gU = U[..., :k], gU[..., :k]
+            Vh, gVh = Vh[..., :k, :], gVh[..., :k, :]
+        return _svd_backward(gU, gS, gVh, U, S, Vh), None
+
+
+def _svd_backward(gU, gS, gVh, U, S, Vh):
+    m, n = U.shape[-2], Vh.shape[-1]
+    V, gV = _mH(Vh), _mH(gVh)
+    skew = lambda X: X - _mH(X)  # noqa: E731
+    UhgU = skew(_mH(U) @ gU)
+    VhgV = skew(_mH(V) @ gV)
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    E = E + _eye_like(E)
+    gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
+    gA = gA + gS.diag_embed()
+    if m > n:
+        gA = U @ gA
+        gUSinv = gU / S.unsqueeze(-2)
+        gA = gA + gUSinv - U @ (_mH(U) @ gUSinv)
+        return gA @ Vh
+    if n > m:
+        gA = gA @ Vh
+        gVSinv = gV / S.unsqueeze(-2)
+        gA = gA + _mH(gVSinv) - (_mH(gVSinv) @ V) @ Vh
+        return U @ gA
+    return U @ gA @ Vh
+
+
+def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
+    """A = U @ diag(S) @ Vh, singular values descending (a named tuple U, S, Vh).
+
+    >>> import workbench as wb
+    >>> wb.linalg.svd(wb.tensor([[3., 0.], [0., 4.]])).S
+    tensor([4., 3.])
+    """
+    _check_matrix(A, "linalg.svd", square=False)
+    return SVDResult(*SVD.apply(A, bool(full_matrices)))
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values, descending.  >>> wb.linalg.svdvals(wb.tensor([[3., 0.], [0., 4.]]))  ->  tensor([4., 3.])"""
+    from .elementwise import _out
+
+    _check_matrix(A, "linalg.svdvals", square=False)
+    return _out(SVD.apply(A, False)[1], out)
+
+
+class Eigh(Function):
+    _raw = True
+    op_name = "linalg_eigh"
+
+    @staticmethod
+    def forward(ctx, A, uplo):
+        L, V = _lapack("linalg.eigh", ctx.xp.linalg.eigh, A, uplo)
+        ctx.save_for_backward(L, V)
+        return L, V
+
+    @staticmethod
+    def backward(ctx, gL, gV):
+        L, V = ctx.saved_tensors
+        VhgV = _mH(V) @ gV
+        VhgV = 0.5 * (VhgV - _mH(VhgV))
+        E = L.unsqueeze(-2) - L.unsqueeze(-1)
+        E = E + _eye_like(E)
+        inner = VhgV / E + gL.diag_embed()
+        return V @ inner @ _mH(V), None
+
+
+def _uplo(UPLO, op):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) and orthonormal eigenvectors of a Hermitian matrix (its UPLO triangle is read).
+
+    >>> import workbench as wb
+    >>> wb.linalg.eigh(wb.tensor([[2., 0.], [0., 1.]])).eigenvalues
+    tensor([1., 2.])
+    """
+    _check_matrix(A, "linalg.eigh")
+    return EighResult(*Eigh.apply(A, _uplo(UPLO, "linalg.eigh")))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) of a Hermitian matrix.  >>> wb.linalg.eigvalsh(wb.eye(2))  ->  tensor([1., 1.])"""
+    from .elementwise import _out
+
+    _check_matrix(A, "linalg.eigvalsh")
+    return _out(Eigh.apply(A, _uplo(UPLO, "linalg.eigvalsh"))[0], out)
+
+
+def _complex_np(npd):
+    return {"float32": "complex64", "float64": "complex128"}.get(str(npd), str(npd))
+
+
+def eig(A, *, out=None):
+    """Complex eigenvalues and eigenvectors of a general square matrix (forward only: the results are
+    constants for autograd; use eigh for symmetric matrices when you need gradients).
+
+    >>> import workbench as wb
+    >>> wb.linalg.eig(wb.tensor([[2., 0.], [0., 1.]])).eigenvalues
+    tensor([2.+0.j, 1.+0.j])
+    """
+    _check_matrix(A, "linalg.eig")
+    xp = _backend.xp_of(A._data)
+    L, V = _lapack("linalg.eig", xp.linalg.eig, A._data)
+    cd = _complex_np(A._data.dtype)
+    return EigResult(Tensor._make(L.astype(cd)), Tensor._make(V.astype(cd)))
+
+
+def eigvals(A, *, out=None):
+    """Complex eigenvalues of a general square matrix (forward only, as eig).  >>> wb.linalg.eigvals(wb.eye(2))"""
+    return eig(A).eigenvalues
+
+
+# --- pseudo-inverse and least squares ---------------------------------------------------------------
+class Pinv(Function):
+    _raw = True
+    op_name = "linalg_pinv"
+
+    @staticmethod
+    def forward(ctx, A, atol, rtol):
+        xp = ctx.xp
+        U, S, Vh = xp.linalg.svd(A, full_matrices=False)
+        smax = S.max(axis=-1, keepdims=True) if S.shape[-1] else xp.zeros(S.shape[:-1] + (1,), S.dtype)
+        tol = xp.maximum(atol, rtol * smax)
+        Sinv = xp.where(S > tol, 1 / xp.where(S > tol, S, 1), 0).astype(S.dtype)
+        P = xp.matmul(xp.conj(xp.swapaxes(Vh, -1, -2)) * Sinv[..., None, :], xp.conj(xp.swapaxes(U, -1, -2)))
+        P = P.astype(A.dtype, copy=False)
+        ctx.save_for_backward(A, P)
+        return P
+
+    @staticmethod
+    def backward(ctx, g):
+        A, P = ctx.saved_tensors
+        m, n = A.shape[-2], A.shape[-1]
+        Ph, gh = _mH(P), _mH(g)
+        if m <= n:
+            K = gh @ P
+            KPh = K @ Ph
+            gA = -_mH(P @ K) + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A)
+        else:
+            K = P @ gh
+            PhK = Ph @ K
+            gA = -_mH(K @ P) + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A
+        return gA, None, None
+
+
+def _tols(A, atol, rtol, op):
+    import math
+
+    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):
+        raise TypeError(f"{op}: pass atol/rtol as Python floats")
+    eps = _backend.numpy.finfo(A._data.dtype).eps
+    a = 0.0 if atol is None else float(atol)
+    r = (max(A.shape[-2], A.shape[-1]) * eps if not a else 0.0) if rtol is None else float(rtol)
+    return a, r if not math.isnan(r) else 0.0
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudo-inverse (singular values under max(atol, rtol * s_max) count as zero).
+
+    >>> import workbench as wb
+    >>> wb.linalg.pinv(wb.tensor([[2., 0.], [0., 0.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.0000]])
+    """
+    from .elementwise import _out
+
+    _check_matrix(A, "linalg.pinv", square=False)
+    a, r = _tols(A, atol, rtol, "linalg.pinv")
+    return _out(Pinv.apply(A, a, r), out)
+
+
+def pinverse(input, rcond=1e-15):
+    """pinv with singular values under rcond * s_max treated as zero.  >>> wb.pinverse(wb.eye(2) * 2)"""
+    return pinv(input, rtol=rcond)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The number of singular values above max(atol, rtol * s_max).  >>> wb.linalg.matrix_rank(wb.eye(3))  ->  tensor(3)"""
+    _check_matrix(A, "linalg.matrix_rank", square=False)
+    a, r = _tols(A, atol, rtol, "linalg.matrix_rank")
+    xp = _backend.xp_of(A._data)
+    S = xp.linalg.svd(A._data, compute_uv=False)
+    smax = S.max(axis=-1, keepdims=True) if S.shape[-1] else xp.zeros(S.shape[:-1] + (1,), S.dtype)
+    return Tensor._make((S > xp.maximum(a, r * smax)).sum(axis=-1).astype("int64"))
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of A @ X = B (named tuple: solution, residuals, rank, singular_values).
+
+    >>> import workbench as wb
+    >>> wb.linalg.lstsq(wb.tensor([[1.], [1.]]), wb.tensor([[1.], [3.]])).solution
+    tensor([[2.]])
+    """
+    _check_matrix(A, "linalg.lstsq", square=False)
+    drivers = ("gels", "gelsy", "gelsd", "gelss")
+    driver = driver or "gelsy"
+    if driver not in drivers:
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of {drivers}")
+    vector = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2) (got {A.shape[-2]} and "
+                           f"{Bm.shape[-2]})")
+    rtol = rcond if rcond is not None else None
+    X = pinv(A, rtol=rtol) @ Bm
+    xp = _backend.xp_of(A._data)
+    m, n = A.shape[-2], A.shape[-1]
+    rank = matrix_rank(A, rtol=rtol) if driver != "gels" else Tensor._make(xp.zeros((0,), "int64"))
+    sv = svdvals(A.detach()) if driver in ("gelsd", "gelss") else Tensor._make(
+        xp.zeros((0,), xp.zeros((), A._data.dtype).real.dtype))
+    full = m > n and bool((matrix_rank(A)._data == n).all()) if driver != "gelsy" else m > n and bool(
+        (rank._data == n).all())
+    if full:
+        res = ((A @ X - Bm).abs() ** 2).sum(-2)
+    else:
+        res = Tensor._make(xp.zeros((0,), dtype=xp.zeros((), A._data.dtype).real.dtype))
+    if vector:
+        X = X.squeeze(-1)
+        if full:
+            res = res.squeeze(-1)
+    return LstsqResult(X, res, rank, sv)
+
+
+# --- built from the above ---------------------------------------------------------------------------
+def matrix_power(A, n, *, out=None):
+    """A multiplied by itself n times (inverse powers for n < 0, the identity for n = 0).
+
+    >>> import workbench as wb
+    >>> wb.linalg.matrix_power(wb.tensor([[1., 1.], [0., 1.]]), 3)
+    tensor([[1., 3.],
+            [0., 1.]])
+    """
+    from .elementwise import _out
+
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
+    n = int(n)
+    if n == 0:
+        return _out(_eye_like(A).expand(*A.shape).clone() + A * 0, out)
+    base = inv(A) if n < 0 else A
+    n = abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return _out(result, out)
+
+
+def multi_dot(tensors, *, out=None):
+    """The product of a chain of matrices (the first/last may be vectors).
+
+    >>> import workbench as wb
+    >>> wb.linalg.multi_dot([wb.ones(2), wb.ones(2, 3), wb.ones(3)])
+    tensor(6.)
+    """
+    from .elementwise import _out
+
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    first_vec, last_vec = ts[0].ndim == 1, ts[-1].ndim == 1
+    if first_vec:
+        ts[0] = ts[0].unsqueeze(0)
+    if last_vec:
+        ts[-1] = ts[-1].unsqueeze(-1)
+    for i, t in enumerate(ts):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    r = ts[0]
+    for t in ts[1:]:
+        if r.shape[-1] != t.shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors cannot be chained: shapes {list(r.shape)} and {list(t.shape)}")
+        r = r @ t
+    if first_vec:
+        r = r.squeeze(0)
+    if last_vec:
+        r = r.squeeze(-1)
+    return _out(r, out)
+
+
+class VectorNorm(Function):
+    _raw = True
+    op_name = "linalg_vector_norm"
+
+    @staticmethod
+    def forward(ctx, x, ord, dims, keepdim):
+        xp = ctx.xp
+        a = xp.abs(x)
+        if ord == float("inf"):
+            r = a.max(axis=dims, keepdims=keepdim) if a.size else xp.zeros(_reduced_shape(a.shape, dims, keepdim))
+        elif ord == float("-inf"):
+            r = a.min(axis=dims, keepdims=keepdim)
+        elif ord == 0:
+            r = (a != 0).sum(axis=dims, keepdims=keepdim).astype(a.dtype)
+        elif ord == 1:
+            r = a.sum(axis=dims, keepdims=keepdim)
+        elif ord == 2:
+            r = xp.sqrt((a * a).sum(axis=dims, keepdims=keepdim))
+        else:
+            r = (a ** ord).sum(axis=dims, keepdims=keepdim) ** (1.0 / ord)
+        r = xp.asarray(r, dtype=a.dtype)
+        ctx.ord, ctx.dims, ctx.keepdim, ctx.shape = ord, dims, keepdim, x.shape
+        ctx.save_for_backward(x, r)
+        return r
+
+    @staticmethod
+    def backward(ctx, g):
+        from .elementwise import where
+
+        x, r = ctx.saved_tensors
+        p = ctx.ord
+        if not ctx.keepdim:
+            shape = list(ctx.shape)
+            for d in (ctx.dims if ctx.dims is not None else range(len(shape))):
+                shape[d] = 1
+            g, r = g.reshape(tuple(shape)), r.reshape(tuple(shape))
+        if p == 0:
+            return x * 0, None, None, None
+        sgn = x.sign()
+        if p == 1:
+            return g * sgn, None, None, None
+        if p in (float("inf"), float("-inf")):
+            hit = (x.abs() == r).to(x.dtype)
+            count = hit.sum(dim=ctx.dims, keepdim=True) if ctx.dims is not None else hit.sum().reshape(
+                (1,) * x.ndim)
+            return g * sgn * hit / count, None, None, None
+        safe = where(r == 0, r + 1, r)
+        if p == 2:
+            return where(r == 0, r * 0, g / safe) * x, None, None, None
+        scale = where(r == 0, r * 0, g / safe ** (p - 1))
+        return scale * sgn * x.abs() ** (p - 1), None, None, None
+
+
+def _reduced_shape(shape, dims, keepdim):
+    dims = range(len(shape)) if dims is None else dims
+    return tuple(1 if i in dims else s for i, s in enumerate(shape) if keepdim or i not in dims)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The ord-norm of x's elements, over ``dim`` (all by default): sum(|x|**ord)**(1/ord), max/min for +-inf.
+
+    >>> import workbench as wb
+    >>> wb.linalg.vector_norm(wb.tensor([3., 4.]))
+    tensor(5.)
+    """
+    from .elementwise import _out
+
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{x.dtype}")
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+    if dtype is not None:
+        x = x.to(dtype)
+    dims = norm_dims(dim, x.ndim, "linalg.vector_norm")
+    if x.ndim == 0:
+        dims = None
+    ord = float(ord)
+    if ord < 0 and x.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
+                           "operation does not have an identity")
+    return _out(VectorNorm.apply(x, ord, dims, bool(keepdim)), out)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """A matrix norm over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2.
+
+    >>> import workbench as wb
+    >>> wb.linalg.matrix_norm(wb.tensor([[3., 0.], [0., 4.]]), 2)
+    tensor(4.)
+    """
+    from .elementwise import _out
+
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got shape "
+                           f"{list(A.shape)}")
+    if dtype is not None:
+        A = A.to(dtype)
+    d0, d1 = (wrap_dim(d, A.ndim) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if ord == "fro":
+        return _out(vector_norm(A, 2, (d0, d1), keepdim), out)
+    if ord in ("nuc", 2, -2):
+        M = A.movedim((d0, d1), (-2, -1))
+        S = svdvals(M)
+        r = S.sum(-1) if ord == "nuc" else vector_norm(S, float("inf") if ord == 2 else float("-inf"), -1)
+        if keepdim:
+            r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
+        return _out(r, out)
+    if ord in (1, -1, float("inf"), float("-inf")):
+        big = ord in (1, float("inf"))
+        sum_dim, max_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
+        s = A.abs().sum(dim=sum_dim, keepdim=True)
+        r = vector_norm(s, float("inf") if big else float("-inf"), max_dim, keepdim=True)
+        if not keepdim:
+            r = r.squeeze((d0, d1))
+        return _out(r, out)
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported (use 'fro', 'nuc', inf, -inf, 1, -1, 2, -2)")
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    """A vector norm (1-D input or int dim) or matrix norm (2-D input or a pair of dims); 2-norm of the
+    flattened input when ord and dim are both None.
+
+    >>> import workbench as wb
+    >>> wb.linalg.norm(wb.tensor([[3., 0.], [0., 4.]]))
+    tensor(5.)
+    """
+    if dim is not None and not isinstance(dim, int):
+        dim = tuple(dim)
+        if len(dim) == 1:
+            dim = dim[0]
+    if ord is None:
+        if isinstance(dim, tuple) and len(dim) == 2:
+            return matrix_norm(A, "fro", dim, keepdim, dtype=dtype, out=out)
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype, out=out)
+    if dim is None:
+        if A.ndim == 1:
+            if isinstance(ord, str):
+                raise RuntimeError(f"linalg.norm: ord {ord!r} is a matrix norm, but the input is 1-D")
+            return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
+        if A.ndim == 2:
+            return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                           f"{A.ndim}D.")
+    if isinstance(dim, int):
+        return vector_norm(A, ord, dim, keepdim, dtype=dtype, out=out)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dim)}")
+    return matrix_norm(A, ord, dim, keepdim, dtype=dtype, out=out)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number of A in norm p (2-norm by default: s_max / s_min).
+
+    >>> import workbench as wb
+    >>> wb.linalg.cond(wb.tensor([[1., 0.], [0., 4.]]))
+    tensor(4.)
+    """
+    from .elementwise import _out
+
+    _check_matrix(A, "linalg.cond", square=False)
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        r = S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+        return _out(r, out)
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    return _out(matrix_norm(A, p) * matrix_norm(inv(A), p), out)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """Dot product of vectors along ``dim`` (x conjugated), broadcast.  >>> wb.linalg.vecdot(wb.ones(2, 3), wb.ones(3))"""
+    from .elementwise import _out
+
+    xx = x.conj() if x.is_complex() else x
+    return _out((xx * y).sum(dim), out)
+
+
+def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """linalg.diagonal: the diagonal over the last two dims by default (a view)."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+# --- the legacy top-level spellings --------------------------------------------------------------
+def inverse(input, *, out=None):
+    """Same as linalg.inv.  >>> wb.inverse(wb.eye(2) * 2)"""
+    return inv(input, out=out)
+
+
+def svd(input, some=True, compute_uv=True, *, out=None):
+    """torch.svd: (U, S, V) with V (not V^H); reduced when some=True.  >>> wb.svd(wb.eye(2)).S"""
+    _check_matrix(input, "svd", square=False)
+    U, S, Vh = SVD.apply(input, not some)
+    if not compute_uv:
+        xp = _backend.xp_of(input._data)
+        return TorchSVDResult(Tensor._make(xp.zeros(tuple(U.shape), U._data.dtype)), S,
+                              Tensor._make(xp.zeros(tuple(Vh.shape), Vh._data.dtype)))
+    return TorchSVDResult(U, S, _mH(Vh))
+
+
+def qr(input, some=True, *, out=None):
+    """torch.qr: reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R"""
+    return linalg_qr(input, "reduced" if some else "complete")
+
+
+def cholesky(input, upper=False, *, out=None):
+    """torch.cholesky (deprecated in PyTorch in favour of linalg.cholesky).  >>> wb.cholesky(wb.eye(2))"""
+    return linalg_cholesky(input, upper=upper, out=out)
+
+
+__all__ = ["einsum", "tensordot", "kron", "cross", "det", "logdet", "slogdet", "inverse", "pinverse",
+           "matrix_power", "svd", "qr", "cholesky"]
+# svd, qr and cholesky here are PyTorch's legacy top-level spellings; workbench.linalg has the linalg_* ones
+METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse, "pinverse": pinverse,
+           "matrix_power": matrix_power, "svd": svd, "qr": qr, "cholesky": cholesky, "kron": kron, "cross": cross}
