@@ -77,11 +77,14 @@ def _choose_units(nodes, budget):
     if len(nodes) <= budget:
         return lambda n: _unit_key(n, 0, False), False
     max_depth = max((n["scope"].count(".") + 1 for n in nodes if n["scope"]), default=0)
-    best = 1
+    best, count = 1, 0
     for depth in range(max_depth, 0, -1):
-        if len({_unit_key(n, depth, True) for n in nodes}) <= budget:
+        count = len({_unit_key(n, depth, True) for n in nodes})
+        if count <= budget:
             best = depth
             break
+    if count < 8 and best < max_depth:  # one or two giant boxes say little: show the next level, cut off
+        best += 1
     return lambda n: _unit_key(n, best, True), True
 
 
@@ -133,6 +136,13 @@ def layout(snap, budget=60, sweeps=4):
             if p.index < u.index and p.rank + 1 > r:
                 r = p.rank + 1
         u.rank = r
+    succs = {id(u): [] for u in ordered}
+    for a, b, _ in edges.values():
+        succs[id(a)].append(b)
+    for u in reversed(ordered):  # then as late as possible: leaves and weights sit just above their consumer
+        later = [s.rank for s in succs[id(u)] if s.index > u.index]
+        if later:
+            u.rank = max(u.rank, min(later) - 1)
     ranks = {}
     for u in ordered:
         ranks.setdefault(u.rank, []).append(u)
@@ -140,9 +150,6 @@ def layout(snap, budget=60, sweeps=4):
     for lvl in levels:
         for i, u in enumerate(lvl):
             u.order = i
-    succs = {id(u): [] for u in ordered}
-    for a, b, _ in edges.values():
-        succs[id(a)].append(b)
     for s in range(sweeps):
         seq = levels[1:] if s % 2 == 0 else levels[-2::-1]
         nbrs = preds if s % 2 == 0 else succs
@@ -213,6 +220,23 @@ def _describe(u, types):
     u.w = max(70.0, CHAR_W * max(len(u.label), len(u.sub)) + 20)
 
 
+def _scope_boxes(units, snap):
+    # each innermost module scope of the drawn (uncollapsed) nodes gets a dashed box around its nodes
+    types = {m["path"]: m["type"] for m in snap.get("modules", ())}
+    boxes = {}
+    for u in units:
+        if u.kind in ("module", "group") or len(u.members) != 1:
+            continue
+        scope = u.members[0]["scope"]
+        if not scope:
+            continue
+        label = f"{scope} ({types[scope]})" if scope in types else scope
+        b = boxes.get(label)
+        x0, y0, x1, y1 = u.x - 6, u.y - 14, u.x + u.w + 6, u.y + NODE_H + 6
+        boxes[label] = (x0, y0, x1, y1) if b is None else (min(b[0], x0), min(b[1], y0), max(b[2], x1), max(b[3], y1))
+    return boxes
+
+
 def render_svg(snap, budget=60, standalone=False):
     """The SVG text of a tape.v1 snapshot (for ``text/html`` or a ``.svg`` file).
 
@@ -232,6 +256,11 @@ def render_svg(snap, budget=60, standalone=False):
            '</marker></defs>',
            f'<text x="{PAD}" y="{PAD + 4}" font-size="12" font-weight="bold" fill="currentColor">'
            f'{_x(snap.get("title", ""))}</text>']
+    for path, (x0, y0, x1, y1) in _scope_boxes(units, snap).items():
+        out.append(f'<g class="wb-scope"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
+                   f'rx="8" fill="{FILL["module"]}" fill-opacity="0.5" stroke="currentColor" stroke-opacity="0.25" '
+                   f'stroke-dasharray="4 3"/><text x="{x0 + 4:.1f}" y="{y0 + 10:.1f}" font-size="9" '
+                   f'fill="currentColor" fill-opacity="0.6">{_x(path)}</text></g>')
     for a, b, label in edges:
         x1, y1 = a.x + a.w / 2, a.y + NODE_H
         x2, y2 = b.x + b.w / 2, b.y
