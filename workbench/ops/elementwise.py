@@ -1,16 +1,59 @@
-"""Elementwise ops: arithmetic, the math functions, comparisons and logic.
+"""Elementwise ops: arithmetic, the math functions, rounding, comparisons, logic and bitwise ops.
 
 Each primitive is a Function with ``forward`` on raw arrays and ``backward`` in Tensor ops. Binary
 ops promote operands with PyTorch's rules (``_util.result_dtype``) and leave broadcasting's
-gradient reduction to the engine, which sums each gradient to its input's shape.
+gradient reduction to the engine, which sums each gradient to its input's shape. Most ops come
+from two small factories, ``_unary`` and ``_binary``; ops with extra arguments are written out.
 """
+import builtins
+import cmath
+import math
+
+from .. import _backend
+from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import cast, result_dtype, to_float
+from ._util import cast, float_np, result_dtype, to_float
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+                "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def dtype_error(kernel, npd):
+    """The error PyTorch raises when an op has no kernel for a dtype (NotImplementedError, a RuntimeError)."""
+    name = _TORCH_NAMES.get(str(npd), str(npd))
+    return NotImplementedError(f'"{kernel}" not implemented for \'{name}\': convert the input first, e.g. '
+                               f"x.float() for math functions or x.long() for integer ops")
+
+
+def _isarr(x):
+    return hasattr(x, "shape")
 
 
 def _t(x):
-    return x._data if type(x) is Tensor or isinstance(x, Tensor) else x
+    return x._data if isinstance(x, Tensor) else x
+
+
+def _out(r, out):
+    """Write ``r`` into ``out=`` (PyTorch's out arguments), which must not need autograd."""
+    if out is None:
+        return r
+    from ..autograd.grad_mode import STATE
+
+    if STATE.enabled and (out._rg or r._rg):
+        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one of "
+                           "the arguments requires grad. Call it under workbench.no_grad() or drop out=.")
+    if out._data.shape != r._data.shape:
+        if out._data.size:
+            raise RuntimeError(f"out= has shape {list(out.shape)} but the result has shape {list(r.shape)}; "
+                               "pass an empty tensor or one of the result's shape")
+        out._data = r._data.astype(out._data.dtype, copy=True)
+    else:
+        out._data[...] = r._data
+    out._vbox[0] += 1
+    return out
 
 
 # --- arithmetic ----------------------------------------------------------------------------------
@@ -64,15 +107,8 @@ def sub(input, other, *, alpha=1, out=None):
 
 
 def rsub(input, other, alpha=1):
-    return Sub.apply(other, input, alpha) if isinstance(other, Tensor) else Sub.apply(
-        Tensor._make(_scalar_array(input, other)), input, alpha)
-
-
-def _scalar_array(like, s):
-    from .. import _backend
-
-    xp = _backend.xp_of(like._data)
-    return xp.asarray(s, dtype=result_dtype(like._data, s))
+    """other - alpha * input.  >>> wb.rsub(wb.tensor([1., 2.]), 5)  ->  tensor([4., 3.])"""
+    return Sub.apply(other, input, alpha) if alpha != 1 else Sub.apply(other, input)
 
 
 class Mul(Function):
@@ -115,6 +151,12 @@ def mul(input, other, *, out=None):
     return _out(MulScalar.apply(input, other), out)
 
 
+def _check_int_divisor(b, rd):
+    if rd.kind in "biu" and bool((b == 0).any() if _isarr(b) else b == 0):
+        raise RuntimeError("ZeroDivisionError: integer division or modulo by zero; make the divisor nonzero or "
+                           "divide floating-point tensors (x.float()), which give inf/nan")
+
+
 class Div(Function):
     _raw = True
 
@@ -124,12 +166,14 @@ class Div(Function):
         ctx.rounding_mode = rounding_mode
         xp = ctx.xp
         if rounding_mode is None:
-            rd = _true_div_dtype(rd)
+            rd = float_np(rd)
             a, b = cast(a, rd), cast(b, rd)
-            ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
+            ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if _isarr(b) else None)
+            ctx.b = b
             r = xp.true_divide(a, b)
         else:
             a, b = cast(a, rd), cast(b, rd)
+            _check_int_divisor(b, rd)
             if rounding_mode == "trunc":
                 r = xp.trunc(xp.true_divide(a, b)) if rd.kind in "fc" else _int_trunc_div(xp, a, b)
             elif rounding_mode == "floor":
@@ -138,13 +182,15 @@ class Div(Function):
                 raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                                  f"'{rounding_mode}'")
             r = xp.asarray(r).astype(rd, copy=False)
-        return r if hasattr(r, "shape") else xp.asarray(r, rd)
+        return r if _isarr(r) else xp.asarray(r, rd)
 
     @staticmethod
     def backward(ctx, g):
-        if ctx.rounding_mode is not None:
+        if ctx.rounding_mode is not None:  # piecewise constant: PyTorch's gradient is zero
             return g * 0, (g * 0 if ctx.needs_input_grad[1] else None), None
         a, b = ctx.saved_tensors
+        if b is None:
+            b = ctx.b
         ga = g / b
         gb = -ga * a / b if a is not None else None
         return ga, gb, None
@@ -155,12 +201,6 @@ def _int_trunc_div(xp, a, b):
     return q + ((q < 0) & (q * b != a))
 
 
-def _true_div_dtype(rd):
-    from .._backend import dtypes as _dt
-
-    return rd if rd.kind in "fc" or rd.name == "bfloat16" else _dt.get_default_dtype().np
-
-
 def div(input, other, *, rounding_mode=None, out=None):
     """input / other (true division unless rounding_mode is 'trunc' or 'floor').
 
@@ -168,9 +208,17 @@ def div(input, other, *, rounding_mode=None, out=None):
     >>> wb.div(wb.tensor([1, 2]), 2)
     tensor([0.5000, 1.0000])
     """
-    if not isinstance(input, Tensor):
-        input = Tensor._make(_scalar_array(other, input))
     return _out(Div.apply(input, other, rounding_mode) if rounding_mode else Div.apply(input, other), out)
+
+
+def true_divide(input, other, *, out=None):
+    """input / other, always true division.  >>> wb.true_divide(wb.tensor([3]), 2)  ->  tensor([1.5000])"""
+    return _out(Div.apply(input, other), out)
+
+
+def floor_divide(input, other, *, out=None):
+    """input / other rounded down, as ``//``.  >>> wb.floor_divide(wb.tensor([-7, 7]), 2)  ->  tensor([-4, 3])"""
+    return _out(Div.apply(input, other, "floor"), out)
 
 
 class Neg(Function):
@@ -188,9 +236,19 @@ class Neg(Function):
         return -g
 
 
-def neg(input):
+def neg(input, *, out=None):
     """-input.  >>> wb.neg(wb.tensor([1., -2.]))  ->  tensor([-1., 2.])"""
-    return Neg.apply(input)
+    return _out(Neg.apply(input), out)
+
+
+negative = neg
+
+
+def positive(input):
+    """input itself (unary +); bool tensors are refused as in PyTorch.  >>> +wb.tensor([1.])  ->  tensor([1.])"""
+    if input.dtype is _dt.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
 
 
 class Pow(Function):
@@ -199,99 +257,82 @@ class Pow(Function):
     @staticmethod
     def forward(ctx, a, b):
         rd = result_dtype(a, b)
-        a, b = cast(a, rd), cast(b, rd)
         xp = ctx.xp
-        if rd.kind in "iu" and bool((b < 0).any() if hasattr(b, "shape") else b < 0):
+        a2, b2 = cast(a, rd), cast(b, rd)
+        if rd.kind in "iu" and bool((b2 < 0).any() if _isarr(b2) else b2 < 0):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        r = xp.power(a, b)
-        ctx.save_for_backward(a, b if hasattr(b, "shape") else None, r if ctx.needs_input_grad[1] else None)
-        ctx.scalar = None if hasattr(b, "shape") else b
+        r = xp.power(a2, b2)
+        ctx.save_for_backward(a if _isarr(a) else None, b if _isarr(b) else None,
+                              r if ctx.needs_input_grad[1] else None)
+        ctx.sa, ctx.sb = (None if _isarr(a) else a), (None if _isarr(b) else b)
         return r
 
     @staticmethod
     def backward(ctx, g):
         a, b, r = ctx.saved_tensors
-        if b is None:
-            e = ctx.scalar
-            if e == 0:
-                return g * 0, None
-            ga = g * e * a ** (e - 1) if e != 2 else g * 2 * a
-            return ga, None
-        ga = g * b * a ** (b - 1) if ctx.needs_input_grad[0] else None
-        gb = None
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            if b is None:
+                e = ctx.sb
+                ga = g * 0 if e == 0 else (g * 2 * a if e == 2 else g * e * a ** (e - 1))
+            else:
+                ga = where(b == 0, 0.0, g * b * a ** (b - 1))
         if ctx.needs_input_grad[1]:
-            from .. import where
-
-            # d(a**b)/db = a**b * log(a), taken as 0 where a <= 0 (PyTorch's convention at a == 0)
-            gb = g * r * where(a > 0, a, 1).log() if not a.is_complex() else g * r * a.log()
+            # PyTorch's convention: no gradient through the exponent where base == 0 and exponent >= 0
+            if a is not None:
+                gb = where((a == 0) & (b >= 0), 0.0, g * r * a.log())
+            elif ctx.sa == 0:
+                gb = where(b >= 0, 0.0, g * r * float("-inf"))
+            else:
+                s = ctx.sa
+                gb = g * r * (cmath.log(s) if isinstance(s, complex) or s < 0 and r.is_complex() else
+                              math.log(s) if s > 0 else float("nan"))
         return ga, gb
 
 
-class RPowScalar(Function):
-    _raw = True
-    op_name = "pow"
-
-    @staticmethod
-    def forward(ctx, s, x):
-        rd = result_dtype(x, s)
-        r = ctx.xp.power(cast(s, rd), cast(x, rd))
-        ctx.s = s
-        ctx.save_for_backward(r)
-        return r
-
-    @staticmethod
-    def backward(ctx, g):
-        import math
-
-        (r,) = ctx.saved_tensors
-        return None, g * r * math.log(ctx.s) if ctx.s > 0 else g * 0
-
-
 def pow(input, exponent, *, out=None):
-    """input ** exponent.  >>> wb.pow(wb.tensor([2., 3.]), 2)  ->  tensor([4., 9.])"""
-    if not isinstance(input, Tensor):
-        return _out(RPowScalar.apply(input, exponent), out)
+    """input ** exponent; either may be a Python number.  >>> wb.pow(wb.tensor([2., 3.]), 2)  ->  tensor([4., 9.])"""
     return _out(Pow.apply(input, exponent), out)
 
 
-def _out(r, out):
-    if out is None:
-        return r
-    if out._rg and out.grad_fn is None:
-        from ..autograd.grad_mode import STATE
+def float_power(input, exponent, *, out=None):
+    """input ** exponent computed in double precision.  >>> wb.float_power(wb.tensor([2]), 3)  ->  tensor([8.], dtype=workbench.float64)"""
+    dt = _dt.complex128 if any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex())
+                               for v in (input, exponent)) else _dt.float64
+    input = input.to(dt) if isinstance(input, Tensor) else input
+    exponent = exponent.to(dt) if isinstance(exponent, Tensor) else exponent
+    return _out(Pow.apply(input, exponent), out)
 
-        if STATE.enabled:
-            raise RuntimeError(f"{out.__class__.__name__}(): functions with out=... arguments don't support "
-                               "automatic differentiation, but one of the arguments requires grad.")
-    out.resize_as_(r) if out._data.shape != r._data.shape else None
-    out.copy_(r.detach())
-    return out
+
+def square(input, *, out=None):
+    """input ** 2 (integers stay integers).  >>> wb.square(wb.tensor([3]))  ->  tensor([9])"""
+    return _out(Pow.apply(input, 2), out)
 
 
 # --- unary math ----------------------------------------------------------------------------------
-def _unary(name, fwd, bwd, saves="y", doc=""):
-    """Build a unary primitive: fwd(xp, x) -> y, bwd(g, x, y) -> grad, saving x or y as needed."""
+def _unary(name, fwd, bwd, saves="y", doc="", ints="float"):
+    """Build a unary primitive: fwd(xp, x) -> y and bwd(g, x, y) -> grad, saving x and/or y.
+
+    ints: what integer and bool inputs do. "float" computes in the default float dtype (as PyTorch's
+    exp, sin...), "keep" runs fwd on them (floor, sign...), "error" refuses them.
+    For complex inputs the gradient is conj(f'(x)) * g, PyTorch's convention, from the same bwd.
+    """
 
     def forward(ctx, x):
-        x = to_float(x)
+        if x.dtype.kind in "biu":
+            if ints == "error":
+                raise dtype_error(f"{name}_cpu", x.dtype)
+            if ints == "float":
+                x = to_float(x)
         y = fwd(ctx.xp, x)
-        if saves == "x":
-            ctx.save_for_backward(x)
-        elif saves == "y":
-            ctx.save_for_backward(y)
-        elif saves == "xy":
-            ctx.save_for_backward(x, y)
+        ctx.save_for_backward(x if "x" in saves else None, y if "y" in saves else None)
         return y
 
     def backward(ctx, g):
-        s = ctx.saved_tensors
-        if saves == "x":
-            return bwd(g, s[0], None)
-        if saves == "y":
-            return bwd(g, None, s[0])
-        if saves == "xy":
-            return bwd(g, s[0], s[1])
-        return bwd(g, None, None)
+        x, y = ctx.saved_tensors
+        if g.is_complex():
+            return bwd(g.conj(), x, y).conj()
+        return bwd(g, x, y)
 
     cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
                                                   "forward": staticmethod(forward),
@@ -305,18 +346,58 @@ def _unary(name, fwd, bwd, saves="y", doc=""):
     return cls, public
 
 
+def _zero_grad(g, x, y):
+    return g * 0
+
+
 Exp, exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, x, y: g * y, "y",
                   "e**input.  >>> wb.exp(wb.tensor([0.0, 1.0]))  ->  tensor([1.0000, 2.7183])")
+Exp2, exp2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda g, x, y: g * y * _LN2, "y",
+                    "2**input.  >>> wb.exp2(wb.tensor([3.0]))  ->  tensor([8.])")
+Expm1, expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda g, x, y: g * (y + 1), "y",
+                      "e**input - 1, accurate near 0.  >>> wb.expm1(wb.tensor([0.0]))  ->  tensor([0.])")
 Log, log = _unary("log", lambda xp, x: xp.log(x), lambda g, x, y: g / x, "x",
                   "Natural log.  >>> wb.log(wb.tensor([1.0]))  ->  tensor([0.])")
+Log2, log2 = _unary("log2", lambda xp, x: xp.log2(x), lambda g, x, y: g / (x * _LN2), "x",
+                    "Base-2 log.  >>> wb.log2(wb.tensor([8.0]))  ->  tensor([3.])")
+Log10, log10 = _unary("log10", lambda xp, x: xp.log10(x), lambda g, x, y: g / (x * _LN10), "x",
+                      "Base-10 log.  >>> wb.log10(wb.tensor([100.0]))  ->  tensor([2.])")
+Log1p, log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda g, x, y: g / (x + 1), "x",
+                      "log(1 + input), accurate near 0.  >>> wb.log1p(wb.tensor([0.0]))  ->  tensor([0.])")
 Sqrt, sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, x, y: g / (2 * y), "y",
                     "Square root.  >>> wb.sqrt(wb.tensor([4.0]))  ->  tensor([2.])")
-Tanh, tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, x, y: g * (1 - y * y), "y",
-                    "Hyperbolic tangent.  >>> wb.tanh(wb.tensor([0.0]))  ->  tensor([0.])")
+Rsqrt, rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, x, y: -0.5 * g * y ** 3, "y",
+                      "1 / sqrt(input).  >>> wb.rsqrt(wb.tensor([4.0]))  ->  tensor([0.5000])")
+Reciprocal, reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, lambda g, x, y: -g * y * y, "y",
+                                "1 / input.  >>> wb.reciprocal(wb.tensor([4]))  ->  tensor([0.2500])")
 Sin, sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, x, y: g * x.cos(), "x",
                   "Sine.  >>> wb.sin(wb.tensor([0.0]))  ->  tensor([0.])")
 Cos, cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, x, y: -g * x.sin(), "x",
                   "Cosine.  >>> wb.cos(wb.tensor([0.0]))  ->  tensor([1.])")
+Tan, tan = _unary("tan", lambda xp, x: xp.tan(x), lambda g, x, y: g * (1 + y * y), "y",
+                  "Tangent.  >>> wb.tan(wb.tensor([0.0]))  ->  tensor([0.])")
+Asin, asin = _unary("asin", lambda xp, x: xp.arcsin(x), lambda g, x, y: g * (1 - x * x).rsqrt(), "x",
+                    "Inverse sine.  >>> wb.asin(wb.tensor([0.0]))  ->  tensor([0.])")
+Acos, acos = _unary("acos", lambda xp, x: xp.arccos(x), lambda g, x, y: -g * (1 - x * x).rsqrt(), "x",
+                    "Inverse cosine.  >>> wb.acos(wb.tensor([1.0]))  ->  tensor([0.])")
+Atan, atan = _unary("atan", lambda xp, x: xp.arctan(x), lambda g, x, y: g / (1 + x * x), "x",
+                    "Inverse tangent.  >>> wb.atan(wb.tensor([0.0]))  ->  tensor([0.])")
+Sinh, sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda g, x, y: g * x.cosh(), "x",
+                    "Hyperbolic sine.  >>> wb.sinh(wb.tensor([0.0]))  ->  tensor([0.])")
+Cosh, cosh = _unary("cosh", lambda xp, x: xp.cosh(x), lambda g, x, y: g * x.sinh(), "x",
+                    "Hyperbolic cosine.  >>> wb.cosh(wb.tensor([0.0]))  ->  tensor([1.])")
+Tanh, tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, x, y: g * (1 - y * y), "y",
+                    "Hyperbolic tangent.  >>> wb.tanh(wb.tensor([0.0]))  ->  tensor([0.])")
+Asinh, asinh = _unary("asinh", lambda xp, x: xp.arcsinh(x), lambda g, x, y: g * (x * x + 1).rsqrt(), "x",
+                      "Inverse hyperbolic sine.  >>> wb.asinh(wb.tensor([0.0]))  ->  tensor([0.])")
+Acosh, acosh = _unary("acosh", lambda xp, x: xp.arccosh(x), lambda g, x, y: g * (x * x - 1).rsqrt(), "x",
+                      "Inverse hyperbolic cosine.  >>> wb.acosh(wb.tensor([1.0]))  ->  tensor([0.])")
+Atanh, atanh = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda g, x, y: g / (1 - x * x), "x",
+                      "Inverse hyperbolic tangent.  >>> wb.atanh(wb.tensor([0.0]))  ->  tensor([0.])")
+Deg2rad, deg2rad = _unary("deg2rad", lambda xp, x: x * (math.pi / 180), lambda g, x, y: g * (math.pi / 180), "",
+                          "Degrees to radians.  >>> wb.deg2rad(wb.tensor([180.0]))  ->  tensor([3.1416])")
+Rad2deg, rad2deg = _unary("rad2deg", lambda xp, x: x * (180 / math.pi), lambda g, x, y: g * (180 / math.pi), "",
+                          "Radians to degrees.  >>> wb.rad2deg(wb.tensor([3.14159265]))  ->  tensor([180.])")
 
 
 def _sigmoid_fwd(xp, x):
@@ -328,19 +409,87 @@ def _sigmoid_fwd(xp, x):
 Sigmoid, sigmoid = _unary("sigmoid", _sigmoid_fwd, lambda g, x, y: g * y * (1 - y), "y",
                           "1 / (1 + e**-input).  >>> wb.sigmoid(wb.tensor([0.0]))  ->  tensor([0.5000])")
 
+# rounding: integers pass through unchanged; the gradient is zero almost everywhere (PyTorch's)
+Floor, floor = _unary("floor", lambda xp, x: xp.floor(x) if x.dtype.kind not in "biu" else x.copy(), _zero_grad, "",
+                      "Round down.  >>> wb.floor(wb.tensor([1.5, -1.5]))  ->  tensor([ 1., -2.])", ints="keep")
+Ceil, ceil = _unary("ceil", lambda xp, x: xp.ceil(x) if x.dtype.kind not in "biu" else x.copy(), _zero_grad, "",
+                    "Round up.  >>> wb.ceil(wb.tensor([1.5, -1.5]))  ->  tensor([ 2., -1.])", ints="keep")
+Trunc, trunc = _unary("trunc", lambda xp, x: xp.trunc(x) if x.dtype.kind not in "biu" else x.copy(), _zero_grad, "",
+                      "Round toward zero.  >>> wb.trunc(wb.tensor([1.5, -1.5]))  ->  tensor([ 1., -1.])", ints="keep")
+Frac, frac = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda g, x, y: g, "",
+                    "input - trunc(input).  >>> wb.frac(wb.tensor([1.5, -1.25]))  ->  tensor([ 0.5000, -0.2500])",
+                    ints="error")
+fix = trunc
+
+
+class Round(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, decimals):
+        xp = ctx.xp
+        if x.dtype.kind in "biu":
+            if decimals:
+                raise dtype_error("round_cpu", x.dtype)
+            return x.copy()
+        if not decimals:
+            return xp.round(x)
+        # PyTorch scales, rounds half to even and scales back (not NumPy's decimal-exact variant)
+        s = 10.0 ** builtins.abs(decimals)
+        y = xp.round(x * s) / s if decimals > 0 else xp.round(x / s) * s
+        return y.astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0, None
+
+
+def round(input, *, decimals=0, out=None):
+    """Round half to even, to ``decimals`` places.  >>> wb.round(wb.tensor([0.5, 1.5, 1.234]), decimals=1)"""
+    return _out(Round.apply(input, decimals), out)
+
+
+class Logit(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, eps):
+        x = to_float(x)
+        xp = ctx.xp
+        z = x if eps is None else xp.clip(x, eps, 1 - eps).astype(x.dtype, copy=False)
+        ctx.eps = eps
+        ctx.save_for_backward(x)
+        return xp.log(z / (1 - z))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        gx = g / (x * (1 - x))
+        if ctx.eps is not None:  # clamped inputs are constant: no gradient outside [eps, 1 - eps]
+            gx = where((x < ctx.eps) | (x > 1 - ctx.eps), 0.0, gx)
+        return gx, None
+
+
+def logit(input, eps=None, *, out=None):
+    """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given.  >>> wb.logit(wb.tensor([0.5]))  ->  tensor([0.])"""
+    return _out(Logit.apply(input, eps), out)
+
 
 class Abs(Function):
     _raw = True
 
     @staticmethod
     def forward(ctx, x):
+        if x.dtype == bool:
+            raise dtype_error("abs_cpu", x.dtype)
         ctx.save_for_backward(x)
-        return ctx.xp.abs(x)
+        y = ctx.xp.abs(x)
+        return y
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * x.sign()
+        return g * x.sgn()  # sgn(0) = 0: abs'(0) = 0, as PyTorch
 
 
 def abs(input, *, out=None):
@@ -348,13 +497,18 @@ def abs(input, *, out=None):
     return _out(Abs.apply(input), out)
 
 
+absolute = abs
+
+
 class Sign(Function):
     _raw = True
 
     @staticmethod
     def forward(ctx, x):
-        ctx.shape = x.shape
-        return ctx.xp.sign(x)
+        if x.dtype.kind == "c":
+            raise RuntimeError("Unlike NumPy, workbench.sign is not intended to support complex numbers. Please use "
+                               "workbench.sgn instead.")
+        return x.copy() if x.dtype == bool else ctx.xp.sign(x)
 
     @staticmethod
     def backward(ctx, g):
@@ -364,6 +518,85 @@ class Sign(Function):
 def sign(input, *, out=None):
     """-1, 0 or 1 by sign.  >>> wb.sign(wb.tensor([-2., 0., 3.]))  ->  tensor([-1., 0., 1.])"""
     return _out(Sign.apply(input), out)
+
+
+class Sgn(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x):
+        xp = ctx.xp
+        if x.dtype.kind != "c":
+            return x.copy() if x.dtype == bool else xp.sign(x)
+        a = xp.abs(x)
+        ctx.save_for_backward(x, a)
+        return xp.where(a == 0, 0, x / xp.where(a == 0, 1, a)).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        if not g.is_complex():
+            return g * 0
+        x, a = ctx.saved_tensors  # PyTorch's sgn_backward: (g - real(g * conj(sgn)) * sgn) / |x|, 0 at 0
+        s = x / where(a == 0, 1.0, a)
+        return where(a == 0, 0.0, (g - (g * s.conj()).real * s) / where(a == 0, 1.0, a))
+
+
+def sgn(input, *, out=None):
+    """sign for real inputs, input / |input| for complex ones.  >>> wb.sgn(wb.tensor([-2., 3.]))  ->  tensor([-1., 1.])"""
+    return _out(Sgn.apply(input), out)
+
+
+class Conj(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.conj(x) if x.dtype.kind == "c" else x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.conj() if g.is_complex() else g
+
+
+def conj(input):
+    """Complex conjugate (real tensors are returned as they are).  >>> wb.conj(wb.tensor([1 + 2j]))"""
+    return Conj.apply(input) if input._data.dtype.kind == "c" else input
+
+
+class Real(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.real
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class Imag(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.imag
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 1j
+
+
+def real(input):
+    """The real part (real tensors are returned as they are).  >>> wb.real(wb.tensor([1 + 2j]))  ->  tensor([1.])"""
+    return Real.apply(input) if input._data.dtype.kind == "c" else input
+
+
+def imag(input):
+    """The imaginary part of a complex tensor.  >>> wb.imag(wb.tensor([1 + 2j]))  ->  tensor([2.])"""
+    if input._data.dtype.kind != "c":
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return Imag.apply(input)
 
 
 class Relu(Function):
@@ -387,32 +620,242 @@ def relu(input):
     return Relu.apply(input)
 
 
-# --- comparisons and selection ---------------------------------------------------------------------
-def _compare(name, ufunc):
-    class Cmp(Function):
-        _raw = True
-        op_name = name
+# --- binary math ---------------------------------------------------------------------------------
+def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None):
+    """Build a binary primitive: fwd(xp, a, b) on operands promoted to one dtype, bwd(g, a, b, y) -> (ga, gb).
 
-        @staticmethod
-        def forward(ctx, a, b):
-            rd = result_dtype(a, b)
-            return getattr(ctx.xp, ufunc)(cast(a, rd), cast(b, rd))
+    Either operand may be a Python number. kind: "any"; "float" computes integer operands in the default
+    float dtype (atan2...); "int" accepts only integer/bool operands (bitwise); "nograd" has no gradient;
+    "realfloat" refuses integer operands (hypot).
+    """
 
-        @staticmethod
-        def backward(ctx, g):
-            return None, None
+    def forward(ctx, a, b):
+        rd = result_dtype(a, b)
+        if kind == "float":
+            rd = float_np(rd)
+        elif kind == "int" and rd.kind not in "biu":
+            raise dtype_error(kernel or f"{name}_cpu", rd)
+        elif kind == "realfloat" and rd.kind in "biu":
+            raise dtype_error(kernel or f"{name}_cpu", rd)
+        y = fwd(ctx.xp, cast(a, rd), cast(b, rd))
+        if kind not in ("int", "nograd"):
+            ctx.save_for_backward(a if _isarr(a) else None, b if _isarr(b) else None, y if save_y else None)
+            ctx.sa, ctx.sb = (None if _isarr(a) else a), (None if _isarr(b) else b)
+        else:
+            ctx.mark_non_differentiable(y)
+        return y
 
-    Cmp.__name__ = Cmp.__qualname__ = name.capitalize()
-    Cmp._node_cls.__name__ = name.capitalize() + "Backward0"
+    def backward(ctx, g):
+        a, b, y = ctx.saved_tensors
+        return bwd(g, a if a is not None else ctx.sa, b if b is not None else ctx.sb, y)
+
+    cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
+                                                  "forward": staticmethod(forward),
+                                                  "backward": staticmethod(backward)})
 
     def public(input, other, *, out=None):
-        if not isinstance(input, Tensor):
-            input = Tensor._make(_scalar_array(other, input))
-        return _out(Cmp.apply(input, other), out)
+        return _out(cls.apply(input, other), out)
 
     public.__name__ = public.__qualname__ = name
-    public.__doc__ = f"Elementwise {ufunc} comparison, a bool tensor.  >>> wb.{name}(wb.tensor([1, 2]), 1)"
-    return Cmp, public
+    public.__doc__ = doc
+    return cls, public
+
+
+def _nograd(g, a, b, y):
+    return None, None
+
+
+def _floor_div(a, b):
+    return (a / b).floor() if isinstance(a, Tensor) or isinstance(b, Tensor) else math.floor(a / b)
+
+
+def _remainder_fwd(xp, a, b):
+    _check_int_divisor(b, a.dtype if _isarr(a) else b.dtype)
+    return xp.remainder(a, b)
+
+
+def _fmod_fwd(xp, a, b):
+    _check_int_divisor(b, a.dtype if _isarr(a) else b.dtype)
+    return xp.fmod(a, b)
+
+
+Remainder, remainder = _binary(
+    "remainder", _remainder_fwd, lambda g, a, b, y: (g, -g * _floor_div(a, b)), doc=
+    "Python's modulo: the result takes the divisor's sign.  >>> wb.remainder(wb.tensor([-3, 3]), 2)  ->  tensor([1, 1])")
+Fmod, fmod = _binary(
+    "fmod", _fmod_fwd, lambda g, a, b, y: (g, -g * (a / b).trunc()), doc=
+    "C's fmod: the result takes the dividend's sign.  >>> wb.fmod(wb.tensor([-3, 3]), 2)  ->  tensor([-1, 1])")
+Atan2, atan2 = _binary(
+    "atan2", lambda xp, a, b: xp.arctan2(a, b),
+    lambda g, a, b, y: (g * b / (a * a + b * b), -g * a / (a * a + b * b)), "float",
+    "Angle of (other, input) in radians.  >>> wb.atan2(wb.tensor([1.]), wb.tensor([1.]))  ->  tensor([0.7854])")
+Hypot, hypot = _binary(
+    "hypot", lambda xp, a, b: xp.hypot(a, b), lambda g, a, b, y: (g * a / y, g * b / y), "realfloat",
+    "sqrt(input**2 + other**2).  >>> wb.hypot(wb.tensor([3.]), wb.tensor([4.]))  ->  tensor([5.])", save_y=True)
+Copysign, copysign = _binary(
+    "copysign", lambda xp, a, b: xp.copysign(a, b),
+    lambda g, a, b, y: (where(a == 0, 0.0, g * (y / a)), g * 0 if isinstance(b, Tensor) else None), "float",
+    "|input| with the sign of other.  >>> wb.copysign(wb.tensor([3.]), -1.)  ->  tensor([-3.])", save_y=True)
+
+
+def _xlogy_fwd(xp, x, y):
+    r = x * xp.log(y)
+    return xp.where((x == 0) & ~xp.isnan(y), 0, r).astype(r.dtype, copy=False)
+
+
+def _xlogy_bwd(g, x, y, out):
+    ly = y.log() if isinstance(y, Tensor) else math.log(y) if y > 0 else float("nan")
+    gx = where((x == 0) & (y <= 0), 0.0, g * ly)
+    return gx, g * x / y
+
+
+Xlogy, xlogy = _binary("xlogy", _xlogy_fwd, _xlogy_bwd, "float",
+                       "input * log(other), 0 where input == 0.  >>> wb.xlogy(wb.tensor([0., 2.]), 1.)  ->  tensor([0., 0.])")
+
+
+def _fmaxmin_bwd(pick):
+    def bwd(g, a, b, y):
+        # the gradient goes to whichever operand was chosen; ties to input (PyTorch's fmax/fmin)
+        first = pick(a, b) | b.isnan() if isinstance(b, Tensor) else pick(a, b)
+        return where(first, g, 0.0), where(first, 0.0, g)
+
+    return bwd
+
+
+Fmax, fmax = _binary("fmax", lambda xp, a, b: xp.fmax(a, b), _fmaxmin_bwd(lambda a, b: a >= b), doc=
+                     "Elementwise max ignoring NaN.  >>> wb.fmax(wb.tensor([1., float('nan')]), wb.tensor([2., 0.]))")
+Fmin, fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _fmaxmin_bwd(lambda a, b: a <= b), doc=
+                     "Elementwise min ignoring NaN.  >>> wb.fmin(wb.tensor([1., float('nan')]), wb.tensor([2., 0.]))")
+arctan2 = atan2
+
+
+class Maximum(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        rd = result_dtype(a, b)
+        if rd.kind == "c":
+            raise RuntimeError("maximum not implemented for complex tensors.")
+        a, b = cast(a, rd), cast(b, rd)
+        ctx.save_for_backward(a, b)
+        return ctx.xp.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        # ties split the gradient evenly, as PyTorch does
+        w = (a > b) + (a == b) * 0.5
+        return g * w, g * (1 - w)
+
+
+class Minimum(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        rd = result_dtype(a, b)
+        if rd.kind == "c":
+            raise RuntimeError("minimum not implemented for complex tensors.")
+        a, b = cast(a, rd), cast(b, rd)
+        ctx.save_for_backward(a, b)
+        return ctx.xp.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        w = (a < b) + (a == b) * 0.5
+        return g * w, g * (1 - w)
+
+
+def maximum(input, other, *, out=None):
+    """Elementwise max (NaN propagates).  >>> wb.maximum(wb.tensor([1., 4.]), wb.tensor([3., 2.]))  ->  tensor([3., 4.])"""
+    return _out(Maximum.apply(input, other), out)
+
+
+def minimum(input, other, *, out=None):
+    """Elementwise min (NaN propagates).  >>> wb.minimum(wb.tensor([1., 4.]), wb.tensor([3., 2.]))  ->  tensor([1., 2.])"""
+    return _out(Minimum.apply(input, other), out)
+
+
+class Clamp(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        xp = ctx.xp
+        rd = result_dtype(x, lo) if hi is None else result_dtype(x, hi) if lo is None else _dt.promote_types(
+            _dt.from_numpy_dtype(result_dtype(x, lo)), _dt.from_numpy_dtype(result_dtype(x, hi))).np
+        if rd.kind == "c":
+            raise RuntimeError("clamp is not supported for complex types")
+        y = cast(x, rd)
+        if lo is not None:
+            y = xp.maximum(y, cast(lo, rd))
+        if hi is not None:
+            y = xp.minimum(y, cast(hi, rd))
+        ctx.save_for_backward(x, lo if _isarr(lo) else None, hi if _isarr(hi) else None)
+        ctx.lo, ctx.hi = lo, hi
+        return y.astype(rd, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, tlo, thi = ctx.saved_tensors
+        lo = tlo if tlo is not None else ctx.lo
+        hi = thi if thi is not None else ctx.hi
+        # the boundary passes the gradient to input (PyTorch's clamp_backward)
+        if lo is not None and hi is not None:
+            keep = (x >= lo) & (x <= hi)
+        else:
+            keep = x >= lo if lo is not None else x <= hi
+        gx = where(keep, g, 0.0) if ctx.needs_input_grad[0] else None
+        glo = ghi = None
+        if ctx.needs_input_grad[1]:
+            glo = where((x < lo) & (lo < hi), g, 0.0) if hi is not None else where(x < lo, g, 0.0)
+        if ctx.needs_input_grad[2]:
+            ghi = where((x > hi) | (hi < lo), g, 0.0) if lo is not None else where(x > hi, g, 0.0)
+        return gx, glo, ghi
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    """Limit values to [min, max] (numbers or tensors).  >>> wb.clamp(wb.tensor([-1., 5.]), 0, 2)  ->  tensor([0., 2.])"""
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    return _out(Clamp.apply(input, min, max), out)
+
+
+clip = clamp
+
+
+def clamp_min(input, min):
+    """max(input, min).  >>> wb.clamp_min(wb.tensor([-1., 5.]), 0)  ->  tensor([0., 5.])"""
+    return Clamp.apply(input, min, None)
+
+
+def clamp_max(input, max):
+    """min(input, max).  >>> wb.clamp_max(wb.tensor([-1., 5.]), 0)  ->  tensor([-1., 0.])"""
+    return Clamp.apply(input, None, max)
+
+
+# --- comparisons and selection ---------------------------------------------------------------------
+def _compare(name, ufunc):
+    def forward(ctx, a, b):
+        rd = result_dtype(a, b)
+        if rd.kind == "c" and name not in ("eq", "ne"):
+            raise RuntimeError(f"{name} is not supported for complex tensors; compare .real or .abs() instead")
+        y = getattr(ctx.xp, ufunc)(cast(a, rd), cast(b, rd))
+        ctx.mark_non_differentiable(y)
+        return y
+
+    cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
+                                                  "forward": staticmethod(forward),
+                                                  "backward": staticmethod(lambda ctx, g: (None, None))})
+
+    def public(input, other, *, out=None):
+        return _out(cls.apply(input, other), out)
+
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = f"Elementwise {ufunc.replace('_', ' ')}, a bool tensor.  >>> wb.{name}(wb.tensor([1, 2]), 1)"
+    return cls, public
 
 
 Eq, eq = _compare("eq", "equal")
@@ -432,7 +875,7 @@ class Where(Function):
         rd = result_dtype(a, b)
         if cond.dtype != bool:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                               f"{cond.dtype}")
+                               f"{_dt.from_numpy_dtype(cond.dtype).name}; use condition.bool() or a comparison")
         ctx.save_for_backward(cond)
         r = ctx.xp.where(cond, cast(a, rd), cast(b, rd))
         return r.astype(rd, copy=False)
@@ -440,8 +883,8 @@ class Where(Function):
     @staticmethod
     def backward(ctx, g):
         (cond,) = ctx.saved_tensors
-        z = g * 0
-        return None, where(cond, g, z), where(cond, z, g)
+        return (None, where(cond, g, 0.0) if ctx.needs_input_grad[1] else None,
+                where(cond, 0.0, g) if ctx.needs_input_grad[2] else None)
 
 
 def where(condition, input=None, other=None, *, out=None):
@@ -449,109 +892,236 @@ def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        input = Tensor._make(_scalar_array(condition, input).astype(result_dtype(input, other)))
+        xp = _backend.xp_of(condition._data)
+        with _backend.on_device(condition.device):
+            input = Tensor._make(xp.asarray(input, dtype=result_dtype(input, other)))
     return _out(Where.apply(condition, input, other), out)
 
 
-class Maximum(Function):
+def isnan(input):
+    """True where input is NaN.  >>> wb.isnan(wb.tensor([1., float('nan')]))  ->  tensor([False,  True])"""
+    return Tensor._make(_backend.xp_of(input._data).isnan(input._data))
+
+
+def isinf(input):
+    """True where input is ±inf.  >>> wb.isinf(wb.tensor([1., float('inf')]))  ->  tensor([False,  True])"""
+    return Tensor._make(_backend.xp_of(input._data).isinf(input._data))
+
+
+def isfinite(input):
+    """True where input is neither inf nor NaN.  >>> wb.isfinite(wb.tensor([1., float('inf')]))"""
+    return Tensor._make(_backend.xp_of(input._data).isfinite(input._data))
+
+
+def isposinf(input):
+    """True where input is +inf.  >>> wb.isposinf(wb.tensor([-float('inf'), float('inf')]))"""
+    d = input._data
+    return Tensor._make(_backend.xp_of(d).isinf(d) & (d > 0))
+
+
+def isneginf(input):
+    """True where input is -inf.  >>> wb.isneginf(wb.tensor([-float('inf'), float('inf')]))"""
+    d = input._data
+    return Tensor._make(_backend.xp_of(d).isinf(d) & (d < 0))
+
+
+def isreal(input):
+    """True where the imaginary part is 0 (everywhere for real dtypes).  >>> wb.isreal(wb.tensor([1 + 0j, 1j]))"""
+    d = input._data
+    xp = _backend.xp_of(d)
+    return Tensor._make(d.imag == 0 if d.dtype.kind == "c" else xp.ones(d.shape, dtype=bool))
+
+
+def signbit(input):
+    """True where the sign bit is set (including -0.0).  >>> wb.signbit(wb.tensor([-0.0, 1.0]))"""
+    d = input._data
+    return Tensor._make(_backend.xp_of(d).signbit(d) if d.dtype.kind != "b" else d & False)
+
+
+def _check_same_dtype(op, a, b):
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{op}: {_TORCH_NAMES[a.dtype.name]} did not match {_TORCH_NAMES[b.dtype.name]} "
+                           "(the two tensors must have the same dtype; convert one with .to(other.dtype))")
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other|, elementwise.  >>> wb.isclose(wb.tensor([1.0]), wb.tensor([1.0 + 1e-9]))"""
+    if isinstance(other, Tensor):
+        _check_same_dtype("isclose", input, other)
+    a, b = input._data, _t(other)
+    xp = _backend.xp_of(a)
+    if a.dtype.kind in "biu" and (not _isarr(b) or b.dtype.kind in "biu"):
+        close = a == b if rtol == 0 and atol == 0 else xp.abs(a.astype("float64") - b) <= atol + rtol * xp.abs(b)
+    else:
+        with _backend.numpy.errstate(invalid="ignore"):
+            close = (a == b) | (xp.isfinite(a) & xp.isfinite(b) & (xp.abs(a - b) <= atol + rtol * xp.abs(b)))
+    if equal_nan:
+        close = close | (xp.isnan(a) & xp.isnan(b))
+    return Tensor._make(xp.asarray(close))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether isclose holds everywhere.  >>> wb.allclose(wb.tensor([1.0]), wb.tensor([1.0 + 1e-9]))  ->  True"""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input, other):
+    """True if both tensors have the same shape and values.  >>> wb.equal(wb.tensor([1, 2]), wb.tensor([1, 2]))  ->  True"""
+    if input.shape != other.shape:
+        return False
+    if input.device != other.device:
+        raise RuntimeError(f"equal: expected both tensors on the same device, got {input.device} and {other.device}")
+    return bool((input._data == other._data).all())
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """Replace NaN, +inf and -inf (by default with 0 and the dtype's largest/smallest values).
+
+    >>> import workbench as wb
+    >>> wb.nan_to_num(wb.tensor([float('nan'), 1.0]))
+    tensor([0., 1.])
+    """
+    return _out(NanToNum.apply(input, nan, posinf, neginf), out)
+
+
+class NanToNum(Function):
     _raw = True
+    op_name = "nan_to_num"
 
     @staticmethod
-    def forward(ctx, a, b):
-        rd = result_dtype(a, b)
-        a, b = cast(a, rd), cast(b, rd)
-        ctx.save_for_backward(a, b)
-        return ctx.xp.maximum(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        # ties split the gradient evenly, as PyTorch does
-        w = (a > b) + (a == b) * 0.5
-        return g * w, g * (1 - w)
-
-
-class Minimum(Function):
-    _raw = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        rd = result_dtype(a, b)
-        a, b = cast(a, rd), cast(b, rd)
-        ctx.save_for_backward(a, b)
-        return ctx.xp.minimum(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        w = (a < b) + (a == b) * 0.5
-        return g * w, g * (1 - w)
-
-
-def maximum(input, other, *, out=None):
-    """Elementwise max (NaN propagates).  >>> wb.maximum(wb.tensor([1., 4.]), wb.tensor([3., 2.]))"""
-    return _out(Maximum.apply(input, other), out)
-
-
-def minimum(input, other, *, out=None):
-    """Elementwise min (NaN propagates).  >>> wb.minimum(wb.tensor([1., 4.]), wb.tensor([3., 2.]))"""
-    return _out(Minimum.apply(input, other), out)
-
-
-class Clamp(Function):
-    _raw = True
-
-    @staticmethod
-    def forward(ctx, x, lo, hi):
-        xp = ctx.xp
-        lo_ = lo if lo is None or not hasattr(lo, "shape") else lo
-        y = x
-        if lo_ is not None:
-            y = xp.maximum(y, cast(lo_, x.dtype) if hasattr(lo_, "shape") else lo_)
-        if hi is not None:
-            y = xp.minimum(y, cast(hi, x.dtype) if hasattr(hi, "shape") else hi)
-        y = y.astype(result_dtype(x, lo if lo is not None else hi), copy=False)
+    def forward(ctx, x, nan, posinf, neginf):
+        if x.dtype.kind in "biu":
+            return x.copy()
         ctx.save_for_backward(x)
-        ctx.lo, ctx.hi = lo, hi
-        return y
+        return ctx.xp.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        m = g * 0 + 1
-        if ctx.lo is not None:
-            m = m * (x >= (ctx.lo if not hasattr(ctx.lo, "shape") else Tensor._make(ctx.lo)))
-        if ctx.hi is not None:
-            m = m * (x <= (ctx.hi if not hasattr(ctx.hi, "shape") else Tensor._make(ctx.hi)))
-        return g * m, None, None
+        return where(isfinite(x), g, 0.0), None, None, None
 
 
-def clamp(input, min=None, max=None, *, out=None):
-    """Limit values to [min, max].  >>> wb.clamp(wb.tensor([-1., 5.]), 0, 2)  ->  tensor([0., 2.])"""
-    if min is None and max is None:
-        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    return _out(Clamp.apply(input, _t(min), _t(max)), out)
+# --- logic and bits --------------------------------------------------------------------------------
+def _logical(name, ufunc):
+    def fwd(xp, a, b):
+        return getattr(xp, ufunc)(a, b)
+
+    cls, public = _binary(name, fwd, _nograd, "nograd",
+                          f"Elementwise {name.replace('_', ' ')} of truth values, a bool tensor.  >>> "
+                          f"wb.{name}(wb.tensor([True, False]), wb.tensor([True, True]))")
+    return cls, public
 
 
-clip = clamp
+LogicalAnd, logical_and = _logical("logical_and", "logical_and")
+LogicalOr, logical_or = _logical("logical_or", "logical_or")
+LogicalXor, logical_xor = _logical("logical_xor", "logical_xor")
+
+
+def logical_not(input, *, out=None):
+    """not input, a bool tensor.  >>> wb.logical_not(wb.tensor([0, 1]))  ->  tensor([ True, False])"""
+    return _out(Tensor._make(_backend.xp_of(input._data).logical_not(input._data)), out)
+
+
+def _bitwise(name, ufunc):
+    def fwd(xp, a, b):
+        return getattr(xp, ufunc)(a, b)
+
+    return _binary(name, fwd, _nograd, "int",
+                   f"Elementwise {ufunc} of integer or bool tensors.  >>> wb.{name}(wb.tensor([12]), wb.tensor([10]))",
+                   kernel=f"{name}_cpu")
+
+
+BitwiseAnd, bitwise_and = _bitwise("bitwise_and", "bitwise_and")
+BitwiseOr, bitwise_or = _bitwise("bitwise_or", "bitwise_or")
+BitwiseXor, bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
+BitwiseLeftShift, bitwise_left_shift = _bitwise("bitwise_left_shift", "left_shift")
+BitwiseRightShift, bitwise_right_shift = _bitwise("bitwise_right_shift", "right_shift")
+
+
+def bitwise_not(input, *, out=None):
+    """~input for integer and bool tensors.  >>> wb.bitwise_not(wb.tensor([0, 5]))  ->  tensor([-1, -6])"""
+    d = input._data
+    if d.dtype.kind not in "biu":
+        raise dtype_error("bitwise_not_cpu", d.dtype)
+    return _out(Tensor._make(_backend.xp_of(d).invert(d)), out)
+
+
+def _invert(self):
+    if self._data.dtype.kind not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
 
 
 def _r(fn):
     def reflected(self, other):
         return fn(other, self)
 
+    reflected.__name__ = "__r" + fn.__name__ + "__"
     return reflected
 
 
-__all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sin", "cos", "sigmoid", "abs",
-           "sign", "relu", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
-           "not_equal", "where", "maximum", "minimum", "clamp", "clip", "rsub"]
+def _python_op(fn):
+    # Python falls back to the other operand's reflected method on NotImplemented (e.g. for lists)
+    def op(self, other):
+        if not isinstance(other, (Tensor, int, float, complex, bool)) and not hasattr(other, "dtype"):
+            return NotImplemented
+        return fn(self, other)
+
+    op.__name__ = fn.__name__
+    return op
+
+
+def _inplace_op(name):
+    def op(self, other):
+        return getattr(self, name)(other)
+
+    return op
+
+
+__all__ = [
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "neg", "negative",
+    "positive", "pow", "float_power", "square", "rsub", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+    "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "sinh",
+    "cosh", "tanh", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "sigmoid",
+    "floor", "ceil", "trunc", "fix", "frac", "round", "logit", "abs", "absolute", "sign", "sgn", "conj", "real", "imag",
+    "relu", "remainder", "fmod", "atan2", "arctan2", "hypot", "copysign", "xlogy", "fmax", "fmin", "maximum",
+    "minimum", "clamp", "clip", "clamp_min", "clamp_max", "eq", "ne", "lt", "le", "gt", "ge", "greater",
+    "greater_equal", "less", "less_equal", "not_equal", "where", "isnan", "isinf", "isfinite", "isposinf",
+    "isneginf", "isreal", "signbit", "isclose", "allclose", "equal", "nan_to_num", "logical_and", "logical_or",
+    "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift",
+]
+subtract, multiply, divide = sub, mul, div
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+
+_NOT_METHODS = ("where", "rsub", "relu", "positive", "real", "imag")
 METHODS = {
+    **{n: globals()[n] for n in __all__ if n not in _NOT_METHODS},
     "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub, "__mul__": mul, "__rmul__": mul,
-    "__truediv__": div, "__rtruediv__": _r(div), "__pow__": pow, "__rpow__": _r(pow), "__neg__": neg,
-    "__abs__": abs, "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
-    **{n: globals()[n] for n in __all__ if n not in ("where", "rsub")},
+    "__truediv__": div, "__rtruediv__": _r(div), "__floordiv__": floor_divide, "__rfloordiv__": _r(floor_divide),
+    "__mod__": remainder, "__rmod__": _r(remainder), "__pow__": pow, "__rpow__": _r(pow), "__neg__": neg,
+    "__pos__": positive, "__abs__": abs, "__invert__": _invert,
+    "__eq__": _python_op(eq), "__ne__": _python_op(ne), "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
+    "__and__": bitwise_and, "__rand__": _r(bitwise_and), "__or__": bitwise_or, "__ror__": _r(bitwise_or),
+    "__xor__": bitwise_xor, "__rxor__": _r(bitwise_xor), "__lshift__": bitwise_left_shift,
+    "__rlshift__": _r(bitwise_left_shift), "__rshift__": bitwise_right_shift,
+    "__rrshift__": _r(bitwise_right_shift),
+    "__ifloordiv__": _inplace_op("floor_divide_"), "__imod__": _inplace_op("remainder_"),
+    "__iand__": _inplace_op("bitwise_and_"), "__ior__": _inplace_op("bitwise_or_"),
+    "__ixor__": _inplace_op("bitwise_xor_"), "__ilshift__": _inplace_op("bitwise_left_shift_"),
+    "__irshift__": _inplace_op("bitwise_right_shift_"),
     "where": lambda self, condition, other: where(condition, self, other),
+    "relu": relu, "positive": positive, "real": property(real), "imag": property(imag),
+    "resolve_conj": lambda self: self, "resolve_neg": lambda self: self, "conj_physical": conj,
 }
-INPLACE = ("add", "sub", "mul", "div", "pow", "neg", "abs", "sign", "exp", "log", "sqrt", "tanh", "sigmoid", "sin",
-           "cos", "relu", "clamp", "clip")
+INPLACE = (
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod",
+    "pow", "float_power", "square", "neg", "negative", "abs", "absolute", "sign", "sgn", "exp", "exp2", "expm1",
+    "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan",
+    "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
+    "deg2rad", "rad2deg", "sigmoid", "floor", "ceil", "trunc", "fix", "frac", "round", "logit", "relu", "atan2",
+    "arctan2", "hypot", "copysign", "xlogy", "clamp", "clip", "clamp_min", "clamp_max", "eq", "ne", "lt", "le", "gt",
+    "ge", "greater", "greater_equal", "less", "less_equal", "not_equal", "nan_to_num", "logical_and", "logical_or",
+    "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift",
+)

@@ -1,9 +1,54 @@
-"""Reductions over ``dim`` (int or tuple) with ``keepdim``."""
+"""Reductions over ``dim`` (int or tuple) with ``keepdim``, scans (cumsum, cummax...), and the ops that
+pick one element per slice (max/min with dim, median, mode, cummax/cummin), which return named tuples from
+``workbench.return_types``.
+
+Picking ops share one primitive shape: forward finds the indices on raw arrays, and the gradient
+scatters back through those indices (``shape.IndexBackward``, which accumulates repeats).
+"""
+import builtins
+import collections
+import sys
+import types
+import warnings
+
+from .. import _backend
+from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import norm_dims, to_float
+from ._util import norm_dims, to_float, wrap_dim
+from .elementwise import _out, where
+
+_np = _backend.numpy
+_INT64 = _np.dtype("int64")
+
+# --- named tuples (torch.return_types) ---------------------------------------------------------------
+return_types = types.ModuleType("workbench.return_types", "Named tuples returned by ops such as max(dim) and sort.")
+sys.modules.setdefault("workbench.return_types", return_types)
 
 
+def return_type(name, fields=("values", "indices")):
+    """The named tuple ``workbench.return_types.<name>`` (made once, shared by every op family)."""
+    cls = getattr(return_types, name, None)
+    if cls is None:
+        cls = collections.namedtuple(name, fields)
+        cls.__module__ = "workbench.return_types"
+        cls.__qualname__ = name
+
+        def __repr__(self):
+            body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+            return f"workbench.return_types.{type(self).__name__}(\n{body})"
+
+        cls.__repr__ = __repr__
+        setattr(return_types, name, cls)
+    return cls
+
+
+for _n in ("max", "min", "median", "nanmedian", "mode", "cummax", "cummin"):
+    return_type(_n)
+return_type("aminmax", ("min", "max"))
+
+
+# --- helpers ---------------------------------------------------------------------------------------
 def _expand_back(g, in_shape, dims, keepdim):
     # undo a reduction's shape change so the gradient broadcasts over the reduced dims
     if dims is None:
@@ -16,21 +61,50 @@ def _expand_back(g, in_shape, dims, keepdim):
     return g.expand(in_shape)
 
 
-def _sum_dtype(x, dtype):
+def _keep(t, in_shape, dims, keepdim):
+    # a reduced tensor reshaped to broadcast against the input (keepdim=True form)
+    if keepdim or not in_shape:
+        return t
+    shape = list(in_shape)
+    for d in (range(len(in_shape)) if dims is None else dims):
+        shape[d] = 1
+    return t.reshape(tuple(shape))
+
+
+def _count(shape, dims):
+    n = 1
+    for d in (range(len(shape)) if dims is None else dims):
+        n *= shape[d]
+    return n
+
+
+def _acc_dtype(x, dtype):
+    """PyTorch's accumulation dtype for sum/prod/cumsum: integers and bool widen to int64."""
     if dtype is not None:
-        return dtype.np
-    return x.dtype if x.dtype.kind in "fc" or x.dtype.kind == "V" or str(x.dtype) == "bfloat16" else __import__(
-        "numpy").dtype("int64")
+        return _dt.to_dtype(dtype).np
+    return x.dtype if x.dtype.kind in "fcV" or x.dtype.name == "bfloat16" else _INT64
 
 
+def _empty_error(op, x, dims):
+    if x.size == 0 and (dims is None or any(x.shape[d] == 0 for d in dims)):
+        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                         f"reduction dim with the 'dim' argument (input shape {list(x.shape)}).") if dims is None \
+            else IndexError(f"{op}(): Expected reduction dim {dims[0]} to have non-zero size (input shape "
+                            f"{list(x.shape)}).")
+
+
+def _dims(input, dim, op):
+    return norm_dims(dim, input._data.ndim, op)
+
+
+# --- sum, mean, prod -----------------------------------------------------------------------------
 class Sum(Function):
     _raw = True
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
         ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        dt = _sum_dtype(x, dtype)
-        return ctx.xp.asarray(x.sum(axis=dims, keepdims=keepdim, dtype=dt))
+        return ctx.xp.asarray(x.sum(axis=dims, keepdims=keepdim, dtype=_acc_dtype(x, dtype)))
 
     @staticmethod
     def backward(ctx, g):
@@ -38,17 +112,26 @@ class Sum(Function):
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
-    """Sum over all elements or over ``dim``.
+    """Sum over all elements or over ``dim`` (integers and bool sum in int64).
 
     >>> import workbench as wb
     >>> wb.tensor([[1, 2], [3, 4]]).sum(0)
     tensor([4, 6])
     """
-    if isinstance(input, Tensor) is False:
+    if not isinstance(input, Tensor):
         raise TypeError(f"sum(): argument 'input' must be Tensor, not {type(input).__name__}")
-    from .._backend.dtypes import to_dtype
+    return Sum.apply(input, _dims(input, dim, "sum"), keepdim, dtype)
 
-    return Sum.apply(input, norm_dims(dim, input._data.ndim, "sum"), keepdim, to_dtype(dtype) if dtype else None)
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum treating NaN as zero.  >>> wb.nansum(wb.tensor([1.0, float('nan'), 2.0]))  ->  tensor(3.)"""
+    if input._data.dtype.kind not in "fc":
+        return sum(input, dim, keepdim, dtype=dtype)
+    return sum(where(isnan_(input), 0.0, input), dim, keepdim, dtype=dtype)
+
+
+def isnan_(t):
+    return Tensor._make(_backend.xp_of(t._data).isnan(t._data))
 
 
 class Mean(Function):
@@ -57,18 +140,15 @@ class Mean(Function):
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
         if dtype is not None:
-            x = x.astype(dtype.np)
-        elif x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
+            x = x.astype(_dt.to_dtype(dtype).np)
+        elif x.dtype.kind not in "fcV" and x.dtype.name != "bfloat16":
             raise RuntimeError(
                 f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
-                f"dtype. Got: {str(x.dtype).capitalize()}")
+                f"dtype. Got: {_dt.from_numpy_dtype(x.dtype).name.capitalize()}. Convert with .float() first.")
         ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        n = x.size if dims is None else 1
-        if dims is not None:
-            for d in dims:
-                n *= x.shape[d]
-        ctx.n = n
-        return ctx.xp.asarray(x.mean(axis=dims, keepdims=keepdim))
+        ctx.n = _count(x.shape, dims)
+        with _np.errstate(invalid="ignore", divide="ignore"):
+            return ctx.xp.asarray(x.mean(axis=dims, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, g):
@@ -77,13 +157,682 @@ class Mean(Function):
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over all elements or over ``dim``.  >>> wb.tensor([1., 2., 3.]).mean()  ->  tensor(2.)"""
-    from .._backend.dtypes import to_dtype
-
-    return Mean.apply(input, norm_dims(dim, input._data.ndim, "mean"), keepdim, to_dtype(dtype) if dtype else None)
+    return Mean.apply(input, _dims(input, dim, "mean"), keepdim, dtype)
 
 
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean of the non-NaN elements.  >>> wb.nanmean(wb.tensor([1.0, float('nan'), 3.0]))  ->  tensor(2.)"""
+    if input._data.dtype.kind not in "fc" and dtype is None:
+        return mean(input, dim, keepdim)
+    ok = Tensor._make(~_backend.xp_of(input._data).isnan(input._data))
+    return nansum(input, dim, keepdim, dtype=dtype) / ok.sum(dim, keepdim)
 
 
+class Prod(Function):
+    _raw = True
 
-__all__ = ["sum", "mean"]
-METHODS = {"sum": sum, "mean": mean}
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        x = x.astype(_acc_dtype(x, dtype), copy=False)
+        ctx.dim, ctx.keepdim = dim, keepdim
+        y = ctx.xp.asarray(ctx.xp.prod(x, axis=dim, keepdims=keepdim))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        if ctx.dim is None:  # as a product over dim 0 of the flattened input
+            return _prod_grad(g.reshape((1,)), x.reshape((-1,)), y.reshape((1,)), 0).reshape(x.shape), None, None, \
+                None
+        if not ctx.keepdim and x.ndim:
+            g, y = g.unsqueeze(ctx.dim), y.unsqueeze(ctx.dim)
+        return _prod_grad(g, x, y, ctx.dim), None, None, None
+
+
+def _prod_grad(g, x, y, d):
+    # d prod / d x_i = product of the others; without zeros that is y / x_i. With zeros (PyTorch's rule):
+    # a slice's only zero gets the product of the rest, everything else in a slice with a zero gets 0.
+    zeros = x._data == 0
+    if not bool(zeros.any()):
+        return g * y / x
+    z = Tensor._make(zeros)
+    cnt = z.sum(d, keepdim=True)
+    x1 = where(z, 1.0, x)
+    p1 = x1.prod(d, keepdim=True)
+    return g * where(cnt == 0, p1 / x1, where((cnt == 1) & z, p1, 0.0))
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product over all elements or over one ``dim``.
+
+    >>> import workbench as wb
+    >>> wb.tensor([[1., 2.], [3., 4.]]).prod(1)
+    tensor([ 2., 12.])
+    """
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("prod(): argument 'dim' must be int, not tuple (reduce one dim at a time)")
+    d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    return Prod.apply(input, d, keepdim, dtype)
+
+
+# --- scans ---------------------------------------------------------------------------------------
+def _scan(xp, a, op):
+    """Inclusive scan of binary ufunc ``op`` along the last axis (Hillis-Steele: log2(n) vectorised steps)."""
+    a = a.copy()
+    n = a.shape[-1] if a.ndim else 0
+    s = 1
+    while s < n:
+        a[..., s:] = op(a[..., s:], a[..., :-s])
+        s *= 2
+    return a
+
+
+def _revcumsum(t, d):
+    return t.flip(d).cumsum(d).flip(d)
+
+
+class Cumsum(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, d, dtype):
+        ctx.d = d
+        if x.ndim == 0:
+            return x.astype(_acc_dtype(x, dtype), copy=True)
+        return ctx.xp.cumsum(x, axis=d, dtype=_acc_dtype(x, dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        return (_revcumsum(g, ctx.d) if g.ndim else g), None, None
+
+
+def cumsum(input, dim, *, dtype=None, out=None):
+    """Running sum along ``dim``.  >>> wb.cumsum(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 3, 6])"""
+    return _out(Cumsum.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
+
+
+class Cumprod(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, d, dtype):
+        ctx.d = d
+        x = x.astype(_acc_dtype(x, dtype), copy=x.ndim == 0)
+        y = x if x.ndim == 0 else ctx.xp.cumprod(x, axis=d)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        if x.ndim == 0:
+            return g, None, None
+        d = ctx.d
+        zeros = x._data == 0
+        if not bool(zeros.any()):
+            return _revcumsum(g * y, d) / x, None, None
+        # y_k = 0 from a slice's first zero on, so inputs before it see only the terms before it (y / x is
+        # safe there); the first zero sees the running product of the others; later inputs get nothing
+        xp = _backend.xp_of(zeros)
+        seen = xp.cumsum(zeros, axis=d)
+        before = Tensor._make(seen == 0)
+        first = Tensor._make(zeros & (seen == 1))
+        part1 = where(before, _revcumsum(g * y, d) / where(before, x, 1.0), 0.0)
+        y2 = where(first, 1.0, x).cumprod(d)
+        part2 = where(first, _revcumsum(g * y2, d), 0.0)
+        return part1 + part2, None, None
+
+
+def cumprod(input, dim, *, dtype=None, out=None):
+    """Running product along ``dim`` (gradient exact with zeros).  >>> wb.cumprod(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 2, 6])"""
+    return _out(Cumprod.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
+
+
+def _along_key(xp, idx, d):
+    """An advanced index picking idx[..., j, ...] along dim d at every other position (idx: keepdim shape)."""
+    key = []
+    for k, n in enumerate(idx.shape):
+        if k == d:
+            key.append(idx)
+        else:
+            shape = [1] * idx.ndim
+            shape[k] = n
+            key.append(xp.arange(n).reshape(shape))
+    return tuple(key)
+
+
+class _Pick(Function):
+    """Values at indices a rule picks along ``dim``, and the indices; the gradient goes back to those places."""
+
+    _raw = True
+    rule = None  # rule(xp, x, d) -> int64 indices with x's shape except size 1 at d (or x's shape, for scans)
+
+    @classmethod
+    def forward(cls, ctx, x, d, keepdim, *args):
+        xp = ctx.xp
+        if x.ndim == 0:
+            x = x.reshape(1)
+            ctx.scalar = True
+        else:
+            ctx.scalar = False
+        idx = cls.rule(xp, x, d, *args).astype(_INT64, copy=False)
+        key = _along_key(xp, idx, d)
+        vals = x[key]
+        ctx.in_shape, ctx.key, ctx.d, ctx.keepdim = x.shape, key, d, keepdim
+        if ctx.scalar:
+            vals, idx = vals.reshape(()), idx.reshape(())
+        elif not keepdim:
+            vals, idx = vals.squeeze(d), idx.squeeze(d)
+        ctx.mark_non_differentiable(idx)
+        return vals, idx
+
+    @staticmethod
+    def backward(ctx, g, gi):
+        from .shape import IndexBackward
+
+        if ctx.scalar:
+            g = g.reshape((1,))
+        elif not ctx.keepdim:
+            g = g.unsqueeze(ctx.d)
+        gx = IndexBackward.apply(g, ctx.in_shape, ctx.key)
+        return (gx.reshape(()) if ctx.scalar else gx), None, None, None
+
+
+def _picker(name, rule):
+    return type(name.capitalize(), (_Pick,), {"op_name": name, "rule": staticmethod(rule), "__module__": __name__})
+
+
+def _expand(xp, a, d):
+    return xp.expand_dims(a, d)
+
+
+def _nan_count(xp, x, d):
+    return xp.isnan(x).sum(axis=d, keepdims=True) if x.dtype.kind in "fc" else xp.zeros(
+        x.shape[:d] + (1,) + x.shape[d + 1:], _INT64)
+
+
+def _sorted_pick(xp, x, d, pos):
+    order = xp.argsort(x, axis=d, kind="stable")
+    return xp.take_along_axis(order, pos, axis=d)
+
+
+def _median_rule(xp, x, d):
+    # the lower median; a slice holding NaN gives its first NaN (NumPy sorts NaN last)
+    n = x.shape[d]
+    nan = _nan_count(xp, x, d)
+    pos = xp.where(nan > 0, n - nan, (n - 1) // 2)
+    return _sorted_pick(xp, x, d, pos)
+
+
+def _nanmedian_rule(xp, x, d):
+    m = x.shape[d] - _nan_count(xp, x, d)
+    return _sorted_pick(xp, x, d, xp.where(m > 0, (m - 1) // 2, 0))
+
+
+def _mode_rule(xp, x, d):
+    # sort, measure runs of equal values, take the first longest run (the smallest such value) and its
+    # last element (PyTorch reports the last index of the mode)
+    order = xp.moveaxis(xp.argsort(x, axis=d, kind="stable"), d, -1)
+    s = xp.take_along_axis(xp.moveaxis(x, d, -1), order, axis=-1)
+    n = s.shape[-1]
+    pos = xp.arange(n)
+    new = xp.ones(s.shape, dtype=bool)
+    new[..., 1:] = s[..., 1:] != s[..., :-1]
+    start = _scan(xp, xp.where(new, pos, 0), xp.maximum)
+    run = pos - start
+    end = xp.argmax(run, axis=-1)[..., None]
+    return xp.moveaxis(xp.take_along_axis(order, end, axis=-1), -1, d)
+
+
+def _cum_rule(better):
+    def rule(xp, x, d):
+        xm = xp.moveaxis(x, d, -1)
+        best = _scan(xp, xm, better)
+        hit = xm == best
+        if x.dtype.kind in "fc":
+            hit |= xp.isnan(xm)  # NaN is carried along, and its place is reported
+        idx = _scan(xp, xp.where(hit, xp.arange(xm.shape[-1]), 0), xp.maximum)
+        return xp.moveaxis(idx, -1, d)
+
+    return rule
+
+
+MaxDim = _picker("max", lambda xp, x, d: _expand(xp, xp.argmax(x, axis=d), d))
+MinDim = _picker("min", lambda xp, x, d: _expand(xp, xp.argmin(x, axis=d), d))
+MedianDim = _picker("median", _median_rule)
+NanmedianDim = _picker("nanmedian", _nanmedian_rule)
+ModeDim = _picker("mode", _mode_rule)
+Cummax = _picker("cummax", _cum_rule(lambda a, b: _backend.xp_of(a).maximum(a, b)))
+Cummin = _picker("cummin", _cum_rule(lambda a, b: _backend.xp_of(a).minimum(a, b)))
+
+
+def _pick(cls, name, input, dim, keepdim, *args):
+    d = wrap_dim(dim, input._data.ndim)
+    if input._data.ndim and input._data.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size (input shape "
+                         f"{list(input.shape)}).")
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{name}(): complex tensors have no order; reduce .real or .abs() instead")
+    return getattr(return_types, name)(*cls.apply(input, d, keepdim, *args))
+
+
+def _flat(input):
+    return input.reshape((-1,))
+
+
+def cummax(input, dim):
+    """Running maximum along ``dim`` and where it was found.  >>> wb.cummax(wb.tensor([1., 3., 2.]), 0).values  ->  tensor([1., 3., 3.])"""
+    return _pick(Cummax, "cummax", input, dim, True)
+
+
+def cummin(input, dim):
+    """Running minimum along ``dim`` and where it was found.  >>> wb.cummin(wb.tensor([3., 1., 2.]), 0).values  ->  tensor([3., 1., 1.])"""
+    return _pick(Cummin, "cummin", input, dim, True)
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median: of all elements (a value), or along ``dim`` (values and indices).
+
+    >>> import workbench as wb
+    >>> wb.median(wb.tensor([4., 1., 3., 2.]))
+    tensor(2.)
+    """
+    if dim is None:
+        if input.numel() == 0:
+            return Tensor._make(_backend.xp_of(input._data).asarray(float("nan"), dtype=input._data.dtype))
+        return _pick(MedianDim, "median", _flat(input), 0, False).values
+    return _pick(MedianDim, "median", input, dim, keepdim)
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """median ignoring NaN (NaN only where a slice is all NaN).  >>> wb.nanmedian(wb.tensor([1., float('nan'), 3.]))  ->  tensor(1.)"""
+    if dim is None:
+        return _pick(NanmedianDim, "nanmedian", _flat(input), 0, False).values
+    return _pick(NanmedianDim, "nanmedian", input, dim, keepdim)
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest on ties) and its last index.
+
+    >>> import workbench as wb
+    >>> wb.mode(wb.tensor([1, 2, 2, 3])).values
+    tensor(2)
+    """
+    return _pick(ModeDim, "mode", input, dim, keepdim)
+
+
+# --- max, min, amax, amin, arg* ---------------------------------------------------------------------
+class _Extreme(Function):
+    """amax/amin: the gradient is split evenly among the elements that tie for the extreme (PyTorch's)."""
+
+    _raw = True
+    fn = None
+
+    @classmethod
+    def forward(cls, ctx, x, dims, keepdim):
+        _empty_error(cls.op_name, x, dims)
+        if x.dtype.kind == "c":
+            raise RuntimeError(f"{cls.op_name}(): complex tensors have no order; reduce .real or .abs() instead")
+        y = ctx.xp.asarray(getattr(ctx.xp, cls.fn)(x, axis=dims, keepdims=keepdim))
+        ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        hit = x == _keep(y, ctx.in_shape, ctx.dims, ctx.keepdim)
+        share = hit / hit.sum(ctx.dims, keepdim=True) if ctx.dims is not None else hit / hit.sum()
+        return share * _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim), None, None
+
+
+class Amax(_Extreme):
+    op_name = "amax"
+    fn = "amax"
+
+
+class Amin(_Extreme):
+    op_name = "amin"
+    fn = "amin"
+
+
+def amax(input, dim=(), keepdim=False, *, out=None):
+    """Maximum over ``dim`` (all dims by default); ties share the gradient.  >>> wb.amax(wb.tensor([[1, 5], [7, 2]]), 1)  ->  tensor([5, 7])"""
+    return _out(Amax.apply(input, _dims(input, dim, "amax"), keepdim), out)
+
+
+def amin(input, dim=(), keepdim=False, *, out=None):
+    """Minimum over ``dim`` (all dims by default); ties share the gradient.  >>> wb.amin(wb.tensor([[1, 5], [7, 2]]), 1)  ->  tensor([1, 2])"""
+    return _out(Amin.apply(input, _dims(input, dim, "amin"), keepdim), out)
+
+
+def _max_min(name, cls, ext, binary):
+    def fn(input, dim=None, keepdim=False, *, out=None):
+        if isinstance(dim, Tensor):
+            return binary(input, dim)
+        if dim is None:
+            if keepdim:
+                raise TypeError(f"{name}() received an invalid combination of arguments: keepdim needs dim")
+            return ext.apply(input, None, False)
+        r = _pick(cls, name, input, dim, keepdim)
+        if out is not None:
+            _out(r.values, out[0])
+            _out(r.indices, out[1])
+            return getattr(return_types, name)(*out)
+        return r
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{name} of all elements (a value); along ``dim``: values and indices (the first on ties); with "
+                  f"a tensor: the elementwise {name}imum.  >>> wb.{name}(wb.tensor([[1., 5.], [7., 2.]]), 1).indices")
+    return fn
+
+
+def _maximum(a, b):
+    from .elementwise import maximum
+
+    return maximum(a, b)
+
+
+def _minimum(a, b):
+    from .elementwise import minimum
+
+    return minimum(a, b)
+
+
+max = _max_min("max", MaxDim, Amax, _maximum)
+min = _max_min("min", MinDim, Amin, _minimum)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) in one call.  >>> wb.aminmax(wb.tensor([3, 0, 4]))  ->  (tensor(0), tensor(4))"""
+    d = None if dim is None else (dim,)
+    dims = _dims(input, d, "aminmax")
+    return return_types.aminmax(Amin.apply(input, dims, keepdim), Amax.apply(input, dims, keepdim))
+
+
+def _arg(name, fn):
+    def arg(input, dim=None, keepdim=False):
+        x = input._data
+        xp = _backend.xp_of(x)
+        if x.dtype.kind == "c":
+            raise RuntimeError(f"{name}(): complex tensors have no order; use .real or .abs() first")
+        if dim is None:
+            _empty_error(name, x, None)
+            r = getattr(xp, fn)(x.reshape(-1))
+            r = xp.asarray(r, dtype=_INT64)
+            return Tensor._make(r.reshape((1,) * x.ndim) if keepdim else r)
+        d = wrap_dim(dim, x.ndim)
+        if x.ndim == 0:
+            return Tensor._make(xp.zeros((), _INT64))
+        _empty_error(name, x, (d,))
+        return Tensor._make(xp.asarray(getattr(xp, fn)(x, axis=d, keepdims=keepdim), dtype=_INT64))
+
+    arg.__name__ = arg.__qualname__ = name
+    arg.__doc__ = f"Index of the {fn[3:]}imum (flat when dim is None; the first on ties).  >>> wb.{name}(wb.tensor([1, 9, 3]))  ->  tensor(1)"
+    return arg
+
+
+argmax = _arg("argmax", "argmax")
+argmin = _arg("argmin", "argmin")
+
+
+# --- var, std, norms, logsumexp ---------------------------------------------------------------------
+def _var_args(dim, unbiased, correction, op):
+    if isinstance(dim, bool):  # the legacy var(input, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{op}(): can't pass both unbiased and correction")
+    c = correction if correction is not None else (1 if unbiased is None or unbiased else 0)
+    return dim, c
+
+
+class Var(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, dims, correction, keepdim, sqrt):
+        x = to_float(x)
+        xp = ctx.xp
+        n = _count(x.shape, dims)
+        dof = n - correction
+        if dof <= 0:
+            warnings.warn(f"{'std' if sqrt else 'var'}(): degrees of freedom is <= 0. Correction should be strictly "
+                          "less than the reduction factor (input numel divided by output numel).", UserWarning,
+                          stacklevel=4)
+        m = x.mean(axis=dims, keepdims=True)
+        dev = x - m
+        sq = (dev * dev.conj()).real if x.dtype.kind == "c" else dev * dev
+        with _np.errstate(invalid="ignore", divide="ignore"):
+            v = xp.asarray(sq.sum(axis=dims, keepdims=keepdim) / builtins.max(dof, 0))
+            y = xp.sqrt(v) if sqrt else v
+        ctx.in_shape, ctx.dims, ctx.keepdim, ctx.dof, ctx.sqrt = x.shape, dims, keepdim, dof, sqrt
+        ctx.save_for_backward(x, y if sqrt else None)
+        return y.astype(sq.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g, *rest):
+        x, y = ctx.saved_tensors
+        if ctx.sqrt:  # d std = d var / (2 std), 0 where std == 0 (PyTorch's)
+            g = where(y == 0, 0.0, g / (2 * y))
+        g = _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim)
+        dev = x - (x.mean(ctx.dims, keepdim=True) if ctx.dims is not None else x.mean())
+        return g * dev * (2.0 / ctx.dof), None, None, None, None
+
+
+class Std(Var):
+    """The same computation, named std on the tape."""
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over ``dim`` with Bessel's ``correction`` (1 by default; ``unbiased=False`` means 0).
+
+    >>> import workbench as wb
+    >>> wb.var(wb.tensor([1., 2., 3., 4.]))
+    tensor(1.6667)
+    """
+    dim, c = _var_args(dim, unbiased, correction, "var")
+    return Var.apply(input, _dims(input, dim, "var"), c, keepdim, False)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over ``dim``; see ``var``.  >>> wb.std(wb.tensor([1., 3.]))  ->  tensor(1.4142)"""
+    dim, c = _var_args(dim, unbiased, correction, "std")
+    return Std.apply(input, _dims(input, dim, "std"), c, keepdim, True)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over ``dim``.  >>> wb.var_mean(wb.tensor([1., 3.]))  ->  (tensor(2.), tensor(2.))"""
+    d, _ = _var_args(dim, unbiased, correction, "var_mean")
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, d, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over ``dim``.  >>> wb.std_mean(wb.tensor([1., 3.]))  ->  (tensor(1.4142), tensor(2.))"""
+    d, _ = _var_args(dim, unbiased, correction, "std_mean")
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, d, keepdim)
+
+
+class Norm(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, p, dims, keepdim):
+        xp = ctx.xp
+        a = xp.abs(to_float(x))
+        if p == 2:
+            y = xp.sqrt((a * a).sum(axis=dims, keepdims=keepdim))
+        elif p == 1:
+            y = a.sum(axis=dims, keepdims=keepdim)
+        else:
+            y = ((a ** p).sum(axis=dims, keepdims=keepdim)) ** (1.0 / p)
+        y = xp.asarray(y)
+        ctx.p, ctx.in_shape, ctx.dims, ctx.keepdim = p, x.shape, dims, keepdim
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        p = ctx.p
+        g = _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim)
+        y = _keep(y, ctx.in_shape, ctx.dims, ctx.keepdim)
+        if p == 1:
+            return g * x.sgn(), None, None, None
+        if p == 2:
+            gx = x * (g / y)
+        else:
+            gx = x.sgn() * x.abs() ** (p - 1) * (g / y ** (p - 1))
+        return where(y == 0, 0.0, gx), None, None, None  # 0 at the origin, as PyTorch
+
+
+def _vector_norm(input, p, dims, keepdim):
+    if p == float("inf"):
+        return input.abs().amax(dims if dims is not None else (), keepdim)
+    if p == float("-inf"):
+        return input.abs().amin(dims if dims is not None else (), keepdim)
+    if p == 0:
+        nz = Tensor._make(input._data != 0)
+        return nz.sum(dims, keepdim).to(_float_of(input))
+    return Norm.apply(input, p, dims, keepdim)
+
+
+def _float_of(t):
+    d = t.dtype
+    return d.to_real() if d.category >= _dt._FLOAT else _dt.get_default_dtype()
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector or matrix norm: p = 'fro', 'nuc', inf, -inf or a number, over ``dim`` (all elements by default).
+
+    >>> import workbench as wb
+    >>> wb.norm(wb.tensor([3., 4.]))
+    tensor(5.)
+    """
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind not in "fc":
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{input.dtype.name} instead; convert with .float() first.")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if p == "nuc":
+        dims = (-2, -1) if dim is None else tuple(dim)
+        if len(dims) != 2:
+            raise RuntimeError(f"norm(): the nuclear norm needs exactly 2 dims, got dim={dim}")
+        from .. import linalg
+
+        return linalg.matrix_norm(input, "nuc", dims, keepdim)
+    if p == "fro":
+        if dim is not None and len(dim) > 2:
+            raise RuntimeError(f"norm(): the Frobenius norm takes 1 or 2 dims, got dim={dim}")
+        p = 2
+    if isinstance(p, str):
+        raise RuntimeError(f"norm(): p must be 'fro', 'nuc' or a number, got {p!r}")
+    return _vector_norm(input, float(p) if p not in (1, 2) else p, _dims(input, dim, "norm"), keepdim)
+
+
+class Logsumexp(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        xp = ctx.xp
+        x = to_float(x)
+        if x.size == 0:
+            y = xp.asarray(xp.log(xp.exp(x).sum(axis=dims, keepdims=keepdim)))
+        else:
+            m = xp.amax(x, axis=dims, keepdims=True)
+            m = xp.where(xp.isinf(m), 0, m).astype(x.dtype, copy=False)  # all -inf (or an inf) stays exact
+            with _np.errstate(divide="ignore"):
+                y = xp.log(xp.exp(x - m).sum(axis=dims, keepdims=True)) + m
+            if not keepdim:
+                y = y.reshape([s for k, s in enumerate(y.shape) if k not in (dims or range(x.ndim))])
+            y = xp.asarray(y)
+        ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        y = _keep(y, ctx.in_shape, ctx.dims, ctx.keepdim)
+        return _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim) * (x - y).exp(), None, None
+
+
+def logsumexp(input, dim=None, keepdim=False):
+    """log(sum(exp(input))) over ``dim``, computed without overflow.
+
+    >>> import workbench as wb
+    >>> wb.logsumexp(wb.tensor([1000.0, 1000.0]), 0)
+    tensor(1000.6931)
+    """
+    return Logsumexp.apply(input, _dims(input, dim, "logsumexp"), keepdim)
+
+
+# --- boolean reductions and counting ----------------------------------------------------------------
+def _logical_reduce(name):
+    def fn(input, dim=None, keepdim=False, *, out=None):
+        x = input._data
+        xp = _backend.xp_of(x)
+        dims = _dims(input, dim, name)
+        r = xp.asarray(getattr(xp, name)(x, axis=dims, keepdims=keepdim))
+        if x.dtype == _np.uint8:  # PyTorch keeps uint8 for uint8 inputs
+            r = r.astype(_np.uint8)
+        return _out(Tensor._make(r), out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Whether {'all' if name == 'all' else 'any'} elements (over ``dim``) are nonzero, a bool tensor.  "
+                  f">>> wb.{name}(wb.tensor([True, False]))")
+    return fn
+
+
+all = _logical_reduce("all")
+any = _logical_reduce("any")
+
+
+def count_nonzero(input, dim=None):
+    """How many elements (over ``dim``) are nonzero, as int64.  >>> wb.count_nonzero(wb.tensor([3, 0, 4]))  ->  tensor(2)"""
+    x = input._data
+    xp = _backend.xp_of(x)
+    return Tensor._make(xp.asarray((x != 0).sum(axis=_dims(input, dim, "count_nonzero")), dtype=_INT64))
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """n-th forward difference along ``dim`` (xor for bool), with optional prepend/append.
+
+    >>> import workbench as wb
+    >>> wb.diff(wb.tensor([1, 4, 9, 16]))
+    tensor([3, 5, 7])
+    """
+    from .. import cat
+
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    d = wrap_dim(dim, input.ndim)
+    parts = [t for t in (prepend, input, append) if t is not None]
+    if len(parts) > 1:
+        parts = [t if isinstance(t, Tensor) else _as_tensor_like(t, input, d) for t in parts]
+        input = cat(parts, d)
+    head = (slice(None),) * d
+    for _ in range(n):
+        if input.shape[d] == 0:
+            break
+        a, b = input[head + (slice(1, None),)], input[head + (slice(None, -1),)]
+        input = (a ^ b) if input.dtype is _dt.bool_ else a - b
+    return input
+
+
+def _as_tensor_like(v, like, d):
+    from ..creation import full
+
+    shape = list(like.shape)
+    shape[d] = 1
+    return full(shape, v, dtype=like.dtype, device=like.device)
+
+
+__all__ = ["sum", "nansum", "mean", "nanmean", "prod", "cumsum", "cumprod", "cummax", "cummin", "max", "min", "amax",
+           "amin", "aminmax", "argmax", "argmin", "median", "nanmedian", "mode", "var", "std", "var_mean",
+           "std_mean", "norm", "logsumexp", "all", "any", "count_nonzero", "diff", "return_types"]
+METHODS = {n: globals()[n] for n in __all__ if n not in ("var_mean", "std_mean", "return_types")}
+INPLACE = ("cumsum", "cumprod")
