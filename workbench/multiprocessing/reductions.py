@@ -49,10 +49,13 @@ class _Segment:
             os.unlink(path)
         try:
             os.ftruncate(fd, max(nbytes, 1))
-            return cls(fd, nbytes)
+            seg = cls(fd, nbytes)
         except BaseException:
             os.close(fd)
             raise
+        st = os.fstat(fd)
+        _MAPPED[(st.st_dev, st.st_ino)] = seg
+        return seg
 
     @classmethod
     def attach(cls, fd, nbytes):
