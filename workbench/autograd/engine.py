@@ -161,7 +161,10 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                     continue
             if node.__class__ is AccumulateGrad:
                 if accumulate:
-                    yield _accumulate(node, grads[0], seen_ids, create_graph, index, keep_before)
+                    step = _accumulate(node, grads[0], seen_ids, create_graph, index, keep_before)
+                    STATE.enabled = grad_mode  # a consumer paused at a step (the debugger) runs user code
+                    yield step
+                    STATE.enabled = create_graph
                     index += 1
                 continue
             if node._pre_hooks is not None:
@@ -207,7 +210,9 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                         heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
                     else:
                         _skip_subgraph(nxt, deps, buffers, ready)
+            STATE.enabled = grad_mode
             yield BackwardStep(node, tuple(grads), grad_inputs, (), index)
+            STATE.enabled = create_graph
             index += 1
     finally:
         STATE.enabled = grad_mode
