@@ -29,6 +29,8 @@ class Matmul(Function):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         na, nb = ctx.nd
+        if na == 1 and nb == 1:  # a dot product: g is 0-d
+            return (g * b if b is not None else None), (g * a if a is not None else None)
         # lift 1-D operands to matrices, as matmul itself does, then drop the added dims
         if na == 1:
             g = g.unsqueeze(-2)
