@@ -1,0 +1,762 @@
+"""Losses, embeddings and distances.
+
+cross_entropy with class indices is a fused primitive (log_softmax + nll in one pass, on
+``_backend.kernels``) whose backward is a primitive too, with a Tensor-op backward of its own, so
+second derivatives work. Every other loss is a short composite of differentiable ops, reduced with
+PyTorch's rules ('mean' | 'sum' | 'none', weighted means divided by the summed weights).
+"""
+import math
+import warnings
+
+from .. import _backend
+from .._backend import kernels as _k
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
+from ..tensor import Tensor
+from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
+from .conv import PutRows, TakeRows, composite
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use reduction='mean'|'sum'|'none' "
+                  "instead.", UserWarning, stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "none" if not reduce else ("mean" if size_average else "sum")
+
+
+def _check_reduction(reduction, extra=()):
+    if reduction not in _REDUCTIONS + tuple(extra):
+        raise ValueError(f"{reduction} is not a valid value for reduction; use one of "
+                         f"{', '.join(repr(r) for r in _REDUCTIONS + tuple(extra))}")
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _xp(t):
+    return _backend.xp_of(t._data)
+
+
+def _check_same_size(op, input, target):
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", UserWarning, stacklevel=3)
+
+
+# --- cross-entropy (fused) --------------------------------------------------------------------------
+class CrossEntropy(Function):
+    """Per-row losses of (R, C) logits against class indices: weight, ignore_index, label smoothing."""
+
+    _raw = True
+    op_name = "cross_entropy"
+
+    @staticmethod
+    def forward(ctx, x, target, weight, ignore_index, smoothing):
+        loss, lse = _k.cross_entropy(ctx.xp, x, target, weight, ignore_index, smoothing)
+        ctx.args = (target, weight, ignore_index, smoothing)
+        ctx.save_for_backward(x, lse)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grow):
+        x, lse = ctx.saved_tensors
+        return CrossEntropyBackward.apply(x, grow, lse, *ctx.args), None, None, None, None
+
+
+class CrossEntropyBackward(Function):
+    """dx = grow[:, None] * (p * coef - const) with p = softmax(x); differentiable in x and grow."""
+
+    _raw = True
+    op_name = "cross_entropy_backward"
+
+    @staticmethod
+    def forward(ctx, x, grow, lse, target, weight, ignore_index, smoothing):
+        ctx.args = (target, weight, ignore_index, smoothing)
+        ctx.save_for_backward(x, grow)
+        return _k.cross_entropy_backward(ctx.xp, x, target, lse, grow, weight, ignore_index, smoothing)
+
+    @staticmethod
+    def backward(ctx, gg):
+        x, grow = ctx.saved_tensors
+        target, weight, ignore_index, ls = ctx.args
+        xp = ctx.xp
+        c = x.shape[-1]
+        valid = target != ignore_index
+        t = xp.where(valid, target, 0)
+        onehot = (xp.arange(c) == t[:, None]).astype(x._data.dtype)
+        v = valid.astype(x._data.dtype)
+        if weight is None:
+            coef = v
+            const = v[:, None] * ((1.0 - ls) * onehot + ls / c)
+        else:
+            wt = weight[t]
+            coef = v * ((1.0 - ls) * wt + ls / c * weight.sum())
+            const = v[:, None] * ((1.0 - ls) * wt[:, None] * onehot + ls / c * weight)
+        p = Softmax.apply(x, 1, False)
+        coef_t, const_t = Tensor._make(coef.astype(x._data.dtype)), Tensor._make(const.astype(x._data.dtype))
+        nig = ctx.needs_input_grad
+        dx = SoftmaxBackward.apply(p, gg * (grow * coef_t).unsqueeze(1), 1, False) if nig[0] else None
+        dgrow = (gg * (p * coef_t.unsqueeze(1) - const_t)).sum(1) if nig[1] else None
+        return dx, dgrow, None, None, None, None, None
+
+
+def _rows(input, op):
+    """(R, C) view of logits (N, C), (C,) or (N, C, d1, ...), in the order of the flattened target."""
+    if input.ndim == 0:
+        raise ValueError(f"{op}: expected input of shape (C), (N, C) or (N, C, d1, ...), got a 0-d tensor")
+    if input.ndim == 1:
+        return input.unsqueeze(0)
+    if input.ndim == 2:
+        return input
+    c = input.shape[1]
+    return input.permute(0, *range(2, input.ndim), 1).reshape(-1, c)
+
+
+def _class_targets(op, input, target, ignore_index):
+    """The flattened int64 target array, checked against the input's shape and class count."""
+    c = input.shape[1] if input.ndim > 1 else input.shape[0]
+    want = (tuple(input.shape[:1]) + tuple(input.shape[2:])) if input.ndim > 1 else ()
+    if tuple(target.shape) != want:
+        raise RuntimeError(f"{op}: expected target of shape {list(want)} for input of shape {list(input.shape)}, "
+                           f"got {list(target.shape)}")
+    if target.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: expected target of dtype int64 (class indices), got {target.dtype}; for class "
+                           "probabilities pass a floating target of the input's shape")
+    t = target._data.reshape(-1).astype("int64", copy=False)
+    xp = _xp(target)
+    bad = ((t < 0) | (t >= c)) & (t != ignore_index)
+    if t.size and bool(bad.any()):
+        raise IndexError(f"{op}: Target {int(t[bad][0])} is out of bounds for {c} classes")
+    return t
+
+
+def _weighted_mean_denominator(t, weight, ignore_index, xp, dtype):
+    valid = t != ignore_index
+    if weight is None:
+        return valid.sum().astype(dtype)
+    return (weight[xp.where(valid, t, 0)] * valid).sum().astype(dtype)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """Cross-entropy of logits against class indices or class probabilities.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.cross_entropy(wb.tensor([[0.0, 0.0]]), wb.tensor([1]))
+    tensor(0.6931)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if tuple(target.shape) == tuple(input.shape) and target.dtype.is_floating_point:
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    t = _class_targets("cross_entropy", input, target, ignore_index)
+    x2 = _rows(input, "cross_entropy")
+    w = weight._data.astype(x2._data.dtype) if weight is not None else None
+    if w is not None and w.shape != (x2.shape[1],):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {x2.shape[1]} classes "
+                           f"or no classes but got weight tensor of shape: {list(weight.shape)}")
+    loss = CrossEntropy.apply(x2, t, w, ignore_index, label_smoothing)
+    if reduction == "none":
+        return loss.reshape(tuple(target.shape))
+    if reduction == "sum":
+        return loss.sum()
+    return _mean_over(loss, _weighted_mean_denominator(t, w, ignore_index, _xp(input), x2._data.dtype))
+
+
+def _mean_over(loss, denom):
+    return loss.sum() / Tensor._make(denom)
+
+
+@composite("cross_entropy")
+def _cross_entropy_probs(input, target, weight, reduction, ls):
+    c = input.shape[1] if input.ndim > 1 else input.shape[0]
+    logp = log_softmax(input, 1 if input.ndim > 1 else 0)
+    if ls:
+        target = target * (1 - ls) + ls / c
+    if weight is not None:
+        shape = (c,) + (1,) * (input.ndim - 2) if input.ndim > 1 else (c,)
+        logp = logp * weight.reshape(shape)
+    loss = -(logp * target).sum(1 if input.ndim > 1 else 0)
+    if reduction == "mean":
+        n = input.numel() // c if c else 0
+        return loss.sum() / n
+    return _reduce(loss, reduction)
+
+
+@composite("nll_loss")
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log-likelihood of log-probabilities at the target classes.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.nll_loss(wb.tensor([[-1.0, -2.0]]), wb.tensor([1]))
+    tensor(2.)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    t = _class_targets("nll_loss", input, target, ignore_index)
+    x2 = _rows(input, "nll_loss")
+    xp = _xp(input)
+    c = x2.shape[1]
+    valid = t != ignore_index
+    safe = xp.where(valid, t, 0)
+    w = weight._data.astype(x2._data.dtype) if weight is not None else None
+    wt = (w[safe] if w is not None else xp.ones(t.shape, x2._data.dtype)) * valid
+    picked = TakeRows.apply(x2.reshape(-1), xp.arange(t.size) * c + safe)
+    loss = -(picked * Tensor._make(wt.astype(x2._data.dtype)))
+    if reduction == "none":
+        return loss.reshape(tuple(target.shape))
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / Tensor._make(wt.sum().astype(x2._data.dtype))
+
+
+# --- binary cross-entropy ---------------------------------------------------------------------------
+@composite("binary_cross_entropy")
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)) for probabilities x (logs clamped at -100, as PyTorch).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.binary_cross_entropy(wb.tensor([0.5]), wb.tensor([1.0]))
+    tensor(0.6931)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
+                         f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    d = input._data
+    if d.size and bool(((d < 0) | (d > 1)).any()):
+        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
+    loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+@composite("binary_cross_entropy_with_logits")
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """Sigmoid + binary cross-entropy in one stable expression; pos_weight weighs the positive term.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.binary_cross_entropy_with_logits(wb.tensor([0.0]), wb.tensor([1.0]))
+    tensor(0.6931)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    pos = _Logsigmoid.apply(input)
+    neg = _Logsigmoid.apply(-input)
+    if pos_weight is not None:
+        loss = -(pos_weight * target * pos + (1 - target) * neg)
+    else:
+        loss = -(target * pos + (1 - target) * neg)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+# --- regression losses ------------------------------------------------------------------------------
+def _pointwise_loss(name, fn):
+    @composite(name)
+    def loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+        _check_reduction(reduction)
+        _check_same_size(name, input, target)
+        v = fn(input - target)
+        if weight is not None:
+            v = v * weight
+        return _reduce(v, reduction)
+
+    return loss
+
+
+mse_loss = _pointwise_loss("mse_loss", lambda d: d * d)
+mse_loss.__doc__ = """Mean squared error.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.mse_loss(wb.tensor([1.0, 3.0]), wb.tensor([0.0, 0.0]))
+    tensor(5.)
+    """
+l1_loss = _pointwise_loss("l1_loss", lambda d: d.abs())
+l1_loss.__doc__ = """Mean absolute error.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.l1_loss(wb.tensor([1.0, -3.0]), wb.tensor([0.0, 0.0]))
+    tensor(2.)
+    """
+
+
+def _huberish(d, delta, scale):
+    a = d.abs()
+    small = (a < delta).to(d.dtype)
+    return small * (0.5 * d * d * scale) + (1 - small) * (a - 0.5 * delta) * (delta * scale)
+
+
+@composite("smooth_l1_loss")
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d**2 / beta where |d| < beta, |d| - beta / 2 elsewhere.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.smooth_l1_loss(wb.tensor([0.5, 3.0]), wb.tensor([0.0, 0.0]))
+    tensor(1.3125)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _check_same_size("smooth_l1_loss", input, target)
+    d = input - target
+    v = d.abs() if beta == 0 else _huberish(d, beta, 1.0 / beta)
+    return _reduce(v, reduction)
+
+
+@composite("huber_loss")
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d**2 where |d| < delta, delta (|d| - delta / 2) elsewhere.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.huber_loss(wb.tensor([0.5, 3.0]), wb.tensor([0.0, 0.0]))
+    tensor(1.3125)
+    """
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError(f"huber_loss does not support non-positive values for delta, got {delta}")
+    _check_same_size("huber_loss", input, target)
+    v = _huberish(input - target, delta, 1.0)
+    if weight is not None:
+        v = v * weight
+    return _reduce(v, reduction)
+
+
+def _xlogy_self(t):
+    """t * log(t), 0 where t == 0 (with a finite gradient there)."""
+    from .elementwise import where
+
+    pos = t > 0
+    return where(pos, t, 0.0 * t) * where(pos, t, 1.0 + 0.0 * t).log()
+
+
+@composite("kl_div")
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL(target || exp(input)) pointwise: target * (log target - input); 'batchmean' divides by the batch size.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.kl_div(wb.tensor([0.0]), wb.tensor([1.0]), reduction="sum")
+    tensor(0.)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, ("batchmean",))
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=3)
+    if log_target:
+        v = target.exp() * (target - input)
+    else:
+        v = _xlogy_self(target) - target * input
+    if reduction == "batchmean":
+        return v.sum() / input.shape[0] if input.ndim else v.sum()
+    return _reduce(v, reduction)
+
+
+@composite("poisson_nll_loss")
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """Poisson negative log-likelihood: exp(x) - t x (log_input) or x - t log(x + eps).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.poisson_nll_loss(wb.tensor([0.0]), wb.tensor([1.0]))
+    tensor(1.)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    v = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        safe = target + (target <= 1).to(target.dtype)
+        stirling = target * safe.log() - target + 0.5 * (2 * math.pi * safe).log()
+        v = v + stirling * (target > 1).to(target.dtype)
+    return _reduce(v, reduction)
+
+
+@composite("gaussian_nll_loss")
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 (log var + (input - target)**2 / var), var clamped below at eps (not differentiated).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.gaussian_nll_loss(wb.tensor([0.0]), wb.tensor([0.0]), wb.tensor([1.0]))
+    tensor(0.)
+    """
+    _check_reduction(reduction)
+    if not isinstance(var, Tensor):
+        var = Tensor._make(_xp(input).full(tuple(input.shape), float(var), dtype=input._data.dtype))
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    vd = var._data
+    if vd.size and bool((vd < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    # clamp the value, not the gradient, as PyTorch does (clamp_ under no_grad)
+    var = var + Tensor._make(_xp(var).maximum(vd, eps) - vd)
+    v = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        v = v + 0.5 * math.log(2 * math.pi)
+    return _reduce(v, reduction)
+
+
+# --- distances and embeddings -----------------------------------------------------------------------
+def _pnorm(d, p, dim, keepdim=False):
+    if p == 2:
+        return (d * d).sum(dim, keepdim=keepdim).sqrt()
+    if p == 1:
+        return d.abs().sum(dim, keepdim=keepdim)
+    if p == math.inf:
+        return d.abs().amax(dim, keepdim=keepdim)
+    if p == 0:
+        return (d != 0).to(d.dtype).sum(dim, keepdim=keepdim)
+    return (d.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+
+
+@composite("pairwise_distance")
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p over the last dim.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.pairwise_distance(wb.tensor([[0.0, 0.0]]), wb.tensor([[3.0, 4.0]]), eps=0.0)
+    tensor([5.])
+    """
+    nd = max(x1.ndim, x2.ndim)
+    return _pnorm(x1 - x2 + eps, p, nd - 1 if nd else 0, keepdim)
+
+
+@composite("cosine_similarity")
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """x1 . x2 / (||x1|| ||x2||) along dim (each norm clamped at eps).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.cosine_similarity(wb.tensor([[1.0, 0.0]]), wb.tensor([[1.0, 1.0]]))
+    tensor([0.7071])
+    """
+    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt()
+    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt()
+    # clamp the values only (PyTorch clamps under no_grad)
+    n1 = n1 + Tensor._make(_xp(n1).maximum(n1._data, eps) - n1._data)
+    n2 = n2 + Tensor._make(_xp(n2).maximum(n2._data, eps) - n2._data)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+@composite("pdist")
+def pdist(input, p=2):
+    """Distances between all pairs of rows i < j of an (N, M) input, as a flat (N(N-1)/2,) tensor.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.pdist(wb.tensor([[0.0, 0.0], [3.0, 4.0]]))
+    tensor([5.])
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    xp = _xp(input)
+    n = input.shape[0]
+    i, j = xp.triu_indices(n, 1)
+    d = TakeRows.apply(input, i) - TakeRows.apply(input, j)
+    return _pnorm(d, p, 1)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot encoding with a trailing class dim.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.one_hot(wb.tensor([0, 2]), 3)
+    tensor([[1, 0, 0],
+            [0, 0, 1]])
+    """
+    if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    d = tensor._data
+    xp = _xp(tensor)
+    if num_classes == -1:
+        if d.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(d.max()) + 1
+    if d.size and (bool((d < 0).any()) or bool((d >= num_classes).any())):
+        raise RuntimeError("one_hot: Class values must be non-negative and smaller than num_classes "
+                           f"({num_classes})")
+    return Tensor._make((d[..., None] == xp.arange(num_classes)).astype("int64"))
+
+
+class Embedding(Function):
+    _raw = True
+    op_name = "embedding"
+
+    @staticmethod
+    def forward(ctx, w, idx, scale):
+        ctx.nrows = w.shape[0]
+        ctx.save_for_backward(idx, scale)
+        return w[idx]
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, scale = ctx.saved_tensors
+        if scale is not None:
+            g = g * scale
+        return PutRows.apply(g, idx, ctx.nrows), None, None
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """Rows of weight at the integer indices in input; padding_idx's row gets no gradient.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.embedding(wb.tensor([1, 0]), wb.tensor([[0.0, 1.0], [2.0, 3.0]]))
+    tensor([[2., 3.],
+            [0., 1.]])
+    """
+    if input.dtype.is_floating_point or input.dtype.is_complex:
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.dtype} instead (while checking arguments for embedding)")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding: 'weight' must be 2-D, got {list(weight.shape)}")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= n
+    idx = input._data
+    if input.device != weight.device:
+        idx = _backend.to_device(idx, weight.device)
+    xp = _xp(weight)
+    if idx.size and (bool((idx < 0).any()) or bool((idx >= n).any())):
+        raise IndexError(f"embedding: index out of range in self (indices must be in [0, {n}), got "
+                         f"[{int(idx.min())}, {int(idx.max())}])")
+    if max_norm is not None:
+        _embedding_renorm(weight, idx, max_norm, norm_type)
+    scale = None
+    if padding_idx is not None or scale_grad_by_freq:
+        s = xp.ones(idx.shape, weight._data.dtype)
+        if scale_grad_by_freq:
+            counts = xp.bincount(idx.reshape(-1), minlength=n)
+            s = s / counts[idx]
+        if padding_idx is not None:
+            s = s * (idx != padding_idx)
+        scale = Tensor._make(s[..., None].astype(weight._data.dtype))
+    return Embedding.apply(weight, idx, scale)
+
+
+def _embedding_renorm(weight, idx, max_norm, norm_type):
+    # rows referenced by idx whose norm exceeds max_norm are rescaled in place (no gradient), as PyTorch
+    xp = _xp(weight)
+    rows = xp.unique(idx.reshape(-1))
+    w = weight._data
+    sel = w[rows]
+    norms = (xp.abs(sel) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
+    with no_grad():
+        w[rows] = sel * scale[:, None]
+        weight._vbox[0] += 1
+
+
+# --- margin and embedding losses --------------------------------------------------------------------
+@composite("cosine_embedding_loss")
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """1 - cos(x1, x2) for target 1, max(0, cos(x1, x2) - margin) for target -1.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.cosine_embedding_loss(wb.tensor([[1.0, 0.0]]), wb.tensor([[1.0, 0.0]]), wb.tensor([1]))
+    tensor(0.)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    dim = input1.ndim - 1
+    eps = 1e-12
+    prod = (input1 * input2).sum(dim)
+    m1 = (input1 * input1).sum(dim) + eps
+    m2 = (input2 * input2).sum(dim) + eps
+    cos = prod / (m1 * m2).sqrt()
+    pos = (target == 1).to(cos.dtype)
+    neg = (target == -1).to(cos.dtype)
+    v = pos * (1 - cos) + neg * (cos - margin).clamp(min=0)
+    return _reduce(v, reduction)
+
+
+@composite("margin_ranking_loss")
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.margin_ranking_loss(wb.tensor([1.0]), wb.tensor([2.0]), wb.tensor([1.0]))
+    tensor(1.)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+@composite("triplet_margin_loss")
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with d the pairwise p-norm distance.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.triplet_margin_loss(wb.zeros(1, 2), wb.zeros(1, 2), wb.ones(1, 2) * 3).item()
+    0.0
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not (anchor.ndim == positive.ndim == negative.ndim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        from .elementwise import minimum
+
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
+
+
+@composite("triplet_margin_with_distance_loss")
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """triplet_margin_loss with any distance function (pairwise_distance by default).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.triplet_margin_with_distance_loss(wb.zeros(1, 2), wb.zeros(1, 2), wb.ones(1, 2) * 3).item()
+    0.0
+    """
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         "instead")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        from .elementwise import minimum
+
+        d_neg = minimum(d_neg, dist(positive, negative))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
+
+
+@composite("hinge_embedding_loss")
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """input where target is 1, max(0, margin - input) where target is -1.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.hinge_embedding_loss(wb.tensor([0.3, 0.3]), wb.tensor([1.0, -1.0]))
+    tensor(0.5000)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    not_pos = (target != 1).to(input.dtype)
+    not_neg = (target != -1).to(input.dtype)
+    v = not_pos * (margin - input).clamp(min=0) + not_neg * input
+    return _reduce(v, reduction)
+
+
+@composite("soft_margin_loss")
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input)).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.soft_margin_loss(wb.tensor([0.0]), wb.tensor([1.0]))
+    tensor(0.6931)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    return _reduce(-_Logsigmoid.apply(target * input), reduction)
+
+
+@composite("multilabel_soft_margin_loss")
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Binary cross-entropy with logits per class, averaged over the classes of each sample.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.multilabel_soft_margin_loss(wb.tensor([[0.0, 0.0]]), wb.tensor([[1.0, 0.0]]))
+    tensor(0.6931)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    v = -(target * _Logsigmoid.apply(input) + (1 - target) * _Logsigmoid.apply(-input))
+    if weight is not None:
+        v = v * weight
+    c = input.shape[-1]
+    v = v.sum(input.ndim - 1) / c
+    return _reduce(v, reduction)
+
+
+@composite("multi_margin_loss")
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """Multi-class hinge: sum over i != y of max(0, margin - x[y] + x[i])**p / C.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.multi_margin_loss(wb.tensor([[0.1, 0.8]]), wb.tensor([1]))
+    tensor(0.1500)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    n, c = x.shape
+    xp = _xp(input)
+    t = target._data.reshape(-1)
+    picked = TakeRows.apply(x.reshape(-1), xp.arange(n) * c + t).unsqueeze(1)
+    z = (margin - picked + x).clamp(min=0)
+    if p == 2:
+        z = z * z
+    mask = (xp.arange(c) != t[:, None]).astype(input._data.dtype)
+    if weight is not None:
+        mask = mask * weight._data[t][:, None]
+    v = (z * Tensor._make(mask)).sum(1) / c
+    if input.ndim != 2:
+        v = v.reshape(tuple(target.shape))
+    return _reduce(v, reduction)
+
+
+__all__ = ["cosine_similarity", "pairwise_distance", "pdist"]
+METHODS = {}

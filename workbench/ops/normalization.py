@@ -1,0 +1,302 @@
+"""Normalization: batch_norm, layer_norm (fused, on the kernels), group_norm, instance_norm, rms_norm,
+local_response_norm.
+
+``Normalize`` is the one primitive for statistics over a set of axes (batch, instance and group norm);
+layer_norm has its own primitive on ``_backend.kernels`` (CUDA on a GPU). Both backward passes use
+the saved statistics when only first derivatives are wanted, and recompute them from the input in
+Tensor ops under ``create_graph=True`` so higher derivatives are exact.
+"""
+import math
+
+from .._backend import kernels as _k
+from ..autograd.function import Function
+from ..autograd.grad_mode import STATE, no_grad
+from ..tensor import Tensor
+from .conv import composite
+
+_EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
+        "float64": 2.220446049250313e-16}
+
+
+def _affine_grads(g, xhat, w, red_axes, w_shape, rstd, axes):
+    """(dx, dw, db) of y = xhat * w + b, xhat normalised over ``axes`` with 1/std ``rstd``; Tensor ops."""
+    gw = g * w.reshape(w_shape) if w is not None else g
+    dx = rstd * (gw - gw.mean(axes, keepdim=True) - xhat * (gw * xhat).mean(axes, keepdim=True))
+    return dx, (g * xhat).sum(red_axes), g.sum(red_axes)
+
+
+class Normalize(Function):
+    """y = (x - mean) / sqrt(var + eps) * w + b, statistics over ``axes``; also returns (mean, biased var)."""
+
+    _raw = True
+    op_name = "native_norm"
+
+    @staticmethod
+    def forward(ctx, x, w, b, axes, w_shape, eps):
+        xp = ctx.xp
+        if x.dtype.kind != "f" and str(x.dtype) != "bfloat16":
+            raise RuntimeError(f"normalization expects a floating-point input, got {x.dtype}")
+        mean = x.mean(axis=axes, keepdims=True)
+        d = x - mean
+        var = (d * d).mean(axis=axes, keepdims=True)
+        rstd = 1.0 / xp.sqrt(var + eps)
+        y = d * rstd
+        if w is not None:
+            y *= w.reshape(w_shape)
+        if b is not None:
+            y += b.reshape(w_shape)
+        ctx.axes, ctx.w_shape, ctx.eps = axes, w_shape, eps
+        ctx.red_axes = tuple(i for i in range(x.ndim) if i >= len(w_shape) or w_shape[i] == 1)
+        ctx.save_for_backward(x, w, mean, rstd)
+        ctx.b_shape = b.shape if b is not None else None
+        mean, var = xp.squeeze(mean, axes), xp.squeeze(var, axes)
+        ctx.mark_non_differentiable(mean, var)
+        return y.astype(x.dtype, copy=False), mean, var
+
+    @staticmethod
+    def backward(ctx, g, _gm=None, _gv=None):
+        x, w, mean, rstd = ctx.saved_tensors
+        axes = ctx.axes
+        if STATE.enabled:  # create_graph: the statistics are functions of x too
+            mean = x.mean(axes, keepdim=True)
+            d = x - mean
+            rstd = ((d * d).mean(axes, keepdim=True) + ctx.eps) ** -0.5
+        xhat = (x - mean) * rstd
+        dx, dw, db = _affine_grads(g, xhat, w, ctx.red_axes, ctx.w_shape, rstd, axes)
+        nig = ctx.needs_input_grad
+        return (dx if nig[0] else None, dw.reshape(w.shape) if nig[1] else None,
+                db.reshape(ctx.b_shape) if nig[2] else None, None, None, None)
+
+
+def _check_channels(op, x, t, what):
+    if t is not None and t.numel() != x.shape[1]:
+        raise RuntimeError(f"{op}: expected {what} to have {x.shape[1]} elements (the input's channel dim), "
+                           f"got {list(t.shape)}")
+
+
+def _update_running(running, new, momentum):
+    with no_grad():
+        running.mul_(1 - momentum).add_(new.to(running.dtype) * momentum)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) over the batch and spatial dims; in training, update the running stats.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.batch_norm(wb.tensor([[1.0], [3.0]]), None, None, training=True)
+    tensor([[-1.0000],
+            [ 1.0000]])
+    """
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected 2D or more input (N, C, ...), got {input.ndim}D input")
+    c = input.shape[1]
+    for t, what in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"),
+                    (bias, "bias")):
+        _check_channels("batch_norm", input, t, what)
+    w_shape = (1, c) + (1,) * (input.ndim - 2)
+    if training:
+        n = input.numel() // c
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
+        axes = (0,) + tuple(range(2, input.ndim))
+        y, mean, var = Normalize.apply(input, weight, bias, axes, w_shape, eps)
+        if running_mean is not None:
+            _update_running(running_mean, mean, momentum)
+        if running_var is not None:
+            _update_running(running_var, var * (n / (n - 1)), momentum)
+        return y
+    if running_mean is None or running_var is None:
+        raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
+    return _bn_eval(input, running_mean, running_var, weight, bias, eps, w_shape)
+
+
+@composite("batch_norm")
+def _bn_eval(x, rm, rv, w, b, eps, w_shape):
+    scale = (rv + eps) ** -0.5
+    if w is not None:
+        scale = scale * w
+    shift = -rm * scale
+    if b is not None:
+        shift = shift + b
+    return x * scale.reshape(w_shape) + shift.reshape(w_shape)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalise each (sample, channel) over its spatial dims.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.instance_norm(wb.tensor([[[1.0, 3.0]]]))
+    tensor([[[-1.0000,  1.0000]]])
+    """
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected 3D or more input (N, C, *spatial), got {input.ndim}D input")
+    c = input.shape[1]
+    for t, what in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"),
+                    (bias, "bias")):
+        _check_channels("instance_norm", input, t, what)
+    w_shape = (1, c) + (1,) * (input.ndim - 2)
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("instance_norm: Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
+        return _bn_eval(input, running_mean, running_var, weight, bias, eps, w_shape)
+    axes = tuple(range(2, input.ndim))
+    n = math.prod(input.shape[2:])
+    if n <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(input.shape)}")
+    y, mean, var = Normalize.apply(input, weight, bias, axes, w_shape, eps)
+    if running_mean is not None:
+        _update_running(running_mean, mean.mean(0), momentum)
+    if running_var is not None:
+        _update_running(running_var, (var * (n / (n - 1))).mean(0), momentum)
+    return y
+
+
+@composite("group_norm")
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise groups of channels of each sample.
+
+    >>> import workbench as wb
+    >>> wb.group_norm(wb.tensor([[1.0, 3.0]]), 1)
+    tensor([[-1.0000,  1.0000]])
+    """
+    if input.ndim < 2:
+        raise RuntimeError(f"group_norm: expected at least 2D input (N, C, ...), got {input.ndim}D")
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by num_groups, but "
+                           f"got input of shape {list(input.shape)} and num_groups={num_groups}")
+    _check_channels("group_norm", input, weight, "weight")
+    _check_channels("group_norm", input, bias, "bias")
+    x = input.reshape(n, num_groups, -1)
+    y, _, _ = Normalize.apply(x, None, None, (2,), (1, 1, 1), eps)
+    y = y.reshape(tuple(input.shape))
+    w_shape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        y = y * weight.reshape(w_shape)
+    if bias is not None:
+        y = y + bias.reshape(w_shape)
+    return y
+
+
+class LayerNorm(Function):
+    _raw = True
+    op_name = "layer_norm"
+
+    @staticmethod
+    def forward(ctx, x, w, b, k, eps):
+        xp = ctx.xp
+        cols = math.prod(x.shape[x.ndim - k:])
+        x2 = xp.ascontiguousarray(x).reshape(-1, cols)
+        w1 = w.reshape(-1) if w is not None else None
+        b1 = b.reshape(-1) if b is not None else None
+        for t, what in ((w, "weight"), (b, "bias")):
+            if t is not None and t.dtype != x.dtype:
+                raise RuntimeError(f"layer_norm: expected {what} to have dtype {x.dtype} like the input, got "
+                                   f"{t.dtype}. Cast it with .to(dtype) first.")
+        y, mean, rstd = _k.layer_norm(xp, x2, w1, b1, eps)
+        ctx.k, ctx.eps = k, eps
+        ctx.save_for_backward(x, w, mean, rstd)
+        ctx.b_shape = b.shape if b is not None else None
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, mean, rstd = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        shape = x.shape
+        cols = math.prod(shape[x.ndim - ctx.k:])
+        if STATE.enabled:  # create_graph: Tensor ops, statistics recomputed from x
+            x2 = x.reshape(-1, cols)
+            mu = x2.mean(-1, keepdim=True)
+            d = x2 - mu
+            r = ((d * d).mean(-1, keepdim=True) + ctx.eps) ** -0.5
+            dx, dw, db = _affine_grads(g.reshape(-1, cols), d * r, w.reshape(-1) if w is not None else None, (0,),
+                                       (1, cols), r, (-1,))
+            return (dx.reshape(shape) if nig[0] else None, dw.reshape(w.shape) if nig[1] else None,
+                    db.reshape(ctx.b_shape) if nig[2] else None, None, None)
+        xp = ctx.xp
+        g2 = xp.ascontiguousarray(g._data).reshape(-1, cols)
+        x2 = xp.ascontiguousarray(x._data).reshape(-1, cols)
+        dx, dw, db = _k.layer_norm_backward(xp, g2, x2, mean._data, rstd._data,
+                                            w._data.reshape(-1) if w is not None else None, nig[1], nig[2])
+        return (Tensor._make(dx.reshape(shape)) if nig[0] else None,
+                Tensor._make(dw.reshape(w.shape)) if nig[1] else None,
+                Tensor._make(db.reshape(ctx.b_shape)) if nig[2] else None, None, None)
+
+
+def _norm_shape(op, input, normalized_shape, *params):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    shape = tuple(int(s) for s in normalized_shape)
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"{op}: Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size {list(input.shape)}")
+    for p, what in params:
+        if p is not None and tuple(p.shape) != shape:
+            raise RuntimeError(f"{op}: expected {what} of shape {list(shape)}, got {list(p.shape)}")
+    return shape, k
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last len(normalized_shape) dims, then scale and shift elementwise.
+
+    >>> import workbench as wb
+    >>> wb.layer_norm(wb.tensor([[1.0, 3.0]]), (2,))
+    tensor([[-1.0000,  1.0000]])
+    """
+    _, k = _norm_shape("layer_norm", input, normalized_shape, (weight, "weight"), (bias, "bias"))
+    return LayerNorm.apply(input, weight, bias, k, eps)
+
+
+@composite("rms_norm")
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x**2) + eps) over the last dims, times weight; eps defaults to the dtype's eps.
+
+    >>> import workbench as wb
+    >>> wb.rms_norm(wb.tensor([[3.0, 4.0]]), (2,), eps=0.0)
+    tensor([[0.8485, 1.1314]])
+    """
+    _, k = _norm_shape("rms_norm", input, normalized_shape, (weight, "weight"))
+    if eps is None:
+        eps = _EPS.get(str(input.dtype).replace("workbench.", ""), _EPS["float32"])
+    axes = tuple(range(input.ndim - k, input.ndim))
+    y = input * ((input * input).mean(axes, keepdim=True) + eps) ** -0.5
+    return y * weight if weight is not None else y
+
+
+@composite("local_response_norm")
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha * mean of x**2 over `size` neighbouring channels) ** beta.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.local_response_norm(wb.ones(1, 3, 2), 2, alpha=0.0).shape
+    workbench.Size([1, 3, 2])
+    """
+    if input.ndim < 3:
+        raise ValueError(f"local_response_norm: Expected 3D or higher dimensionality input (got {input.ndim} "
+                         "dimensions)")
+    if input.numel() == 0:
+        return input
+    c = input.shape[1]
+    from .. import _backend
+
+    xp = _backend.xp_of(input._data)
+    # channel window [i - size//2, i + (size-1)//2], zero-padded, always divided by size (as PyTorch)
+    idx = xp.arange(c)
+    lo = idx[:, None] - size // 2
+    hi = idx[:, None] + (size - 1) // 2
+    m = ((idx[None, :] >= lo) & (idx[None, :] <= hi)).astype(input._data.dtype) / size
+    sq = (input * input).transpose(1, -1)
+    div = (sq @ Tensor._make(m.T)).transpose(1, -1)
+    return input / (div * alpha + k) ** beta
+
+
+__all__ = ["layer_norm", "group_norm", "rms_norm"]
+METHODS = {}
