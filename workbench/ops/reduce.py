@@ -14,6 +14,7 @@ import warnings
 from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
 from ._util import norm_dims, to_float, wrap_dim
 from .elementwise import _out, where
@@ -196,11 +197,23 @@ def _prod_grad(g, x, y, d):
     zeros = x._data == 0
     if not bool(zeros.any()):
         return g * y / x
+    if STATE.enabled:  # create_graph: the products of the others as an explicit, differentiable product
+        return g * where(_eye_mask(x, d), 1.0, x.unsqueeze(d)).prod(d + 1)
     z = Tensor._make(zeros)
     cnt = z.sum(d, keepdim=True)
     x1 = where(z, 1.0, x)
     p1 = x1.prod(d, keepdim=True)
     return g * where(cnt == 0, p1 / x1, where((cnt == 1) & z, p1, 0.0))
+
+
+def _eye_mask(x, d, upper=False):
+    """An n x n mask at dims (d, d + 1) broadcasting against x.unsqueeze(d): the diagonal (or k >= i)."""
+    xp = _backend.xp_of(x._data)
+    n = x.shape[d]
+    with _backend.on_device(x.device):
+        i = xp.arange(n)
+        m = (i[None, :] >= i[:, None]) if upper else (i[None, :] == i[:, None])
+    return Tensor._make(m.reshape((1,) * d + (n, n) + (1,) * (x.ndim - d - 1)))
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
@@ -272,6 +285,10 @@ class Cumprod(Function):
         zeros = x._data == 0
         if not bool(zeros.any()):
             return _revcumsum(g * y, d) / x, None, None
+        if STATE.enabled:
+            # create_graph: d y_k / d x_i = cumprod of x with x_i replaced by 1, for every i at once
+            c = where(_eye_mask(x, d), 1.0, x.unsqueeze(d)).cumprod(d + 1)
+            return (c * g.unsqueeze(d) * _eye_mask(x, d, upper=True)).sum(d + 1), None, None
         # y_k = 0 from a slice's first zero on, so inputs before it see only the terms before it (y / x is
         # safe there); the first zero sees the running product of the others; later inputs get nothing
         xp = _backend.xp_of(zeros)
@@ -604,11 +621,11 @@ class Var(Function):
         dev = x - m
         sq = (dev * dev.conj()).real if x.dtype.kind == "c" else dev * dev
         with _np.errstate(invalid="ignore", divide="ignore"):
-            v = xp.asarray(sq.sum(axis=dims, keepdims=keepdim) / builtins.max(dof, 0))
-            y = xp.sqrt(v) if sqrt else v
+            v = sq.sum(axis=dims, keepdims=keepdim) / builtins.max(dof, 0)
+            y = xp.asarray(xp.sqrt(v) if sqrt else v, dtype=sq.dtype)
         ctx.in_shape, ctx.dims, ctx.keepdim, ctx.dof, ctx.sqrt = x.shape, dims, keepdim, dof, sqrt
         ctx.save_for_backward(x, y if sqrt else None)
-        return y.astype(sq.dtype, copy=False)
+        return y
 
     @staticmethod
     def backward(ctx, g, *rest):
