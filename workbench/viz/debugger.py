@@ -144,7 +144,7 @@ def run_trace(roots, builder, gradient=None, retain_graph=False):
     """Run the backward pass through ``iter_backward`` and return the tape.v1 step records."""
     for r in roots:
         if not r._rg:
-            raise engine._no_grad_error(r, "tensors")
+            raise engine.no_grad_error(r, "tensors")
     grads = _default_grads(roots, gradient)
     nodes = {n["id"]: n for n in builder.nodes}
     steps = []
@@ -153,7 +153,7 @@ def run_trace(roots, builder, gradient=None, retain_graph=False):
         rec = make_record(bstep, builder.ids, nodes, True, builder.labels)
         bad = _flag_first_nonfinite(rec, Step(bstep, rec, rec["node"]), bad) or bad
         steps.append(rec)
-        if not retain_graph and type(bstep.node) is not AccumulateGrad:
+        if not retain_graph and type(bstep.node) is not AccumulateGrad and bstep.node._saved is not None:
             _free(bstep.node)
     return steps
 
@@ -183,11 +183,11 @@ class Stepper:
         self.roots = _as_roots(roots)
         for r in self.roots:
             if not r._rg:
-                raise engine._no_grad_error(r, "tensors")
-        for r in self.roots:
-            if r.grad_fn is not None and r.grad_fn._saved is None and r.grad_fn._freed:
-                r.grad_fn._raise_freed()
+                raise engine.no_grad_error(r, "tensors")
         self.snapshot, self.builder = build(self.roots, model, names, values=True, grads=False)
+        for n in self.builder.main:  # a backward already ran without retain_graph: say so now, not mid-way
+            if n._saved is None and n._freed:
+                n._raise_freed()
         self.ids = self.builder.ids
         self.by_id = {v: k for k, v in self.ids.items()}
         self.nodes = {n["id"]: n for n in self.snapshot["nodes"]}
@@ -325,33 +325,44 @@ class Stepper:
         return self.records
 
     def step_over(self):
-        """Run the next step and the rest of the current module's backward (PROTOCOL.md's step over)."""
+        """Run the next step and every following one in the current module's scope (PROTOCOL.md).
+
+        The scope is the current node's; at top level it is the next node's, so a whole module is
+        stepped over from outside; both top level: one step.
+        """
         scope = self.scopes.get(self.current.node_id, "") if self.current else ""
-        first = []
         if not scope:
-            first = self._run(lambda cur: False)
-            if not first or self.paused_reason:
-                return first
-            scope = self.scopes.get(self.current.node_id, "")
-            if not scope:
-                return first
-        pending = self._remaining_in(scope)
-        if not pending:
-            return first or self._run(lambda cur: False)
+            nxt = self.peek()
+            scope = self.scopes.get(self.ids.get(nxt), "") if nxt is not None else ""
+        if not scope:
+            return self._run(lambda cur: False)
 
-        def more(cur):
-            pending.discard(cur.node_id)
-            return bool(pending)
+        def inside(cur):
+            nxt = self.peek()
+            s = self.scopes.get(self.ids.get(nxt), "") if nxt is not None else ""
+            return s == scope or s.startswith(scope + ".")
 
-        return first + self._run(more)
+        return self._run(inside)
 
-    def _remaining_in(self, scope):
-        done = {r["node"] for r in self.records}
-        return {i for i, s in self.scopes.items()
-                if (s == scope or s.startswith(scope + ".")) and i not in done and self.by_id[i] in self.builder.main}
+    def peek(self):
+        """The node the engine runs next (read from the suspended generator's ready queue), or None."""
+        import inspect
+
+        if inspect.getgeneratorstate(self._gen) == inspect.GEN_CREATED:  # not started: the newest root
+            from .snapshot import _start
+
+            starts = [n for n in (_start(r) for r in self.roots) if n is not None]
+            return max(starts, key=lambda n: n._seq) if starts else None
+        frame = self._gen.gi_frame
+        if frame is None:
+            return None
+        ready = frame.f_locals.get("ready")
+        return ready[0][2] if ready else None
 
     def restart(self):
         """Back to before the first step: .grad restored, the graph (retained) run again from the start."""
+        if self._broken and "closed" in self._broken:
+            raise RuntimeError(self._broken)
         self._gen.close()
         for t, g in self._before:
             t._grad = None if g is None else g.clone()
@@ -362,9 +373,10 @@ class Stepper:
         """End the session: the generator is closed and the graph's saved tensors are freed."""
         self._gen.close()
         for n in self.builder.main:
-            if type(n) is not AccumulateGrad:
+            if type(n) is not AccumulateGrad and n._saved is not None:
                 _free(n)
         self.done = True
+        self._broken = "this debugger session was closed (dbg.close()); start another with wb.viz.debug(...)"
 
 
 def debug(roots, model=None, breakpoints=(), classroom=False, *, gradient=None, names=None, nan_break=True,

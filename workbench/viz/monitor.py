@@ -230,7 +230,7 @@ class Monitor(_Base):
                                          f"{d} of {units} units are zero for the whole batch"))
         if new_alarms:
             self._alarms += new_alarms
-            self._send({"type": "monitor", "event": "alarms", "alarms": new_alarms})
+            self._post({"type": "monitor", "event": "alarms", "alarms": new_alarms})
 
     def _split(self, row):
         L, B = len(self.layers), self.bins
@@ -312,9 +312,9 @@ class Monitor(_Base):
             hist = {"bins": self.bins, "lo": self.hist_range[0], "hi": self.hist_range[1]}
         header = {"type": "monitor", "event": "steps", "layers": self.layers, "metrics": list(METRICS),
                   "start": int(self._steps[a]), "n": len(rows), "hist": hist}
-        self._send(header, bufs)
+        self._post(header, bufs)
 
-    def _send(self, msg, buffers=None):
+    def _post(self, msg, buffers=None):
         try:
             self.send(msg, buffers)
         except Exception:  # no front-end (a script, a closed comm): the history still has everything
@@ -325,7 +325,7 @@ class Monitor(_Base):
             self.flush()
             self._send_rows(0, len(self._rows))
             if self._alarms:
-                self._send({"type": "monitor", "event": "alarms", "alarms": list(self._alarms)})
+                self._post({"type": "monitor", "event": "alarms", "alarms": list(self._alarms)})
 
     # --- public API --------------------------------------------------------------------------------
     def log(self, loss=None):

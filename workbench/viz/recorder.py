@@ -114,7 +114,11 @@ class Recorder:
         c = self._consts.get(id(t))
         if c is not None and c.ref() is t:
             return c
-        c = ConstInput(t, t.__dict__.get("_wb_cut"))
+        mark = t.__dict__.get("_wb_cut")
+        if mark is None and t.__dict__.get("_cut"):  # the tape's own tag: "detach", or the op run under no_grad
+            cut = t.__dict__["_cut"]
+            mark = ("detach" if cut == "detach" else "no_grad", None, None, None if cut == "detach" else cut)
+        c = ConstInput(t, mark)
         self._consts[id(t)] = c
         return c
 
@@ -131,7 +135,8 @@ def _mark_cut(t, reason, source):
         for rec in _ACTIVE:
             rec.exports.append(Export(t, site))
         return
-    t.__dict__["_wb_cut"] = (reason, site, _source_ref(source) if source is not None else None)
+    op = t.__dict__.get("_cut") if reason == "no_grad" else None
+    t.__dict__["_wb_cut"] = (reason, site, _source_ref(source) if source is not None else None, op)
 
 
 def record(sites=True):

@@ -282,7 +282,8 @@ class _Builder:
         name = self.names.get(id(t)) if t is not None else None
         kind, op, cut = "input", "", None
         if c.cut:
-            reason, site, src = c.cut
+            reason, site, src = c.cut[:3]
+            op_name = c.cut[3] if len(c.cut) > 3 else None
             where = f" at {graph.format_site(site)}" if site else ""
             kind, op = "cut", reason
             snode = src[0]() if src else None
@@ -293,12 +294,14 @@ class _Builder:
                 cut = {"reason": "detach", "detail": f"{src_name or 'tensor'}.detach(){where}: no gradient flows "
                                                      "back through this value"}
             else:
-                cut = {"reason": "no_grad", "detail": f"computed under no_grad(){where}: no gradient flows back "
-                                                      "through this value"}
+                what = f"'{op_name}'" if op_name else "this value"
+                cut = {"reason": "no_grad", "detail": f"{what} was computed under no_grad(){where}"
+                                                      + (f" from {src_name}" if src_name else "")
+                                                      + ": no gradient flows back through it"}
         else:
             ex = _match_export(t, exports) if t is not None else None
             if ex is not None:
-                c.cut = ("numpy", ex.site, ex.source)
+                c.cut = ("numpy", ex.site, ex.source, None)
                 kind, op = "cut", "numpy"
                 where = f" at {graph.format_site(ex.site)}" if ex.site else ""
                 cut = {"reason": "numpy", "detail": f"values left workbench through .numpy()/.item()/.tolist(){where} "

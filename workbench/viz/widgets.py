@@ -124,9 +124,9 @@ class DebuggerWidget(_Base):
                 "paused_reason": st.paused_reason, "breakpoints": sorted(st.node_breaks)}
 
     def _push(self, start):
-        self._send(self.state_message(start))
+        self._send_json(self.state_message(start))
 
-    def _send(self, msg):
+    def _send_json(self, msg):
         # strict JSON: summaries spell non-finite values as strings, so this never needs NaN literals
         to_json(msg)
         self.send(msg)
@@ -148,7 +148,7 @@ class DebuggerWidget(_Base):
             elif kind == "set_breakpoint":
                 st.set_breakpoint(str(content.get("node")), bool(content.get("enabled", True)))
         except BaseException as e:  # never leave the browser waiting: every request gets an answer
-            self._send({"type": "error", "message": f"{type(e).__name__}: {e}"})
+            self._send_json({"type": "error", "message": f"{type(e).__name__}: {e}"})
             if isinstance(e, KeyboardInterrupt):
                 raise
 
