@@ -1,1 +1,20 @@
-"""(filled in by its owner)"""
+"""workbench.optim: PyTorch's optimizers and learning-rate schedulers on workbench parameters.
+
+>>> import workbench as wb
+>>> model = wb.nn.Linear(3, 1)
+>>> opt = wb.optim.Adam(model.parameters(), lr=1e-2)
+>>> loss = model(wb.randn(8, 3)).pow(2).mean(); loss.backward(); opt.step(); opt.zero_grad()
+"""
+from . import lr_scheduler
+from .adadelta import Adadelta
+from .adagrad import Adagrad
+from .adam import Adam, AdamW
+from .adamax import Adamax
+from .nadam import NAdam
+from .optimizer import Optimizer
+from .radam import RAdam
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+           "lr_scheduler"]

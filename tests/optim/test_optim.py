@@ -1,0 +1,201 @@
+"""Optimizer trajectories against PyTorch: same initial weights, same gradients, every option."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import workbench as wb
+
+STEPS = 6
+SHAPES = [(3, 4), (5,)]
+
+
+def _configs():
+    yield "SGD", {"lr": 0.1}
+    yield "SGD", {"lr": 0.1, "momentum": 0.9}
+    yield "SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.01}
+    yield "SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "maximize": True}
+    yield "Adam", {"lr": 0.01}
+    yield "Adam", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.1}
+    yield "Adam", {"lr": 0.01, "maximize": True, "betas": (0.8, 0.99), "eps": 1e-6}
+    yield "Adam", {"lr": 0.01, "decoupled_weight_decay": True, "weight_decay": 0.1}
+    yield "AdamW", {"lr": 0.01}
+    yield "AdamW", {"lr": 0.01, "amsgrad": True, "maximize": True, "weight_decay": 0.5}
+    yield "RMSprop", {"lr": 0.01}
+    yield "RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.9, "weight_decay": 0.1}
+    yield "RMSprop", {"lr": 0.01, "alpha": 0.9, "momentum": 0.5, "maximize": True}
+    yield "Adagrad", {"lr": 0.1}
+    yield "Adagrad", {"lr": 0.1, "lr_decay": 0.01, "weight_decay": 0.1, "initial_accumulator_value": 0.5}
+    yield "Adagrad", {"lr": 0.1, "maximize": True, "eps": 1e-6}
+    yield "Adadelta", {}
+    yield "Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.1, "maximize": True}
+    yield "Adamax", {"lr": 0.01}
+    yield "Adamax", {"lr": 0.01, "weight_decay": 0.1, "maximize": True, "betas": (0.7, 0.9)}
+    yield "NAdam", {"lr": 0.01}
+    yield "NAdam", {"lr": 0.01, "weight_decay": 0.1, "momentum_decay": 0.01}
+    yield "NAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}
+    yield "RAdam", {"lr": 0.01}
+    yield "RAdam", {"lr": 0.01, "weight_decay": 0.1}
+    yield "RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}
+
+
+CONFIGS = list(_configs())
+
+
+def _ids():
+    return [f"{n}-{'-'.join(f'{k}={v}' for k, v in c.items()) or 'default'}" for n, c in CONFIGS]
+
+
+def _data(dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    init = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
+    grads = [[rng.standard_normal(s).astype(dtype) for s in SHAPES] for _ in range(2 * STEPS)]
+    return init, grads
+
+
+def _run_torch(name, cfg, init, grads, steps):
+    ps = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in init]
+    opt = getattr(torch.optim, name)(ps, **cfg)
+    for g in grads[:steps]:
+        for p, gi in zip(ps, g):
+            p.grad = torch.from_numpy(gi.copy())
+        opt.step()
+    return ps, opt
+
+
+def _run_wb(name, cfg, init, grads, steps, ps=None, opt=None):
+    if ps is None:
+        ps = [wb.nn.Parameter(wb.tensor(a.copy())) for a in init]
+        opt = getattr(wb.optim, name)(ps, **cfg)
+    for g in grads[:steps]:
+        for p, gi in zip(ps, g):
+            p.grad = wb.tensor(gi.copy())
+        opt.step()
+    return ps, opt
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 2e-6), (np.float64, 1e-12)])
+@pytest.mark.parametrize("name,cfg", CONFIGS, ids=_ids())
+def test_trajectory_matches_torch(name, cfg, dtype, tol):
+    init, grads = _data(dtype)
+    tp, topt = _run_torch(name, cfg, init, grads, STEPS)
+    wp, wopt = _run_wb(name, cfg, init, grads, STEPS)
+    for t, w in zip(tp, wp):
+        np.testing.assert_allclose(w.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+    # the state holds the same entries with the same values
+    tsd, wsd = topt.state_dict(), wopt.state_dict()
+    assert set(tsd["state"]) == set(wsd["state"])
+    for k in tsd["state"]:
+        assert set(tsd["state"][k]) == set(wsd["state"][k])
+        for key, tv in tsd["state"][k].items():
+            wv = wsd["state"][k][key]
+            np.testing.assert_allclose(np.asarray(wv.numpy(), dtype=np.float64), tv.numpy().astype(np.float64),
+                                       rtol=tol * 10, atol=tol)
+    assert {k: v for k, v in tsd["param_groups"][0].items()} == wsd["param_groups"][0]
+
+
+@pytest.mark.parametrize("name,cfg", CONFIGS, ids=_ids())
+def test_state_dict_resumes_bit_for_bit(name, cfg):
+    init, grads = _data(np.float32, seed=1)
+    ps, opt = _run_wb(name, cfg, init, grads, 2 * STEPS)
+    ref = [p.detach().numpy().copy() for p in ps]
+    # run half, save, rebuild everything from the saved state, run the other half
+    ps2, opt2 = _run_wb(name, cfg, init, grads, STEPS)
+    saved = copy.deepcopy(opt2.state_dict())
+    weights = [p.detach().numpy().copy() for p in ps2]
+    ps3 = [wb.nn.Parameter(wb.tensor(w)) for w in weights]
+    opt3 = getattr(wb.optim, name)(ps3, **cfg)
+    opt3.load_state_dict(saved)
+    _run_wb(name, cfg, init, grads[STEPS:], STEPS, ps3, opt3)
+    for a, p in zip(ref, ps3):
+        np.testing.assert_array_equal(p.detach().numpy(), a)
+
+
+def test_param_groups_defaults_and_add_param_group():
+    a, b = wb.nn.Parameter(wb.ones(2)), wb.nn.Parameter(wb.ones(2))
+    opt = wb.optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5, "momentum": 0.9}], lr=0.1)
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["momentum"] == 0
+    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["momentum"] == 0.9
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        opt.add_param_group({"params": [a]})
+    c = wb.nn.Parameter(wb.ones(1))
+    opt.add_param_group({"params": c, "lr": 0.01})
+    assert opt.param_groups[2]["params"][0] is c and opt.param_groups[2]["nesterov"] is False
+    for p in (a, b, c):
+        p.grad = wb.ones_like(p)
+    opt.step()
+    np.testing.assert_allclose(a.detach().numpy(), 0.9)
+    np.testing.assert_allclose(b.detach().numpy(), 0.5)
+    np.testing.assert_allclose(c.detach().numpy(), 0.99)
+
+
+def test_errors_match_torch():
+    p = wb.nn.Parameter(wb.ones(1))
+    with pytest.raises(TypeError, match="iterable of Tensors"):
+        wb.optim.SGD(p, lr=0.1)
+    with pytest.raises(ValueError, match="empty parameter list"):
+        wb.optim.SGD([], lr=0.1)
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        wb.optim.Adam([p], lr=-1)
+    with pytest.raises(ValueError, match="Invalid beta parameter at index 0"):
+        wb.optim.Adam([p], betas=(1.0, 0.9))
+    with pytest.raises(ValueError, match="Nesterov momentum requires"):
+        wb.optim.SGD([p], lr=0.1, nesterov=True)
+    with pytest.raises(ValueError, match="non-leaf"):
+        wb.optim.SGD([p * 2], lr=0.1)
+    opt = wb.optim.Adam([p])
+    other = wb.optim.Adam([p, wb.nn.Parameter(wb.ones(1))])
+    with pytest.raises(ValueError, match="doesn't match the size"):
+        opt.load_state_dict(other.state_dict())
+
+
+def test_zero_grad_and_closure():
+    w = wb.nn.Parameter(wb.tensor([1.0, 2.0]))
+    opt = wb.optim.SGD([w], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert float(loss) == 5.0
+    np.testing.assert_allclose(w.detach().numpy(), [0.8, 1.6], rtol=1e-6)
+    opt.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(w.grad.numpy(), [0.0, 0.0])
+    opt.zero_grad()
+    assert w.grad is None
+
+
+def test_step_bumps_version_and_records_nothing():
+    w = wb.nn.Parameter(wb.ones(3))
+    y = w * w  # saves w for backward
+    v0 = w._version
+    w.grad = wb.ones(3)
+    wb.optim.Adam([w]).step()
+    assert w._version == v0 + 1
+    assert w.grad_fn is None and w.is_leaf
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_hooks_and_repr():
+    w = wb.nn.Parameter(wb.ones(1))
+    opt = wb.optim.SGD([w], lr=0.1)
+    seen = []
+    h1 = opt.register_step_pre_hook(lambda o, a, k: seen.append("pre"))
+    opt.register_step_post_hook(lambda o, a, k: seen.append("post"))
+    opt.step()
+    h1.remove()
+    opt.step()
+    assert seen == ["pre", "post", "post"]
+    assert "SGD (" in repr(opt) and "lr: 0.1" in repr(opt)
+
+
+def test_named_parameters_groups():
+    m = wb.nn.Linear(2, 1)
+    opt = wb.optim.SGD(m.named_parameters(), lr=0.1)
+    assert opt.param_groups[0]["param_names"] == ["weight", "bias"]
+    assert opt.state_dict()["param_groups"][0]["param_names"] == ["weight", "bias"]

@@ -1,0 +1,95 @@
+"""Adam and AdamW (amsgrad, maximize, L2 or decoupled weight decay)."""
+from .. import _backend
+from ._functional import addcmul_, check_differentiable, lerp_
+from .optimizer import Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _zeros_like
+
+
+class Adam(Optimizer):
+    """Adam: m, v running moments of g and g**2; p -= lr * m_hat / (sqrt(v_hat) + eps).
+
+    >>> import workbench as wb
+    >>> w = wb.nn.Parameter(wb.tensor([1.0]))
+    >>> opt = wb.optim.Adam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step(); w
+    Parameter containing:
+    tensor([0.9000], requires_grad=True)
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check_lr(lr)
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_betas(betas)
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_differentiable(differentiable)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
+                    "maximize": maximize, "foreach": foreach, "capturable": capturable,
+                    "differentiable": differentiable, "fused": fused, "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """One Adam update of every parameter with a gradient; returns closure()'s loss when given."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            lr = float(group["lr"])
+            beta1, beta2 = (float(b) for b in group["betas"])
+            eps, wd, amsgrad = group["eps"], group["weight_decay"], group["amsgrad"]
+            decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
+            for p, x, g in _params_with_grad(group):
+                st = self.state[p]
+                if not st:
+                    st["step"] = _scalar_step()
+                    st["exp_avg"] = _zeros_like(p)
+                    st["exp_avg_sq"] = _zeros_like(p)
+                    if amsgrad:
+                        st["max_exp_avg_sq"] = _zeros_like(p)
+                xp = _backend.xp_of(x)
+                x, g = _real(x), _real(g)
+                if maximize:
+                    g = -g
+                step_t = st["step"]._data
+                step_t += 1
+                if wd != 0:
+                    if decoupled:
+                        x *= 1 - lr * wd
+                    else:
+                        g = g + x * wd
+                m, v = _real(st["exp_avg"]._data), _real(st["exp_avg_sq"]._data)
+                lerp_(m, g, 1 - beta1)
+                v *= beta2
+                addcmul_(v, g, g, 1 - beta2)
+                step = float(step_t)
+                step_size = lr / (1 - beta1 ** step)
+                bc2_sqrt = (1 - beta2 ** step) ** 0.5
+                if amsgrad:
+                    mx = _real(st["max_exp_avg_sq"]._data)
+                    xp.maximum(mx, v, out=mx)
+                    denom = xp.sqrt(mx)
+                else:
+                    denom = xp.sqrt(v)
+                denom /= bc2_sqrt
+                denom += eps
+                tmp = m * -step_size
+                tmp /= denom
+                x += tmp
+                p._vbox[0] += 1
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step.
+
+    >>> import workbench as wb
+    >>> opt = wb.optim.AdamW([wb.nn.Parameter(wb.ones(2))], lr=1e-3)
+    >>> opt.defaults["weight_decay"]
+    0.01
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

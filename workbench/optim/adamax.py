@@ -1,0 +1,59 @@
+"""Adamax: Adam with the infinity norm."""
+from .. import _backend
+from ._functional import addcdiv_, check_differentiable, lerp_
+from .optimizer import Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _zeros_like
+
+
+class Adamax(Optimizer):
+    """Adamax: u = max(beta2 * u, |g| + eps);  p -= lr / (1 - beta1**t) * m / u.
+
+    >>> import workbench as wb
+    >>> w = wb.nn.Parameter(wb.tensor([1.0]))
+    >>> opt = wb.optim.Adamax([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step(); round(w.item(), 4)
+    0.9
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        _check_lr(lr)
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_betas(betas)
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_differentiable(differentiable)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
+                    "maximize": maximize, "differentiable": differentiable, "capturable": capturable}
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """One Adamax update; returns closure()'s loss when given."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            lr, eps, wd, maximize = float(group["lr"]), group["eps"], group["weight_decay"], group["maximize"]
+            beta1, beta2 = group["betas"]
+            for p, x, g in _params_with_grad(group):
+                st = self.state[p]
+                if not st:
+                    st["step"] = _scalar_step()
+                    st["exp_avg"] = _zeros_like(p)
+                    st["exp_inf"] = _zeros_like(p)
+                xp = _backend.xp_of(x)
+                step_t = st["step"]._data
+                step_t += 1
+                x, g = _real(x), _real(g)
+                if maximize:
+                    g = -g
+                if wd != 0:
+                    g = g + x * wd
+                m, u = _real(st["exp_avg"]._data), _real(st["exp_inf"]._data)
+                lerp_(m, g, 1 - beta1)
+                u *= beta2
+                a = xp.abs(g)
+                a += eps
+                xp.maximum(u, a, out=u)
+                clr = lr / (1 - beta1 ** float(step_t))
+                addcdiv_(x, m, u, -clr)
+                p._vbox[0] += 1
+        return loss

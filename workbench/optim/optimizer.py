@@ -1,0 +1,355 @@
+"""Optimizer: param groups, per-parameter state, state dicts that resume bit for bit, and hooks.
+
+Subclasses update parameters on their raw arrays in place (under no autograd), bumping each
+parameter's version counter, so a step allocates little and records nothing on the tape.
+"""
+import functools
+from collections import defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from .. import _backend
+from ..autograd import graph as _graph
+from ..autograd.grad_mode import enable_grad
+from ..tensor import Tensor
+
+
+class _RequiredParameter:
+    """Marks a hyper-parameter (lr for SGD in old PyTorch) that every param group must give."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _typename(x):
+    if isinstance(x, Tensor):
+        return f"workbench.{x.dtype.name.capitalize()}Tensor"
+    return type(x).__name__
+
+
+def _real(a):
+    """A complex array viewed as real (..., 2) pairs, so the real-valued update rules apply."""
+    return a.view(a.real.dtype) if a.dtype.kind == "c" else a
+
+
+def _scalar_step(value=0.0):
+    """The ``step`` state entry: a 0-d float32 tensor on the CPU, as PyTorch keeps it."""
+    return Tensor._make(_backend.numpy.asarray(value, dtype=_backend.numpy.float32))
+
+
+def _zeros_like(p):
+    xp = _backend.xp_of(p._data)
+    with _backend.on_device(p.device):
+        return Tensor._make(xp.zeros_like(p._data))
+
+
+class Optimizer:
+    """Base class of all optimizers: holds ``param_groups`` and ``state`` and implements their bookkeeping.
+
+    >>> import workbench as wb
+    >>> w = wb.nn.Parameter(wb.ones(2))
+    >>> opt = wb.optim.SGD([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step(); w
+    Parameter containing:
+    tensor([0.8000, 0.8000], requires_grad=True)
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = _graph._HookDict()
+        self._optimizer_step_post_hooks = _graph._HookDict()
+        self._optimizer_state_dict_pre_hooks = _graph._HookDict()
+        self._optimizer_state_dict_post_hooks = _graph._HookDict()
+        self._optimizer_load_state_dict_pre_hooks = _graph._HookDict()
+        self._optimizer_load_state_dict_post_hooks = _graph._HookDict()
+        self._step_count = 0
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
+                            f"got {_typename(params)}")
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "step" in cls.__dict__:
+            cls.step = _with_step_hooks(cls.__dict__["step"])
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += "\n" + f"Parameter Group {i}"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += "\n" + f"    {key}: {group[key]}"
+        return s + "\n)"
+
+    def add_param_group(self, param_group):
+        """Add a group of parameters (a dict with "params" and optional per-group options).
+
+        >>> import workbench as wb
+        >>> a, b = wb.nn.Parameter(wb.ones(1)), wb.nn.Parameter(wb.ones(1))
+        >>> opt = wb.optim.SGD([a], lr=0.1); opt.add_param_group({"params": [b], "lr": 0.01})
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 0.01]
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
+                            "tensors in sets will change between runs. Please use a list instead.")
+        else:
+            params = list(params)
+        names = []
+        plain = []
+        for p in params:
+            if isinstance(p, tuple) and len(p) == 2:
+                names.append(p[0])
+                plain.append(p[1])
+            else:
+                plain.append(p)
+        if names and len(names) != len(plain):
+            raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+        group = dict(param_group)
+        group["params"] = plain
+        if names:
+            group["param_names"] = names
+        for p in plain:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {_typename(p)}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            group.setdefault(name, default)
+        if len({id(p) for p in plain}) != len(plain):
+            import warnings
+
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+                          "cause an error", stacklevel=3)
+        existing = set()
+        for g in self.param_groups:
+            existing.update(id(p) for p in g["params"])
+            if ("param_names" in g) != bool(names):
+                raise ValueError("all optimizer param groups should be with/without names.")
+        if existing & {id(p) for p in plain}:
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients of every optimized parameter (to None by default).
+
+        >>> import workbench as wb
+        >>> w = wb.nn.Parameter(wb.ones(1)); opt = wb.optim.SGD([w], lr=0.1)
+        >>> w.sum().backward(); opt.zero_grad(); w.grad is None
+        True
+        """
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g._data[...] = 0
+                    g._vbox[0] += 1
+
+    def _closure(self, closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # --- state dicts ---------------------------------------------------------------------------
+    def state_dict(self):
+        """{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}, as PyTorch's.
+
+        >>> import workbench as wb
+        >>> opt = wb.optim.Adam([wb.nn.Parameter(wb.ones(1))])
+        >>> sorted(opt.state_dict()["param_groups"][0])[:3]
+        ['amsgrad', 'betas', 'capturable']
+        """
+        for h, _ in list(self._optimizer_state_dict_pre_hooks.values()):
+            h(self)
+        mapping = {}
+        start = 0
+
+        def pack(group):
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                mapping.setdefault(id(p), i)
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        groups = [pack(g) for g in self.param_groups]
+        packed_state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        sd = {"state": packed_state, "param_groups": groups}
+        for h, _ in list(self._optimizer_state_dict_post_hooks.values()):
+            r = h(self, sd)
+            if r is not None:
+                sd = r
+        return sd
+
+    @staticmethod
+    def _cast_state(param, value, key):
+        if isinstance(value, Tensor):
+            if key == "step":
+                return Tensor._make(value._data.copy() if hasattr(value._data, "copy") else value._data)
+            if param.is_floating_point() or param.is_complex():
+                v = value.to(dtype=param.dtype, device=param.device)
+            else:
+                v = value.to(device=param.device)
+            return Tensor._make(v.xp_copy() if v is value else v._data)
+        if isinstance(value, dict):
+            return {k: Optimizer._cast_state(param, v, k) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(Optimizer._cast_state(param, v, None) for v in value)
+        return value
+
+    def load_state_dict(self, state_dict):
+        """Restore the state and hyper-parameters saved by ``state_dict`` (checked before anything changes).
+
+        >>> import workbench as wb
+        >>> w = wb.nn.Parameter(wb.ones(1)); opt = wb.optim.Adam([w])
+        >>> opt.load_state_dict(opt.state_dict())
+        """
+        state_dict = dict(state_dict)
+        for h, _ in list(self._optimizer_load_state_dict_pre_hooks.values()):
+            r = h(self, state_dict)
+            if r is not None:
+                state_dict = r
+        if "state" not in state_dict or "param_groups" not in state_dict:
+            raise ValueError("optimizer state dict must have the keys 'state' and 'param_groups' (as returned by "
+                             "Optimizer.state_dict())")
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                             "optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = self._cast_state(param, v, None)
+            else:
+                state[k] = v
+
+        def update_group(group, new_group):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        self.__setstate__({"state": state,
+                           "param_groups": [update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
+        for h, _ in list(self._optimizer_load_state_dict_post_hooks.values()):
+            h(self)
+
+    # --- hooks ---------------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before each step."""
+        return _add(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) called after each step."""
+        return _add(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer) called before ``state_dict`` packs the state."""
+        return _add(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or a new state dict, after ``state_dict``."""
+        return _add(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or a new state dict, before loading."""
+        return _add(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer) called after loading."""
+        return _add(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+
+def _add(d, fn, prepend=False):
+    from ..nn.module import _add_hook
+
+    return _add_hook(d, fn, prepend)
+
+
+def _with_step_hooks(step):
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        for h, _ in list(self._optimizer_step_pre_hooks.values()):
+            r = h(self, args, kwargs)
+            if r is not None:
+                if not (isinstance(r, tuple) and len(r) == 2):
+                    raise RuntimeError(f"{h} must return None or a tuple of (new_args, new_kwargs), but got {r}.")
+                args, kwargs = r
+        out = step(self, *args, **kwargs)
+        self._step_count += 1
+        for h, _ in list(self._optimizer_step_post_hooks.values()):
+            h(self, args, kwargs)
+        return out
+
+    wrapper._wrapped_step = True
+    return wrapper
+
+
+def _params_with_grad(group):
+    """(param, its array, its gradient's array) for each parameter of the group that has a gradient."""
+    for p in group["params"]:
+        g = p._grad
+        if g is not None:
+            yield p, p._data, g._data
+
+
+def _check_nonneg(name, value, what="value"):
+    if not 0.0 <= value:
+        raise ValueError(f"Invalid {name} {what}: {value}")
+
+
+def _check_betas(betas):
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def _check_lr(lr):
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= float(lr):
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+

@@ -1,0 +1,62 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov, weight decay and maximize."""
+from .. import _backend
+from ..tensor import Tensor
+from ._functional import check_differentiable
+from .optimizer import Optimizer, _check_lr, _params_with_grad, _real
+
+
+class SGD(Optimizer):
+    """SGD: v = momentum * v + (1 - dampening) * g;  p -= lr * (g + momentum * v if nesterov else v).
+
+    >>> import workbench as wb
+    >>> w = wb.nn.Parameter(wb.tensor([1.0]))
+    >>> opt = wb.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> for _ in range(2):
+    ...     opt.zero_grad(); (w * w).sum().backward(); opt.step()
+    >>> w
+    Parameter containing:
+    tensor([0.6200], requires_grad=True)
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
+                 foreach=None, differentiable=False, fused=None):
+        _check_lr(lr)
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_differentiable(differentiable)
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
+                    "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "differentiable": differentiable,
+                    "fused": fused}
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """One update of every parameter with a gradient; returns closure()'s loss when given."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            lr, mom, damp = float(group["lr"]), group["momentum"], group["dampening"]
+            wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+            for p, x, g in _params_with_grad(group):
+                x, g = _real(x), _real(g)
+                if maximize:
+                    g = -g
+                if wd != 0:
+                    g = g + x * wd
+                if mom != 0:
+                    st = self.state[p]
+                    buf = st.get("momentum_buffer")
+                    if buf is None:
+                        xp = _backend.xp_of(g)
+                        b = xp.array(g, copy=True)
+                        st["momentum_buffer"] = Tensor._make(b.view(p._data.dtype) if p.is_complex() else b)
+                    else:
+                        b = _real(buf._data)
+                        b *= mom
+                        b += g * (1 - damp)
+                    g = g + b * mom if nesterov else b
+                x -= g * lr
+                p._vbox[0] += 1
+        return loss
