@@ -36,3 +36,15 @@ def validate():
         return d
 
     return check
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_hooks():
+    """A failed test must not leave a monitor or recorder listening for the next one."""
+    from workbench.autograd import graph
+
+    yield
+    graph.BACKWARD_HOOKS.clear()
+    graph.LISTENERS.clear()
+    graph.CUTS[0] = None
+    graph.TRACE[0] = 1

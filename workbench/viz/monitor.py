@@ -92,6 +92,16 @@ class Monitor(_Base):
 
     # --- hooks (the hot path: no host sync here) ------------------------------------------------
     def _on_backward(self, phase, roots):
+        try:
+            self._hook(phase, roots)
+        except Exception as e:  # the monitor must never break the training loop it watches
+            import warnings
+
+            self.detach(display=False)
+            warnings.warn(f"wb.viz.watch: the gradient monitor stopped after an error and detached itself: "
+                          f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
+
+    def _hook(self, phase, roots):
         if phase == "begin":
             self._root = roots[0] if roots and roots[0]._data.size == 1 else None
             if self._consumers is None:
@@ -281,9 +291,10 @@ class Monitor(_Base):
                     out.append(_alarm(step, self.layers[k], "exploding", None, None, float(v), why))
             else:
                 self._alarm_keys.discard(key)
-        weights = [k for k, name in enumerate(self.layers) if not name.endswith("bias")] or list(range(len(gn)))
-        first, last = weights[0], weights[-1]
-        if first != last and fin[first] and fin[last] and gn[last] > 0:
+        # vanishing: the layer nearest the input gets a tiny fraction of the largest layer's gradient
+        first = next((k for k, name in enumerate(self.layers) if not name.endswith("bias")), 0)
+        last = int(np.argmax(np.where(fin, gn, -1.0))) if fin.any() else first
+        if first != last and fin[first] and gn[last] > 0:
             ratio = gn[first] / gn[last]
             key = ("vanishing", self.layers[first])
             if ratio < self.vanish_ratio:
