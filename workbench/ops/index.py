@@ -263,7 +263,8 @@ class ScatterReduce(Function):
         hit_s = (src == out[key]).to(g.dtype)
         count = IndexPut.apply(hit_x, key, hit_s, True)
         gc = g / where(count == 0, count + 1, count)
-        return gc * hit_x, None, gc[key] * hit_s, None, None
+        gx = gc * hit_x if inc else where(scattered, z, g)
+        return gx, None, gc[key] * hit_s, None, None
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):

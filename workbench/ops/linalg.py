@@ -414,9 +414,9 @@ def logdet(input):
     """log(det(input)): NaN for a negative determinant.  >>> wb.logdet(wb.eye(2) * 2)  ->  tensor(1.3863)"""
     _check_matrix(input, "logdet")
     sign, la = Slogdet.apply(input)
-    from .elementwise import where
-
-    return where(sign < 0, la * float("nan"), where(sign == 0, la * 0 - float("inf"), la))
+    # NaN for a negative determinant (-inf for zero, which slogdet gives already)
+    xp = _backend.xp_of(sign._data)
+    return la + Tensor._make(xp.where(sign._data < 0, xp.nan, 0).astype(la._data.dtype))
 
 
 class Solve(Function):
@@ -926,8 +926,8 @@ class VectorNorm(Function):
             for d in (ctx.dims if ctx.dims is not None else range(len(shape))):
                 shape[d] = 1
             g, r = g.reshape(tuple(shape)), r.reshape(tuple(shape))
-        if p == 0:
-            return x * 0, None, None, None
+        if p == 0:  # a count: no gradient, as in PyTorch
+            return None, None, None, None
         sgn = x.sign()
         if p == 1:
             return g * sgn, None, None, None

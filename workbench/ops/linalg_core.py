@@ -172,8 +172,24 @@ def _add_scaled(input, prod, beta, alpha, op):
                            f"shape {list(prod.shape)}") from None
     r = prod if alpha == 1 else prod * alpha
     if beta == 0:
-        return r
+        return r + _Ignored.apply(input)
     return (input if beta == 1 else input * beta) + r
+
+
+class _Ignored(Function):
+    """Zeros shaped like x: x takes part (a zero gradient, PyTorch's beta=0 case) but its values, NaN
+    included, never reach the result."""
+
+    _raw = True
+    op_name = "mul"
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.zeros(x.shape, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
