@@ -17,6 +17,7 @@ differentiable to any order for free); max pooling gathers at argmax positions (
 import functools
 import itertools
 import math
+import warnings
 
 from ..autograd.function import Function
 from ..autograd import graph
@@ -589,4 +590,566 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return y if batched else y.squeeze(0)
 
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "bilinear"]
+
+# --- pooling -------------------------------------------------------------------------------------
+def _pool_args(op, input, nd, kernel_size, stride, padding, dilation=1):
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D input (unbatched or batched), got input of "
+                           f"size {list(input.shape)}")
+    k = ntuple(kernel_size, nd, "kernel_size", op)
+    s = ntuple(stride if stride is not None and stride != [] and stride != () else k, nd, "stride", op)
+    p = ntuple(padding, nd, "padding", op)
+    d = ntuple(dilation, nd, "dilation", op)
+    if any(v <= 0 for v in k + s + d):
+        raise RuntimeError(f"{op}: kernel_size, stride and dilation must be greater than zero, got "
+                           f"kernel_size={list(k)}, stride={list(s)}, dilation={list(d)}")
+    if any(pp > (dd * (kk - 1) + 1) // 2 for pp, kk, dd in zip(p, k, d)):
+        raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, but got pad={list(p)}, "
+                           f"kernel_size={list(k)} and dilation={list(d)}")
+    return k, s, p, d
+
+
+def _pool_out(n, k, s, p, d, ceil_mode):
+    eff = d * (k - 1) + 1
+    num = n + 2 * p - eff
+    o = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (o - 1) * s >= n + p:  # the last window must start inside the input or left padding
+        o -= 1
+    return o
+
+
+def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    k, s, p, d = _pool_args(op, input, nd, kernel_size, stride, padding, dilation)
+    batched = input.ndim == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    spatial = tuple(x.shape[2:])
+    osize = tuple(_pool_out(n, kk, ss, pp, dd, ceil_mode) for n, kk, ss, pp, dd in zip(spatial, k, s, p, d))
+    if any(o <= 0 for o in osize):
+        raise RuntimeError(f"{op}: Given input size: {list(x.shape[1:])}. Calculated output size: "
+                           f"{[x.shape[1]] + list(osize)}. Output size is too small")
+    xd = x._data
+    xp = _backend_xp(xd)
+    # right padding so that ceil_mode's last window fits
+    hi = tuple(max(pp, (o - 1) * ss + dd * (kk - 1) + 1 - n - pp)
+               for n, o, kk, ss, pp, dd in zip(spatial, osize, k, s, p, d))
+    fill = -math.inf if xd.dtype.kind == "f" else xp.iinfo(xd.dtype).min
+    v = _windows(xp, _pad(xp, xd, p, hi, fill), k, s, d, osize)  # (N, C, *O, *K)
+    n_, c = x.shape[:2]
+    arg = xp.ascontiguousarray(v).reshape((n_, c) + osize + (-1,)).argmax(-1)
+    # window offset -> input coordinate along each dim -> flat index into the (unpadded) spatial grid
+    kidx = xp.unravel_index(arg, k)
+    flat = 0
+    for i in range(nd):
+        o_i = xp.arange(osize[i]).reshape((osize[i],) + (1,) * (nd - 1 - i))
+        coord = o_i * s[i] - p[i] + kidx[i] * d[i]
+        flat = flat * spatial[i] + coord
+    flat = flat.astype("int64")
+    area = math.prod(spatial)
+    rows = (xp.arange(n_ * c).reshape((n_, c) + (1,) * nd) * area + flat)
+    y = TakeRows.apply(x.reshape(-1), rows)
+    if not batched:
+        y, flat = y.squeeze(0), flat[0]
+    if return_indices:
+        return y, Tensor._make(flat)
+    return y
+
+
+def _backend_xp(arr):
+    from .. import _backend
+
+    return _backend.xp_of(arr)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over sliding windows of (N, C, L); return_indices gives flat positions for max_unpool1d.
+
+    >>> import workbench as wb
+    >>> wb.max_pool1d(wb.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+    tensor([[[3., 2.]]])
+    """
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over sliding windows of (N, C, H, W).
+
+    >>> import workbench as wb
+    >>> wb.max_pool2d(wb.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over sliding windows of (N, C, D, H, W).
+
+    >>> import workbench as wb
+    >>> wb.max_pool3d(wb.ones(1, 1, 2, 2, 2), 2).shape
+    workbench.Size([1, 1, 1, 1, 1])
+    """
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """max_pool1d returning (values, indices)."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """max_pool2d returning (values, indices)."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_size):
+    k, s, p, _ = _pool_args(op, input, nd, kernel_size, stride, 0)
+    p = ntuple(padding, nd, "padding", op)
+    batched = input.ndim == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    idx = indices._data if batched else indices._data[None]
+    if output_size is None:
+        out = tuple((i - 1) * ss - 2 * pp + kk for i, ss, pp, kk in zip(x.shape[2:], s, p, k))
+    else:
+        out = tuple(output_size)[-nd:]
+    n, c = x.shape[:2]
+    area = math.prod(out)
+    xp = _backend_xp(idx)
+    if idx.size and (bool((idx < 0).any()) or bool((idx >= area).any())):
+        raise RuntimeError(f"{op}: Found an invalid max index (the output has {area} elements per channel)")
+    rows = xp.arange(n * c).reshape((n, c) + (1,) * nd) * area + idx
+    y = PutRows.apply(x.reshape(-1), rows, n * c * area).reshape((n, c) + out)
+    return y if batched else y.squeeze(0)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Place values back at the positions max_pool1d(return_indices=True) took them from, zeros elsewhere.
+
+    >>> import workbench as wb
+    >>> y, i = wb.nn.functional.max_pool1d(wb.tensor([[[1.0, 3.0]]]), 2, return_indices=True)
+    >>> wb.nn.functional.max_unpool1d(y, i, 2)
+    tensor([[[0., 3.]]])
+    """
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Inverse of max_pool2d(return_indices=True): values at their indices, zeros elsewhere.
+
+    >>> import workbench as wb
+    >>> y, i = wb.nn.functional.max_pool2d(wb.ones(1, 1, 2, 2), 2, return_indices=True)
+    >>> wb.nn.functional.max_unpool2d(y, i, 2).shape
+    workbench.Size([1, 1, 2, 2])
+    """
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def _sep_apply(x, mats):
+    """Apply a matrix along each spatial dim (None: identity): the separable linear map of pooling/resizing."""
+    nd = len(mats)
+    for i, m in enumerate(mats):
+        if m is None:
+            continue
+        ax = x.ndim - nd + i
+        mt = Tensor._make(m.T.astype(x._data.dtype))
+        if ax == x.ndim - 1:
+            x = x @ mt
+        else:
+            x = (x.transpose(ax, -1) @ mt).transpose(ax, -1)
+    return x
+
+
+def _avg_matrix(xp, n, k, s, p, ceil_mode, count_include_pad, first, divisor_override):
+    o = _pool_out(n, k, s, p, 1, ceil_mode)
+    m = xp.zeros((o, n))
+    for i in range(o):
+        start = i * s - p
+        end = min(start + k, n + p)
+        lo, hi = max(start, 0), min(end, n)
+        if divisor_override:
+            div = divisor_override if first else 1
+        else:
+            div = (end - start) if count_include_pad else (hi - lo)
+        m[i, lo:hi] = 1.0 / div
+    return m
+
+
+def _avg_pool(op, nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    k, s, p, _ = _pool_args(op, input, nd, kernel_size, stride, padding)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError(f"{op}: divisor must be not zero")
+    spatial = tuple(input.shape[input.ndim - nd:])
+    if any(_pool_out(n, kk, ss, pp, 1, ceil_mode) <= 0 for n, kk, ss, pp in zip(spatial, k, s, p)):
+        raise RuntimeError(f"{op}: Given input size {list(input.shape)}, the output size is too small")
+    xp = _backend_xp(input._data)
+    mats = [_avg_matrix(xp, n, kk, ss, pp, ceil_mode, count_include_pad, i == 0, divisor_override)
+            for i, (n, kk, ss, pp) in enumerate(zip(spatial, k, s, p))]
+    return _sep_apply(input, mats)
+
+
+@composite("avg_pool1d")
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Mean over sliding windows of (N, C, L).
+
+    >>> import workbench as wb
+    >>> wb.avg_pool1d(wb.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+    tensor([[[2., 1.]]])
+    """
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+@composite("avg_pool2d")
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over sliding windows of (N, C, H, W).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.avg_pool2d(wb.ones(1, 1, 4, 4), 2).shape
+    workbench.Size([1, 1, 2, 2])
+    """
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+@composite("avg_pool3d")
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over sliding windows of (N, C, D, H, W).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.avg_pool3d(wb.ones(1, 1, 2, 2, 2), 2).shape
+    workbench.Size([1, 1, 1, 1, 1])
+    """
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+@composite("lp_pool")
+def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
+    k = ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
+    op = avg_pool1d if nd == 1 else avg_pool2d
+    out = op(input ** norm_type, k, stride, 0, ceil_mode)
+    from .elementwise import relu
+
+    return ((out.sign() * relu(out.abs())) * math.prod(k)) ** (1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum of x**p over each window) ** (1/p).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.lp_pool1d(wb.tensor([[[3.0, 4.0]]]), 2, 2)
+    tensor([[[5.]]])
+    """
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum of x**p over each 2-D window) ** (1/p).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.lp_pool2d(wb.ones(1, 1, 2, 2), 1, 2)
+    tensor([[[[4.]]]])
+    """
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _adaptive_sizes(op, input, output_size, nd):
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D tensor, got input of size {list(input.shape)}")
+    spatial = tuple(input.shape[input.ndim - nd:])
+    out = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * nd
+    if len(out) != nd:
+        raise ValueError(f"{op}: output_size must have {nd} elements, got {output_size}")
+    out = tuple(n if o is None else int(o) for n, o in zip(spatial, out))
+    if any(o < 0 for o in out) or (any(o == 0 for o in out) and input.numel()):
+        raise RuntimeError(f"{op}: output_size must be positive, got {list(out)}")
+    return spatial, out
+
+
+def _adaptive_bounds(n, o, i):
+    return (i * n) // o, -(-((i + 1) * n) // o)
+
+
+@composite("adaptive_avg_pool")
+def _adaptive_avg(op, nd, input, output_size):
+    spatial, out = _adaptive_sizes(op, input, output_size, nd)
+    xp = _backend_xp(input._data)
+    mats = []
+    for n, o in zip(spatial, out):
+        m = xp.zeros((o, n))
+        for i in range(o):
+            a, b = _adaptive_bounds(n, o, i)
+            m[i, a:b] = 1.0 / (b - a)
+        mats.append(m)
+    return _sep_apply(input, mats)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling to a fixed output length.
+
+    >>> import workbench as wb
+    >>> wb.adaptive_avg_pool1d(wb.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 1)
+    tensor([[[1.5000]]])
+    """
+    return _adaptive_avg("adaptive_avg_pool1d", 1, input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to a fixed output size (None keeps that dim).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.adaptive_avg_pool2d(wb.ones(1, 1, 5, 7), (2, 3)).shape
+    workbench.Size([1, 1, 2, 3])
+    """
+    return _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Average pooling of (N, C, D, H, W) to a fixed output size.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.adaptive_avg_pool3d(wb.ones(1, 1, 2, 3, 4), 1).shape
+    workbench.Size([1, 1, 1, 1, 1])
+    """
+    return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
+
+
+def _adaptive_max(op, nd, input, output_size, return_indices):
+    spatial, out = _adaptive_sizes(op, input, output_size, nd)
+    batched = input.ndim == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    xd = x._data
+    xp = _backend_xp(xd)
+    n, c = xd.shape[:2]
+    flat = xp.zeros((n, c) + out, dtype="int64")
+    # one reduction per output cell: windows differ in size, and output grids are small
+    for cell in itertools.product(*[range(o) for o in out]):
+        bounds = [_adaptive_bounds(s_, o, i) for s_, o, i in zip(spatial, out, cell)]
+        reg = xd[(slice(None), slice(None)) + tuple(slice(a, b) for a, b in bounds)]
+        arg = reg.reshape(n, c, -1).argmax(-1)
+        local = xp.unravel_index(arg, tuple(b - a for a, b in bounds))
+        f = 0
+        for i, (a, _) in enumerate(bounds):
+            f = f * spatial[i] + (local[i] + a)
+        flat[(slice(None), slice(None)) + cell] = f
+    area = math.prod(spatial)
+    rows = xp.arange(n * c).reshape((n, c) + (1,) * nd) * area + flat
+    y = TakeRows.apply(x.reshape(-1), rows)
+    if not batched:
+        y, flat = y.squeeze(0), flat[0]
+    return (y, Tensor._make(flat)) if return_indices else y
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max pooling to a fixed output length.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.adaptive_max_pool1d(wb.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+    tensor([[[3., 2.]]])
+    """
+    return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max pooling to a fixed output size (None keeps that dim).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.adaptive_max_pool2d(wb.ones(1, 1, 5, 7), (2, 3)).shape
+    workbench.Size([1, 1, 2, 3])
+    """
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max pooling of (N, C, D, H, W) to a fixed output size.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.adaptive_max_pool3d(wb.ones(1, 1, 2, 3, 4), 1).shape
+    workbench.Size([1, 1, 1, 1, 1])
+    """
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+# --- resampling ----------------------------------------------------------------------------------
+def _source_coords(xp, n_in, n_out, scale, align_corners, cubic=False):
+    dst = xp.arange(n_out, dtype="float64")
+    if align_corners:
+        return dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    src = (dst + 0.5) * scale - 0.5
+    return src if cubic else xp.maximum(src, 0.0)
+
+
+def _resize_matrix(xp, mode, n_in, n_out, scale, align_corners):
+    m = xp.zeros((n_out, n_in))
+    rows = xp.arange(n_out)
+    if mode == "nearest":
+        src = xp.minimum(xp.floor(xp.arange(n_out) * scale).astype("int64"), n_in - 1)
+        m[rows, src] = 1.0
+    elif mode == "nearest-exact":
+        src = xp.minimum(xp.floor((xp.arange(n_out) + 0.5) * scale).astype("int64"), n_in - 1)
+        m[rows, src] = 1.0
+    elif mode == "linear":
+        src = _source_coords(xp, n_in, n_out, scale, align_corners)
+        i0 = xp.minimum(xp.floor(src).astype("int64"), n_in - 1)
+        i1 = xp.minimum(i0 + 1, n_in - 1)
+        lam = src - i0
+        m[rows, i0] += 1.0 - lam
+        m[rows, i1] += lam
+    else:  # cubic convolution (A = -0.75), borders clamped, as PyTorch's bicubic
+        src = _source_coords(xp, n_in, n_out, scale, align_corners, cubic=True)
+        i0 = xp.floor(src).astype("int64")
+        t = src - i0
+        a = -0.75
+        ws = [((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+              ((a + 2) * t - (a + 3)) * t * t + 1,
+              ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1]
+        ws.append(1.0 - ws[0] - ws[1] - ws[2])
+        for j, w in enumerate(ws):
+            idx = xp.clip(i0 - 1 + j, 0, n_in - 1)
+            for r in range(n_out):  # clamped taps can coincide: accumulate one row at a time
+                m[r, idx[r]] += w[r]
+    return m
+
+
+_MODES = {"nearest": 0, "nearest-exact": 0, "linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2, "area": 0}
+
+
+@composite("interpolate")
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize (N, C, *spatial) by size or scale_factor: nearest, (bi/tri)linear, bicubic or area.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.interpolate(wb.tensor([[[1.0, 2.0]]]), scale_factor=2, mode="linear", align_corners=True)
+    tensor([[[1.0000, 1.3333, 1.6667, 2.0000]]])
+    """
+    if mode not in _MODES:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
+                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if antialias:
+        raise ValueError("interpolate: antialias=True is only meaningful for downsampling with bilinear/bicubic "
+                         "modes in PyTorch; workbench does not support it - pass antialias=False")
+    nd = input.ndim - 2
+    if nd < 1 or nd > 3 or (_MODES[mode] and _MODES[mode] != nd):
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                  f"{_MODES[mode] + 2 if _MODES[mode] else '3D, 4D or 5D'} input")
+    linear = mode in ("linear", "bilinear", "trilinear", "bicubic")
+    if align_corners is not None and not linear:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    align_corners = bool(align_corners)
+    spatial = tuple(input.shape[2:])
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = tuple(size) if isinstance(size, (list, tuple)) else (size,) * nd
+        if len(out) != nd:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(spatial)} and output size of {list(out)}.")
+        scales = [n / o for n, o in zip(spatial, out)]
+    else:
+        sf = tuple(scale_factor) if isinstance(scale_factor, (list, tuple)) else (scale_factor,) * nd
+        if len(sf) != nd:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
+                             f"input with spatial dimensions of {list(spatial)} and scale_factor of {list(sf)}.")
+        out = tuple(int(math.floor(n * f)) for n, f in zip(spatial, sf))
+        scales = [n / o for n, o in zip(spatial, out)] if recompute_scale_factor else [1.0 / f for f in sf]
+    if mode == "area":
+        return adaptive_avg_pool1d(input, out) if nd == 1 else (
+            adaptive_avg_pool2d(input, out) if nd == 2 else adaptive_avg_pool3d(input, out))
+    xp = _backend_xp(input._data)
+    kind = mode if mode in ("nearest", "nearest-exact", "bicubic") else "linear"
+    mats = [_resize_matrix(xp, kind, n, o, sc, align_corners) for n, o, sc in zip(spatial, out, scales)]
+    return _sep_apply(input, mats)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of interpolate.  >>> wb.nn.functional.upsample(wb.ones(1, 1, 2), scale_factor=2).shape"""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", UserWarning,
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(mode='nearest')."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.",
+                  UserWarning, stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(mode='bilinear', align_corners=True)."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
+                  UserWarning, stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(N, C*r*r, H, W) -> (N, C, H*r, W*r).
+
+    >>> import workbench as wb
+    >>> wb.pixel_shuffle(wb.ones(1, 4, 2, 2), 2).shape
+    workbench.Size([1, 1, 4, 4])
+    """
+    r = int(upscale_factor)
+    if input.ndim < 3 or input.shape[-3] % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={input.shape[-3] if input.ndim >= 3 else None} "
+                           f"is not divisible by {r * r}")
+    lead = tuple(input.shape[:-3])
+    c, h, w = input.shape[-3:]
+    oc = c // (r * r)
+    nl = len(lead)
+    x = input.reshape(lead + (oc, r, r, h, w))
+    x = x.permute(*range(nl), nl, nl + 3, nl + 1, nl + 4, nl + 2)
+    return x.reshape(lead + (oc, h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(N, C, H*r, W*r) -> (N, C*r*r, H, W).
+
+    >>> import workbench as wb
+    >>> wb.pixel_unshuffle(wb.ones(1, 1, 4, 4), 2).shape
+    workbench.Size([1, 4, 2, 2])
+    """
+    r = int(downscale_factor)
+    if input.ndim < 3 or input.shape[-1] % r or input.shape[-2] % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width divisible by downscale_factor={r}, got "
+                           f"input of size {list(input.shape)}")
+    lead = tuple(input.shape[:-3])
+    c, h, w = input.shape[-3:]
+    nl = len(lead)
+    x = input.reshape(lead + (c, h // r, r, w // r, r))
+    x = x.permute(*range(nl), nl, nl + 2, nl + 4, nl + 1, nl + 3)
+    return x.reshape(lead + (c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input, groups):
+    """Interleave channel groups: (N, g*k, ...) viewed as (N, g, k, ...) -> (N, k, g, ...).
+
+    >>> import workbench as wb
+    >>> wb.channel_shuffle(wb.arange(4.0).reshape(1, 4, 1), 2).flatten().tolist()
+    [0.0, 2.0, 1.0, 3.0]
+    """
+    n, c = input.shape[:2]
+    if groups <= 0 or c % groups:
+        raise RuntimeError(f"channel_shuffle: number of channels ({c}) must be divisible by groups ({groups})")
+    rest = tuple(input.shape[2:])
+    x = input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
+    return x.reshape((n, c) + rest)
+
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "bilinear",
+           "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
+           "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
