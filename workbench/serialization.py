@@ -162,9 +162,10 @@ def _plan(obj):
         data = _storage_bytes(g)
         storages.append({"offset": offset, "nbytes": len(data), "device": g["device"], "crc32": zlib.crc32(data)})
         g["data"] = data
+        end = offset + len(data)
         offset += -(-len(data) // ALIGN) * ALIGN
     header = {"format": "workbench.checkpoint", "version": VERSION, "byteorder": "little", "object": tree,
-              "tensors": enc.tensors, "storages": storages, "data_nbytes": offset}
+              "tensors": enc.tensors, "storages": storages, "data_nbytes": end if storages else 0}
     raw = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
     return raw, [g["data"] for g in enc.groups.values()], storages, enc
 
@@ -477,6 +478,8 @@ def _load_open(f, path, locate, use_mmap):
         raise TypeError("workbench.load needs a binary file object: open the file with mode 'rb'")
     if head.startswith(MAGIC):
         return _load_checkpoint(f, path, locate, use_mmap)
+    if 0 < len(head) < len(MAGIC) and MAGIC.startswith(head):
+        raise CheckpointError(f"checkpoint is truncated: the file has {len(head)} bytes")
     if _is_safetensors(head, size):
         return _load_safetensors_file(f, size, path, locate)
     raise CheckpointError(_describe(path, head))
