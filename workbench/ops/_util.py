@@ -4,8 +4,11 @@ from .._backend import dtypes as _dt
 
 np = _backend.numpy
 _np_generic = np.generic
+_ndarray = np.ndarray
 _FROM_NP = _dt._FROM_NP
+_DEFAULT = _dt._default  # [the default float dtype]
 _CACHE = {}
+_SCALAR_CACHE = {}  # (array dtype, Python scalar type, default dtype) -> result dtype
 
 
 def _key(x):
@@ -19,6 +22,19 @@ def _key(x):
 
 def result_dtype(a, b):
     """The NumPy dtype of ``a op b`` under PyTorch's promotion (a, b: raw arrays or Python scalars)."""
+    # fast paths (every binary op runs this): two NumPy arrays of one dtype keep it; an array and a
+    # Python scalar are looked up by (dtype, scalar type, default dtype)
+    if a.__class__ is _ndarray:
+        tb = b.__class__
+        if tb is _ndarray:
+            if a.dtype == b.dtype:
+                return a.dtype
+        elif tb is float or tb is int or tb is bool or tb is complex:
+            k = (a.dtype, tb, _DEFAULT[0])
+            r = _SCALAR_CACHE.get(k)
+            if r is None:
+                r = _SCALAR_CACHE[k] = _dt.result_type_of([_FROM_NP[a.dtype]], [], [_dt.scalar_dtype(tb())]).np
+            return r
     ka, kb = _key(a), _key(b)
     k = (ka, kb, _dt.get_default_dtype())
     r = _CACHE.get(k)
@@ -46,10 +62,17 @@ def result_dtype_n(*xs):
 
 def cast(x, npd):
     """x (array or scalar) as dtype npd: arrays are converted, Python scalars stay weak."""
+    if x.__class__ is _ndarray:
+        return x if x.dtype == npd else x.astype(npd)
     if hasattr(x, "dtype") and not isinstance(x, _np_generic):
         return x if x.dtype == npd else x.astype(npd)
     if isinstance(x, _np_generic):
         return x.item()
+    if type(x) is int and npd.kind in "iu":
+        bits = 8 * npd.itemsize
+        lo = -(1 << (bits - 1)) if npd.kind == "i" else 0
+        if not lo <= x < lo + (1 << bits):  # wrap as PyTorch does (NumPy 2 refuses out-of-range ints)
+            x = (x - lo) % (1 << bits) + lo
     return x
 
 
