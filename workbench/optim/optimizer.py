@@ -25,9 +25,9 @@ required = _RequiredParameter()
 
 
 def _typename(x):
-    if isinstance(x, Tensor):
-        return f"workbench.{x.dtype.name.capitalize()}Tensor"
-    return type(x).__name__
+    from ..nn.module import _tensor_typename
+
+    return _tensor_typename(x)
 
 
 def _real(a):

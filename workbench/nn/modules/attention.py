@@ -1,0 +1,223 @@
+"""MultiheadAttention, with PyTorch's parameters, masks and options.
+
+need_weights=True computes softmax(q k^T / sqrt(d) + mask) explicitly so the weights can be returned;
+need_weights=False goes through the fused F.scaled_dot_product_attention.
+"""
+from ... import _backend, creation
+from ...tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..module import Module
+from ..parameter import Parameter
+from .linear import Linear
+
+
+def _ops():
+    from ... import ops
+
+    return ops
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The Linear used as MultiheadAttention.out_proj (named as in PyTorch, so reprs match)."""
+
+
+def _float_mask(mask, dtype, what):
+    """A bool mask (True = masked out) becomes an additive float mask of -inf/0; float masks pass."""
+    if mask is None:
+        return None
+    if mask.dtype.is_floating_point:
+        return mask
+    if mask.dtype.name != "bool":
+        raise AssertionError(f"only bool and floating types of {what} are supported")
+    xp = _backend.xp_of(mask._data)
+    return Tensor._make(xp.where(mask._data, xp.asarray(-xp.inf, dtype=dtype.np),
+                                 xp.asarray(0, dtype=dtype.np)))
+
+
+def _pad_last(t, value=0.0):
+    if t is None:
+        return None
+    ops = _ops()
+    pad = creation.full(tuple(t.shape[:-1]) + (1,), value, dtype=t.dtype, device=t.device)
+    return ops.cat([t, pad], -1)
+
+
+class MultiheadAttention(Module):
+    """Attention over ``num_heads`` heads: out = concat(head_i) W_o, head_i = softmax(q_i k_i^T / sqrt(d)) v_i.
+
+    Inputs are (L, N, E) or, with batch_first=True, (N, L, E); unbatched (L, E) works too. Returns
+    ``(attn_output, attn_weights)``; the weights are averaged over heads unless
+    average_attn_weights=False, and None when need_weights=False.
+
+    >>> import workbench as wb
+    >>> mha = wb.nn.MultiheadAttention(16, 4, batch_first=True)
+    >>> x = wb.randn(2, 5, 16)
+    >>> out, w = mha(x, x, x)
+    >>> out.shape, w.shape
+    (workbench.Size([2, 5, 16]), workbench.Size([2, 5, 5]))
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
+        super().__init__()
+        fk = {"device": device, "dtype": dtype}
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(creation.empty((embed_dim, embed_dim), **fk))
+            self.k_proj_weight = Parameter(creation.empty((embed_dim, self.kdim), **fk))
+            self.v_proj_weight = Parameter(creation.empty((embed_dim, self.vdim), **fk))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(creation.empty((3 * embed_dim, embed_dim), **fk))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(creation.empty(3 * embed_dim, **fk))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **fk)
+        if add_bias_kv:
+            self.bias_k = Parameter(creation.empty((1, 1, embed_dim), **fk))
+            self.bias_v = Parameter(creation.empty((1, 1, embed_dim), **fk))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def _project(self, query, key, value):
+        E = self.embed_dim
+        b = self.in_proj_bias
+        bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            if query is key and key is value:
+                qkv = F.linear(query, w, b)
+                return qkv[..., :E], qkv[..., E:2 * E], qkv[..., 2 * E:]
+            return F.linear(query, w[:E], bq), F.linear(key, w[E:2 * E], bk), F.linear(value, w[2 * E:], bv)
+        return (F.linear(query, self.q_proj_weight, bq), F.linear(key, self.k_proj_weight, bk),
+                F.linear(value, self.v_proj_weight, bv))
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        ops = _ops()
+        batched = query.dim() == 3
+        if query.dim() not in (2, 3):
+            raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
+                                 "query tensor")
+        if self.batch_first and batched:  # keep q is k is v identities: self-attention projects once
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(0, 1)
+                else:
+                    query, key = query.transpose(0, 1), key.transpose(0, 1)
+                    value = key
+            else:
+                query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        if not batched:
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        L, N, E = query.shape
+        if E != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                               "method `generate_square_subsequent_mask` to create this mask.")
+        H, hd = self.num_heads, self.head_dim
+        dt = query.dtype
+        q, k, v = self._project(query, key, value)
+        attn_mask = _float_mask(attn_mask, dt, "attn_mask")
+        key_padding_mask = _float_mask(key_padding_mask, dt, "key_padding_mask")
+        if attn_mask is not None:
+            if attn_mask.dim() == 2:
+                if tuple(attn_mask.shape) != (L, k.shape[0]):
+                    raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                       f"{(L, k.shape[0])}.")
+                attn_mask = attn_mask.unsqueeze(0)
+            elif attn_mask.dim() == 3:
+                if tuple(attn_mask.shape) != (N * H, L, k.shape[0]):
+                    raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                       f"{(N * H, L, k.shape[0])}.")
+            else:
+                raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+        if self.bias_k is not None:
+            k = ops.cat([k, self.bias_k.expand(1, N, E)])
+            v = ops.cat([v, self.bias_v.expand(1, N, E)])
+            attn_mask = _pad_last(attn_mask)
+            key_padding_mask = _pad_last(key_padding_mask)
+        S = k.shape[0]
+        q = q.reshape((L, N * H, hd)).transpose(0, 1)
+        k = k.reshape((S, N * H, hd)).transpose(0, 1)
+        v = v.reshape((S, N * H, hd)).transpose(0, 1)
+        if self.add_zero_attn:
+            z = creation.zeros((N * H, 1, hd), dtype=dt, device=q.device)
+            k = ops.cat([k, z], 1)
+            v = ops.cat([v, z], 1)
+            attn_mask = _pad_last(attn_mask)
+            key_padding_mask = _pad_last(key_padding_mask)
+            S += 1
+        if key_padding_mask is not None:
+            if tuple(key_padding_mask.shape) != (N, S):
+                raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got "
+                                     f"{tuple(key_padding_mask.shape)}")
+            kpm = key_padding_mask.reshape((N, 1, 1, S)).expand(N, H, 1, S).reshape((N * H, 1, S))
+            attn_mask = kpm if attn_mask is None else attn_mask + kpm
+        p = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = (q * (1.0 / hd) ** 0.5).matmul(k.transpose(-2, -1))
+            if attn_mask is not None:
+                scores = scores + attn_mask
+            w = F.softmax(scores, dim=-1)
+            if p > 0.0:
+                w = F.dropout(w, p=p)
+            out = w.matmul(v)
+            out = out.transpose(0, 1).reshape((L * N, E))
+            out = self.out_proj(out).reshape((L, N, E))
+            w = w.reshape((N, H, L, S))
+            if average_attn_weights:
+                w = w.mean(1)
+            if not batched:
+                out, w = out.squeeze(1), w.squeeze(0)
+        else:
+            if attn_mask is not None:
+                attn_mask = attn_mask.reshape((N, H, L, S)) if attn_mask.shape[0] == N * H else \
+                    attn_mask.reshape((1, 1, L, S))
+            out = F.scaled_dot_product_attention(q.reshape((N, H, L, hd)), k.reshape((N, H, S, hd)),
+                                                 v.reshape((N, H, S, hd)), attn_mask, p)
+            out = out.permute(2, 0, 1, 3).reshape((L * N, E))
+            out = self.out_proj(out).reshape((L, N, E))
+            w = None
+            if not batched:
+                out = out.squeeze(1)
+        if self.batch_first and batched:
+            out = out.transpose(0, 1)
+        return out, w
