@@ -32,6 +32,10 @@ def _isarr(x):
     return hasattr(x, "shape")
 
 
+def _is_bool(x):
+    return x.dtype == bool if _isarr(x) else type(x) is bool
+
+
 def _t(x):
     return x._data if isinstance(x, Tensor) else x
 
@@ -89,9 +93,9 @@ class Sub(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         rd = result_dtype(a, b)
-        if rd == bool:
-            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                               "Use the `^` or `logical_xor()` operator instead.")
+        if _is_bool(a) or _is_bool(b):
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
         a, b = cast(a, rd), cast(b, rd)
         ctx.alpha = alpha
         return ctx.xp.subtract(a, b * alpha if alpha != 1 else b)
@@ -172,6 +176,8 @@ class Div(Function):
             ctx.b = b
             r = xp.true_divide(a, b)
         else:
+            if rd.kind in "bc":
+                raise dtype_error(f"div_{rounding_mode}_cpu", rd)
             a, b = cast(a, rd), cast(b, rd)
             _check_int_divisor(b, rd)
             if rounding_mode == "trunc":
@@ -261,7 +267,12 @@ class Pow(Function):
         a2, b2 = cast(a, rd), cast(b, rd)
         if rd.kind in "iu" and bool((b2 < 0).any() if _isarr(b2) else b2 < 0):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        r = xp.power(a2, b2)
+        if rd == bool:  # a bool tensor to a bool power stays bool; two bool tensors have no kernel
+            if _isarr(b):
+                raise dtype_error("pow", rd)
+            r = a2 | (not b2)
+        else:
+            r = xp.power(a2, b2)
         ctx.save_for_backward(a if _isarr(a) else None, b if _isarr(b) else None,
                               r if ctx.needs_input_grad[1] else None)
         ctx.sa, ctx.sb = (None if _isarr(a) else a), (None if _isarr(b) else b)
@@ -621,24 +632,24 @@ def relu(input):
 
 
 # --- binary math ---------------------------------------------------------------------------------
-def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None):
+def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None, refuse=""):
     """Build a binary primitive: fwd(xp, a, b) on operands promoted to one dtype, bwd(g, a, b, y) -> (ga, gb).
 
     Either operand may be a Python number. kind: "any"; "float" computes integer operands in the default
-    float dtype (atan2...); "int" accepts only integer/bool operands (bitwise); "nograd" has no gradient;
-    "realfloat" refuses integer operands (hypot).
+    float dtype (atan2...); "nograd" has no gradient. refuse: the NumPy dtype kinds ("b", "iu", "f", "c")
+    of the promoted type that PyTorch has no kernel for (NotImplementedError, as PyTorch).
     """
 
     def forward(ctx, a, b):
         rd = result_dtype(a, b)
+        if (rd.kind if rd.kind != "V" else "f") in refuse:  # ml_dtypes' bfloat16 has kind "V"
+            raise dtype_error(kernel or f"{name}_cpu", rd)
         if kind == "float":
             rd = float_np(rd)
-        elif kind == "int" and rd.kind not in "biu":
-            raise dtype_error(kernel or f"{name}_cpu", rd)
-        elif kind == "realfloat" and rd.kind in "biu":
-            raise dtype_error(kernel or f"{name}_cpu", rd)
         y = fwd(ctx.xp, cast(a, rd), cast(b, rd))
-        if kind not in ("int", "nograd"):
+        if kind != "nograd":
+            if y.dtype != rd:  # a NumPy scalar from a Python operand (log(3)) must not widen the result
+                y = y.astype(rd)
             ctx.save_for_backward(a if _isarr(a) else None, b if _isarr(b) else None, y if save_y else None)
             ctx.sa, ctx.sb = (None if _isarr(a) else a), (None if _isarr(b) else b)
         else:
@@ -680,21 +691,22 @@ def _fmod_fwd(xp, a, b):
 
 
 Remainder, remainder = _binary(
-    "remainder", _remainder_fwd, lambda g, a, b, y: (g, -g * _floor_div(a, b)), doc=
+    "remainder", _remainder_fwd, lambda g, a, b, y: (g, -g * _floor_div(a, b)), refuse="bc", doc=
     "Python's modulo: the result takes the divisor's sign.  >>> wb.remainder(wb.tensor([-3, 3]), 2)  ->  tensor([1, 1])")
 Fmod, fmod = _binary(
-    "fmod", _fmod_fwd, lambda g, a, b, y: (g, -g * (a / b).trunc()), doc=
+    "fmod", _fmod_fwd, lambda g, a, b, y: (g, -g * (a / b).trunc()), refuse="bc", doc=
     "C's fmod: the result takes the dividend's sign.  >>> wb.fmod(wb.tensor([-3, 3]), 2)  ->  tensor([-1, 1])")
 Atan2, atan2 = _binary(
     "atan2", lambda xp, a, b: xp.arctan2(a, b),
-    lambda g, a, b, y: (g * b / (a * a + b * b), -g * a / (a * a + b * b)), "float",
+    lambda g, a, b, y: (g * b / (a * a + b * b), -g * a / (a * a + b * b)), "float", refuse="c", doc=
     "Angle of (other, input) in radians.  >>> wb.atan2(wb.tensor([1.]), wb.tensor([1.]))  ->  tensor([0.7854])")
 Hypot, hypot = _binary(
-    "hypot", lambda xp, a, b: xp.hypot(a, b), lambda g, a, b, y: (g * a / y, g * b / y), "realfloat",
+    "hypot", lambda xp, a, b: xp.hypot(a, b), lambda g, a, b, y: (g * a / y, g * b / y), refuse="biuc", doc=
     "sqrt(input**2 + other**2).  >>> wb.hypot(wb.tensor([3.]), wb.tensor([4.]))  ->  tensor([5.])", save_y=True)
 Copysign, copysign = _binary(
     "copysign", lambda xp, a, b: xp.copysign(a, b),
     lambda g, a, b, y: (where(a == 0, 0.0, g * (y / a)), g * 0 if isinstance(b, Tensor) else None), "float",
+    refuse="c", doc=
     "|input| with the sign of other.  >>> wb.copysign(wb.tensor([3.]), -1.)  ->  tensor([-3.])", save_y=True)
 
 
@@ -709,7 +721,7 @@ def _xlogy_bwd(g, x, y, out):
     return gx, g * x / y
 
 
-Xlogy, xlogy = _binary("xlogy", _xlogy_fwd, _xlogy_bwd, "float",
+Xlogy, xlogy = _binary("xlogy", _xlogy_fwd, _xlogy_bwd, "float", refuse="c", doc=
                        "input * log(other), 0 where input == 0.  >>> wb.xlogy(wb.tensor([0., 2.]), 1.)  ->  tensor([0., 0.])")
 
 
@@ -722,9 +734,9 @@ def _fmaxmin_bwd(pick):
     return bwd
 
 
-Fmax, fmax = _binary("fmax", lambda xp, a, b: xp.fmax(a, b), _fmaxmin_bwd(lambda a, b: a >= b), doc=
+Fmax, fmax = _binary("fmax", lambda xp, a, b: xp.fmax(a, b), _fmaxmin_bwd(lambda a, b: a >= b), refuse="c", doc=
                      "Elementwise max ignoring NaN.  >>> wb.fmax(wb.tensor([1., float('nan')]), wb.tensor([2., 0.]))")
-Fmin, fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _fmaxmin_bwd(lambda a, b: a <= b), doc=
+Fmin, fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _fmaxmin_bwd(lambda a, b: a <= b), refuse="c", doc=
                      "Elementwise min ignoring NaN.  >>> wb.fmin(wb.tensor([1., float('nan')]), wb.tensor([2., 0.]))")
 arctan2 = atan2
 
@@ -788,6 +800,8 @@ class Clamp(Function):
             _dt.from_numpy_dtype(result_dtype(x, lo)), _dt.from_numpy_dtype(result_dtype(x, hi))).np
         if rd.kind == "c":
             raise RuntimeError("clamp is not supported for complex types")
+        if rd == bool and not (_isarr(lo) or _isarr(hi)):
+            raise dtype_error("clamp_scalar_cpu", x.dtype)
         y = cast(x, rd)
         if lo is not None:
             y = xp.maximum(y, cast(lo, rd))
@@ -1022,20 +1036,20 @@ def logical_not(input, *, out=None):
     return _out(Tensor._make(_backend.xp_of(input._data).logical_not(input._data)), out)
 
 
-def _bitwise(name, ufunc):
+def _bitwise(name, ufunc, kernel, refuse="fc"):
     def fwd(xp, a, b):
         return getattr(xp, ufunc)(a, b)
 
-    return _binary(name, fwd, _nograd, "int",
+    return _binary(name, fwd, _nograd, "nograd",
                    f"Elementwise {ufunc} of integer or bool tensors.  >>> wb.{name}(wb.tensor([12]), wb.tensor([10]))",
-                   kernel=f"{name}_cpu")
+                   kernel=kernel, refuse=refuse)
 
 
-BitwiseAnd, bitwise_and = _bitwise("bitwise_and", "bitwise_and")
-BitwiseOr, bitwise_or = _bitwise("bitwise_or", "bitwise_or")
-BitwiseXor, bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
-BitwiseLeftShift, bitwise_left_shift = _bitwise("bitwise_left_shift", "left_shift")
-BitwiseRightShift, bitwise_right_shift = _bitwise("bitwise_right_shift", "right_shift")
+BitwiseAnd, bitwise_and = _bitwise("bitwise_and", "bitwise_and", "bitwise_and_cpu")
+BitwiseOr, bitwise_or = _bitwise("bitwise_or", "bitwise_or", "bitwise_or_cpu")
+BitwiseXor, bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor", "bitwise_xor_cpu")
+BitwiseLeftShift, bitwise_left_shift = _bitwise("bitwise_left_shift", "left_shift", "lshift_cpu", "bfc")
+BitwiseRightShift, bitwise_right_shift = _bitwise("bitwise_right_shift", "right_shift", "rshift_cpu", "bfc")
 
 
 def bitwise_not(input, *, out=None):

@@ -170,6 +170,10 @@ class Lerp(Function):
     @staticmethod
     def forward(ctx, start, end, weight):
         _float_only("lerp_kernel_scalar" if not hasattr(weight, "shape") else "lerp_kernel_tensor", start, end)
+        for what, v in (("end", end), ("weight", weight)):
+            if hasattr(v, "dtype") and v.dtype != start.dtype:
+                raise RuntimeError(f"lerp: expected dtype {start.dtype} for `{what}` but got dtype {v.dtype}; "
+                                   f"convert it with .to(input.dtype)")
         rd = result_dtype(start, end)
         s, e = cast(start, rd), cast(end, rd)
         w = cast(weight, rd) if hasattr(weight, "shape") else weight
