@@ -480,6 +480,13 @@ class Tensor:
                 "Wrap it in `with workbench.no_grad():` if you mean to change its value (as optimizers do), "
                 "or use the out-of-place form."
             )
+        base = self._base
+        if STATE.enabled and self._rg and base is not None and base._rg and base.grad_fn is None:
+            raise RuntimeError(
+                f"a view of a leaf Variable that requires grad is being used in an in-place operation ({opname}). "
+                "Wrap it in `with workbench.no_grad():` if you mean to change the leaf's value, or clone() the "
+                "leaf first."
+            )
         if self._vbox is _INFERENCE_BOX and STATE.enabled:
             raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.")
 
@@ -566,6 +573,9 @@ def _view_inplace(view, opname, fn, args):
     base_old = Tensor._make(base._data, base._rg, base.grad_fn, base._output_nr, base._vbox, None)
     old_view = replay_view(view._view_fn, base_old)
     value = fn(old_view, *args)
+    op_node = value.grad_fn
+    if op_node is not None and op_node._saved:  # the op saved the view's old value: keep a copy of it
+        op_node._saved = _detach_saved(op_node._saved, old_view)
     new_base = _scatter_view(base_old, value, view._view_fn)
     node = new_base.grad_fn
     base._data[...] = new_base._data
