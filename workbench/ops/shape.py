@@ -360,8 +360,18 @@ class IndexBackward(Function):
 
 
 def getitem(input, key):
-    """NumPy-style indexing: basic indices give views, advanced ones copies; both differentiable."""
-    return GetItem.apply(input, _convert_key(key, input))
+    """NumPy-style indexing: basic indices give views, advanced ones copies; both differentiable.
+
+    >>> import workbench as wb
+    >>> wb.arange(6).view(2, 3)[1, ::2]
+    tensor([3, 5])
+    """
+    key = _convert_key(key, input)
+    if _is_basic(key):  # a trailing Ellipsis makes NumPy return a 0-d view rather than a scalar copy
+        ks = key if isinstance(key, tuple) else (key,)
+        if Ellipsis not in ks:
+            key = ks + (Ellipsis,)
+    return GetItem.apply(input, key)
 
 
 class IndexPut(Function):
@@ -844,7 +854,12 @@ def repeat(input, *sizes):
         big += [r, s]
         final.append(r * s)
     x = reshape(input, tuple(inter))
-    return reshape(Expand.apply(x, tuple(big)), tuple(final))
+    out = reshape(Expand.apply(x, tuple(big)), tuple(final))
+    if out._base is not None:  # every repeat was 1: still a copy, as in PyTorch
+        from .convert import clone
+
+        out = clone(out)
+    return out
 
 
 def tile(input, dims):
@@ -1090,7 +1105,7 @@ def select(input, dim, index):
     if index < -size or index >= size:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
                          f"dimension {d}")
-    return GetItem.apply(input, (slice(None),) * d + (index % size,))
+    return GetItem.apply(input, (slice(None),) * d + (index % size, Ellipsis))
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -1179,7 +1194,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 def unbind(input, dim=0):
     """The slices along ``dim`` as a tuple of views.  >>> [t.tolist() for t in wb.eye(2).unbind()]"""
     d = wrap_dim(dim, input._data.ndim)
-    return tuple(GetItem.apply(input, (slice(None),) * d + (i,)) for i in range(input.shape[d]))
+    return tuple(GetItem.apply(input, (slice(None),) * d + (i, Ellipsis)) for i in range(input.shape[d]))
 
 
 # --- reordering ----------------------------------------------------------------------------------
