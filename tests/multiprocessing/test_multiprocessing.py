@@ -188,3 +188,45 @@ def test_hogwild_training_updates_the_shared_model(method, no_leaks):
     assert after < before * 0.01, (before, after)
     assert [round(v, 1) for v in w.detach().reshape(-1).tolist()] == [1.5, -2.0, 0.5]
     del procs
+
+
+def _double(t):
+    return t * 2
+
+
+def test_pool_map_returns_tensors(no_leaks):
+    with mp.get_context("fork").Pool(2) as pool:
+        out = pool.map(_double, [wb.ones(3) * i for i in range(4)])
+    assert [o.tolist() for o in out] == [[2.0 * i] * 3 for i in range(4)]
+    del out, pool
+
+
+def _fill(i, t, fail_at):
+    if i == fail_at:
+        raise ValueError(f"rank {i} refuses")
+    t[i] = i + 1.0
+
+
+def _die(i):
+    import os
+    import signal
+
+    if i == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_start_processes_runs_ranks_and_reports_failures(no_leaks):
+    t = wb.zeros(3).share_memory_()
+    mp.start_processes(_fill, args=(t, -1), nprocs=3, start_method="fork")
+    assert t.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(mp.ProcessRaisedException, match="rank 2 refuses") as e:
+        mp.start_processes(_fill, args=(t, 2), nprocs=3, start_method="fork")
+    assert e.value.error_index == 2
+    with pytest.raises(mp.ProcessExitedException, match="process 1 terminated with signal SIGKILL"):
+        mp.start_processes(_die, nprocs=2, start_method="fork")
+
+
+def test_spawn(no_leaks):
+    t = wb.zeros(3).share_memory_()
+    mp.spawn(_fill, args=(t, -1), nprocs=2)
+    assert t.tolist() == [1.0, 2.0, 0.0]

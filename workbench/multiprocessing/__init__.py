@@ -16,8 +16,12 @@ from multiprocessing import *  # noqa: F401,F403 - the drop-in: Process, Queue, 
 
 from . import reductions
 from .reductions import share_memory_  # noqa: F401
+from .spawn import (ProcessContext, ProcessExitedException, ProcessRaisedException, spawn,  # noqa: F401
+                    start_processes)
 
-__all__ = list(_mp.__all__) + ["get_sharing_strategy", "set_sharing_strategy", "get_all_sharing_strategies"]
+__all__ = list(_mp.__all__) + ["get_sharing_strategy", "set_sharing_strategy", "get_all_sharing_strategies",
+                               "spawn", "start_processes", "ProcessContext", "ProcessRaisedException",
+                               "ProcessExitedException"]
 
 _STRATEGIES = {"file_descriptor"}
 
