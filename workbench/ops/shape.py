@@ -779,6 +779,10 @@ def movedim(input, source, destination):
     workbench.Size([3, 4, 2])
     """
     n = input._data.ndim
+    if isinstance(source, int) != isinstance(destination, int):
+        raise TypeError(f"movedim() received an invalid combination of arguments: source and destination must both "
+                        f"be ints or both be sequences of ints, got {type(source).__name__} and "
+                        f"{type(destination).__name__}")
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
