@@ -112,6 +112,17 @@ def test_path_save_and_mmap_load(tmp_path):
     _same(obj, wb.load(str(p), mmap=True, weights_only=True))
     with open(p, "rb") as fh:
         _same(obj, wb.load(fh))
+    two = tmp_path / "two.wb"  # checkpoints one after another in one file
+    with open(two, "wb") as fh:
+        fh.write(b"preamble")
+        wb.save({"first": wb.ones(3)}, fh)
+        wb.save({"second": wb.zeros(2)}, fh)
+    for use_mmap in (False, True):
+        with open(two, "rb") as fh:
+            fh.read(8)
+            assert wb.load(fh, mmap=use_mmap)["first"].tolist() == [1.0] * 3
+            assert wb.load(fh, mmap=use_mmap)["second"].tolist() == [0.0] * 2
+    os.unlink(two)
     assert os.listdir(tmp_path) == ["ckpt.wb"]  # no temporary left over
 
 

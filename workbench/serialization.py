@@ -258,9 +258,9 @@ def _describe(path, head):
     return f"{where}is not a workbench checkpoint (its first bytes are {head[:8]!r}, expected {MAGIC!r})"
 
 
-def _read_exact(f, n, what):
-    buf = bytearray(n)
-    view, got = memoryview(buf), 0
+def _read_exact(f, n, what, into=None):
+    buf = bytearray(n) if into is None else into
+    view, got = memoryview(buf).cast("B"), 0
     while got < n:
         k = f.readinto(view[got:]) if hasattr(f, "readinto") else None
         if k is None:
@@ -376,6 +376,7 @@ def _make_tensor(arr, rec):
 
 
 def _load_checkpoint(f, path, locate, use_mmap):
+    origin = f.tell()
     prefix = _read_exact(f, _PREFIX.size, "the file prefix")
     magic, version, hlen, hcrc = _PREFIX.unpack(prefix)
     if version != VERSION:
@@ -400,17 +401,18 @@ def _load_checkpoint(f, path, locate, use_mmap):
         import mmap
 
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-        if len(mm) < start + header.get("data_nbytes", 0):
-            raise CheckpointError(f"checkpoint is truncated: {len(mm)} bytes, the header describes "
+        if len(mm) < origin + start + header.get("data_nbytes", 0):
+            raise CheckpointError(f"checkpoint is truncated: {len(mm) - origin} bytes, the header describes "
                                   f"{start + header['data_nbytes']}")
+        f.seek(origin + start + header.get("data_nbytes", 0))  # as if read: the next object starts there
     bufs, pos = [], 0
     for i, st in enumerate(storages):
         n = st["nbytes"]
         if mm is not None:
-            buf = np.frombuffer(mm, np.uint8, n, start + st["offset"]) if n else np.empty(0, np.uint8)
+            buf = np.frombuffer(mm, np.uint8, n, origin + start + st["offset"]) if n else np.empty(0, np.uint8)
         else:
             _read_exact(f, st["offset"] - pos, "alignment padding")
-            buf = np.frombuffer(_read_exact(f, n, f"storage {i}"), np.uint8)
+            buf = _read_exact(f, n, f"storage {i}", np.empty(n, np.uint8))  # NumPy's allocator aligns it
             pos = st["offset"] + n
         if zlib.crc32(buf) != st["crc32"]:
             raise CheckpointError(f"checkpoint is corrupted: storage {i} ({n} bytes, holding tensor(s) "

@@ -200,8 +200,7 @@ def _pin(data):
         alloc = getattr(_backend.cupy().cuda, "alloc_pinned_memory", None)
         if alloc is not None and not getattr(_backend.cupy(), "__fake__", False):
             arr = data._data
-            mem = alloc(max(arr.nbytes, 1))
-            host = _backend.numpy.frombuffer(mem, arr.dtype, arr.size).reshape(arr.shape)
+            host = _backend.numpy.ndarray(arr.shape, arr.dtype, buffer=alloc(max(arr.nbytes, 1)))
             host[...] = arr
             data = Tensor._make(host)
         data._pinned = True
@@ -209,8 +208,10 @@ def _pin(data):
     if isinstance(data, str):
         return data
     if isinstance(data, collections.abc.Mapping):
-        return type(data)({k: _pin(v) for k, v in data.items()}) if type(data) is dict else \
-            {k: _pin(v) for k, v in data.items()}
+        try:
+            return type(data)({k: _pin(v) for k, v in data.items()})
+        except TypeError:  # a mapping type that can't be built from a dict
+            return {k: _pin(v) for k, v in data.items()}
     if isinstance(data, tuple) and hasattr(data, "_fields"):
         return type(data)(*(_pin(v) for v in data))
     if isinstance(data, tuple):
