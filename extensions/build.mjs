@@ -5,7 +5,7 @@
 // The layout worker is bundled first and inlined as a string, so every host gets a Blob worker
 // without serving a second file.
 import * as esbuild from "esbuild";
-import { mkdirSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
 
 const here = new URL(".", import.meta.url).pathname;
 const staticDir = `${here}../workbench/static`;
@@ -22,7 +22,18 @@ const inlineWorker = {
     b.onLoad({ filter: /.*/, namespace: "wb" }, () => ({ contents: `export default ${JSON.stringify(workerSource)};`, loader: "js" }));
   },
 };
-const common = { bundle: true, target: "es2020", plugins: [inlineWorker], legalComments: "none", logLevel: "warning" };
+// The stylesheet ships as a minified string; the viewer injects it once per document.
+const inlineCss = {
+  name: "inline-css",
+  setup(b) {
+    b.onResolve({ filter: /\.css\?inline$/ }, (a) => ({ path: new URL(a.path.replace("?inline", ""), `file://${a.resolveDir}/`).pathname, namespace: "css" }));
+    b.onLoad({ filter: /.*/, namespace: "css" }, async (a) => {
+      const { code } = await esbuild.transform(readFileSync(a.path, "utf8"), { loader: "css", minify: true });
+      return { contents: `export default ${JSON.stringify(code)};`, loader: "js" };
+    });
+  },
+};
+const common = { bundle: true, target: "es2020", plugins: [inlineWorker, inlineCss], legalComments: "none", logLevel: "warning" };
 
 await Promise.all([
   esbuild.build({ ...common, entryPoints: [`${here}src/widget/index.ts`], outfile: `${staticDir}/widget.js`, format: "esm", minify: true }),

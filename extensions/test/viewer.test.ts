@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { fixture } from "./fixtures";
+import { syntheticTape } from "./synthetic";
 import { item, key, mount } from "./helpers";
 
 afterEach(() => document.body.replaceChildren());
@@ -108,5 +109,23 @@ describe("viewer", () => {
     expect(ref.textContent).toContain("✂");
     expect(root.querySelectorAll("path.wb-edge-cut")).toHaveLength(1);
     expect([...root.querySelectorAll(".wb-edge-label")].some((t) => t.textContent!.startsWith("✂"))).toBe(true);
+  });
+});
+
+describe("viewer: big graphs", () => {
+  it("shows a canvas overview when thousands of items are in view, and SVG again when zoomed to a node", async () => {
+    const { root, v } = await mount(syntheticTape(2000));
+    expect(root.querySelectorAll(".wb-box")).toHaveLength(1);
+    [...root.querySelectorAll("button")].find((b) => b.textContent === "Expand all")!.click();
+    await v.ready();
+    const overview = root.querySelector<HTMLCanvasElement>(".wb-overview")!;
+    expect(overview.hidden).toBe(false);
+    expect(root.querySelectorAll(".wb-node")).toHaveLength(0);
+    await v.reveal("layers.7.mlp.weight");
+    expect(overview.hidden).toBe(true);
+    const drawn = root.querySelectorAll(".wb-node").length;
+    expect(drawn).toBeGreaterThan(0);
+    expect(drawn).toBeLessThan(200);
+    expect(item(root, "layers.7.mlp.weight")!.classList.contains("wb-selected")).toBe(true);
   });
 });

@@ -84,6 +84,11 @@ function layered(input: LayoutInput): LayoutResult {
   // a back edge (never produced by a tape) is simply ignored.
   const rank = new Array<number>(input.nodes.length).fill(0);
   for (let i = 0; i < rank.length; i++) for (const p of preds[i]) if (p < i) rank[i] = Math.max(rank[i], rank[p] + 1);
+  // Sources (parameters, inputs) move down to just above their first consumer instead of all
+  // sitting in rank 0 with edges running the length of the graph.
+  const firstUse = new Array<number>(input.nodes.length).fill(Infinity);
+  for (let i = 0; i < rank.length; i++) for (const p of preds[i]) firstUse[p] = Math.min(firstUse[p], rank[i]);
+  for (let i = 0; i < rank.length; i++) if (!preds[i].length && firstUse[i] !== Infinity) rank[i] = Math.max(0, firstUse[i] - 1);
   const ranks: number[][] = [];
   rank.forEach((r, i) => (ranks[r] ??= []).push(i));
   const pos = new Array<number>(input.nodes.length).fill(0);
@@ -110,13 +115,22 @@ function layered(input: LayoutInput): LayoutResult {
     const p = preds[i];
     return p.length ? p.reduce((s, j) => s + pos[j], 0) / p.length : i;
   }
+  // Children before parents, so a parent's box includes its sub-clusters' boxes.
+  const inside = new Map<string, Box[]>(input.clusters.map((c) => [c.id, []]));
+  for (const n of input.nodes) if (n.cluster) inside.get(n.cluster)?.push(boxes[n.id]);
   for (const c of [...input.clusters].reverse()) {
-    const inside = input.nodes.filter((n) => n.cluster === c.id).map((n) => boxes[n.id]);
-    for (const k of input.clusters) if (k.parent === c.id && boxes[k.id]) inside.push(boxes[k.id]);
-    if (!inside.length) continue;
-    const x0 = Math.min(...inside.map((b) => b.x - b.width / 2)) - 8, x1 = Math.max(...inside.map((b) => b.x + b.width / 2)) + 8;
-    const y0 = Math.min(...inside.map((b) => b.y - b.height / 2)) - 24, y1 = Math.max(...inside.map((b) => b.y + b.height / 2)) + 8;
+    const members = inside.get(c.id)!;
+    if (!members.length) continue;
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (const b of members) {
+      x0 = Math.min(x0, b.x - b.width / 2);
+      x1 = Math.max(x1, b.x + b.width / 2);
+      y0 = Math.min(y0, b.y - b.height / 2);
+      y1 = Math.max(y1, b.y + b.height / 2);
+    }
+    x0 -= 8, x1 += 8, y0 -= 24, y1 += 8;
     boxes[c.id] = { x: (x0 + x1) / 2, y: (y0 + y1) / 2, width: x1 - x0, height: y1 - y0 };
+    if (c.parent) inside.get(c.parent)?.push(boxes[c.id]);
   }
   const edges = input.edges.map((e) => {
     const a = boxes[e.source], b = boxes[e.target];

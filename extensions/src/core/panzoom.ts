@@ -11,6 +11,8 @@ export class PanZoom {
     private readonly canvas: HTMLElement,
     private readonly viewport: SVGGElement,
     private readonly focusOwner: HTMLElement,
+    /** Called after every change of the transform (the viewer repaints culled graphs). */
+    private readonly onChange: () => void = () => {},
   ) {
     canvas.addEventListener("wheel", this.onWheel, { passive: false });
     canvas.addEventListener("pointerdown", this.onDown);
@@ -20,6 +22,7 @@ export class PanZoom {
     this.t = { x: t.x, y: t.y, k: Math.min(4, Math.max(0.02, t.k)) };
     this.viewport.classList.toggle("wb-animate", animate);
     this.viewport.setAttribute("transform", `translate(${this.t.x.toFixed(1)},${this.t.y.toFixed(1)}) scale(${this.t.k.toFixed(4)})`);
+    this.onChange();
   }
 
   size(): { w: number; h: number } {

@@ -6,6 +6,7 @@ import { fmt, health, inlineValues } from "./format";
 import { TapeModel, type VisibleGraph, shapeText } from "./graph-model";
 import type { LayoutInput, LayoutResult } from "./layout";
 import { type LayoutFn, workerLayout } from "./layout-client";
+import { LOD, paintOverview } from "./overview";
 import { PanZoom } from "./panzoom";
 import { Stepper } from "./stepper";
 import { ensureStyle } from "./style";
@@ -58,7 +59,14 @@ class Viewer {
   private layout: LayoutResult | null = null;
   private drawn = Promise.resolve();
   private generation = 0;
+  /** Elements currently in the DOM, by item id (all of them unless the graph is culled). */
   private els = new Map<string, SVGGElement>();
+  /** Every item element built since the last layout, so panning a culled graph reuses them. */
+  private readonly cache = new Map<string, SVGGElement>();
+  private measured = new Map<string, Measured>();
+  private paintedKey = "";
+  private paintQueued = false;
+  private readonly overview: HTMLCanvasElement;
   private focusId: string | null = null;
   private selected: string | null = null;
   private matches = new Set<string>();
@@ -98,7 +106,8 @@ class Viewer {
       s("defs", {}, s("marker", { id: "wb-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
         s("path", { d: "M0,0 L10,5 L0,10 z", class: "wb-arrow" }))),
       this.viewport);
-    this.canvas.append(svg);
+    this.overview = h("canvas", { class: "wb-overview", hidden: true, "aria-hidden": "true" });
+    this.canvas.append(svg, this.overview);
     this.panel = h("aside", { class: "wb-panel", "aria-label": "details" });
     this.status = h("div", { class: "wb-status", role: "status", "aria-live": "polite" });
     this.root = h("div", {
@@ -111,7 +120,7 @@ class Viewer {
     if (this.ctrl) this.root.append(this.debuggerBar(btn));
     this.root.append(h("div", { class: "wb-main" }, this.canvas, this.panel), this.status);
     host.replaceChildren(this.root);
-    this.pz = new PanZoom(this.canvas, this.viewport, this.root);
+    this.pz = new PanZoom(this.canvas, this.viewport, this.root, () => this.schedulePaint());
 
     this.search.addEventListener("input", () => this.onSearch());
     this.canvas.addEventListener("click", (e) => this.onClick(e));
@@ -249,7 +258,8 @@ class Viewer {
     return { w, h: hgt, title, sub, inline, badges };
   }
 
-  private relayout(): Promise<void> {
+  /** Lays out what is open and draws it; `fit` fits the result to the view before drawing. */
+  private relayout(fit = false): Promise<void> {
     const gen = ++this.generation;
     this.visible = this.model.visible(this.expanded);
     const measured = new Map(this.visible.items.map((it) => [it.id, this.measure(it.id, it.type)]));
@@ -263,6 +273,8 @@ class Viewer {
     this.drawn = this.layoutFn(input).then((res) => {
       if (gen !== this.generation) return;
       this.layout = res;
+      if (fit || this.firstLayout) this.fit(false);
+      this.firstLayout = false;
       this.draw(measured);
       this.say(`${this.visible.items.length} items shown of ${this.snapshot.nodes.length} nodes; layout ${res.ms} ms`);
     }, (err: unknown) => {
@@ -272,46 +284,110 @@ class Viewer {
   }
 
   private draw(measured: Map<string, Measured>) {
-    const L = this.layout!;
+    this.measured = measured;
+    this.cache.clear();
+    this.paintedKey = "";
+    this.paint();
+  }
+
+  /** The part of the graph in view (plus half a screen around it), in graph coordinates. */
+  private viewRect() {
+    const { w, h } = this.pz.size(), t = this.pz.t;
+    const x0 = -t.x / t.k, y0 = -t.y / t.k, x1 = (w - t.x) / t.k, y1 = (h - t.y) / t.k;
+    const mx = (x1 - x0) / 2, my = (y1 - y0) / 2;
+    return { x0: x0 - mx, y0: y0 - my, x1: x1 + mx, y1: y1 + my };
+  }
+
+  private schedulePaint() {
+    // Small graphs are drawn whole once; only culled ones depend on the view.
+    if (this.paintQueued || !this.layout || this.visible.items.length <= LOD) return;
+    this.paintQueued = true;
+    const run = () => {
+      this.paintQueued = false;
+      this.paint();
+    };
+    if (typeof requestAnimationFrame === "function") requestAnimationFrame(run);
+    else setTimeout(run, 16);
+  }
+
+  /**
+   * Draws what is in view: everything for graphs up to LOD items; for bigger ones only the items
+   * near the view as SVG, or, when even those are too many, the canvas overview.
+   */
+  private paint() {
+    const L = this.layout;
+    if (!L) return;
+    const all = this.visible.items;
+    const culled = all.length > LOD;
+    const r = culled ? this.viewRect() : null;
+    const near = (id: string) => {
+      const b = L.boxes[id];
+      return !!b && (!r || (b.x + b.width / 2 >= r.x0 && b.x - b.width / 2 <= r.x1 && b.y + b.height / 2 >= r.y0 && b.y - b.height / 2 <= r.y1));
+    };
+    const items = culled ? all.filter((it) => near(it.id)) : all;
+    const clusterIds = this.visible.clusters.map((c) => c.id).filter(near);
+    const ids = new Set(items.map((i) => i.id));
+    const edgeIdx: number[] = [];
+    this.visible.edges.forEach((e, i) => (ids.has(e.source) || ids.has(e.target)) && edgeIdx.push(i));
+    // Far zoomed out, labels are unreadable and thousands of SVG groups cost seconds per frame.
+    const overview = items.length > LOD || (culled && this.pz.t.k < 0.2);
+    this.overview.hidden = !overview;
+    if (overview) {
+      this.paintedKey = "";
+      this.viewport.replaceChildren();
+      this.els.clear();
+      const v = this.ctrl?.view();
+      const current = v?.current ? this.visible.repOf(v.current.node) : null;
+      const mark = (id: string) => {
+        const b = this.measured.get(id)?.badges ?? [];
+        return id === current ? "current" : id === this.selected ? "selected"
+          : b.some((x) => x.cls === "wb-badge-nan") ? "nan" : b.some((x) => x.cls === "wb-badge-inf") ? "inf" : null;
+      };
+      paintOverview(this.overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id) })), clusterIds, edgeIdx, this.pz.t);
+      this.say(`Overview of ${all.length} items: zoom in (wheel, or click) to read labels`);
+      return;
+    }
+    const key = `${clusterIds.length}:${items.length}:${items[0]?.id}:${items[items.length - 1]?.id}`;
+    if (culled && key === this.paintedKey) return;
+    this.paintedKey = key;
     const clusters = s("g", { class: "wb-clusters" }), edges = s("g", { class: "wb-edges" }), nodes = s("g", { class: "wb-nodes" });
     this.els.clear();
-    for (const c of this.visible.clusters) {
-      const b = L.boxes[c.id], info = this.model.containers.get(c.id)!;
-      if (!b) continue;
+    for (const id of clusterIds) {
+      const b = L.boxes[id], info = this.model.containers.get(id)!;
       const x = b.x - b.width / 2, y = b.y - b.height / 2;
-      const head = s("g", { class: "wb-cluster-head", "data-id": c.id, tabindex: -1, role: "treeitem", "aria-expanded": "true",
+      const head = s("g", { class: "wb-cluster-head", "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": "true",
         "aria-label": `${info.path || info.label} ${info.type}, open; Enter closes it` },
         s("rect", { x, y, width: Math.min(b.width, 260), height: 20, class: "wb-cluster-label" }),
         s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" }, `▾ ${info.kind === "module" ? info.path : info.label} · ${info.type}`));
       clusters.append(s("rect", { x, y, width: b.width, height: b.height, rx: 6, class: "wb-cluster-rect" }), head);
-      this.els.set(c.id, head);
+      this.els.set(id, head);
     }
-    this.visible.edges.forEach((e, i) => {
+    for (const i of edgeIdx) {
+      const e = this.visible.edges[i];
       const pts = L.edges[i]?.points ?? [];
-      if (pts.length < 2) return;
+      if (pts.length < 2) continue;
       const d = pts.map((p, j) => `${j ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
       const mid = pts[Math.floor(pts.length / 2)];
       const label = (e.cut ? "✂ " : "") + (e.count > 1 ? `${e.label} ×${e.count}` : e.label);
       edges.append(s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": "url(#wb-arrow)" },
         s("title", {}, e.cut ? "cut: no gradient flows back along this edge" : label)));
       if (label) edges.append(s("text", { x: mid.x + 4, y: mid.y + 3, class: "wb-edge-label" }, label));
-    });
-    for (const it of this.visible.items) {
-      const b = L.boxes[it.id], m = measured.get(it.id)!;
-      if (!b) continue;
-      const g = this.drawItem(it.id, it.type, m);
-      g.setAttribute("transform", `translate(${(b.x - m.w / 2).toFixed(1)},${(b.y - m.h / 2).toFixed(1)})`);
+    }
+    for (const it of items) {
+      let g = this.cache.get(it.id);
+      if (!g) {
+        const b = L.boxes[it.id], m = this.measured.get(it.id)!;
+        g = this.drawItem(it.id, it.type, m);
+        g.setAttribute("transform", `translate(${(b.x - m.w / 2).toFixed(1)},${(b.y - m.h / 2).toFixed(1)})`);
+        this.cache.set(it.id, g);
+      }
       nodes.append(g);
       this.els.set(it.id, g);
     }
     this.viewport.replaceChildren(clusters, edges, nodes);
     this.refreshNodes();
-    if (this.firstLayout) {
-      this.firstLayout = false;
-      this.fit(false);
-    }
     if (this.focusId && !this.els.has(this.focusId)) this.focusId = this.visible.repOf(this.focusId);
-    this.setRoving(this.focusId ?? this.visible.items[0]?.id ?? null, false);
+    this.setRoving(this.focusId && this.els.has(this.focusId) ? this.focusId : items[0]?.id ?? null, false);
   }
 
   private drawItem(id: string, type: "node" | "box", m: Measured): SVGGElement {
@@ -344,6 +420,10 @@ class Viewer {
 
   /** Updates the state-dependent look (selection, search hits, debugger position) without a relayout. */
   private refreshNodes() {
+    if (!this.overview.hidden) {
+      this.paint();
+      return;
+    }
     const v = this.ctrl?.view();
     const current = v?.current ? this.visible.repOf(v.current.node) : null;
     const done = new Set<string>();
@@ -374,7 +454,7 @@ class Viewer {
   private setExpanded(ids: string[]) {
     this.expanded.clear();
     for (const id of ids) this.expanded.add(id);
-    void this.relayout().then(() => this.fit(true));
+    void this.relayout(true);
   }
 
   private async toggle(id: string) {
@@ -399,10 +479,15 @@ class Viewer {
     }
     if (changed) await this.relayout();
     else await this.drawn;
+    const b = this.layout?.boxes[nodeId];
+    if (b && this.visible.items.length > LOD) {
+      // In a culled graph, zoom to reading size so the node is drawn as SVG, not in the overview.
+      const { w, h } = this.pz.size();
+      this.pz.set({ k: 1, x: w / 2 - b.x, y: h / 2 - b.y });
+    } else if (b) this.pz.reveal(b.x, b.y);
+    this.paint();
     this.select(nodeId);
     this.setRoving(nodeId, true);
-    const b = this.layout?.boxes[nodeId];
-    if (b) this.pz.reveal(b.x, b.y);
   }
 
   private select(id: string | null) {
@@ -447,6 +532,11 @@ class Viewer {
 
   private onClick(e: MouseEvent) {
     if (this.pz.dragged) return;
+    if (e.target === this.overview) {
+      const rect = this.canvas.getBoundingClientRect();
+      this.pz.zoomBy(3, e.clientX - rect.left, e.clientY - rect.top);
+      return;
+    }
     const target = e.target as Element;
     const g = target.closest("[data-id]");
     if (!g) return;
