@@ -33,7 +33,8 @@ def _train(m, steps, lr=0.1, mon=None, x=None, y=None, poison=None):
 def test_numbers_equal_a_hand_computation():
     m = MLP()
     lo, hi, bins = -4.0, 1.0, 10
-    mon = wb.viz.watch(m, display=False, bins=bins, hist_range=(lo, hi), detail_every=1, sample=10**6)
+    mon = wb.viz.watch(m, display=False, bins=bins, hist_range=(lo, hi), detail_every=1, sample=10**6,
+                       hist_every=1)
     snaps = _train(m, 4)
     mon.detach()
     h = mon.history
@@ -49,10 +50,11 @@ def test_numbers_equal_a_hand_computation():
         for k in range(1, 4):
             want = np.linalg.norm(w[k] - w[k - 1]) / np.linalg.norm(w[k])
             assert ratio[k] == pytest.approx(want, rel=1e-4, abs=1e-12)
-        for k in range(4):
-            a = np.abs(g[k].ravel()).astype("float64")
+        edges = (10.0 ** (lo + (hi - lo) / bins * np.arange(1, bins))).astype("float32")
+        for k in range(4):  # bin b holds 10**(lo + b w) < |g| <= 10**(lo + (b+1) w), ends clamped, zeros out
+            a = np.abs(g[k].ravel())
             a = a[a > 0]
-            idx = np.clip(((np.log10(a) - lo) * (bins / (hi - lo))).astype("int64"), 0, bins - 1)
+            idx = (edges[None, :] < a[:, None]).sum(1)
             np.testing.assert_array_equal(h[f"hist/{name}"][k], np.bincount(idx, minlength=bins))
     assert graph.BACKWARD_HOOKS == [] and mon._on_op not in graph.LISTENERS
 
@@ -71,6 +73,8 @@ def test_every_and_detail_every_and_log():
     mon.detach()
     with pytest.raises(ValueError, match="every"):
         wb.viz.watch(m, every=0, display=False)
+    with pytest.raises(ValueError, match="hist_every"):
+        wb.viz.watch(m, hist_every=0, display=False)
 
 
 def test_nan_alarm_names_layer_op_and_line():

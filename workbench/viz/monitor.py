@@ -3,8 +3,9 @@
 ``watch(model)`` registers one backward hook (``graph.BACKWARD_HOOKS``): when a backward pass that
 accumulates into ``.grad`` ends, it computes, on the parameters' device and without a host sync,
 
-* every layer's (parameter path's) gradient norm and a histogram of log10|grad| (all layers in one
-  vectorised pass over a strided sample of at most ``sample`` elements per layer),
+* every layer's (parameter path's) gradient norm, and a histogram of log10|grad| (all layers in one
+  vectorised pass over a strided sample of about ``sample`` elements per layer; with
+  ``hist_every="auto"`` recomputed only as often as keeps it under ~2% of the step, repeated between),
 * every ``detail_every`` steps the weight norm and the update ratio ‖Δw‖/‖w‖ (Δw from a copy of the
   weights taken at the step before),
 * the loss: the root of the backward pass when it has one element, or what ``mon.log(loss=...)`` says.
@@ -45,7 +46,7 @@ class Monitor(_Base):
     view = traitlets.Unicode("monitor").tag(sync=True)
 
     def __init__(self, model, every=1, histograms=True, bins=32, hist_range=(-10.0, 2.0), detail_every=10,
-                 sample=1024, rate=10.0, dead_relu=True, explode_at=1e3, vanish_ratio=1e-3, dead_fraction=0.5,
+                 hist_every="auto", sample=1024, rate=10.0, dead_relu=True, explode_at=1e3, vanish_ratio=1e-3, dead_fraction=0.5,
                  title="", plot_on_detach=True):
         super().__init__(view="monitor", title=title)
         if every < 1 or detail_every < 1:
@@ -55,6 +56,7 @@ class Monitor(_Base):
             raise ValueError("watch(): the model has no parameters that require grad")
         self.model = model
         self.layers = [p for p, _ in named]
+        self._first = next((k for k, name in enumerate(self.layers) if not name.endswith("bias")), 0)
         self._params = [p for _, p in named]
         self.every, self.detail_every = int(every), int(detail_every)
         self.bins = int(bins) if histograms else 0
@@ -80,6 +82,17 @@ class Monitor(_Base):
         self._prev_w = None
         self._last_flush = 0.0
         self._timer = None
+        self._wake = threading.Event()
+        self._edges = {}
+        self._offsets = {}
+        if hist_every != "auto" and (not isinstance(hist_every, int) or hist_every < 1):
+            raise ValueError(f"watch(): hist_every must be 'auto' or an int >= 1, got {hist_every!r}")
+        self.hist_every = hist_every
+        self._hist_every = 1 if hist_every == "auto" else hist_every
+        self._last_hist = None
+        self._hist_step = 0
+        self._last_end = None
+        self._interval = None
         self._attached = True
         self._trace_prev = graph.TRACE[0]
         graph.TRACE[0] = max(2, graph.TRACE[0])  # the first forward records sites: alarms name the line
@@ -131,10 +144,11 @@ class Monitor(_Base):
         nan = math.nan
         parts = []
         root = self._root
-        parts.append(root._data.reshape(1).astype("float64") if root is not None else xp.full(1, nan))
+        parts.append(root._data.reshape(1) if root is not None else self._nans(xp, 1))
         grads = [p._grad._data if p._grad is not None else None for p in params]
-        parts.append(xp.stack([xp.vdot(g.ravel(), g.ravel()).real.astype("float64") if g is not None else
-                               xp.asarray(nan) for g in grads]))
+        stack = _backend.numpy.array if xp is _backend.numpy else xp.stack
+        parts.append(stack([xp.vdot(g.ravel(), g.ravel()).real if g is not None else xp.asarray(nan)
+                            for g in grads]))
         detail = step % self.detail_every == 0
         if detail and self._prev_w is not None:
             ws = [p._data for p in params]
@@ -143,14 +157,14 @@ class Monitor(_Base):
             for w, prev in zip(ws, self._prev_w):
                 d = w - prev
                 un.append(xp.vdot(d.ravel(), d.ravel()).real)
-            parts.append(xp.stack(wn).astype("float64"))
-            parts.append(xp.stack(un).astype("float64"))
+            parts.append(stack(wn))
+            parts.append(stack(un))
         elif detail:
             ws = [p._data for p in params]
-            parts.append(xp.stack([xp.vdot(w.ravel(), w.ravel()).real for w in ws]).astype("float64"))
+            parts.append(stack([xp.vdot(w.ravel(), w.ravel()).real for w in ws]))
             parts.append(xp.full(len(params), nan))
         else:
-            parts.append(xp.full(2 * len(params), nan))
+            parts.append(self._nans(xp, 2 * len(params)))
         if (step + 1) % self.detail_every == 0:  # the next detail step needs these weights
             if self._prev_w is None:
                 self._prev_w = [p._data.copy() for p in params]
@@ -158,30 +172,70 @@ class Monitor(_Base):
                 for prev, p in zip(self._prev_w, params):
                     prev[...] = p._data
         if self.bins:
-            parts.append(self._hist(xp, grads).astype("float64"))
-        return xp.concatenate(parts)
+            parts.append(self._timed_hist(xp, grads, step))
+        return xp.concatenate(parts).astype("float64", copy=False)
+
+    def _nans(self, xp, n):
+        key = (xp, n)
+        a = self._edges.get(key)
+        if a is None:
+            a = self._edges[key] = xp.full(n, math.nan)
+        return a
+
+    def _timed_hist(self, xp, grads, step):
+        # histograms are the costly part: with hist_every="auto" they are recomputed only as often as
+        # keeps them under ~2% of the training step (the last one is repeated in between)
+        now = time.perf_counter()
+        interval = now - self._last_end if self._last_end else None
+        self._last_end = now
+        if interval is not None:
+            self._interval = interval if self._interval is None else 0.9 * self._interval + 0.1 * interval
+        if self._last_hist is not None and step - self._hist_step < self._hist_every:
+            return self._last_hist
+        counts = self._hist(xp, grads)
+        cost = time.perf_counter() - now
+        if self.hist_every == "auto" and self._interval:
+            self._hist_every = max(1, math.ceil(cost / (0.02 * self._interval)))
+        self._last_hist, self._hist_step = counts, step
+        return counts
+
+    def hist_edges(self, xp, dtype):
+        """The bin edges on |grad|: [0, 10**(lo+w), ..., 10**(hi-w), max float] (bin b: edge b < |g| <= edge b+1)."""
+        key = (xp, dtype)
+        e = self._edges.get(key)
+        if e is None:
+            np = _backend.numpy
+            lo, hi = self.hist_range
+            w = (hi - lo) / self.bins
+            host = np.concatenate([[0.0], 10.0 ** (lo + w * np.arange(1, self.bins)), [np.finfo(dtype).max]])
+            e = self._edges[key] = xp.asarray(host.astype(dtype))
+        return e
 
     def _hist(self, xp, grads):
-        bins, (lo, hi) = self.bins, self.hist_range
-        samples, offsets = [], []
-        for k, g in enumerate(grads):
-            if g is None:
+        # one vectorised pass for every layer: a strided sample of each gradient, binned by
+        # searchsorted on log-spaced edges (zeros fall below the first edge, Inf/NaN above the last)
+        bins = self.bins
+        samples, sizes = [], []
+        for g in grads:
+            if g is None or g.dtype.kind != "f":
+                sizes.append(0)
                 continue
             flat = g.ravel()
-            stride = max(1, flat.size // self.sample)
-            s = flat[::stride]
+            s = flat[::max(1, flat.size // self.sample)]
             samples.append(s)
-            offsets.append(xp.full(s.size, k * (bins + 1), dtype="int64"))
-        n = len(grads) * (bins + 1)
+            sizes.append(s.size)
         if not samples:
             return xp.zeros(len(grads) * bins)
-        a = xp.abs(xp.concatenate(samples)).astype("float64")
-        ok = xp.isfinite(a) & (a > 0)
-        lg = xp.log10(xp.where(ok, a, 1.0))
-        idx = xp.clip(((lg - lo) * (bins / (hi - lo))).astype("int64"), 0, bins - 1)
-        idx = xp.where(ok, idx, bins) + xp.concatenate(offsets)
-        counts = xp.bincount(idx, minlength=n).reshape(len(grads), bins + 1)[:, :bins]
-        return counts.ravel()
+        key = tuple(sizes)
+        offsets = self._offsets.get(key)
+        if offsets is None:
+            np = _backend.numpy
+            host = np.repeat(np.arange(len(grads), dtype="int64") * (bins + 2), sizes)
+            offsets = self._offsets[key] = xp.asarray(host)
+        a = xp.abs(xp.concatenate(samples) if len(samples) > 1 else samples[0])
+        idx = xp.searchsorted(self.hist_edges(xp, a.dtype), a) + offsets
+        counts = xp.bincount(idx, minlength=len(grads) * (bins + 2)).reshape(len(grads), bins + 2)
+        return counts[:, 1:bins + 1].ravel()
 
     def _on_op(self, node, args, results):
         if node._op != "relu" or not results:
@@ -190,23 +244,28 @@ class Monitor(_Base):
         if out.ndim < 2:
             return
         flat = out.reshape(out.shape[0], -1)
-        dead = (flat == 0).all(axis=0).sum()
-        scope = node.scope or "relu"
-        with self._lock:
-            self._dead_pending.append((self.step, scope, dead, flat.shape[1], node.site))
+        dead = flat.shape[1] - _backend.xp_of(out).count_nonzero(flat.any(axis=0))
+        # list.append is atomic under the GIL: no lock on the hot path
+        self._dead_pending.append((self.step, node.scope or "relu", dead, flat.shape[1], node.site))
 
     # --- host side ---------------------------------------------------------------------------------
     def _schedule(self):
-        if self._timer is None or not self._timer.is_alive():
-            self._timer = threading.Timer(1.0 / self.rate, self._flush_quietly)
-            self._timer.daemon = True
+        # one flusher thread per monitor sends what is queued once the loop pauses or ends
+        if not self._wake.is_set():
+            self._wake.set()
+        if self._timer is None:
+            self._timer = threading.Thread(target=self._flusher, name="wb-monitor-flush", daemon=True)
             self._timer.start()
 
-    def _flush_quietly(self):
-        try:
-            self.flush()
-        except Exception:  # a late flush from the timer thread must never raise into the interpreter
-            pass
+    def _flusher(self):
+        while self._attached:
+            self._wake.wait()
+            time.sleep(1.0 / self.rate)
+            self._wake.clear()
+            try:
+                self.flush()
+            except Exception:  # a late flush from this thread must never raise into the interpreter
+                pass
 
     def flush(self):
         """Copy queued rows to the host, check alarms, and send them to the widget now."""
@@ -227,7 +286,18 @@ class Monitor(_Base):
                     row[0] = self._loss_override.pop(step)
                 self._steps.append(step)
                 self._rows.append(row)
-                new_alarms += self._check(step, row)
+            # screen the whole block at once; only rows that may alarm are looked at one by one
+            gn = np_sqrt(host[:, 1:1 + len(self.layers)])
+            prev = np.vstack([self._prev_norm[None, :] if self._prev_norm is not None else
+                              np.full((1, gn.shape[1]), np.nan), gn[:-1]])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                flag = (~np.isfinite(gn)).any(1) | (gn > self.explode_at).any(1) | \
+                    ((prev > 1e-8) & (gn > 10 * prev)).any(1) | \
+                    (gn[:, self._first] < self.vanish_ratio * np.nanmax(np.where(np.isfinite(gn), gn, np.nan), 1))
+            for k in np.flatnonzero(flag):
+                self._prev_norm = prev[k]
+                new_alarms += self._check(pending[k][0], host[k])
+            self._prev_norm = gn[-1]
             self._send_rows(start, len(self._rows))
         for step, scope, dead, units, site in dead_pending:
             d = int(_host(dead))
@@ -251,12 +321,20 @@ class Monitor(_Base):
         counts = row[1 + 3 * L:1 + 3 * L + L * B].reshape(L, B) if B else None
         return loss, gn, wn, un, counts
 
-    def _metrics(self, row):
+    def _metrics(self, rows):
+        """[n, L, 3] grad_norm, weight_norm, update_ratio of host rows [n, width]."""
         np = _backend.numpy
-        _, gn, wn, un, _ = self._split(row)
+        L = len(self.layers)
+        gn = np_sqrt(rows[:, 1:1 + L])
+        wn = np_sqrt(rows[:, 1 + L:1 + 2 * L])
+        un = np_sqrt(rows[:, 1 + 2 * L:1 + 3 * L])
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = un / wn
-        return np.stack([gn, wn, ratio], axis=1)
+        return np.stack([gn, wn, ratio], axis=2)
+
+    def _counts(self, rows):
+        L, B = len(self.layers), self.bins
+        return rows[:, 1 + 3 * L:1 + 3 * L + L * B].reshape(len(rows), L, B)
 
     def _check(self, step, row):
         np = _backend.numpy
@@ -289,10 +367,8 @@ class Monitor(_Base):
                     self._alarm_keys.add(key)
                     why = f"‖grad‖ = {v:.3g} > {self.explode_at:g}" if big else f"‖grad‖ grew {v / prev:.1f}x in one step"
                     out.append(_alarm(step, self.layers[k], "exploding", None, None, float(v), why))
-            else:
-                self._alarm_keys.discard(key)
         # vanishing: the layer nearest the input gets a tiny fraction of the largest layer's gradient
-        first = next((k for k, name in enumerate(self.layers) if not name.endswith("bias")), 0)
+        first = self._first
         last = int(np.argmax(np.where(fin, gn, -1.0))) if fin.any() else first
         if first != last and fin[first] and gn[last] > 0:
             ratio = gn[first] / gn[last]
@@ -303,26 +379,23 @@ class Monitor(_Base):
                     out.append(_alarm(step, self.layers[first], "vanishing", None, None, float(ratio),
                                       f"‖grad‖ of {self.layers[first]} is {ratio:.2g} x that of {self.layers[last]} "
                                       f"(layers {self.layers[first]} … {self.layers[last]})"))
-            else:
-                self._alarm_keys.discard(key)
-        self._prev_norm = gn
         return out
 
     def _send_rows(self, a, b):
         np = _backend.numpy
-        rows = self._rows[a:b]
-        if not rows:
+        if b <= a:
             return
-        loss = np.array([r[0] for r in rows], dtype="<f4")
-        metrics = np.stack([self._metrics(r) for r in rows]).astype("<f4")
+        rows = np.stack(self._rows[a:b])
+        loss = rows[:, 0].astype("<f4")
+        metrics = self._metrics(rows).astype("<f4")
         bufs = [loss.tobytes(), metrics.tobytes()]
         hist = None
         if self.bins:
-            counts = np.stack([self._split(r)[4] for r in rows]).astype("<u4")
+            counts = self._counts(rows).astype("<u4")
             bufs.append(counts.tobytes())
             hist = {"bins": self.bins, "lo": self.hist_range[0], "hi": self.hist_range[1]}
         header = {"type": "monitor", "event": "steps", "layers": self.layers, "metrics": list(METRICS),
-                  "start": int(self._steps[a]), "n": len(rows), "hist": hist}
+                  "start": int(self._steps[a]), "n": b - a, "hist": hist}
         self._post(header, bufs)
 
     def _post(self, msg, buffers=None):
@@ -369,16 +442,16 @@ class Monitor(_Base):
         """
         self.flush()
         np = _backend.numpy
-        out = {"step": np.array(self._steps, dtype="int64"),
-               "loss": np.array([r[0] for r in self._rows], dtype="float64")}
-        mets = np.stack([self._metrics(r) for r in self._rows]) if self._rows else \
-            np.zeros((0, len(self.layers), len(METRICS)))
+        width = 1 + 3 * len(self.layers) + len(self.layers) * self.bins
+        rows = np.stack(self._rows) if self._rows else np.zeros((0, width))
+        out = {"step": np.array(self._steps, dtype="int64"), "loss": rows[:, 0].copy()}
+        mets = self._metrics(rows)
+        counts = self._counts(rows).astype("int64") if self.bins else None
         for k, name in enumerate(self.layers):
             for f, m in enumerate(METRICS):
                 out[f"{m}/{name}"] = mets[:, k, f]
             if self.bins:
-                out[f"hist/{name}"] = np.stack([self._split(r)[4][k] for r in self._rows]).astype("int64") \
-                    if self._rows else np.zeros((0, self.bins), dtype="int64")
+                out[f"hist/{name}"] = counts[:, k, :]
         for scope, vals in self._dead.items():
             out[f"dead_relu/{scope}"] = np.array([d for _, d, _ in vals], dtype="int64")
         return out
@@ -441,20 +514,36 @@ class Monitor(_Base):
 
         return Image(png)
 
+    def pause(self):
+        """Stop watching for a while (e.g. during validation); ``resume()`` picks up at the next step.
+
+        >>> mon.pause(); evaluate(model); mon.resume()     # doctest: +SKIP
+        """
+        if self._on_backward in graph.BACKWARD_HOOKS:
+            graph.BACKWARD_HOOKS.remove(self._on_backward)
+        if self._listening and self._on_op in graph.LISTENERS:
+            graph.LISTENERS.remove(self._on_op)
+
+    def resume(self):
+        """Watch again after ``pause()``."""
+        if not self._attached:
+            raise RuntimeError("this monitor was detached; attach a new one with wb.viz.watch(model)")
+        if self._on_backward not in graph.BACKWARD_HOOKS:
+            graph.BACKWARD_HOOKS.append(self._on_backward)
+        if self._listening and self._on_op not in graph.LISTENERS:
+            graph.LISTENERS.append(self._on_op)
+        self._last_end = None
+
     def detach(self, display=None):
         """Remove every hook; flush; show the static gradient-flow picture for readers without a kernel."""
         if not self._attached:
             return
         self._attached = False
-        if self._on_backward in graph.BACKWARD_HOOKS:
-            graph.BACKWARD_HOOKS.remove(self._on_backward)
-        if self._listening and self._on_op in graph.LISTENERS:
-            graph.LISTENERS.remove(self._on_op)
+        self.pause()
         if self._site_pending:
             graph.TRACE[0] = self._trace_prev
             self._site_pending = False
-        if self._timer is not None:
-            self._timer.cancel()
+        self._wake.set()  # the flusher thread sees _attached False and ends
         self.flush()
         show = self.plot_on_detach if display is None else display
         if show and self._rows:
