@@ -656,6 +656,29 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax("softmin", input, dim, dtype, False, neg=True)
 
 
+@composite("gumbel_softmax")
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """Sample from the Gumbel-softmax distribution; hard=True returns one-hot samples with soft gradients.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.gumbel_softmax(wb.zeros(2, 3), hard=True).sum(-1)
+    tensor([1., 1.])
+    """
+    xp = _backend.xp_of(logits._data)
+    u = _uniform(logits, tuple(logits.shape))
+    # -log(Exp(1)) samples; 1 - u lies in (0, 1]
+    gumbels = Tensor._make((-xp.log(-xp.log1p(-u))).astype(logits._data.dtype))
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    d = dim % logits.ndim
+    idx = xp.expand_dims(y_soft._data.argmax(axis=d), d)
+    onehot = (xp.arange(logits.shape[d]).reshape((-1,) + (1,) * (logits.ndim - 1 - d)) == idx)
+    y_hard = Tensor._make(onehot.astype(logits._data.dtype))
+    return y_hard - y_soft.detach() + y_soft
+
+
 @composite("normalize")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """x / max(||x||_p, eps) along dim.

@@ -136,5 +136,131 @@ def _broadcast(a, b):
     return tuple(max(x, y) for x, y in zip(a, b))
 
 
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """Multi-head attention on (L, N, E) (or unbatched (L, E)) inputs, as nn.MultiheadAttention computes it.
+
+    Returns (output, attention weights averaged over heads, or per head, or None).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> x = wb.ones(3, 1, 4)
+    >>> out, w = F.multi_head_attention_forward(x, x, x, 4, 2, wb.ones(12, 4), None, None, None, False, 0.0,
+    ...                                         wb.ones(4, 4), None)
+    >>> out.shape, w.shape
+    (workbench.Size([3, 1, 4]), workbench.Size([1, 3, 3]))
+    """
+    from .conv import linear
+    from .activation import dropout, softmax
+
+    batched = query.ndim == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        bq = bk = bv = None
+        if in_proj_bias is not None:
+            bq, bk, bv = in_proj_bias[:embed_dim], in_proj_bias[embed_dim:2 * embed_dim], in_proj_bias[2 * embed_dim:]
+        q, k, v = linear(query, q_proj_weight, bq), linear(key, k_proj_weight, bk), linear(value, v_proj_weight, bv)
+    else:
+        w = in_proj_weight
+        b = in_proj_bias
+        e = embed_dim
+        q = linear(query, w[:e], b[:e] if b is not None else None)
+        k = linear(key, w[e:2 * e], b[e:2 * e] if b is not None else None)
+        v = linear(value, w[2 * e:], b[2 * e:] if b is not None else None)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    from .shape import cat
+
+    if attn_mask is not None and attn_mask.ndim == 2:
+        attn_mask = attn_mask.unsqueeze(0)
+    if bias_k is not None and bias_v is not None:
+        k = cat([k, bias_k.reshape(1, 1, embed_dim).expand(1, bsz, embed_dim)])
+        v = cat([v, bias_v.reshape(1, 1, embed_dim).expand(1, bsz, embed_dim)])
+        attn_mask = _pad_last(attn_mask)
+        key_padding_mask = _pad_last(key_padding_mask)
+    # (L, N, E) -> (N * H, L, Dh)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = (static_k if static_k is not None else k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1))
+    v = (static_v if static_v is not None else v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1))
+    if add_zero_attn:
+        k = cat([k, k[:, :1] * 0], 1)
+        v = cat([v, v[:, :1] * 0], 1)
+        attn_mask = _pad_last(attn_mask)
+        key_padding_mask = _pad_last(key_padding_mask)
+    src_len = k.shape[1]
+    mask = _merge_masks(attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, q)
+    if not training:
+        dropout_p = 0.0
+    scores = (q * (1.0 / math.sqrt(head_dim))) @ k.transpose(1, 2)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights_d = dropout(weights, dropout_p)
+    else:
+        weights_d = weights
+    out = (weights_d @ v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    attn = None
+    if need_weights:
+        attn = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            attn = attn.mean(1)
+        if not batched:
+            attn = attn.squeeze(0)
+    if not batched:
+        out = out.squeeze(1)
+    return out, attn
+
+
+def _pad_last(mask):
+    if mask is None:
+        return None
+    from .shape import pad
+
+    if mask.dtype == _bool_dtype():
+        return pad(mask.to(_f32()), (0, 1)).to(_bool_dtype())
+    return pad(mask, (0, 1))
+
+
+def _f32():
+    from .._backend.dtypes import float32
+
+    return float32
+
+
+def _merge_masks(attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, q):
+    """Both masks as one additive float mask of shape (N * H, L, S) (or broadcastable), or None."""
+    xp = _backend.xp_of(q._data)
+    dt = q._data.dtype
+    out = None
+    if attn_mask is not None:
+        if attn_mask.dtype == _bool_dtype():
+            out = Tensor._make(xp.where(attn_mask._data, -math.inf, 0.0).astype(dt))
+        else:
+            out = attn_mask.to(q.dtype)
+    if key_padding_mask is not None:
+        kp = key_padding_mask._data
+        kpm = xp.where(kp, -math.inf, 0.0) if kp.dtype == bool else kp
+        kpm = xp.broadcast_to(kpm.astype(dt).reshape(bsz, 1, 1, src_len), (bsz, num_heads, 1, src_len))
+        kpm = Tensor._make(xp.ascontiguousarray(kpm).reshape(bsz * num_heads, 1, src_len))
+        out = kpm if out is None else out + kpm
+    return out
+
 __all__ = []
 METHODS = {}

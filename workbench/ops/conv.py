@@ -1150,6 +1150,180 @@ def channel_shuffle(input, groups):
     return x.reshape((n, c) + rest)
 
 
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """max_pool3d returning (values, indices)."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+    """adaptive_max_pool1d returning (values, indices)."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    """adaptive_max_pool2d returning (values, indices)."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+    """adaptive_max_pool3d returning (values, indices)."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Inverse of max_pool3d(return_indices=True): values at their indices, zeros elsewhere.
+
+    >>> import workbench as wb
+    >>> y, i = wb.nn.functional.max_pool3d(wb.ones(1, 1, 2, 2, 2), 2, return_indices=True)
+    >>> wb.nn.functional.max_unpool3d(y, i, 2).shape
+    workbench.Size([1, 1, 2, 2, 2])
+    """
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum of x**p over each 3-D window) ** (1/p).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.lp_pool3d(wb.ones(1, 1, 2, 2, 2), 1, 2).flatten().tolist()
+    [8.0]
+    """
+    k = ntuple(kernel_size, 3, "kernel_size", "lp_pool3d")
+    out = avg_pool3d(input ** norm_type, k, stride, 0, ceil_mode)
+    from .elementwise import relu
+
+    return ((out.sign() * relu(out.abs())) * math.prod(k)) ** (1.0 / norm_type)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution over (time, batch, channels) input with a (kernel, in, out) weight.
+
+    >>> import workbench as wb
+    >>> wb.nn.functional.conv_tbc(wb.ones(5, 2, 3), wb.ones(3, 3, 4), wb.zeros(4)).shape
+    workbench.Size([3, 2, 4])
+    """
+    y = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return y.permute(2, 0, 1)
+
+
+def _grid_coords(xp, n, align_corners, dtype):
+    if align_corners:
+        return xp.linspace(-1.0, 1.0, n) if n > 1 else xp.zeros(1)
+    return (xp.arange(n) * 2.0 + 1.0) / n - 1.0
+
+
+def _warn_align(align_corners, op):
+    if align_corners is None:
+        warnings.warn(f"Default {op} behavior has changed to align_corners=False since 1.3.0. Please specify "
+                      "align_corners=True if the old behavior is desired. See the documentation of grid_sample for "
+                      "details.", UserWarning, stacklevel=3)
+        return False
+    return bool(align_corners)
+
+
+@composite("affine_grid")
+def affine_grid(theta, size, align_corners=None):
+    """Sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps theta (N, 2, 3) (or (N, 3, 4)).
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.affine_grid(wb.tensor([[[1.0, 0, 0], [0, 1.0, 0]]]), (1, 1, 2, 2), align_corners=True)[0, 0]
+    tensor([[-1., -1.],
+            [ 1., -1.]])
+    """
+    align_corners = _warn_align(align_corners, "affine_grid")
+    size = tuple(size)
+    if len(size) == 4 and tuple(theta.shape[1:]) == (2, 3):
+        sp = size[2:]
+    elif len(size) == 5 and tuple(theta.shape[1:]) == (3, 4):
+        sp = size[2:]
+    else:
+        raise ValueError(f"affine_grid: expected theta of shape (N, 2, 3) with a 4-D size or (N, 3, 4) with a "
+                         f"5-D size, got theta {list(theta.shape)} and size {list(size)}")
+    if theta.shape[0] != size[0]:
+        raise ValueError(f"affine_grid: theta's batch {theta.shape[0]} does not match size[0]={size[0]}")
+    xp = _backend_xp(theta._data)
+    axes = [_grid_coords(xp, n, align_corners, None) for n in sp]
+    mesh = xp.meshgrid(*axes, indexing="ij")  # D/H/W order
+    coords = [m.reshape(-1) for m in reversed(mesh)]  # x, y(, z): x varies along W
+    base = xp.stack(coords + [xp.ones_like(coords[0])], axis=1).astype(theta._data.dtype)
+    grid = Tensor._make(base) @ theta.transpose(1, 2)
+    return grid.reshape((size[0],) + tuple(sp) + (len(sp),))
+
+
+def _unnormalize(g, n, align_corners):
+    return (g + 1) / 2 * (n - 1) if align_corners else ((g + 1) * n - 1) / 2
+
+
+def _reflect(c, lo, hi):
+    # reflect coordinates into [lo, hi] (Tensor op, gradient flips sign on odd reflections)
+    span = hi - lo
+    if span <= 0:
+        return c * 0
+    from .. import _backend
+
+    xp = _backend.xp_of(c._data)
+    d = (c - lo).abs()
+    flips = xp.floor(d._data / span)
+    extra = d - Tensor._make((flips * span).astype(c._data.dtype))
+    even = Tensor._make((flips % 2 == 0).astype(c._data.dtype))
+    return even * (extra + lo) + (1 - even) * (hi - extra)
+
+
+@composite("grid_sample")
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample (N, C, H, W) input at grid (N, Ho, Wo, 2) locations in [-1, 1] (x, y), bilinear or nearest.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.grid_sample(wb.ones(1, 1, 2, 2), wb.zeros(1, 1, 1, 2), align_corners=False)
+    tensor([[[[1.]]]])
+    """
+    if mode not in ("bilinear", "nearest"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear' or 'nearest' "
+                         f"(workbench samples 4-D inputs with these two), but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sample: expected 4-D input (N, C, H, W) and grid (N, Ho, Wo, 2) with the same "
+                           f"N, got input {list(input.shape)} and grid {list(grid.shape)}")
+    align_corners = _warn_align(align_corners, "grid_sample")
+    n, c, h, w = input.shape
+    xp = _backend_xp(input._data)
+    ix = _unnormalize(grid[..., 0], w, align_corners)
+    iy = _unnormalize(grid[..., 1], h, align_corners)
+    if padding_mode == "border":
+        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
+    elif padding_mode == "reflection":
+        if align_corners:
+            ix, iy = _reflect(ix, 0, w - 1), _reflect(iy, 0, h - 1)
+        else:
+            ix, iy = _reflect(ix, -0.5, w - 0.5), _reflect(iy, -0.5, h - 0.5)
+        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
+    flat = input.permute(0, 2, 3, 1).reshape(n * h * w, c)
+    base = xp.arange(n).reshape(n, 1, 1) * (h * w)
+    dt = input._data.dtype
+
+    def corner(xi, yi):
+        ok = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+        rows = base + xp.clip(yi, 0, h - 1) * w + xp.clip(xi, 0, w - 1)
+        return TakeRows.apply(flat, rows) * Tensor._make(ok.astype(dt)[..., None])
+
+    if mode == "nearest":
+        out = corner(xp.rint(ix._data).astype("int64"), xp.rint(iy._data).astype("int64"))
+    else:
+        x0 = xp.floor(ix._data).astype("int64")
+        y0 = xp.floor(iy._data).astype("int64")
+        wx1 = (ix - Tensor._make(x0.astype(dt))).unsqueeze(-1)
+        wy1 = (iy - Tensor._make(y0.astype(dt))).unsqueeze(-1)
+        wx0, wy0 = 1 - wx1, 1 - wy1
+        out = (corner(x0, y0) * (wx0 * wy0) + corner(x0 + 1, y0) * (wx1 * wy0)
+               + corner(x0, y0 + 1) * (wx0 * wy1) + corner(x0 + 1, y0 + 1) * (wx1 * wy1))
+    return out.permute(0, 3, 1, 2)
+
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "bilinear",
            "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
            "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]

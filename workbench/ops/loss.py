@@ -758,5 +758,282 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(v, reduction)
 
 
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target) for (N, in) or (in,) inputs.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.linear_cross_entropy(wb.zeros(1, 3), wb.ones(2, 3), wb.tensor([0]))
+    tensor(0.6931)
+    """
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
+    if linear_weight.ndim != 2:
+        raise RuntimeError(f"linear_cross_entropy: expected a 2-D linear_weight (classes, in_features), got "
+                           f"{list(linear_weight.shape)}")
+    if input.shape[-1] != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions (in_features), got "
+                           f"{input.shape[-1]} and {linear_weight.shape[-1]}, respectively")
+    from .conv import linear
+
+    logits = linear(input, linear_weight, linear_bias)
+    return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction=reduction, label_smoothing=label_smoothing)
+
+
+@composite("multilabel_margin_loss")
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label hinge: sum over target classes j and non-targets i of max(0, 1 - (x[j] - x[i])) / C.
+
+    target holds class indices per sample, ended by the first -1.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.multilabel_margin_loss(wb.tensor([[0.1, 0.2, 0.4, 0.8]]), wb.tensor([[3, 0, -1, 1]]))
+    tensor(0.8500)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    t = target._data.reshape(x.shape)
+    xp = _xp(input)
+    n, c = x.shape
+    # count each listed target up to the first -1
+    live = xp.cumprod(t >= 0, axis=1).astype(bool)
+    counts = xp.zeros((n, c), dtype=input._data.dtype)
+    for j in range(c):
+        counts += (xp.arange(c) == t[:, j:j + 1]) * live[:, j:j + 1]
+    is_target = (counts > 0).astype(input._data.dtype)
+    mask = Tensor._make(counts[:, :, None] * (1 - is_target[:, None, :]))
+    from .elementwise import relu
+
+    v = (relu(1 - x.unsqueeze(2) + x.unsqueeze(1)) * mask).sum((1, 2)) / c
+    if input.ndim != 2:
+        v = v.reshape(())
+    return _reduce(v, reduction)
+
+
+@composite("embedding_bag")
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxes of bags of embeddings: rows of a 2-D input, or 1-D input split at offsets.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.embedding_bag(wb.tensor([[0, 1]]), wb.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([[2., 3.]])
+    """
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                  "on GitHub.")
+    xp = _xp(weight)
+    idx = input._data
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             "fixed length sequences.")
+        b, m = idx.shape
+        bag_of = xp.repeat(xp.arange(b), m)
+        flat = idx.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        off = offsets._data.astype("int64")
+        if include_last_offset:
+            off = off[:-1]
+        b = off.shape[0]
+        flat = idx
+        bag_of = xp.searchsorted(off, xp.arange(idx.shape[0]), side="right") - 1
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    emb = embedding(Tensor._make(flat), weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+    keep = xp.ones(flat.shape, dtype=weight._data.dtype)
+    if padding_idx is not None:
+        keep = keep * (flat != padding_idx % weight.shape[0])
+    if per_sample_weights is not None:
+        emb = emb * per_sample_weights.reshape(-1, 1)
+    if mode == "max":
+        return _bag_max(xp, emb, bag_of, keep, b)
+    member = (bag_of[None, :] == xp.arange(b)[:, None]) * keep[None, :]
+    if mode == "mean":
+        cnt = member.sum(axis=1, keepdims=True)
+        member = member / xp.maximum(cnt, 1)
+    return Tensor._make(member.astype(weight._data.dtype)) @ emb
+
+
+def _bag_max(xp, emb, bag_of, keep, b):
+    d = emb.shape[1]
+    rows = xp.zeros((b, d), dtype="int64")
+    present = xp.zeros((b, 1), dtype=emb._data.dtype)
+    e = emb._data
+    for k in range(b):  # bags differ in size; one argmax per bag
+        members = xp.nonzero((bag_of == k) & (keep > 0))[0]
+        if members.size:
+            rows[k] = members[e[members].argmax(axis=0)] * d + xp.arange(d)
+            present[k] = 1
+    return TakeRows.apply(emb.reshape(-1), rows) * Tensor._make(present)
+
+
+# --- CTC ----------------------------------------------------------------------------------------------
+def _lse(xp, *arrs):
+    m = arrs[0]
+    for a in arrs[1:]:
+        m = xp.maximum(m, a)
+    safe = xp.where(xp.isfinite(m), m, 0.0)
+    tot = sum(xp.exp(a - safe) for a in arrs)
+    with _errstate(xp):
+        return xp.where(xp.isfinite(m), safe + xp.log(tot), m)
+
+
+def _errstate(xp):
+    import contextlib
+
+    return xp.errstate(divide="ignore", invalid="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
+
+
+class CTCLoss(Function):
+    """Per-sample CTC negative log-likelihoods of (T, N, C) log-probabilities (alpha recursion in log space)."""
+
+    _raw = True
+    op_name = "ctc_loss"
+
+    @staticmethod
+    def forward(ctx, lp, ext, in_len, ext_len, blank, zero_infinity):
+        xp = ctx.xp
+        t_max, n, _ = lp.shape
+        length = ext.shape[1]
+        lpe = xp.take_along_axis(lp, xp.broadcast_to(ext[None], (t_max, n, length)), axis=2)  # (T, N, L)
+        s = xp.arange(length)
+        # skipping a blank is allowed where the label differs from the one two steps back
+        skip = xp.zeros((n, length), dtype=bool)
+        skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+        valid = s[None, :] < ext_len[:, None]
+        ninf = -math.inf
+        alpha = xp.full((t_max, n, length), ninf, dtype=lp.dtype)
+        alpha[0, :, 0] = lpe[0, :, 0]
+        alpha[0, :, 1] = xp.where(ext_len > 1, lpe[0, :, 1], ninf)
+        for t in range(1, t_max):
+            prev = alpha[t - 1]
+            a1 = xp.concatenate([xp.full((n, 1), ninf, lp.dtype), prev[:, :-1]], axis=1)
+            a2 = xp.concatenate([xp.full((n, 2), ninf, lp.dtype), prev[:, :-2]], axis=1)
+            a2 = xp.where(skip, a2, ninf)
+            alpha[t] = xp.where(valid, _lse(xp, prev, a1, a2) + lpe[t], ninf)
+        last = alpha[in_len - 1, xp.arange(n)]  # (N, L)
+        e = ext_len
+        end1 = xp.take_along_axis(last, (e - 1)[:, None], axis=1)[:, 0]
+        end2 = xp.where(e > 1, xp.take_along_axis(last, xp.maximum(e - 2, 0)[:, None], axis=1)[:, 0], ninf)
+        nll = -_lse(xp, end1, end2)
+        ctx.save_for_backward(lp)
+        ctx.raw = (ext, in_len, ext_len, skip, valid, alpha, lpe, nll, zero_infinity)
+        if zero_infinity:
+            nll = xp.where(xp.isfinite(nll), nll, 0.0)
+        return nll.astype(lp.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (lp,) = ctx.saved_tensors
+        return CTCLossBackward.apply(lp, g, ctx.raw), None, None, None, None, None
+
+
+class CTCLossBackward(Function):
+    """PyTorch's CTC gradient: exp(lp) - sum over label positions of alpha*beta / (p * exp(lp))."""
+
+    _raw = True
+    op_name = "ctc_loss_backward"
+
+    @staticmethod
+    def forward(ctx, lp, g, raw):
+        xp = ctx.xp
+        ext, in_len, ext_len, skip, valid, alpha, lpe, nll, zero_infinity = raw
+        t_max, n, c = lp.shape
+        length = ext.shape[1]
+        ninf = -math.inf
+        beta = xp.full((t_max, n, length), ninf, dtype=lp.dtype)
+        rows = xp.arange(n)
+        init = xp.full((n, length), ninf, dtype=lp.dtype)
+        skip_next = xp.zeros((n, length), dtype=bool)
+        skip_next[:, :-2] = skip[:, 2:]
+        for t in range(t_max - 1, -1, -1):
+            at_end = in_len - 1 == t
+            start = init.copy()
+            start[rows, ext_len - 1] = lpe[t, rows, ext_len - 1]
+            start[rows, xp.maximum(ext_len - 2, 0)] = xp.where(ext_len > 1, lpe[t, rows, xp.maximum(ext_len - 2, 0)],
+                                                              start[rows, xp.maximum(ext_len - 2, 0)])
+            if t + 1 < t_max:
+                nxt = beta[t + 1]
+                b1 = xp.concatenate([nxt[:, 1:], xp.full((n, 1), ninf, lp.dtype)], axis=1)
+                b2 = xp.concatenate([nxt[:, 2:], xp.full((n, 2), ninf, lp.dtype)], axis=1)
+                b2 = xp.where(skip_next, b2, ninf)
+                rec = xp.where(valid, _lse(xp, nxt, b1, b2) + lpe[t], ninf)
+            else:
+                rec = init
+            beta[t] = xp.where(at_end[:, None], start, xp.where((t < in_len - 1)[:, None], rec, ninf))
+        with _errstate(xp):
+            w = xp.exp(alpha + beta - lpe + nll[None, :, None])
+        w = xp.where(xp.isfinite(w), w, 0.0)
+        pos = (xp.arange(t_max)[:, None, None] * n + rows[None, :, None]) * c + ext[None]
+        occ = xp.bincount(pos.reshape(-1), weights=w.reshape(-1), minlength=t_max * n * c).reshape(t_max, n, c)
+        live = (xp.arange(t_max)[:, None] < in_len[None, :])[..., None]
+        grad = xp.where(live, xp.exp(lp) - occ, 0.0) * g[None, :, None]
+        if zero_infinity:
+            grad = xp.where(xp.isfinite(nll)[None, :, None], grad, 0.0)
+        return grad.astype(lp.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, gg):
+        raise RuntimeError("derivative for ctc_loss_backward is not implemented (PyTorch does not differentiate "
+                           "CTC twice either); call backward without create_graph=True through ctc_loss")
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """Connectionist Temporal Classification loss of (T, N, C) log-probabilities against label sequences.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> lp = wb.zeros(2, 1, 2).log_softmax(2)
+    >>> round(F.ctc_loss(lp, wb.tensor([[1]]), [2], [1]).item(), 4)
+    0.2747
+    """
+    _check_reduction(reduction)
+    batched = log_probs.ndim == 3
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    t_max, n, c = lp.shape
+    xp = _xp(lp)
+
+    def as_array(v):
+        d = v._data if isinstance(v, Tensor) else xp.asarray(v)
+        return xp.asarray(d).reshape(-1).astype("int64")
+
+    in_len, tgt_len = as_array(input_lengths), as_array(target_lengths)
+    if in_len.shape[0] != n or tgt_len.shape[0] != n:
+        raise RuntimeError(f"ctc_loss: expected input_lengths and target_lengths of length {n} (the batch), got "
+                           f"{in_len.shape[0]} and {tgt_len.shape[0]}")
+    if bool((in_len > t_max).any()) or bool((in_len < 1).any()):
+        raise RuntimeError(f"ctc_loss: Expected input_lengths to have values in [1, {t_max}]")
+    tg = targets._data.astype("int64") if isinstance(targets, Tensor) else xp.asarray(targets).astype("int64")
+    s_max = int(tgt_len.max()) if n else 0
+    lab = xp.zeros((n, s_max), dtype="int64")
+    if tg.ndim == 2 or (not batched and tg.ndim == 1 and n == 1 and tg.shape[0] >= s_max):
+        tg2 = tg.reshape(n, -1) if tg.ndim == 2 else tg[None]
+        lab[:, :] = tg2[:, :s_max]
+    else:  # concatenated 1-D targets
+        starts = xp.concatenate([xp.zeros(1, "int64"), xp.cumsum(tgt_len)[:-1]])
+        for k in range(n):
+            lab[k, :int(tgt_len[k])] = tg[int(starts[k]):int(starts[k]) + int(tgt_len[k])]
+    lab = xp.where(xp.arange(s_max)[None, :] < tgt_len[:, None], lab, blank)
+    ext = xp.full((n, 2 * s_max + 1), blank, dtype="int64")
+    ext[:, 1::2] = lab
+    nll = CTCLoss.apply(lp, ext, in_len, 2 * tgt_len + 1, blank, zero_infinity)
+    if reduction == "mean":
+        return (nll / Tensor._make(xp.maximum(tgt_len, 1).astype(nll._data.dtype))).mean()
+    if reduction == "sum":
+        return nll.sum()
+    return nll if batched else nll.squeeze(0)
+
 __all__ = ["cosine_similarity", "pairwise_distance", "pdist"]
 METHODS = {}
