@@ -61,11 +61,11 @@ class MaskedScatter(IndexPut):
     op_name = "masked_scatter"
 
 
-def _check_index(index, op, allow_int32=False):
+def _check_index(index, op):
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index.dtype is not _dt.int64 and not (allow_int32 and index.dtype is _dt.int32):
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index, but got {index.dtype}")
+    if index.dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int64 (or int32) for index, but got {index.dtype}")
 
 
 def _on(arr, t):
@@ -498,7 +498,7 @@ def put(input, index, source, accumulate=False):
     """
     _check_index(index, "put")
     if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     flat = reshape(input, (-1,))
     out = IndexPut.apply(flat, _on(index._data.reshape(-1), input), reshape(source, (-1,)), bool(accumulate))
@@ -623,7 +623,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     d = wrap_dim(dim, input.ndim)
     n = input.shape[d] if input.ndim else 1
     if k < 1 or k > n:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d} of size {n}: k = {k}")
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} of size {n}: k = {k}")
     v, i = Sort.apply(input, d, False, True, (int(k) - 1, int(k)))
     if not keepdim and input.ndim:
         v, i = v.squeeze(d), i.squeeze(d)

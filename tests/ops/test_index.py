@@ -1,0 +1,183 @@
+"""Indexing ops beyond the generic spec suite: errors vs PyTorch, gradients of repeated indices,
+assignment, named tuples, in-place forms, devices."""
+import numpy as np
+import pytest
+
+import workbench as wb
+
+from _op_errors import assert_same_error
+
+torch = pytest.importorskip("torch")
+
+
+def _x(L, *shape):
+    return L.arange(int(np.prod(shape)), dtype=L.float32).reshape(*shape)
+
+
+ERRORS = {
+    "getitem_float_index": lambda L: _x(L, 3)[L.tensor([1.5])],
+    "getitem_out_of_range": lambda L: _x(L, 3)[L.tensor([3])],
+    "getitem_mask_shape": lambda L: _x(L, 3)[L.tensor([True, False])],
+    "gather_float_index": lambda L: _x(L, 2, 2).gather(1, L.tensor([[0.0]])),
+    "gather_out_of_bounds": lambda L: _x(L, 2, 2).gather(1, L.tensor([[2]])),
+    "gather_ndim": lambda L: _x(L, 2, 2).gather(1, L.tensor([0])),
+    "scatter_dtype": lambda L: _x(L, 3).scatter(0, L.tensor([0]), L.tensor([1.0], dtype=L.float64)),
+    "scatter_reduce_name": lambda L: _x(L, 3).scatter_reduce(0, L.tensor([0]), _x(L, 1), "median"),
+    "index_select_range": lambda L: _x(L, 3).index_select(0, L.tensor([3])),
+    "index_select_2d_index": lambda L: _x(L, 3).index_select(0, L.tensor([[0]])),
+    "index_select_float_index": lambda L: _x(L, 3).index_select(0, L.tensor([0.0])),
+    "masked_fill_mask_dtype": lambda L: _x(L, 3).masked_fill(L.tensor([1, 0, 1]), 0.0),
+    "masked_fill_value_dim": lambda L: _x(L, 3).masked_fill(L.tensor([True, False, True]), L.tensor([1.0, 2.0])),
+    "masked_select_mask_dtype": lambda L: _x(L, 3).masked_select(L.tensor([1, 0, 1])),
+    "take_out_of_range": lambda L: _x(L, 2, 2).take(L.tensor([4])),
+    "topk_k": lambda L: _x(L, 3).topk(4),
+    "kthvalue_k": lambda L: _x(L, 3).kthvalue(4),
+    "bincount_negative": lambda L: L.bincount(L.tensor([-1, 2])),
+    "bincount_2d": lambda L: L.bincount(L.tensor([[1, 2]])),
+    "searchsorted_dims": lambda L: L.searchsorted(_x(L, 2, 3), _x(L, 3, 1)),
+    "put_sizes": lambda L: _x(L, 3).put(L.tensor([0, 1]), _x(L, 1)),
+    "index_add_shape": lambda L: _x(L, 3, 2).index_add(0, L.tensor([0]), _x(L, 1, 3)),
+    "setitem_shape": lambda L: _x(L, 3, 2).__setitem__(0, _x(L, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_errors_match_pytorch(name):
+    assert_same_error(ERRORS[name])
+
+
+def _grad_pair(fn, *arrays):
+    out = []
+    for L in (wb, torch):
+        ts = [L.tensor(a, requires_grad=a.dtype.kind == "f") if isinstance(a, np.ndarray) else a for a in arrays]
+        y = fn(L, *ts)
+        y.backward(L.tensor(np.linspace(-1, 1, y.numel()).reshape(tuple(y.shape))))
+        out.append([t.grad.numpy() for t in ts if getattr(t, "requires_grad", False)])
+    return out
+
+
+GRADS = {
+    "repeated_advanced_index": (lambda L, x: x[[0, 0, 2, 0]] * 2, np.arange(6.0).reshape(3, 2)),
+    "two_index_arrays": (lambda L, x: x[L.tensor([[0, 1], [1, 1]]), L.tensor([2, 2])], np.arange(12.0).reshape(3, 4)),
+    "mask_and_slice": (lambda L, x: x[x > 2][1:], np.arange(6.0)),
+    "none_ellipsis_int": (lambda L, x: x[None, ..., 1], np.arange(6.0).reshape(3, 2)),
+    "gather_repeats": (lambda L, x: x.gather(0, L.tensor([[0, 0], [0, 1], [0, 0]])), np.arange(4.0).reshape(2, 2)),
+    "index_select_repeats": (lambda L, x: x.index_select(0, L.tensor([1, 1, 0])), np.arange(4.0).reshape(2, 2)),
+    "take_repeats": (lambda L, x: x.take(L.tensor([3, 3, 0])), np.arange(4.0).reshape(2, 2)),
+    "setitem_value_grad": (lambda L, x, v: _set(x, v), np.arange(6.0).reshape(3, 2), np.array([10.0, 20.0])),
+    "index_put_accumulate": (lambda L, x, v: x.index_put((L.tensor([0, 0]),), v, accumulate=True),
+                             np.arange(4.0).reshape(2, 2), np.ones((2, 2))),
+    "sort_values": (lambda L, x: x.sort(descending=True).values, np.array([3.0, 1.0, 2.0, 5.0])),
+    "topk_values": (lambda L, x: x.topk(2, dim=0).values, np.array([[3.0, 1.0], [2.0, 5.0], [0.0, 4.0]])),
+    "kthvalue_values": (lambda L, x: x.kthvalue(2, dim=1).values, np.array([[3.0, 1.0, 2.0], [2.0, 5.0, 9.0]])),
+    "scatter_reduce_amax_ties": (lambda L, x, s: x.scatter_reduce(0, L.tensor([0, 0, 1]), s, "amax"),
+                                 np.array([2.0, 1.0]), np.array([2.0, 2.0, 0.5])),
+    "masked_scatter": (lambda L, x, s: x.masked_scatter(L.tensor([[True, False], [True, True]]), s),
+                       np.zeros((2, 2)), np.arange(4.0)),
+}
+
+
+def _set(x, v):
+    y = x * 1
+    y[1:, 0] = v
+    return y
+
+
+@pytest.mark.parametrize("name", sorted(GRADS))
+def test_gradients_match_pytorch(name):
+    fn, *arrays = GRADS[name]
+    ours, theirs = _grad_pair(fn, *arrays)
+    assert len(ours) == len(theirs)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o, t, rtol=1e-12, atol=1e-12)
+
+
+def test_named_tuples_and_inplace_forms():
+    r = wb.sort(wb.tensor([3, 1, 2]))
+    values, indices = r
+    assert r.values is values and r.indices.tolist() == [1, 2, 0] and indices.dtype == wb.int64
+    t = wb.topk(wb.tensor([1.0, 3.0, 2.0]), 1)
+    assert t.indices.tolist() == [1] and type(t).__name__ == "topk"
+    x = wb.zeros(2, 3)
+    assert x.scatter_(1, wb.tensor([[2], [0]]), 1.0) is x
+    x.index_fill_(1, wb.tensor([1]), 5.0).masked_fill_(x == 0, -1.0)
+    x.index_add_(0, wb.tensor([0]), wb.ones(1, 3))
+    x.put_(wb.tensor([5]), wb.tensor([7.0]))
+    tx = torch.zeros(2, 3)
+    tx.scatter_(1, torch.tensor([[2], [0]]), 1.0)
+    tx.index_fill_(1, torch.tensor([1]), 5.0).masked_fill_(tx == 0, -1.0)
+    tx.index_add_(0, torch.tensor([0]), torch.ones(1, 3))
+    tx.put_(torch.tensor([5]), torch.tensor([7.0]))
+    np.testing.assert_array_equal(x.numpy(), tx.numpy())
+    assert x._version == 5
+
+
+def test_sort_stable_descending_and_nan_like_pytorch():
+    v = np.array([1.0, np.nan, 3.0, 1.0, 3.0, np.nan, -2.0])
+    for desc in (False, True):
+        ours = wb.tensor(v).sort(descending=desc, stable=True)
+        theirs = torch.tensor(v).sort(descending=desc, stable=True)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+        assert ours.indices.tolist() == theirs.indices.tolist()
+
+
+def test_unique_variants_match_pytorch():
+    v = torch.tensor([[2, 1], [2, 1], [0, 5]])
+    w = wb.tensor(v.numpy())
+    for kw in ({}, {"return_counts": True}, {"return_inverse": True, "dim": 0}, {"dim": 1, "return_counts": True}):
+        ours, theirs = wb.unique(w, **kw), torch.unique(v, **kw)
+        ours = ours if isinstance(ours, tuple) else (ours,)
+        theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+        for o, t in zip(ours, theirs):
+            np.testing.assert_array_equal(o.numpy(), t.numpy())
+    ours = wb.unique_consecutive(w, dim=0, return_counts=True)
+    theirs = torch.unique_consecutive(v, dim=0, return_counts=True)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+
+
+def test_searchsorted_forms():
+    b = wb.tensor([1.0, 2.0, 4.0])
+    assert wb.searchsorted(b, 2.0).item() == 1 and wb.searchsorted(b, 2.0, right=True).item() == 2
+    assert wb.searchsorted(b, wb.tensor([5.0]), out_int32=True).dtype == wb.int32
+    unsorted = wb.tensor([4.0, 1.0, 2.0])
+    assert wb.searchsorted(unsorted, wb.tensor([3.0]), sorter=unsorted.argsort()).tolist() == [2]
+    assert wb.bucketize(wb.tensor([2.0, 3.0]), b).tolist() == torch.bucketize(torch.tensor([2.0, 3.0]),
+                                                                              torch.tensor([1.0, 2.0, 4.0])).tolist()
+
+
+def test_nonzero_and_counting_dtypes():
+    assert wb.nonzero(wb.tensor(3.0)).shape == torch.nonzero(torch.tensor(3.0)).shape
+    assert wb.argwhere(wb.tensor([[0, 1]])).tolist() == [[0, 1]]
+    assert wb.bincount(wb.tensor([1, 1]), wb.tensor([0.5, 0.5])).dtype == wb.float32
+    assert wb.bincount(wb.tensor([1]), wb.tensor([2], dtype=wb.int32)).dtype == wb.float64
+    assert wb.histc(wb.tensor([1.0, 1.0, 1.0]), bins=3).tolist() == torch.histc(torch.tensor([1.0] * 3), 3).tolist()
+
+
+def test_indexing_ops_on_fake_cuda(fake_cuda):
+    x = wb.arange(6.0, device="cuda").view(2, 3).requires_grad_()
+    cpu_idx = wb.tensor([2, 0])
+    y = x[:, cpu_idx] + x.gather(1, wb.tensor([[1, 1], [0, 2]], device="cuda")) + x.index_select(1, cpu_idx)
+    y = y + x.masked_fill(x > 2, 0.0)[:, :2] + x.sort(1, descending=True).values[:, :2]
+    y.sum().backward()
+    assert y.device.type == "cuda" and x.grad.device.type == "cuda"
+    tx = torch.arange(6.0).view(2, 3).requires_grad_()
+    ti = torch.tensor([2, 0])
+    ty = tx[:, ti] + tx.gather(1, torch.tensor([[1, 1], [0, 2]])) + tx.index_select(1, ti)
+    ty = ty + tx.masked_fill(tx > 2, 0.0)[:, :2] + tx.sort(1, descending=True).values[:, :2]
+    ty.sum().backward()
+    np.testing.assert_array_equal(y.detach().cpu().numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), tx.grad.numpy())
+    z = wb.zeros(4, device="cuda")
+    z.index_add_(0, wb.tensor([1, 1, 3], device="cuda"), wb.ones(3, device="cuda"))
+    assert z.cpu().tolist() == [0.0, 2.0, 0.0, 1.0]
+    u = wb.unique(wb.tensor([3, 1, 3], device="cuda"), return_counts=True)
+    assert u[0].device.type == "cuda" and u[1].cpu().tolist() == [1, 2]
+
+
+def test_int32_indices_are_accepted_like_pytorch():
+    i32 = wb.tensor([[1, 0]], dtype=wb.int32)
+    x = wb.tensor([[1.0, 2.0]])
+    assert x.gather(1, i32).tolist() == [[2.0, 1.0]]
+    assert wb.zeros(1, 2).scatter(1, i32, x).tolist() == [[2.0, 1.0]]
+    assert x.index_select(1, wb.tensor([1], dtype=wb.int32)).tolist() == [[2.0]]
