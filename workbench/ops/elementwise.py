@@ -128,7 +128,7 @@ class Mul(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        return (g * b if b is not None else None), (g * a if a is not None else None)
+        return (g * _c(b) if b is not None else None), (g * _c(a) if a is not None else None)
 
 
 class MulScalar(Function):
@@ -143,7 +143,8 @@ class MulScalar(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g * ctx.s, None
+        s = ctx.s
+        return g * (s.conjugate() if type(s) is complex else s), None
 
 
 def mul(input, other, *, out=None):
@@ -153,6 +154,13 @@ def mul(input, other, *, out=None):
     if isinstance(other, Tensor):
         return _out(Mul.apply(input, other), out)
     return _out(MulScalar.apply(input, other), out)
+
+
+def _c(t):
+    """The complex conjugate where it matters: PyTorch's gradients are g * conj(f'(z))."""
+    if isinstance(t, Tensor):
+        return t.conj() if t._data.dtype.kind == "c" else t
+    return t.conjugate() if type(t) is complex else t
 
 
 def _check_int_divisor(b, rd):
@@ -197,8 +205,8 @@ class Div(Function):
         a, b = ctx.saved_tensors
         if b is None:
             b = ctx.b
-        ga = g / b
-        gb = -ga * a / b if a is not None else None
+        ga = g / _c(b)
+        gb = -ga * _c(a / b) if a is not None else None
         return ga, gb, None
 
 
@@ -285,18 +293,18 @@ class Pow(Function):
         if ctx.needs_input_grad[0]:
             if b is None:
                 e = ctx.sb
-                ga = g * 0 if e == 0 else (g * 2 * a if e == 2 else g * e * a ** (e - 1))
+                ga = g * 0 if e == 0 else (g * 2 * _c(a) if e == 2 else g * _c(e * a ** (e - 1)))
             else:
-                ga = where(b == 0, 0.0, g * b * a ** (b - 1))
+                ga = where(b == 0, 0.0, g * _c(b * a ** (b - 1)))
         if ctx.needs_input_grad[1]:
             # PyTorch's convention: no gradient through the exponent where base == 0 and exponent >= 0
             if a is not None:
-                gb = where((a == 0) & (b >= 0), 0.0, g * r * a.log())
+                gb = where((a == 0) & (b.real >= 0), 0.0, g * _c(r * a.log()))
             elif ctx.sa == 0:
                 gb = where(b >= 0, 0.0, g * r * float("-inf"))
             else:
                 s = ctx.sa
-                gb = g * r * (cmath.log(s) if isinstance(s, complex) or s < 0 and r.is_complex() else
+                gb = g * _c(r) * _c(cmath.log(s) if isinstance(s, complex) or s < 0 and r.is_complex() else
                               math.log(s) if s > 0 else float("nan"))
         return ga, gb
 
@@ -519,11 +527,16 @@ class Sign(Function):
         if x.dtype.kind == "c":
             raise RuntimeError("Unlike NumPy, workbench.sign is not intended to support complex numbers. Please use "
                                "workbench.sgn instead.")
-        return x.copy() if x.dtype == bool else ctx.xp.sign(x)
+        return x.copy() if x.dtype == bool else _sign(ctx.xp, x)
 
     @staticmethod
     def backward(ctx, g):
         return g * 0
+
+
+def _sign(xp, x):
+    s = xp.sign(x)
+    return xp.where(s != s, 0, s).astype(s.dtype, copy=False) if x.dtype.kind in "fV" else s  # sign(nan) = 0
 
 
 def sign(input, *, out=None):
@@ -538,7 +551,7 @@ class Sgn(Function):
     def forward(ctx, x):
         xp = ctx.xp
         if x.dtype.kind != "c":
-            return x.copy() if x.dtype == bool else xp.sign(x)
+            return x.copy() if x.dtype == bool else _sign(xp, x)
         a = xp.abs(x)
         ctx.save_for_backward(x, a)
         return xp.where(a == 0, 0, x / xp.where(a == 0, 1, a)).astype(x.dtype, copy=False)
