@@ -1,0 +1,73 @@
+"""Helpers for the viz browser tests: notebook cells, running them, asking the kernel, reopening offline."""
+import json
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+SETUP = f"""import sys, json
+sys.path.insert(0, {str(REPO / 'tests' / 'viz')!r})
+import workbench as wb
+from models import MLP, mse
+wb.manual_seed(0)"""
+
+
+def code(src):
+    return {"cell_type": "code", "metadata": {}, "source": src, "outputs": [], "execution_count": None}
+
+
+def open_and_run(page, lab, name, cells, *, run=True):
+    """Write a notebook, open it in JupyterLab, wait for an idle kernel and run every cell."""
+    lab.write_notebook(name, [code(SETUP), *[code(c) for c in cells]])
+    page.goto(f"{lab.url}/lab/tree/{name}")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=90_000)
+    if run:
+        page.wait_for_function("window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel?.status === 'idle'",
+                               timeout=90_000)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+def wait_idle(page, timeout=90_000):
+    """Wait until every cell has run (no '[*]' prompt left) and the kernel is idle."""
+    page.wait_for_function(
+        "(() => { const w = window.jupyterapp.shell.currentWidget;"
+        " const busy = [...document.querySelectorAll('.jp-InputArea-prompt')].some(p => p.textContent.includes('*'));"
+        " return !busy && w.sessionContext.session?.kernel?.status === 'idle'; })()", timeout=timeout)
+
+
+def ask_kernel(page, lab, expr, timeout=30):
+    """Evaluate ``expr`` in the notebook's kernel and return it (JSON round trip through a file)."""
+    out = lab.root / f"_answer_{time.monotonic_ns()}.json"
+    src = f"import json as _j\nopen({str(out)!r}, 'w').write(_j.dumps({expr}))"
+    page.evaluate("(src) => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                  ".requestExecute({code: src, store_history: false}).done", src)
+    deadline = time.monotonic() + timeout
+    while not out.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the kernel did not answer {expr!r}")
+        time.sleep(0.1)
+    time.sleep(0.05)
+    return json.loads(out.read_text())
+
+
+def save(page):
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+
+
+def reopen_without_kernel(page, lab, name):
+    """Open the saved notebook in a fresh page and shut its kernel down: outputs must live on alone."""
+    page.goto(f"{lab.url}/lab/tree/{name}")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=90_000)
+    page.wait_for_function("window.jupyterapp.shell.currentWidget.sessionContext.isReady !== undefined", timeout=30_000)
+    page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    page.wait_for_function("!window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=30_000)
+
+
+def stat(panel_section, title, key="norm"):
+    """The number shown for ``key`` in the summary block titled ``title`` inside a details section."""
+    block = panel_section.locator(".wb-summary", has=panel_section.page.locator("h4", has_text=title)).first
+    cell = block.locator(f"th:text-is('{key}') + td").first
+    return float(cell.inner_text())
