@@ -409,6 +409,7 @@ class Tensor:
         node = self.grad_fn
         if node._retain is None:
             node._retain = {}
+            node._hooked = True
         node._retain[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 
@@ -611,3 +612,4 @@ _INFERENCE_BOX = [0, None]
 
 _function._Tensor = _engine._Tensor = Tensor
 _function._make = _engine._make = Tensor._make
+_function._INFERENCE_BOX[0] = _INFERENCE_BOX

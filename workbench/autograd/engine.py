@@ -7,19 +7,21 @@ The walk is iterative (dependency counts + a ready heap ordered by recording seq
 as PyTorch does), so a 100,000-node chain needs no recursion.
 """
 import heapq
+import operator
 import warnings
 
 from .. import _backend
 from . import graph
-from .grad_mode import STATE
+from .grad_mode import BACKWARD_ACTIVE, STATE
 from .graph import AccumulateGrad
 
 _Tensor = None  # bound by workbench.tensor
 _make = None
+_step = tuple.__new__  # BackwardStep's constructor without a Python-level call
 
 
-class BackwardStep:
-    """What one node of the backward pass did.
+class BackwardStep(tuple):
+    """What one node of the backward pass did (a named tuple: cheap to make once per node).
 
     node:         the Node executed (an op's grad_fn, or an AccumulateGrad for a leaf)
     grad_outputs: the gradients that arrived for the node's outputs (Tensors or None)
@@ -34,17 +36,19 @@ class BackwardStep:
     ['SumBackward0', 'MulBackward0', 'AccumulateGrad']
     """
 
-    __slots__ = ("node", "grad_outputs", "grad_inputs", "leaves", "index")
+    __slots__ = ()
 
-    def __init__(self, node, grad_outputs, grad_inputs, leaves, index):
-        self.node = node
-        self.grad_outputs = grad_outputs
-        self.grad_inputs = grad_inputs
-        self.leaves = leaves
-        self.index = index
+    def __new__(cls, node, grad_outputs, grad_inputs, leaves, index):
+        return tuple.__new__(cls, (node, grad_outputs, grad_inputs, leaves, index))
+
+    node = property(operator.itemgetter(0))
+    grad_outputs = property(operator.itemgetter(1))
+    grad_inputs = property(operator.itemgetter(2))
+    leaves = property(operator.itemgetter(3))
+    index = property(operator.itemgetter(4))
 
     def __repr__(self):
-        return f"<BackwardStep {self.index}: {self.node.name()}>"
+        return f"<BackwardStep {self[4]}: {self[0].name()}>"
 
 
 def _start_node(t):
@@ -142,14 +146,18 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
         for h in list(hooks):
             h("begin", roots)
     anomaly = graph.ANOMALY
+    heappop, heappush, seen_add = heapq.heappop, heapq.heappush, seen_ids.add
     grad_mode = STATE.enabled
     STATE.enabled = create_graph  # backward formulas are recorded only for create_graph=True
+    BACKWARD_ACTIVE[0] += 1  # ops run by backward formulas are not 'cuts' of the user's graph
+    running = True
     index = 0
     try:
         while ready:
-            node = heapq.heappop(ready)[2]
+            node = heappop(ready)[2]
             grads = buffers.pop(node)
-            if node._tensor_pre_hooks is not None or node._retain is not None:
+            hooked = node._hooked
+            if hooked:
                 grads = _run_tensor_pre_hooks(node, grads)
             if capture is not None:
                 for nr, g in enumerate(grads):
@@ -163,26 +171,30 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                 if accumulate:
                     step = _accumulate(node, grads[0], seen_ids, create_graph, index, keep_before)
                     STATE.enabled = grad_mode  # a consumer paused at a step (the debugger) runs user code
+                    BACKWARD_ACTIVE[0] -= 1
+                    running = False
                     yield step
                     STATE.enabled = create_graph
+                    BACKWARD_ACTIVE[0] += 1
+                    running = True
                     index += 1
                 continue
-            if node._pre_hooks is not None:
+            if hooked and node._pre_hooks is not None:
                 for h in list(node._pre_hooks.values()):
                     r = h(tuple(grads))
                     if r is not None:
                         grads = list(r)
             if anomaly[0]:
                 grad_inputs = _call_backward_anomaly(node, grads)
+                if anomaly[1]:
+                    _check_nan(node, grad_inputs)
             else:
                 grad_inputs = _call_backward(node, grads)
-            if node._hooks is not None:
+            if hooked and node._hooks is not None:
                 for h in list(node._hooks.values()):
                     r = h(grad_inputs, tuple(grads))
                     if r is not None:
                         grad_inputs = tuple(r)
-            if anomaly[0] and anomaly[1]:
-                _check_nan(node, grad_inputs)
             if freed_by is not None and node._saved is not None:  # nodes that saved nothing stay reusable
                 node._saved = None
                 node._freed = freed_by
@@ -199,23 +211,29 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                         buf = buffers[nxt] = [None] * len(nxt._out_meta)
                     if buf[nr] is None:
                         buf[nr] = g
-                        seen_ids.add(id(g))
+                        seen_add(id(g))
                     else:
                         buf[nr] = s = buf[nr] + g
-                        seen_ids.add(id(s))
+                        seen_add(id(s))
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
                     if nxt in buffers:
-                        heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+                        heappush(ready, (-nxt._seq, id(nxt), nxt))
                     else:
                         _skip_subgraph(nxt, deps, buffers, ready)
             STATE.enabled = grad_mode
-            yield BackwardStep(node, tuple(grads), grad_inputs, (), index)
+            BACKWARD_ACTIVE[0] -= 1
+            running = False
+            yield _step(BackwardStep, (node, tuple(grads), grad_inputs, (), index))
             STATE.enabled = create_graph
+            BACKWARD_ACTIVE[0] += 1
+            running = True
             index += 1
     finally:
         STATE.enabled = grad_mode
+        if running:
+            BACKWARD_ACTIVE[0] -= 1
     if hooks:
         for h in list(hooks):
             h("end", roots)

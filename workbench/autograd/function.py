@@ -17,11 +17,12 @@ import functools
 
 from .. import _backend
 from . import graph
-from .grad_mode import INFERENCE_ACTIVE, STATE, no_grad
+from .grad_mode import BACKWARD_ACTIVE, INFERENCE_ACTIVE, STATE, no_grad
 from .graph import GROUP, LISTENERS, SCOPE, TRACE, Node, _seq, accumulator
 
 _Tensor = None  # workbench.tensor.Tensor, bound at import time of workbench.tensor
 _make = None  # Tensor._make, bound likewise
+_INFERENCE_BOX = [None]  # [the version box all inference tensors share], bound likewise
 _ndarray = _backend.ndarray
 _numpy = _backend.numpy
 
@@ -34,13 +35,14 @@ class _Differentiable(dict):
 
 
 _DIFF_DTYPES = _Differentiable()
-_FALSES = tuple((False,) * n for n in range(17))  # needs_input_grad when nothing is recorded
 
 
 class _NoGradCtx:
     """The ctx handed to forward when nothing is recorded: saving is a no-op."""
 
-    __slots__ = ("xp", "needs_input_grad", "__dict__")
+    __slots__ = ("__dict__",)  # forward may stash attributes (ctx.alpha = ...); they are simply dropped
+    xp = _numpy
+    needs_input_grad = ()
     saved_tensors = ()
     materialize_grads = True
 
@@ -58,6 +60,20 @@ class _NoGradCtx:
 
     def set_materialize_grads(self, value):
         pass
+
+
+# one ctx class per arity for NumPy ops: making the ctx is then a bare instantiation (the hot path)
+_NUMPY_CTX = tuple(type(f"_NoGradCtx{n}", (_NoGradCtx,), {"__slots__": (), "needs_input_grad": (False,) * n})
+                   for n in range(9))
+
+
+def _no_grad_ctx(xp, n):
+    if xp is _numpy and n < 9:
+        return _NUMPY_CTX[n]()
+    ctx = _NoGradCtx()
+    ctx.xp = xp
+    ctx.needs_input_grad = (False,) * n
+    return ctx
 
 
 def _ctx_save_for_backward(self, *xs):
@@ -112,6 +128,9 @@ def unpack_saved(node):
         else:
             out.append(entry)
     return tuple(out)
+
+
+graph._unpack_saved[0] = unpack_saved
 
 
 def _raise_modified(node, entry, box, version):
@@ -211,13 +230,11 @@ class Function:
             if STATE.enabled:
                 return _record_raw(cls, args, datas, xp)
             res = _apply_no_grad(cls, args, datas, xp)
-            _tag_cut(res, cls, args)
+            if not BACKWARD_ACTIVE[0]:
+                _tag_cut(res, cls, args)
             return res
-        ctx = _NoGradCtx()
-        ctx.xp = xp
         n = len(args)
-        ctx.needs_input_grad = _FALSES[n] if n < 17 else (False,) * n
-        out = cls.forward(ctx, *datas)
+        out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
         if out.__class__ is tuple:
             res = tuple([_make(o) for o in out])
         elif cls._view:
@@ -230,10 +247,7 @@ class Function:
 
 
 def _apply_no_grad(cls, args, datas, xp):
-    ctx = _NoGradCtx()
-    ctx.xp = xp
-    ctx.needs_input_grad = (False,) * len(args)
-    out = cls.forward(ctx, *datas)
+    out = cls.forward(_no_grad_ctx(xp, len(args)), *datas)
     if out.__class__ is tuple:
         res = tuple([_make(o) for o in out])
     elif cls._view:
@@ -274,11 +288,9 @@ def _resolve_xp(cls, args):
 
 
 def _mark_inference(res):
-    from ..tensor import _INFERENCE_BOX
-
     for t in (res if type(res) is tuple else (res,)):
         if isinstance(t, _Tensor):
-            t._vbox = _INFERENCE_BOX
+            t._vbox = _INFERENCE_BOX[0]
 
 
 def _view_of(cls, args, out, xp):
@@ -397,17 +409,11 @@ def _resolve_saved_raw(saved, args, outs, results):
 
 def _saved_entry(t):
     box = t._vbox
-    if box is _inference_box():
+    if box is _INFERENCE_BOX[0]:
         raise RuntimeError(
             "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
             "normal tensor (outside inference_mode) and use it in autograd.")
     return (t, box, box[0])
-
-
-def _inference_box():
-    from ..tensor import _INFERENCE_BOX
-
-    return _INFERENCE_BOX
 
 
 # --- custom (user) Functions -----------------------------------------------------------------------
@@ -417,9 +423,7 @@ def _apply_custom(cls, args):
     xp = _backend.xp_of(tensors[0]._data) if tensors else _numpy
     record = STATE.enabled and any(t._rg for t in tensors)
     if not record:
-        ctx = _NoGradCtx()
-        ctx.xp = xp
-        ctx.needs_input_grad = (False,) * len(args)
+        ctx = _no_grad_ctx(xp, len(args))
         with no_grad():
             out = _run_forward(cls, ctx, args)
         return _detached_outputs(out, args)

@@ -13,6 +13,9 @@ STATE = _State()
 # how many inference_mode blocks are open in any thread: while 0, ops skip the thread-local
 # inference check entirely (one list read instead of a thread-local attribute lookup)
 INFERENCE_ACTIVE = [0]
+# how many backward passes are executing a node right now (any thread): ops run by backward formulas
+# under the engine's no_grad are not tagged as places where the user's graph was cut
+BACKWARD_ACTIVE = [0]
 
 
 def is_grad_enabled():

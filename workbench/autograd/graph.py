@@ -22,12 +22,7 @@ CUTS = [None]
 # callables(phase, roots) told when a backward pass that accumulates into .grad begins ("begin") and
 # ends ("end"): the gradient monitor's per-step boundary; empty means one truthiness check per backward.
 BACKWARD_HOOKS = []
-# While a workbench.viz recorder is active: CUTS[0](tensor, reason, source) is told where the graph is
-# cut (reason "detach", "no_grad" or "numpy"); None otherwise, so cutting costs one check.
-CUTS = [None]
-# callables(phase, roots) told when a backward pass that accumulates into .grad begins ("begin") and
-# ends ("end"): the gradient monitor's per-step boundary; empty means one truthiness check per backward.
-BACKWARD_HOOKS = []
+_unpack_saved = [None]  # function.unpack_saved, bound when workbench.autograd.function loads
 
 
 class RemovableHandle:
@@ -61,6 +56,8 @@ def add_hook(owner, attr, fn):
     if d is None:
         d = _HookDict()
         setattr(owner, attr, d)
+    if isinstance(owner, Node):
+        owner._hooked = True  # the engine checks this one flag, not four hook dicts, per node
     h = RemovableHandle(d)
     d[h.id] = fn
     return h
@@ -120,6 +117,7 @@ class Node:
     _fn = None  # the Function class this node records
     _op = ""  # short op name shown by the visualizer
     site = None  # (file, line, function) of the user code that recorded it (trace level 2, or anomaly mode)
+    _hooked = False  # True once any hook (or retain_grad) is attached: the engine's one check per node
     _pre_hooks = None
     _hooks = None
     _tensor_pre_hooks = None
@@ -172,9 +170,7 @@ class Node:
     @property
     def saved_tensors(self):
         """The tensors saved by save_for_backward (version-checked)."""
-        from .function import unpack_saved
-
-        return unpack_saved(self)
+        return _unpack_saved[0](self)
 
     def _raise_freed(self):
         where = (f" in module '{self.scope}'" if self.scope else "") + (

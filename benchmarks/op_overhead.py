@@ -1,0 +1,181 @@
+"""Per-op overhead on tiny tensors: workbench against PyTorch CPU, measured side by side in one run.
+
+    python benchmarks/op_overhead.py [--quick]
+
+Both libraries run single-threaded (OMP/OpenBLAS/MKL threads = 1, torch.set_num_threads(1)). Each
+figure is the minimum over several repetitions, divided by the ten ops of the chain:
+
+* fwd+bwd   a ten-op chain (mul, add, tanh, mul, sub, sin, mul, add, exp, sum) on leaves that require
+            grad, then .backward()           target: workbench <= 1.5x PyTorch
+* no_grad   the same chain under no_grad()  target: workbench <= 1.0x PyTorch
+* numpy     the same arithmetic on bare NumPy arrays: the floor a NumPy-based library stands on
+
+Then the cost of recording metadata for the visualizer (op name and module scope): forward with
+recording on, with no listener and with a listener storing (op, scope) per node; and the one check
+an op pays when nothing listens.
+"""
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = "1"
+
+import platform  # noqa: E402
+import sys  # noqa: E402
+import timeit  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import workbench as wb  # noqa: E402
+from workbench.autograd import graph  # noqa: E402
+
+try:
+    import torch  # noqa: E402
+
+    torch.set_num_threads(1)
+except ImportError:  # the oracle is a test extra; without it only workbench's figures print
+    torch = None
+
+N_OPS = 10
+
+
+def chain(x, w, b):
+    y = x * w
+    y = y + b
+    y = y.tanh()
+    y = y * x
+    y = y - w
+    y = y.sin()
+    y = y * b
+    y = y + x
+    y = y.exp()
+    return y.sum()
+
+
+def np_chain(x, w, b):
+    y = x * w
+    y = y + b
+    y = np.tanh(y)
+    y = y * x
+    y = y - w
+    y = np.sin(y)
+    y = y * b
+    y = y + x
+    y = np.exp(y)
+    return y.sum()
+
+
+def best(fn, number, repeat):
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+def per_op_us(seconds):
+    return seconds / N_OPS * 1e6
+
+
+def measure(lib, shape, number, repeat):
+    rng = np.random.default_rng(0)
+    arrs = [rng.standard_normal(shape).astype(np.float32) * 0.5 for _ in range(3)]
+    x, w = (lib.tensor(a, requires_grad=True) for a in arrs[:2])
+    b = lib.tensor(arrs[2])
+
+    def fwd_bwd():
+        x.grad = None
+        w.grad = None
+        chain(x, w, b).backward()
+
+    def fwd_record():
+        chain(x, w, b)
+
+    def fwd_no_grad():
+        chain(x, w, b)
+
+    out = {"fwd+bwd": best(fwd_bwd, number, repeat), "record": best(fwd_record, number, repeat)}
+    with lib.no_grad():
+        out["no_grad"] = best(fwd_no_grad, number, repeat)
+    return out
+
+
+def measure_numpy(shape, number, repeat):
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(shape).astype(np.float32) * 0.5 for _ in range(3))
+    return best(lambda: np_chain(x, w, b), number, repeat)
+
+
+def measure_listener(shape, number, repeat):
+    x = wb.tensor(np.full(shape, 0.5, np.float32), requires_grad=True)
+    w = wb.tensor(np.full(shape, 0.25, np.float32), requires_grad=True)
+    b = wb.tensor(np.full(shape, 0.1, np.float32))
+    seen = []
+
+    def listener(node, inputs, outputs):
+        seen.append((node.op, node.scope))
+
+    def run():
+        seen.clear()
+        with graph.scope("encoder.0"):
+            chain(x, w, b)
+
+    off = []
+    on = []
+    for _ in range(repeat):  # interleaved, so machine noise hits both alike
+        off.append(best(run, number, 1))
+        with graph.add_listener(listener):
+            on.append(best(run, number, 1))
+    return min(off), min(on)
+
+
+def measure_check(number, repeat):
+    listeners = graph.LISTENERS
+
+    def with_check():
+        if listeners:
+            pass
+
+    def without():
+        pass
+
+    return max(0.0, best(with_check, number, repeat) - best(without, number, repeat))
+
+
+def main():
+    quick = "--quick" in sys.argv
+    number, repeat = (300, 3) if quick else (2000, 7)
+    print(f"workbench per-op overhead, {'quick run' if quick else 'full run'}")
+    print(f"Python {platform.python_version()}, NumPy {np.__version__}, "
+          f"torch {torch.__version__ if torch else 'not installed'} (threads: "
+          f"{torch.get_num_threads() if torch else '-'}), {os.cpu_count()} CPU cores, "
+          f"{platform.machine()}")
+    print()
+    header = f"{'shape':>8} {'mode':>8} {'workbench us/op':>16} {'torch us/op':>12} {'ratio':>7} {'target':>7}"
+    print(header)
+    print("-" * len(header))
+    for shape in ((4, 4), (64,)):
+        wbm = measure(wb, shape, number, repeat)
+        tm = measure(torch, shape, number, repeat) if torch else None
+        npm = measure_numpy(shape, number, repeat)
+        for mode, target in (("fwd+bwd", 1.5), ("no_grad", 1.0), ("record", None)):
+            a = per_op_us(wbm[mode])
+            if tm:
+                t = per_op_us(tm[mode])
+                ratio = a / t
+                ok = "" if target is None else ("ok" if ratio <= target else "MISS")
+                print(f"{str(shape):>8} {mode:>8} {a:16.2f} {t:12.2f} {ratio:7.2f} "
+                      f"{('<=' + str(target)) if target else '':>7} {ok}")
+            else:
+                print(f"{str(shape):>8} {mode:>8} {a:16.2f}")
+        print(f"{str(shape):>8} {'numpy':>8} {per_op_us(npm):16.2f}   (bare NumPy, the floor)")
+    print()
+    off, on = measure_listener((4, 4), number, repeat)
+    overhead_off = per_op_us(off)
+    extra = per_op_us(on - off)
+    print(f"recording forward (4x4), scope 'encoder.0': {overhead_off:.2f} us/op with no listener")
+    print(f"  a listener storing (op, scope) per node adds {extra:.3f} us/op = {100 * extra / overhead_off:.1f}% "
+          f"(target < 5%)")
+    check = measure_check(number * 20, repeat)
+    print(f"  with no listener, the one check per op costs {check * 1e9:.1f} ns = "
+          f"{100 * check * 1e6 / overhead_off:.2f}% of the recording overhead")
+
+
+if __name__ == "__main__":
+    main()
