@@ -103,3 +103,20 @@ describe("debugger controls in the viewer (replay)", () => {
     expect(panel.textContent).toContain("c.grad after");
   });
 });
+
+describe("NaN marks while stepping", () => {
+  afterEach(() => document.body.replaceChildren());
+  it("shows NaN on a leaf only once the step that poisons its gradient has run", async () => {
+    const { root } = await mount(fixture("nan_cut"));
+    const w = () => item(root, "w")!;
+    expect(w().classList.contains("wb-health-nan")).toBe(true); // before stepping: final gradients
+    key(root, "n");
+    expect(w().classList.contains("wb-health-nan")).toBe(false);
+    expect(w().textContent).not.toContain("⚠NaN");
+    key(root, "c"); // stops at the Inf step
+    key(root, "c"); // stops at the NaN step
+    key(root, "c"); // end: w.grad is NaN
+    expect(w().classList.contains("wb-health-nan")).toBe(true);
+    expect(w().textContent).toContain("⚠NaN");
+  });
+});

@@ -104,6 +104,7 @@ describe("viewer", () => {
     const w = item(root, "w")!;
     expect(w.textContent).toContain("⚠NaN");
     expect(w.querySelector(".wb-badge-nan")).not.toBeNull();
+    expect(w.classList.contains("wb-health-nan")).toBe(true);
     const ref = item(root, "ref")!;
     expect(ref.classList.contains("wb-cut")).toBe(true);
     expect(ref.textContent).toContain("✂");

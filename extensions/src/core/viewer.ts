@@ -392,7 +392,8 @@ class Viewer {
 
   private drawItem(id: string, type: "node" | "box", m: Measured): SVGGElement {
     const n = type === "node" ? this.model.nodes.get(id)! : null;
-    const cls = type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}`;
+    const bad = m.badges.find((b) => b.cls !== "wb-badge-cut")?.cls.replace("wb-badge-", "wb-health-") ?? "";
+    const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}`) + ` ${bad}`;
     const g = s("g", { class: cls, "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": type === "box" ? "false" : null,
       "aria-label": this.itemLabel(id, type, m) });
     if (type === "box") g.append(s("rect", { x: 4, y: 4, width: m.w, height: m.h, rx: 5, class: "wb-box-shadow" }));
@@ -402,7 +403,7 @@ class Viewer {
     if (m.inline) g.append(s("text", { x, y: 18 + LINE * 2, class: "wb-t-sub wb-inline" }, m.inline));
     let bx = m.w - 6;
     for (const b of m.badges) {
-      g.append(s("text", { x: bx, y: 16, "text-anchor": "end", class: `wb-badge ${b.cls}` }, b.text));
+      g.append(s("text", { x: bx, y: 16, "text-anchor": "end", class: `wb-badge ${b.cls}`, "data-health": b.cls !== "wb-badge-cut" || null }, b.text));
       bx -= b.text.length * CHAR_W + 6;
     }
     if (type === "node") {
@@ -442,9 +443,18 @@ class Viewer {
       if (v?.breakpoints.has(id) && gutter) {
         g.append(s("circle", { class: "wb-bp", cx: GUTTER / 2, cy: Number(gutter.getAttribute("height")) / 2, r: 4 }, s("title", {}, "breakpoint")));
       }
+      if (!v) continue;
+      const grad = this.gradOf(id);
       const inline = g.querySelector(".wb-inline");
-      if (inline && v) {
-        inline.textContent = `data ${inlineValues(n.value) ?? "–"} | grad ${inlineValues(this.gradOf(id)) ?? "–"}`;
+      if (inline) inline.textContent = `data ${inlineValues(n.value) ?? "–"} | grad ${inlineValues(grad) ?? "–"}`;
+      // NaN/Inf marks follow the gradients known at this step (the badge slot exists when the final state has one).
+      const hh = health(n.value, grad);
+      g.classList.toggle("wb-health-nan", hh === "nan");
+      g.classList.toggle("wb-health-inf", hh === "inf");
+      const badge = g.querySelector("[data-health]");
+      if (badge) {
+        badge.textContent = hh === "nan" ? "⚠NaN" : hh === "inf" ? "⚠Inf" : "";
+        badge.setAttribute("class", `wb-badge wb-badge-${hh}`);
       }
     }
   }
