@@ -55,11 +55,11 @@ def _parse_einsum(equation, shapes):
     subs = lhs.split(",")
     if len(subs) != len(shapes):
         more = "more" if len(shapes) > len(subs) else "fewer"
-        raise ValueError(f"einsum(): {more} operands were provided than specified in the equation "
+        raise RuntimeError(f"einsum(): {more} operands were provided than specified in the equation "
                          f"({len(subs)} subscripts, {len(shapes)} operands)")
     for ch in eq:
         if ch not in _LETTERS and ch not in ",->.":
-            raise ValueError(f"einsum(): invalid subscript given at index {eq.index(ch)} in the equation string, "
+            raise RuntimeError(f"einsum(): invalid subscript given at index {eq.index(ch)} in the equation string, "
                              "subscripts must be in [a-zA-Z]")
     used = set(ch for ch in eq if ch in _LETTERS)
     pool = [ch for ch in _LETTERS if ch not in used]
@@ -84,9 +84,9 @@ def _parse_einsum(equation, shapes):
         out = rhs.replace("...", ell)
         for ch in out:
             if out.count(ch) > 1:
-                raise ValueError(f"einsum(): output subscript {ch} appears more than once in the output")
+                raise RuntimeError(f"einsum(): output subscript {ch} appears more than once in the output")
             if not any(ch in s for s in out_subs):
-                raise ValueError(f"einsum(): output subscript {ch} does not appear in the equation for any input "
+                raise RuntimeError(f"einsum(): output subscript {ch} does not appear in the equation for any input "
                                  "operand")
     else:
         counts = collections.Counter("".join(out_subs))
@@ -134,18 +134,15 @@ class Einsum(Function):
             uniq = "".join(dict.fromkeys(s))
             present = set(out).union(*[set(o) for o, _ in others])
             kept = "".join(ch for ch in uniq if ch in present)
-            eq = ",".join([out] + [o for o, _ in others]) + "->" + kept
             gk = Einsum.apply((tuple([out] + [o for o, _ in others]), kept), g, *[t for _, t in others])
-            if kept != uniq:  # letters only operand k had were summed: broadcast the gradient along them
-                shape = []
-                for ch in uniq:
-                    if ch not in present:
-                        gk = gk.unsqueeze(len(shape))
-                    shape.append(ctx.sizes[ch])
-                gk = gk.expand(*shape)
+            # letters only operand k had were summed: broadcast the gradient along them (and along the
+            # letters it had at size 1 against the others'; the engine sums those back)
+            for j, ch in enumerate(uniq):
+                if ch not in present:
+                    gk = gk.unsqueeze(j)
+            gk = gk.expand(*[ctx.sizes[ch] for ch in uniq])
             if uniq != s:  # repeated letters (a diagonal): put the gradient back on it
                 gk = _embed_repeated(gk, uniq, s, ops[k])
-            del eq
             grads.append(gk)
         return tuple(grads)
 
@@ -290,7 +287,12 @@ def cross(input, other, dim=None, *, out=None):
 
 
 def linalg_cross(input, other, *, dim=-1, out=None):
-    """linalg.cross: cross product along ``dim`` (default -1), with broadcasting."""
+    """linalg.cross: cross product along ``dim`` (default -1), with broadcasting.
+
+    >>> import workbench as wb
+    >>> wb.linalg.cross(wb.tensor([1., 0., 0.]), wb.tensor([0., 1., 0.]))
+    tensor([0., 0., 1.])
+    """
     from .elementwise import _out
 
     return _out(_cross(input, other, dim, "linalg.cross"), out)
@@ -704,8 +706,8 @@ def eig(A, *, out=None):
     constants for autograd; use eigh for symmetric matrices when you need gradients).
 
     >>> import workbench as wb
-    >>> wb.linalg.eig(wb.tensor([[2., 0.], [0., 1.]])).eigenvalues
-    tensor([2.+0.j, 1.+0.j])
+    >>> wb.linalg.eig(wb.tensor([[2., 0.], [0., 1.]])).eigenvalues.real
+    tensor([2., 1.])
     """
     _check_matrix(A, "linalg.eig")
     xp = _backend.xp_of(A._data)
@@ -798,7 +800,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
     >>> import workbench as wb
     >>> wb.linalg.lstsq(wb.tensor([[1.], [1.]]), wb.tensor([[1.], [3.]])).solution
-    tensor([[2.]])
+    tensor([[2.0000]])
     """
     _check_matrix(A, "linalg.lstsq", square=False)
     drivers = ("gels", "gelsy", "gelsd", "gelss")
@@ -1072,7 +1074,12 @@ def vecdot(x, y, *, dim=-1, out=None):
 
 
 def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
-    """linalg.diagonal: the diagonal over the last two dims by default (a view)."""
+    """linalg.diagonal: the diagonal over the last two dims by default (a view).
+
+    >>> import workbench as wb
+    >>> wb.linalg.diagonal(wb.eye(2).expand(3, 2, 2)).shape
+    workbench.Size([3, 2])
+    """
     return A.diagonal(offset, dim1, dim2)
 
 
@@ -1094,7 +1101,12 @@ def svd(input, some=True, compute_uv=True, *, out=None):
 
 
 def qr(input, some=True, *, out=None):
-    """torch.qr: reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R"""
+    """torch.qr (deprecated in PyTorch): reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R"""
+    import warnings
+
+    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
+                  "release. Use Q, R = workbench.linalg.qr(A, 'reduced' if some else 'complete')", UserWarning,
+                  stacklevel=2)
     return linalg_qr(input, "reduced" if some else "complete")
 
 

@@ -194,6 +194,7 @@ def expand(input, *sizes):
 
 
 def expand_as(input, other):
+    """expand() to other's shape.  >>> wb.ones(3).expand_as(wb.zeros(2, 3)).shape  ->  Size([2, 3])"""
     return Expand.apply(input, tuple(other.shape))
 
 
@@ -410,12 +411,24 @@ class IndexPut(Function):
 
 
 def index_put(input, indices, values, accumulate=False):
-    """Out-of-place ``input[indices] = values`` (``+=`` with accumulate=True)."""
+    """Out-of-place ``input[indices] = values`` (``+=`` with accumulate=True, repeats accumulating).
+
+    >>> import workbench as wb
+    >>> wb.zeros(3).index_put((wb.tensor([0, 0]),), wb.tensor(1.), accumulate=True)
+    tensor([2., 0., 0.])
+    """
     key = _convert_key(tuple(indices), input)
     return IndexPut.apply(input, key, values, accumulate)
 
 
 def setitem(self, key, value):
+    """``self[key] = value`` in place (values broadcast and cast; differentiable w.r.t. both).
+
+    >>> import workbench as wb
+    >>> x = wb.zeros(2, 2); x[:, 1] = 5.; x
+    tensor([[0., 5.],
+            [0., 5.]])
+    """
     k = _convert_key(key, self)
     if isinstance(value, Tensor) and value.device != self.device:
         if value.ndim == 0 and value.device.type == "cpu":
@@ -471,7 +484,12 @@ def _replay_raw(vf, arr):
 
 # --- raw helpers shared with index/linalg --------------------------------------------------------
 def as_strided_raw(xp, x, shape, strides):
-    """A writable view of ``x``'s memory with ``shape`` and byte ``strides``, starting at x's first element."""
+    """A writable view of ``x``'s memory with ``shape`` and byte ``strides``, starting at x's first element.
+
+    >>> import numpy as np
+    >>> as_strided_raw(np, np.arange(4.0), (2,), (16,))
+    array([0., 2.])
+    """
     r = xp.lib.stride_tricks.as_strided(x, shape=tuple(shape), strides=tuple(strides))
     if type(r) is not type(x):  # the fake cupy's arrays are an ndarray subclass that keeps its device
         r = r.view(type(x))
@@ -480,7 +498,12 @@ def as_strided_raw(xp, x, shape, strides):
 
 
 def ufunc_at(xp, name, out, key, values):
-    """``xp.<name>.at(out, key, values)``: unbuffered in-place scatter where repeated indices all count."""
+    """``xp.<name>.at(out, key, values)``: unbuffered in-place scatter where repeated indices all count.
+
+    >>> import numpy as np
+    >>> out = np.zeros(2); ufunc_at(np, "add", out, np.array([1, 1]), 1.0); out
+    array([0., 2.])
+    """
     at = getattr(getattr(xp, name), "at", None)
     if at is not None:
         at(out, key, values)
