@@ -137,10 +137,13 @@ def test_decomposition_modes_and_shapes_match_pytorch():
         tu, ts, tvh = torch.linalg.svd(torch.tensor(a), full_matrices=full)
         assert (u.shape, vh.shape) == (tu.shape, tvh.shape)
         np.testing.assert_allclose(s.numpy(), ts.numpy(), rtol=1e-12)
-    sol = wb.linalg.lstsq(wb.tensor(a), wb.tensor(a[..., :1]), driver="gelsd")
-    tsol = torch.linalg.lstsq(torch.tensor(a), torch.tensor(a[..., :1]), driver="gelsd")
-    for o, t in zip(sol, tsol):
-        np.testing.assert_allclose(o.numpy(), t.numpy(), atol=1e-10)
+    b = rng.standard_normal((2, 4, 2))
+    for driver in (None, "gels", "gelsy", "gelsd", "gelss"):
+        sol = wb.linalg.lstsq(wb.tensor(a), wb.tensor(b), driver=driver)
+        tsol = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver=driver)
+        for o, t in zip(sol, tsol):
+            assert o.shape == t.shape and o.dtype.name == str(t.dtype).split(".")[1]
+            np.testing.assert_allclose(o.numpy(), t.numpy(), atol=1e-10)
     w = wb.linalg.eigvals(wb.tensor(a[0, :3]))
     tw = torch.linalg.eigvals(torch.tensor(a[0, :3]))
     assert w.dtype == wb.complex128

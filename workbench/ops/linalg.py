@@ -812,15 +812,14 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if Bm.shape[-2] != A.shape[-2]:
         raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2) (got {A.shape[-2]} and "
                            f"{Bm.shape[-2]})")
-    rtol = rcond if rcond is not None else None
-    X = pinv(A, rtol=rtol) @ Bm
+    X = pinv(A, rtol=rcond) @ Bm
     xp = _backend.xp_of(A._data)
     m, n = A.shape[-2], A.shape[-1]
-    rank = matrix_rank(A, rtol=rtol) if driver != "gels" else Tensor._make(xp.zeros((0,), "int64"))
+    rank = matrix_rank(A, rtol=rcond) if driver != "gels" else Tensor._make(xp.zeros((0,), "int64"))
     sv = svdvals(A.detach()) if driver in ("gelsd", "gelss") else Tensor._make(
         xp.zeros((0,), xp.zeros((), A._data.dtype).real.dtype))
-    full = m > n and bool((matrix_rank(A)._data == n).all()) if driver != "gelsy" else m > n and bool(
-        (rank._data == n).all())
+    # squared residuals: only for tall, full-rank A, and not from the default driver gelsy (as PyTorch)
+    full = driver != "gelsy" and m > n and bool((matrix_rank(A)._data == n).all())
     if full:
         res = ((A @ X - Bm).abs() ** 2).sum(-2)
     else:
