@@ -24,7 +24,10 @@ def no_leaks():
     """Nothing left behind: no /dev/shm entries, no descriptors (the shared-memory files), no children."""
     from multiprocessing import resource_tracker
 
+    from multiprocessing.reduction import ForkingPickler
+
     resource_tracker.ensure_running()  # the stdlib's own helper (spawn starts it once): not ours to count
+    ForkingPickler.loads(ForkingPickler.dumps(wb.zeros(1)))  # and its descriptor-passing listener, once
     gc.collect()
     shm, fds = _shm_entries(), _open_fds()
     yield
@@ -192,7 +195,7 @@ def test_dead_worker_raises_instead_of_hanging(sig, name, no_leaks):
 
 
 def test_timeout(no_leaks):
-    loader = wud.DataLoader(Squares(4, sleep=3.0), batch_size=None, num_workers=1, timeout=0.3)
+    loader = wud.DataLoader(Squares(4, sleep=1.5), batch_size=None, num_workers=1, timeout=0.3)
     with pytest.raises(RuntimeError, match="DataLoader timed out after 0.3 seconds"):
         next(iter(loader))
 
@@ -267,3 +270,21 @@ def test_spawn_context(no_leaks):
     assert [y.tolist() for _, y in loader] == [[0, 1, 2, 3], [4, 5]]
 
 
+
+
+def test_kept_batches_hold_no_descriptors_and_can_be_sent_on(no_leaks):
+    fds = _open_fds()
+    batches = list(wud.DataLoader(Squares(600), batch_size=2, num_workers=2))
+    assert len(batches) == 300 and _open_fds() < fds + 50  # 300 batches of shared memory, no descriptor each
+    assert batches[-1]["i"].tolist() == [598, 599] and batches[-1]["x"].is_shared()
+    import workbench.multiprocessing as mp
+
+    q = mp.Queue()
+    q.put(batches[7]["x"])  # a received batch can go on to another consumer (it is moved to a new segment)
+    again = q.get(timeout=30)
+    assert again.tolist() == [[14.0] * 3, [15.0] * 3]
+    again[0, 0] = -1.0
+    assert batches[7]["x"][0, 0].item() == -1.0
+    q.close()
+    q.join_thread()
+    del batches, again

@@ -26,17 +26,49 @@ np = _backend.numpy
 _MAPPED = weakref.WeakValueDictionary()  # (st_dev, st_ino) -> _Segment: one mapping per shared file
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def _map(fd, nbytes):
+    """Map a shared file: a ctypes buffer that unmaps when the last array using it goes.
+
+    Not Python's ``mmap`` module: it keeps a duplicate descriptor per mapping, and a process holding
+    many received batches would run out of descriptors.
+    """
+    addr = _libc.mmap(None, nbytes, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+    if addr is None or addr == _MAP_FAILED:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mapping {nbytes} bytes of shared memory failed: {os.strerror(err)}")
+    buf = (ctypes.c_char * nbytes).from_address(addr)
+    weakref.finalize(buf, _libc.munmap, addr, nbytes)
+    return buf, addr
+
+
 class _Segment:
     """One shared-memory file and its mapping; closes its descriptor when the last holder goes."""
 
-    __slots__ = ("fd", "nbytes", "mm", "ptr", "_fin", "__weakref__")
+    __slots__ = ("fd", "nbytes", "buf", "ptr", "created", "_fin", "__weakref__")
 
-    def __init__(self, fd, nbytes):
+    def __init__(self, fd, nbytes, created=False):
         self.fd = fd
         self.nbytes = nbytes
-        self.mm = mmap.mmap(fd, max(nbytes, 1))
-        self.ptr = np.frombuffer(self.mm, np.uint8, count=1).__array_interface__["data"][0]
+        self.buf, self.ptr = _map(fd, max(nbytes, 1))
+        self.created = created
         self._fin = weakref.finalize(self, os.close, fd)
+
+    def release_fd(self):
+        """Close the descriptor of a segment this process received, keeping the mapping.
+
+        The memory stays shared with the sender, but can't be sent on: sending moves it to a new segment.
+        The DataLoader does this for batches, so that keeping many batches doesn't use up descriptors.
+        """
+        if not self.created and self._fin.detach() is not None:
+            os.close(self.fd)
+            self.fd = None
 
     @classmethod
     def create(cls, nbytes):
@@ -49,7 +81,7 @@ class _Segment:
             os.unlink(path)
         try:
             os.ftruncate(fd, max(nbytes, 1))
-            seg = cls(fd, nbytes)
+            seg = cls(fd, nbytes, created=True)
         except BaseException:
             os.close(fd)
             raise
@@ -70,7 +102,7 @@ class _Segment:
         return seg
 
     def array(self, shape, dtype, strides, offset):
-        return np.ndarray(shape, dtype, buffer=self.mm, offset=offset, strides=strides)
+        return np.ndarray(shape, dtype, buffer=self.buf, offset=offset, strides=strides)
 
     def offset_of(self, arr):
         """Byte offset of ``arr`` in this segment, or None when it lies elsewhere."""
@@ -94,7 +126,7 @@ def _root(t):
 def _segment_of(t):
     """The shared segment holding ``t``'s elements, or None."""
     seg = getattr(_root(t), "_shm", None)
-    if seg is None or seg.offset_of(t._data) is None:
+    if seg is None or seg.fd is None or seg.offset_of(t._data) is None:
         return None
     return seg
 
@@ -112,6 +144,20 @@ def _shared_tensor(arr, seg, cls=Tensor, requires_grad=False):
     Tensor._init_from(t, arr, requires_grad)
     t._shm = seg
     return t
+
+
+def release_fds(obj):
+    """``release_fd`` the segments of every received tensor in ``obj`` (nested dicts, lists, tuples)."""
+    if isinstance(obj, Tensor):
+        seg = getattr(_root(obj), "_shm", None)
+        if seg is not None:
+            seg.release_fd()
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            release_fds(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            release_fds(v)
 
 
 def share_memory_(tensor):

@@ -14,6 +14,7 @@ import sys
 import time
 import warnings
 
+from ...multiprocessing.reductions import release_fds
 from . import _worker
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -427,6 +428,7 @@ class _MultiProcessIter(_BaseIter):
         self._try_put_index()
         if isinstance(data, _worker.ExceptionWrapper):
             data.reraise()
+        release_fds(data)  # the batch's memory stays mapped; kept batches don't hold descriptors
         return data
 
     def _shutdown_workers(self):
