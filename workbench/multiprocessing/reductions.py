@@ -95,7 +95,10 @@ class _Segment:
         key = (st.st_dev, st.st_ino)
         seg = _MAPPED.get(key)
         if seg is not None and seg.nbytes >= nbytes:
-            os.close(fd)
+            if seg.fd is None:  # released earlier: this descriptor makes it sendable again
+                seg.fd, seg._fin = fd, weakref.finalize(seg, os.close, fd)
+            else:
+                os.close(fd)
             return seg
         seg = cls(fd, nbytes)
         _MAPPED[key] = seg
