@@ -206,3 +206,14 @@ def test_linalg_on_fake_cuda(fake_cuda):
     ty.backward()
     np.testing.assert_allclose(y.item(), ty.item(), rtol=1e-10)
     np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-9)
+
+
+def test_det_gradient_of_singular_matrices_is_the_adjugate():
+    # PyTorch 2.13 returns zeros here; the derivative of det at a rank n-1 matrix is adj(A)^T, which
+    # finite differences confirm
+    for a in ([[1.0, 2.0], [2.0, 4.0]], [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]]):
+        x = wb.tensor(a, dtype=wb.float64, requires_grad=True)
+        assert wb.autograd.gradcheck(wb.linalg.det, (x,))
+    x = wb.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=wb.float64, requires_grad=True)
+    wb.linalg.det(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)

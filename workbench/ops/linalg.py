@@ -369,8 +369,18 @@ class Det(Function):
     @staticmethod
     def backward(ctx, g):
         A, d = ctx.saved_tensors
-        gd = (g * (d.conj() if d.is_complex() else d)).unsqueeze(-1).unsqueeze(-1)
-        return gd * _mH(inv(A))
+        g = g.unsqueeze(-1).unsqueeze(-1)
+        if bool((d._data != 0).all()):
+            gd = g * (d.conj() if d.is_complex() else d).unsqueeze(-1).unsqueeze(-1)
+            return gd * _mH(inv(A))
+        # a singular matrix: d det / dA = adj(A)^H, with adj(A) = det(U) det(Vh) V diag(prod_{j!=i} s_j) U^H
+        U, S, Vh = SVD.apply(A, False)
+        n = S.shape[-1]
+        eye = _eye_like(A).to(bool) if n else None
+        others = S.unsqueeze(-2).expand(*S.shape[:-1], n, n).masked_fill(eye, 1.0).prod(-1)
+        unit = Tensor._make(ctx.xp.linalg.det(U._data) * ctx.xp.linalg.det(Vh._data))
+        adj = (_mH(Vh) * others.unsqueeze(-2)) @ _mH(U) * unit.unsqueeze(-1).unsqueeze(-1)
+        return g * _mH(adj)
 
 
 def det(A, *, out=None):
