@@ -86,12 +86,15 @@ def _acc_dtype(x, dtype):
     return x.dtype if x.dtype.kind in "fcV" or x.dtype.name == "bfloat16" else _INT64
 
 
-def _empty_error(op, x, dims):
-    if x.size == 0 and (dims is None or any(x.shape[d] == 0 for d in dims)):
-        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-                         f"reduction dim with the 'dim' argument (input shape {list(x.shape)}).") if dims is None \
-            else IndexError(f"{op}(): Expected reduction dim {dims[0]} to have non-zero size (input shape "
-                            f"{list(x.shape)}).")
+def _empty_error(op, x, dims, exc=RuntimeError):
+    # PyTorch: RuntimeError for a full reduction of an empty tensor (IndexError for argmax), IndexError for
+    # an empty reduced dim
+    if x.size == 0 and (dims is None or builtins.any(x.shape[d] == 0 for d in dims)):
+        if dims is None:
+            raise exc(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                      f"reduction dim with the 'dim' argument (input shape {list(x.shape)}).")
+        raise IndexError(f"{op}(): Expected reduction dim {[d for d in dims if x.shape[d] == 0][0]} to have "
+                         f"non-zero size (input shape {list(x.shape)}).")
 
 
 def _dims(input, dim, op):
@@ -500,8 +503,8 @@ class _Extreme(Function):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         hit = x == _keep(y, ctx.in_shape, ctx.dims, ctx.keepdim)
-        share = hit / hit.sum(ctx.dims, keepdim=True) if ctx.dims is not None else hit / hit.sum()
-        return share * _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim), None, None
+        count = hit.sum(ctx.dims, keepdim=True) if ctx.dims is not None else hit.sum()
+        return _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim) * hit / count, None, None
 
 
 class Amax(_Extreme):
@@ -574,8 +577,10 @@ def _arg(name, fn):
         xp = _backend.xp_of(x)
         if x.dtype.kind == "c":
             raise RuntimeError(f"{name}(): complex tensors have no order; use .real or .abs() first")
+        if x.dtype == bool:
+            raise RuntimeError(f"{name}(): does not support bool input; convert it with .long() first")
         if dim is None:
-            _empty_error(name, x, None)
+            _empty_error(name, x, None, IndexError)
             r = getattr(xp, fn)(x.reshape(-1))
             r = xp.asarray(r, dtype=_INT64)
             return Tensor._make(r.reshape((1,) * x.ndim) if keepdim else r)
@@ -609,7 +614,9 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx, x, dims, correction, keepdim, sqrt):
-        x = to_float(x)
+        if x.dtype.kind not in "fcV":
+            raise RuntimeError(f"std and var only support floating point and complex dtypes (got "
+                               f"{_dt.from_numpy_dtype(x.dtype).name}); convert with .float() first")
         xp = ctx.xp
         n = _count(x.shape, dims)
         dof = n - correction
