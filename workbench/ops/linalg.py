@@ -118,7 +118,9 @@ class Einsum(Function):
             full.append(x if x.shape == want else xp.broadcast_to(x, want))
         ctx.eq, ctx.sizes = eq, sizes
         ctx.save_for_backward(*ops)
-        r = xp.einsum(",".join(subs) + "->" + out, *full, optimize=len(full) > 2)
+        # the contraction-order search pays off for chains, and for big operands (it dispatches to BLAS)
+        big = len(full) > 2 or max(x.size for x in full) > 4096
+        r = xp.einsum(",".join(subs) + "->" + out, *full, optimize=big)
         return xp.asarray(r, dtype=rd)
 
     @staticmethod

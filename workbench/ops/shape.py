@@ -506,8 +506,14 @@ def ufunc_at(xp, name, out, key, values):
     """
     at = getattr(getattr(xp, name), "at", None)
     if at is not None:
-        at(out, key, values)
-        return
+        if xp is _backend.numpy:
+            at(out, key, values)
+            return
+        try:
+            at(out, key, values)
+            return
+        except NotImplementedError:  # CuPy implements ufunc.at for add/subtract/maximum/minimum only
+            pass
     np = _backend.numpy
     if getattr(xp, "__fake__", False):  # NumPy's ufuncs dispatch to the fake device arrays
         getattr(np, name).at(out, key, values)
