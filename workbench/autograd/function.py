@@ -25,6 +25,7 @@ _make = None  # Tensor._make, bound likewise
 _INFERENCE_BOX = [None]  # [the version box all inference tensors share], bound likewise
 _ndarray = _backend.ndarray
 _numpy = _backend.numpy
+_new = object.__new__
 
 
 class _Differentiable(dict):
@@ -187,6 +188,8 @@ class Function:
         suffix = "Backward0" if cls._raw else "Backward"
         op = cls.op_name or cls.__name__.lower()
         cls._setup = cls.setup_context is not Function.setup_context
+        if cls._raw and "apply" not in cls.__dict__:
+            cls.apply = classmethod(_apply_raw)
         cls._node_cls = type(cls.__name__ + suffix, (Node,), {"__slots__": (), "_fn": cls, "_op": op,
                                                              "__module__": cls.__module__})
 
@@ -206,44 +209,56 @@ class Function:
     @classmethod
     def apply(cls, *args):
         """Run forward and, when an input requires grad and grad mode is on, record a node."""
-        if not cls._raw:
-            return _apply_custom(cls, args)
-        Tensor = _Tensor
-        req = False
-        dev_check = False
-        datas = []
-        for a in args:
-            if a.__class__ is Tensor or isinstance(a, Tensor):
-                d = a._data
-                if d.__class__ is not _ndarray:
-                    dev_check = True
-                if a._rg:
-                    req = True
-                datas.append(d)
-            else:
-                datas.append(a)
-        xp = _numpy
-        if dev_check:  # a CuPy array is involved: resolve the module, and insist on one device
-            xp, args = _resolve_xp(cls, args)
-            datas = [a._data if isinstance(a, Tensor) else a for a in args]
-        if req:
-            if STATE.enabled:
-                return _record_raw(cls, args, datas, xp)
-            res = _apply_no_grad(cls, args, datas, xp)
-            if not BACKWARD_ACTIVE[0]:
-                _tag_cut(res, cls, args)
-            return res
-        n = len(args)
-        out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
-        if out.__class__ is tuple:
-            res = tuple([_make(o) for o in out])
-        elif cls._view:
-            res = _view_of(cls, args, out, xp)
+        return _apply_custom(cls, args)
+
+
+def _apply_raw(cls, *args):
+    """``apply`` of primitives (bound in __init_subclass__): forward on raw arrays, the hot path of every op."""
+    Tensor = _Tensor
+    req = False
+    dev_check = False
+    datas = []
+    for a in args:
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            d = a._data
+            if d.__class__ is not _ndarray:
+                dev_check = True
+            if a._rg:
+                req = True
+            datas.append(d)
         else:
-            res = _make(out)
-        if INFERENCE_ACTIVE[0] and STATE.inference:
-            _mark_inference(res)
+            datas.append(a)
+    xp = _numpy
+    if dev_check:  # a CuPy array is involved: resolve the module, and insist on one device
+        xp, args = _resolve_xp(cls, args)
+        datas = [a._data if isinstance(a, Tensor) else a for a in args]
+    if req:
+        if STATE.enabled:
+            return _record_raw(cls, args, datas, xp)
+        res = _apply_no_grad(cls, args, datas, xp)
+        if not BACKWARD_ACTIVE[0]:
+            _tag_cut(res, cls, args)
         return res
+    n = len(args)
+    out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
+    if out.__class__ is _ndarray and not cls._view:
+        # the common case, one fresh NumPy array: Tensor._make inlined (a call costs ~10% of an op)
+        res = _new(Tensor)
+        res._data = out
+        res._rg = False
+        res.grad_fn = None
+        res._output_nr = 0
+        res._vbox = [0, None]
+        res._base = None
+    elif out.__class__ is tuple:
+        res = tuple([_make(o) for o in out])
+    elif cls._view:
+        res = _view_of(cls, args, out, xp)
+    else:
+        res = _make(out)
+    if INFERENCE_ACTIVE[0] and STATE.inference:
+        _mark_inference(res)
+    return res
 
 
 def _apply_no_grad(cls, args, datas, xp):
