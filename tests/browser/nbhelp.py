@@ -9,7 +9,7 @@ SETUP = f"""import sys, json
 sys.path.insert(0, {str(REPO / 'tests' / 'viz')!r})
 import workbench as wb
 from models import MLP, mse
-wb.manual_seed(0)"""
+_ = wb.manual_seed(0)"""
 
 
 def code(src):

@@ -520,10 +520,11 @@ def standalone_html(snap, height=640):
 def show(roots, model=None, **kw):
     """Display the tape behind ``roots`` in the notebook: interactive viewer, SVG elsewhere.
 
+    Takes ``snapshot()``'s arguments (``trace=True`` runs the backward pass for replay stepping);
+    ``wb.viz.snapshot(...)`` gives the object itself (to save it).
+
     >>> import workbench as wb
     >>> w = wb.ones(2, requires_grad=True)
     >>> wb.viz.show((w * 2).sum())   # doctest: +SKIP
     """
-    snap = snapshot(roots, model, **kw)
-    snap.show()
-    return snap
+    snapshot(roots, model, **kw).show()  # returns None, so a cell ending in show() displays once

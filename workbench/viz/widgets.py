@@ -18,7 +18,7 @@ def _esm():
 
 
 class _Base(anywidget.AnyWidget):
-    _esm = traitlets.Any(_esm()).tag(sync=True)
+    _esm = _esm()  # a Path: anywidget reads the file (and follows rebuilds while developing)
     view = traitlets.Unicode("tape").tag(sync=True)
     height = traitlets.Int(0).tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
