@@ -30,7 +30,15 @@ _MAX_HEADER = 1 << 31
 
 
 class CheckpointError(RuntimeError):
-    """A file that is not a readable checkpoint: foreign, truncated or corrupted."""
+    """A file that is not a readable checkpoint: foreign, truncated or corrupted (a RuntimeError).
+
+    >>> import io, workbench as wb
+    >>> try:
+    ...     wb.load(io.BytesIO(b"not a checkpoint"))
+    ... except wb.serialization.CheckpointError as e:
+    ...     print(e)
+    is a text file, not a workbench checkpoint (it starts with b'not a checkpoint')
+    """
 
 
 # --- the object tree -----------------------------------------------------------------------------------

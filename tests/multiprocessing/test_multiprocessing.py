@@ -145,19 +145,17 @@ def _nn():
         return None, None
 
 
-def _hogwild_worker(params, rank, steps):
+def _hogwild_worker(model, rank, steps):
     nn, optim = _nn()
     x, y = _data(rank)
-    if nn is not None:
-        model = nn.Linear(3, 1, bias=False)
-        model.weight = params[0] if isinstance(params[0], nn.Parameter) else nn.Parameter(params[0])
+    if nn is not None:  # PyTorch's Hogwild example: each process steps its own optimizer on the shared model
         opt = optim.SGD(model.parameters(), lr=0.05)
         for _ in range(steps):
             opt.zero_grad()
             ((model(x) - y) ** 2).mean().backward()
             opt.step()
         return
-    (w,) = params
+    (w,) = model
     for _ in range(steps):
         w.grad = None
         ((x @ w.t() - y) ** 2).mean().backward()
@@ -173,11 +171,21 @@ def _loss(w):
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_hogwild_training_updates_the_shared_model(method, no_leaks):
-    w = wb.zeros(1, 3, requires_grad=True)
-    w.share_memory_()
+    nn, _ = _nn()
+    if nn is not None:
+        model = nn.Linear(3, 1, bias=False)
+        with wb.no_grad():
+            model.weight.zero_()
+        model.share_memory()
+        w = model.weight
+    else:
+        w = wb.zeros(1, 3, requires_grad=True)
+        w.share_memory_()
+        model = [w]
+    assert w.is_shared()
     before = _loss(w)
     ctx = mp.get_context(method)
-    procs = [ctx.Process(target=_hogwild_worker, args=([w], rank, 60)) for rank in range(3)]
+    procs = [ctx.Process(target=_hogwild_worker, args=(model, rank, 60)) for rank in range(3)]
     for p in procs:
         p.start()
     for p in procs:
@@ -187,7 +195,7 @@ def test_hogwild_training_updates_the_shared_model(method, no_leaks):
     assert w.detach().abs().sum().item() > 0  # the parent's tensor changed: the children wrote into it
     assert after < before * 0.01, (before, after)
     assert [round(v, 1) for v in w.detach().reshape(-1).tolist()] == [1.5, -2.0, 0.5]
-    del procs
+    del procs, model, w
 
 
 def _double(t):

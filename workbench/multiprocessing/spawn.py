@@ -18,11 +18,27 @@ class ProcessException(Exception):
 
 
 class ProcessRaisedException(ProcessException):
-    """A spawned process raised; the message holds its traceback."""
+    """A spawned process raised; the message holds its traceback.
+
+    >>> import workbench.multiprocessing as mp
+    >>> try:
+    ...     mp.start_processes(divmod, args=(0,), nprocs=1, start_method="fork")  # divmod(0, 0)
+    ... except mp.ProcessRaisedException as e:
+    ...     print(e.error_index, "ZeroDivisionError" in e.msg)
+    0 True
+    """
 
 
 class ProcessExitedException(ProcessException):
-    """A spawned process exited with a non-zero code or was killed by a signal."""
+    """A spawned process exited with a non-zero code or was killed by a signal.
+
+    >>> import sys, workbench.multiprocessing as mp
+    >>> try:
+    ...     mp.start_processes(sys.exit, nprocs=2, start_method="fork")  # sys.exit(1) in process 1
+    ... except mp.ProcessExitedException as e:
+    ...     print(e.error_index, e.exit_code)
+    1 1
+    """
 
     def __init__(self, msg, error_index, error_pid, exit_code, signal_name=None):
         super().__init__(msg, error_index, error_pid)
@@ -114,5 +130,8 @@ def spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
     """``start_processes`` with the 'spawn' start method, as ``torch.multiprocessing.spawn``.
 
     ``fn`` must be importable (defined at module level): each process imports it anew.
+
+    >>> import workbench.multiprocessing as mp
+    >>> mp.spawn(abs, nprocs=2)  # abs(0) and abs(1), each in a fresh interpreter
     """
     return start_processes(fn, args, nprocs, join, daemon, start_method)
