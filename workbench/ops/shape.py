@@ -125,7 +125,7 @@ def t(input):
     """Transpose a tensor of at most 2 dims.  >>> wb.zeros(2, 3).t().shape  ->  workbench.Size([3, 2])"""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return input if input.ndim < 2 else transpose(input, 0, 1)
+    return Permute.apply(input, tuple(range(input.ndim))) if input.ndim < 2 else transpose(input, 0, 1)
 
 
 class Permute(Function):
