@@ -291,6 +291,28 @@ def test_real_state_dict_round_trip():
     x = wb.randn(5, 4)
     with wb.no_grad():
         assert np.allclose(fresh(x).numpy(), model(x).numpy())
+    params = _roundtrip(list(model.parameters()))
+    assert all(type(p) is nn.Parameter and p.requires_grad for p in params)
+
+
+def test_torch_state_dict_through_safetensors(tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 3)
+    save_file(lin.state_dict(), str(tmp_path / "torch.safetensors"))
+    ours = wb.load(tmp_path / "torch.safetensors")
+    assert sorted(ours) == ["bias", "weight"]
+    assert np.array_equal(ours["weight"].numpy(), lin.weight.detach().numpy())
+    save_safetensors({k: v * 2 for k, v in ours.items()}, tmp_path / "back.safetensors")
+    theirs = load_file(str(tmp_path / "back.safetensors"))
+    assert torch.equal(theirs["bias"], lin.bias.detach() * 2)
+
+
+def test_missing_parent_directory(tmp_path):
+    with pytest.raises(RuntimeError, match="Parent directory .* does not exist"):
+        wb.save(1, tmp_path / "nope" / "x.wb")
 
 
 # --- safetensors -------------------------------------------------------------------------------------------

@@ -216,6 +216,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise RuntimeError(f"Parent directory {folder} does not exist.")
         fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "wb") as out:
