@@ -717,8 +717,27 @@ def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_siz
     if idx.size and (bool((idx < 0).any()) or bool((idx >= area).any())):
         raise RuntimeError(f"{op}: Found an invalid max index (the output has {area} elements per channel)")
     rows = xp.arange(n * c).reshape((n, c) + (1,) * nd) * area + idx
-    y = PutRows.apply(x.reshape(-1), rows, n * c * area).reshape((n, c) + out)
+    y = Unpool.apply(x.reshape(-1), rows, n * c * area).reshape((n, c) + out)
     return y if batched else y.squeeze(0)
+
+
+class Unpool(Function):
+    """zeros(total) with x written at rows (a repeated row keeps one value, as PyTorch's max_unpool)."""
+
+    _raw = True
+    op_name = "max_unpool"
+
+    @staticmethod
+    def forward(ctx, x, rows, total):
+        out = ctx.xp.zeros(total, dtype=x.dtype)
+        out[rows.reshape(-1)] = x.reshape(-1)
+        ctx.save_for_backward(rows)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (rows,) = ctx.saved_tensors
+        return TakeRows.apply(g, rows), None, None
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
