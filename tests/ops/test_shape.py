@@ -62,6 +62,7 @@ PAD_ERRORS = {
     "odd_length": lambda L, F: F(_x(L, 1, 3), (1,)),
     "reflect_too_big": lambda L, F: F(_x(L, 1, 3), (3, 0), mode="reflect"),
     "negative_size": lambda L, F: F(_x(L, 1, 3), (-2, -2)),
+    "unknown_mode": lambda L, F: F(_x(L, 1, 3), (1, 1), mode="mirror"),
 }
 
 

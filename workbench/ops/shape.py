@@ -1,5 +1,10 @@
-"""Shape ops: views (reshape, view, transpose, permute, expand, indexing) and the reductions of
-broadcasting (sum_to_size). Views share memory and the version counter with their base."""
+"""Shape ops: views (reshape, view, transpose, permute, expand, indexing, diagonal, unfold, as_strided...),
+joins and splits (cat, stack, split, chunk...), reorderings (flip, roll, rot90), triangles, grids and
+padding, plus the keyed get/put primitives that the indexing family builds on.
+
+Views share memory and the version counter with their base, exactly where PyTorch's do; the gradient of
+every as_strided-style view is one storage-map primitive (``StorageMap``).
+"""
 from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
@@ -78,10 +83,7 @@ def reshape(input, *shape):
     tensor([[0, 1, 2],
             [3, 4, 5]])
     """
-    shape = _shape_args(shape)
-    if tuple(shape) == input._data.shape:
-        return Reshape.apply(input, tuple(shape))
-    return Reshape.apply(input, tuple(shape))
+    return Reshape.apply(input, tuple(_shape_args(shape)))
 
 
 def view(input, *shape):
@@ -1463,8 +1465,9 @@ def pad(input, pad, mode="constant", value=None):
     if mode == "constant":
         return ConstantPad.apply(input, pads, 0 if value is None else value)
     if mode not in ("reflect", "replicate", "circular"):
-        raise ValueError(f"pad: unrecognised padding mode {mode!r}; use 'constant', 'reflect', 'replicate' or "
-                         "'circular'")
+        # PyTorch's type for this input error
+        raise NotImplementedError(f"Unrecognised padding mode {mode}: use 'constant', 'reflect', 'replicate' or "
+                                  "'circular'")
     if value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument")
     from .. import creation
