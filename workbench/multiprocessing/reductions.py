@@ -278,11 +278,20 @@ def _register(cls):
         _register(sub)
 
 
+_prev_init_subclass = Tensor.__dict__.get("__init_subclass__")
+if getattr(getattr(_prev_init_subclass, "__func__", None), "registers_reducer", False):
+    _prev_init_subclass = None  # ours, from an earlier import of this module (importlib.reload)
+
+
 def _init_subclass(cls, **kwargs):
     # nn.Parameter and other Tensor subclasses defined later are shared too (the pickler's table is per type)
-    super(Tensor, cls).__init_subclass__(**kwargs)
+    if _prev_init_subclass is not None:
+        _prev_init_subclass.__func__(cls, **kwargs)
+    else:
+        super(Tensor, cls).__init_subclass__(**kwargs)
     _mp_reduction.ForkingPickler.register(cls, reduce_tensor_shared)
 
 
+_init_subclass.registers_reducer = True
 _register(Tensor)
 Tensor.__init_subclass__ = classmethod(_init_subclass)
