@@ -54,7 +54,9 @@ class Tensor:
 
     # slots for what every tensor sets; rarely used state falls back to the class-level defaults below
     # and lives in the instance __dict__ only once set (keeps Tensor._make, run once per op, short)
-    __slots__ = ("_data", "_rg", "grad_fn", "_output_nr", "_vbox", "_base", "__dict__", "__weakref__")
+    # _cut is set (never initialised, read with getattr) only where the graph was cut: detach(), or an
+    # op run under no_grad on inputs that require grad; the 'does not require grad' error reads it
+    __slots__ = ("_data", "_rg", "grad_fn", "_output_nr", "_vbox", "_base", "_cut", "__dict__", "__weakref__")
     __array_priority__ = 1000  # numpy defers to our reflected operators
     _grad = None
     _acc = None  # the AccumulateGrad node of a leaf that requires grad

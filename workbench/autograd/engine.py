@@ -62,7 +62,9 @@ def _start_node(t):
 def no_grad_error(t, what="tensors"):
     """The 'element 0 ... does not require grad' error, saying where this tensor's graph was cut."""
     desc = f"a {t.dtype.name} tensor of shape {list(t.shape)}"
-    cut = t.__dict__.get("_cut") if hasattr(t, "__dict__") else None
+    cut = getattr(t, "_cut", None)
+    if cut is not None and cut != "detach":
+        cut = cut.op_name or cut.__name__.lower()  # the Function class that ran under no_grad
     if cut == "detach":
         why = f"It is {desc} made by .detach() (or .data), which cuts the graph."
     elif cut:

@@ -232,13 +232,8 @@ def _apply_raw(cls, *args):
     if dev_check:  # a CuPy array is involved: resolve the module, and insist on one device
         xp, args = _resolve_xp(cls, args)
         datas = [a._data if isinstance(a, Tensor) else a for a in args]
-    if req:
-        if STATE.enabled:
-            return _record_raw(cls, args, datas, xp)
-        res = _apply_no_grad(cls, args, datas, xp)
-        if not BACKWARD_ACTIVE[0]:
-            _tag_cut(res, cls, args)
-        return res
+    if req and STATE.enabled:
+        return _record_raw(cls, args, datas, xp)
     n = len(args)
     out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
     if out.__class__ is _ndarray and not cls._view:
@@ -256,19 +251,8 @@ def _apply_raw(cls, *args):
         res = _view_of(cls, args, out, xp)
     else:
         res = _make(out)
-    if INFERENCE_ACTIVE[0] and STATE.inference:
-        _mark_inference(res)
-    return res
-
-
-def _apply_no_grad(cls, args, datas, xp):
-    out = cls.forward(_no_grad_ctx(xp, len(args)), *datas)
-    if out.__class__ is tuple:
-        res = tuple([_make(o) for o in out])
-    elif cls._view:
-        res = _view_of(cls, args, out, xp)
-    else:
-        res = _make(out)
+    if req and not BACKWARD_ACTIVE[0]:
+        _tag_cut(res, cls, args)
     if INFERENCE_ACTIVE[0] and STATE.inference:
         _mark_inference(res)
     return res
@@ -276,9 +260,9 @@ def _apply_no_grad(cls, args, datas, xp):
 
 def _tag_cut(res, cls, args):
     # inputs required grad but grad mode was off: remember the op, for the 'does not require grad' error
-    op = cls.op_name or cls.__name__.lower()
+    # (and tell an active viz recorder). Ops run by backward formulas are not cuts and skip this.
     for t in (res if res.__class__ is tuple else (res,)):
-        t._cut = op
+        t._cut = cls
         if graph.CUTS[0] is not None:
             src = next(a for a in args if isinstance(a, _Tensor) and a._rg)
             graph.CUTS[0](t, "no_grad", src)
