@@ -84,7 +84,8 @@ def add(input, other, *, alpha=1, out=None):
         input, other = other, input
         if alpha != 1:
             raise TypeError("add(scalar, tensor, alpha=) is not supported; put the tensor first")
-    return _out(Add.apply(input, other, alpha) if alpha != 1 else Add.apply(input, other), out)
+    r = Add.apply(input, other, alpha) if alpha != 1 else Add.apply(input, other)
+    return r if out is None else _out(r, out)
 
 
 class Sub(Function):
@@ -107,7 +108,8 @@ class Sub(Function):
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other.  >>> wb.sub(wb.tensor([3., 4.]), 1)  ->  tensor([2., 3.])"""
-    return _out(Sub.apply(input, other, alpha) if alpha != 1 else Sub.apply(input, other), out)
+    r = Sub.apply(input, other, alpha) if alpha != 1 else Sub.apply(input, other)
+    return r if out is None else _out(r, out)
 
 
 def rsub(input, other, alpha=1):
@@ -151,9 +153,8 @@ def mul(input, other, *, out=None):
     """input * other, broadcast.  >>> wb.mul(wb.tensor([1., 2.]), 3)  ->  tensor([3., 6.])"""
     if not isinstance(input, Tensor):
         input, other = other, input
-    if isinstance(other, Tensor):
-        return _out(Mul.apply(input, other), out)
-    return _out(MulScalar.apply(input, other), out)
+    r = Mul.apply(input, other) if isinstance(other, Tensor) else MulScalar.apply(input, other)
+    return r if out is None else _out(r, out)
 
 
 def _c(t):
@@ -222,7 +223,8 @@ def div(input, other, *, rounding_mode=None, out=None):
     >>> wb.div(wb.tensor([1, 2]), 2)
     tensor([0.5000, 1.0000])
     """
-    return _out(Div.apply(input, other, rounding_mode) if rounding_mode else Div.apply(input, other), out)
+    r = Div.apply(input, other, rounding_mode) if rounding_mode else Div.apply(input, other)
+    return r if out is None else _out(r, out)
 
 
 def true_divide(input, other, *, out=None):
@@ -337,6 +339,8 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float"):
     For complex inputs the gradient is conj(f'(x)) * g, PyTorch's convention, from the same bwd.
     """
 
+    save_x, save_y = "x" in saves, "y" in saves
+
     def forward(ctx, x):
         if x.dtype.kind in "biu":
             if ints == "error":
@@ -344,12 +348,12 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float"):
             if ints == "float":
                 x = to_float(x)
         y = fwd(ctx.xp, x)
-        ctx.save_for_backward(x if "x" in saves else None, y if "y" in saves else None)
+        ctx.save_for_backward(x if save_x else None, y if save_y else None)
         return y
 
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        if g.is_complex():
+        if g._data.dtype.kind == "c":
             return bwd(g.conj(), x, y).conj()
         return bwd(g, x, y)
 
@@ -357,8 +361,10 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float"):
                                                   "forward": staticmethod(forward),
                                                   "backward": staticmethod(backward)})
 
+    apply = cls.apply
+
     def public(input, *, out=None):
-        return _out(cls.apply(input), out)
+        return apply(input) if out is None else _out(apply(input), out)
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc

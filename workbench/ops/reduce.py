@@ -83,7 +83,8 @@ def _acc_dtype(x, dtype):
     """PyTorch's accumulation dtype for sum/prod/cumsum: integers and bool widen to int64."""
     if dtype is not None:
         return _dt.to_dtype(dtype).np
-    return x.dtype if x.dtype.kind in "fcV" or x.dtype.name == "bfloat16" else _INT64
+    d = x.dtype
+    return d if d.kind in "fcV" else _INT64
 
 
 def _empty_error(op, x, dims, exc=RuntimeError):
@@ -108,7 +109,7 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
         ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        return ctx.xp.asarray(x.sum(axis=dims, keepdims=keepdim, dtype=_acc_dtype(x, dtype)))
+        return x.sum(axis=dims, keepdims=keepdim, dtype=_acc_dtype(x, dtype))  # a NumPy scalar: Tensor takes it
 
     @staticmethod
     def backward(ctx, g):
@@ -122,6 +123,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     >>> wb.tensor([[1, 2], [3, 4]]).sum(0)
     tensor([4, 6])
     """
+    if dim is None:
+        return Sum.apply(input, None, keepdim, dtype)
     if not isinstance(input, Tensor):
         raise TypeError(f"sum(): argument 'input' must be Tensor, not {type(input).__name__}")
     return Sum.apply(input, _dims(input, dim, "sum"), keepdim, dtype)
@@ -151,8 +154,9 @@ class Mean(Function):
                 f"dtype. Got: {_dt.from_numpy_dtype(x.dtype).name.capitalize()}. Convert with .float() first.")
         ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         ctx.n = _count(x.shape, dims)
-        with _np.errstate(invalid="ignore", divide="ignore"):
-            return ctx.xp.asarray(x.mean(axis=dims, keepdims=keepdim))
+        if ctx.n == 0:  # NaN, as PyTorch, without NumPy's "mean of empty slice" warning
+            return ctx.xp.asarray(x.sum(axis=dims, keepdims=keepdim) * float("nan"))
+        return ctx.xp.asarray(x.mean(axis=dims, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, g):
@@ -638,7 +642,8 @@ class Var(Function):
     def backward(ctx, g, *rest):
         x, y = ctx.saved_tensors
         if ctx.sqrt:  # d std = d var / (2 std), 0 where std == 0 (PyTorch's)
-            g = where(y == 0, 0.0, g / (2 * y))
+            zero = y == 0
+            g = where(zero, 0.0, g / (2 * where(zero, 1.0, y)))
         g = _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim)
         dev = x - (x.mean(ctx.dims, keepdim=True) if ctx.dims is not None else x.mean())
         return g * dev * (2.0 / ctx.dof), None, None, None, None
@@ -703,11 +708,13 @@ class Norm(Function):
         y = _keep(y, ctx.in_shape, ctx.dims, ctx.keepdim)
         if p == 1:
             return g * x.sgn(), None, None, None
+        zero = y == 0
+        y = where(zero, 1.0, y)  # 0 at the origin, as PyTorch
         if p == 2:
             gx = x * (g / y)
         else:
             gx = x.sgn() * x.abs() ** (p - 1) * (g / y ** (p - 1))
-        return where(y == 0, 0.0, gx), None, None, None  # 0 at the origin, as PyTorch
+        return where(zero, 0.0, gx), None, None, None
 
 
 def _vector_norm(input, p, dims, keepdim):
@@ -764,11 +771,12 @@ class Logsumexp(Function):
         xp = ctx.xp
         x = to_float(x)
         if x.size == 0:
-            y = xp.asarray(xp.log(xp.exp(x).sum(axis=dims, keepdims=keepdim)))
+            with _np.errstate(divide="ignore"):
+                y = xp.asarray(xp.log(xp.exp(x).sum(axis=dims, keepdims=keepdim)))
         else:
             m = xp.amax(x, axis=dims, keepdims=True)
             m = xp.where(xp.isinf(m), 0, m).astype(x.dtype, copy=False)  # all -inf (or an inf) stays exact
-            with _np.errstate(divide="ignore"):
+            with _np.errstate(divide="ignore", over="ignore", invalid="ignore"):
                 y = xp.log(xp.exp(x - m).sum(axis=dims, keepdims=True)) + m
             if not keepdim:
                 y = y.reshape([s for k, s in enumerate(y.shape) if k not in (dims or range(x.ndim))])
