@@ -1492,12 +1492,198 @@ def pad(input, pad, mode="constant", value=None):
     return x
 
 
+# --- split/scatter variants ------------------------------------------------------------------------
+def _split_sections(input, sections, dim, op):
+    if isinstance(sections, int):
+        n = input.shape[dim]
+        if sections == 0 or n % sections:
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size of the dimension "
+                               f"{n} is not divisible by the split_size {sections}!")
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input, sections):
+    """Split column-wise (dim 1, or dim 0 of a 1-D tensor); an int must divide the size.
+
+    >>> import workbench as wb
+    >>> [t.shape for t in wb.hsplit(wb.zeros(2, 4), 2)]
+    [workbench.Size([2, 2]), workbench.Size([2, 2])]
+    """
+    if input.ndim < 1:
+        raise RuntimeError("torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with 0 "
+                           "dimensions!")
+    return _split_sections(input, sections, 0 if input.ndim == 1 else 1, "hsplit")
+
+
+def vsplit(input, sections):
+    """Split row-wise (dim 0) a tensor of at least 2 dims.  >>> [t.shape for t in wb.vsplit(wb.zeros(4, 2), [1])]"""
+    if input.ndim < 2:
+        raise RuntimeError(f"torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with "
+                           f"{input.ndim} dimensions!")
+    return _split_sections(input, sections, 0, "vsplit")
+
+
+def dsplit(input, sections):
+    """Split depth-wise (dim 2) a tensor of at least 3 dims.  >>> len(wb.dsplit(wb.zeros(1, 1, 4), 2))  ->  2"""
+    if input.ndim < 3:
+        raise RuntimeError(f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with "
+                           f"{input.ndim} dimensions!")
+    return _split_sections(input, sections, 2, "dsplit")
+
+
+def select_scatter(input, src, dim, index):
+    """input with the slice ``select(dim, index)`` replaced by src (out of place).
+
+    >>> import workbench as wb
+    >>> wb.select_scatter(wb.zeros(2, 2), wb.ones(2), 0, 0)
+    tensor([[1., 1.],
+            [0., 0.]])
+    """
+    region = select(input, dim, index)
+    _check_scatter_src("select_scatter", region, src)
+    d = wrap_dim(dim, input.ndim)
+    return IndexPut.apply(input, (slice(None),) * d + (int(index) % input.shape[d], Ellipsis), src)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """input with the slice ``start:end:step`` along dim replaced by src (out of place).
+
+    >>> import workbench as wb
+    >>> wb.slice_scatter(wb.zeros(4), wb.ones(2), start=1, end=3)
+    tensor([0., 1., 1., 0.])
+    """
+    d = wrap_dim(dim, input.ndim)
+    key = (slice(None),) * d + (slice(start, end, step), Ellipsis)
+    _check_scatter_src("slice_scatter", GetItem.apply(input, key), src)
+    return IndexPut.apply(input, key, src)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """input with its diagonal ``(offset, dim1, dim2)`` replaced by src (out of place).
+
+    >>> import workbench as wb
+    >>> wb.diagonal_scatter(wb.zeros(2, 2), wb.ones(2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    from .elementwise import where
+
+    region = diagonal(input, offset, dim1, dim2)
+    _check_scatter_src("diagonal_scatter", region, src)
+    n = input.ndim
+    d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
+    shape = tuple(input.shape)
+    placed = _embed_diagonal(src.to(input.dtype), shape, int(offset), d1, d2)
+    xp = _backend.xp_of(input._data)
+    mask = _embed_diagonal(Tensor._make(xp.ones(tuple(region.shape), dtype=bool)), shape, int(offset), d1, d2)
+    return where(mask, placed, input)
+
+
+def _check_scatter_src(op, region, src):
+    if tuple(region.shape) != tuple(src.shape):
+        raise RuntimeError(f"{op}: expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region.shape)}")
+
+
+def narrow_copy(input, dim, start, length):
+    """narrow() as a new tensor.  >>> wb.narrow_copy(wb.arange(4), 0, 1, 2)  ->  tensor([1, 2])"""
+    from .convert import clone
+
+    return clone(narrow(input, dim, start, length))
+
+
+def diagflat(input, offset=0):
+    """The flattened input on a diagonal of a 2-D tensor.  >>> wb.diagflat(wb.tensor([[1, 2]]))"""
+    return diag_embed(reshape(input, (-1,)), offset, 0, 1)
+
+
+def block_diag(*tensors):
+    """The tensors (0-, 1- or 2-D) as blocks on the diagonal of a zero matrix (dtypes promote).
+
+    >>> import workbench as wb
+    >>> wb.block_diag(wb.ones(1, 2), wb.tensor(3.))
+    tensor([[1., 1., 0.],
+            [0., 0., 3.]])
+    """
+    mats = []
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.ndim} dimensions")
+        mats.append(reshape(t, (1, -1) if t.ndim == 1 else (1, 1)) if t.ndim < 2 else t)
+    if not mats:
+        from .. import creation
+
+        return creation.zeros(1, 0)
+    width = sum(m.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        rows.append(ConstantPad.apply(m, (left, width - left - m.shape[1]), 0))
+        left += m.shape[1]
+    return cat(rows, 0)
+
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims (a view for real tensors).  >>> wb.adjoint(wb.zeros(2, 3)).shape"""
+    if input.ndim < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
+                           f"{input.ndim}-D tensor.")
+    m = transpose(input, -2, -1)
+    return m.conj() if input.is_complex() else m
+
+
+def _tri_indices(row, col, offset, dtype, device, upper):
+    from .. import creation
+
+    xp = _backend.numpy
+    r, c = (xp.triu_indices if upper else xp.tril_indices)(row, offset, col)
+    return creation.tensor(xp.stack([r, c]).reshape(2, -1), dtype=dtype or _dt.int64, device=device)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """Row and column indices (2 x N) of the lower triangle.  >>> wb.tril_indices(2, 2).tolist()  ->  [[0, 1, 1], [0, 0, 1]]"""
+    return _tri_indices(row, col, offset, dtype, device, False)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """Row and column indices (2 x N) of the upper triangle.  >>> wb.triu_indices(2, 2).tolist()  ->  [[0, 0, 1], [0, 1, 1]]"""
+    return _tri_indices(row, col, offset, dtype, device, True)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """All length-r combinations of a 1-D tensor's elements, one per row (as itertools.combinations).
+
+    >>> import workbench as wb
+    >>> wb.combinations(wb.tensor([1, 2, 3])).tolist()
+    [[1, 2], [1, 3], [2, 3]]
+    """
+    import itertools
+
+    from .. import creation
+    from .index import index_select
+
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return creation.empty(0, dtype=input.dtype, device=input.device)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = list(pick(range(input.shape[0]), r))
+    if not idx:
+        return creation.empty(0, r, dtype=input.dtype, device=input.device)
+    flat = creation.tensor([i for row in idx for i in row], dtype=_dt.int64, device=input.device)
+    return reshape(index_select(input, 0, flat), (len(idx), r))
+
+
 __all__ = ["reshape", "transpose", "swapaxes", "swapdims", "t", "permute", "broadcast_to", "squeeze", "unsqueeze",
            "index_put", "diagonal", "diag_embed", "diag", "as_strided", "flatten", "ravel", "unflatten", "movedim",
            "moveaxis", "broadcast_shapes", "broadcast_tensors", "tile", "repeat_interleave", "cat", "concat",
            "concatenate", "stack", "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack",
            "dstack", "column_stack", "narrow", "select", "split", "chunk", "tensor_split", "unbind", "flip",
-           "fliplr", "flipud", "roll", "rot90", "tril", "triu", "meshgrid", "cartesian_prod"]
+           "fliplr", "flipud", "roll", "rot90", "tril", "triu", "meshgrid", "cartesian_prod", "hsplit", "vsplit",
+           "dsplit", "select_scatter", "slice_scatter", "diagonal_scatter", "narrow_copy", "diagflat", "block_diag",
+           "adjoint", "tril_indices", "triu_indices", "combinations"]
 METHODS = {
     "__getitem__": getitem, "__setitem__": setitem, "reshape": reshape, "view": view, "transpose": transpose,
     "swapaxes": transpose, "swapdims": transpose, "t": t, "permute": permute, "expand": expand,
@@ -1508,5 +1694,8 @@ METHODS = {
     "tile": tile, "repeat_interleave": repeat_interleave, "narrow": narrow, "select": select, "split": split,
     "split_with_sizes": split_with_sizes, "chunk": chunk, "tensor_split": tensor_split, "unbind": unbind,
     "flip": flip, "fliplr": fliplr, "flipud": flipud, "roll": roll, "rot90": rot90, "tril": tril, "triu": triu,
+    "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit, "select_scatter": select_scatter,
+    "slice_scatter": slice_scatter, "diagonal_scatter": diagonal_scatter, "narrow_copy": narrow_copy,
+    "diagflat": diagflat, "adjoint": adjoint,
 }
 INPLACE = ("index_put", "tril", "triu")

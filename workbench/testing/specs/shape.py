@@ -139,3 +139,28 @@ for _mode in ("reflect", "replicate", "circular"):
     spec(f"pad_{_mode}", lambda x, m=_mode: wb_pad(x, (2, 1, 1, 2), mode=m),
          lambda x, m=_mode: _np_pad(x, (2, 1, 1, 2), mode=m), [Sample([arr(1, 3, 4)])],
          torch_op=lambda x, m=_mode: _tpad(x, (2, 1, 1, 2), mode=m))
+
+
+def _t(name):
+    return lambda *a, **k: getattr(__import__("torch"), name)(*a, **k)
+
+
+spec("hsplit", lambda x: wb.hsplit(x, 2), lambda x: tuple(np.hsplit(x, 2)), [Sample([arr(2, 4)])], torch_op=lambda x: _t("hsplit")(x, 2))
+spec("vsplit", lambda x: wb.vsplit(x, [1, 2]), lambda x: tuple(np.vsplit(x, [1, 2])), [Sample([arr(4, 2)])],
+     torch_op=lambda x: _t("vsplit")(x, [1, 2]))
+spec("select_scatter", lambda x, s: wb.select_scatter(x, s, 1, -1),
+     lambda x, s: (lambda y: (y.__setitem__((slice(None), -1), s), y)[1])(x.copy()), [Sample([arr(3, 4), arr(3, seed=1)])],
+     torch_op=lambda x, s: _t("select_scatter")(x, s, 1, -1))
+spec("slice_scatter", lambda x, s: wb.slice_scatter(x, s, 1, 0, 4, 2),
+     lambda x, s: (lambda y: (y.__setitem__((slice(None), slice(0, 4, 2)), s), y)[1])(x.copy()),
+     [Sample([arr(3, 4), arr(3, 2, seed=1)])], torch_op=lambda x, s: _t("slice_scatter")(x, s, 1, 0, 4, 2))
+spec("diagonal_scatter", lambda x, s: wb.diagonal_scatter(x, s, -1),
+     lambda x, s: (lambda y: (y.__setitem__((np.arange(1, 3), np.arange(2)), s), y)[1])(x.copy()),
+     [Sample([arr(3, 4), arr(2, seed=1)])], torch_op=lambda x, s: _t("diagonal_scatter")(x, s, -1))
+spec("block_diag", lambda a, b: wb.block_diag(a, b), lambda a, b: np.block([[a, np.zeros((2, 3))], [np.zeros((1, 2)), b]]),
+     [Sample([arr(2, 2), arr(3, seed=1)])], torch_op=lambda a, b: _t("block_diag")(a, b))
+spec("diagflat", lambda x: wb.diagflat(x, 1), lambda x: np.diagflat(x, 1), [Sample([arr(2, 2)])],
+     torch_op=lambda x: _t("diagflat")(x, 1))
+spec("combinations", lambda x: wb.combinations(x, 2, with_replacement=True),
+     lambda x: np.array([[x[i], x[j]] for i in range(3) for j in range(i, 3)]), [Sample([arr(3)])],
+     torch_op=lambda x: _t("combinations")(x, 2, with_replacement=True))
