@@ -181,8 +181,10 @@ class Div(Function):
         if rounding_mode is None:
             rd = float_np(rd)
             a, b = cast(a, rd), cast(b, rd)
+            if ctx.needs_input_grad[1] and not _isarr(a):  # 2.0 / x: the gradient for x needs a as a tensor
+                a = xp.asarray(a, dtype=rd)
             ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if _isarr(b) else None)
-            ctx.b = b
+            ctx.b = None if _isarr(b) else b
             r = xp.true_divide(a, b)
         else:
             if rd.kind in "bc":
@@ -760,6 +762,11 @@ Fmin, fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _fmaxmin_bwd(lambda
 arctan2 = atan2
 
 
+def _arrays(xp, a, b, rd):
+    # a Python number among the operands becomes a 0-d array, so it can be saved for backward
+    return (a if _isarr(a) else xp.asarray(a, dtype=rd)), (b if _isarr(b) else xp.asarray(b, dtype=rd))
+
+
 class Maximum(Function):
     _raw = True
 
@@ -768,7 +775,7 @@ class Maximum(Function):
         rd = result_dtype(a, b)
         if rd.kind == "c":
             raise RuntimeError("maximum not implemented for complex tensors.")
-        a, b = cast(a, rd), cast(b, rd)
+        a, b = _arrays(ctx.xp, cast(a, rd), cast(b, rd), rd)
         ctx.save_for_backward(a, b)
         return ctx.xp.maximum(a, b)
 
@@ -788,7 +795,7 @@ class Minimum(Function):
         rd = result_dtype(a, b)
         if rd.kind == "c":
             raise RuntimeError("minimum not implemented for complex tensors.")
-        a, b = cast(a, rd), cast(b, rd)
+        a, b = _arrays(ctx.xp, cast(a, rd), cast(b, rd), rd)
         ctx.save_for_backward(a, b)
         return ctx.xp.minimum(a, b)
 
