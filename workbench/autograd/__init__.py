@@ -95,8 +95,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         engine.run_backward(outputs, grads, retain_graph, create_graph)
         return
     captured = [None] * len(ins)
-    for _ in engine.iter_backward(outputs, grads, retain_graph, create_graph, ins, True, captured):
-        pass
+    engine.run_backward(outputs, grads, retain_graph, create_graph, ins, True, captured)
     for t, g in zip(ins, captured):  # non-leaf inputs get their .grad as leaves do
         if t.grad_fn is not None and g is not None:
             t._grad = g if t._grad is None else t._grad + g
@@ -128,8 +127,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         return _batched_grad(outs, ins, go, retain_graph, create_graph, allow_unused, materialize_grads)
     grads = _make_grads(outs, go, create_graph)
     captured = [None] * len(ins)
-    for _ in engine.iter_backward(outs, grads, retain_graph, create_graph, ins, False, captured):
-        pass
+    engine.run_backward(outs, grads, retain_graph, create_graph, ins, False, captured)
     result = []
     for k, (t, g) in enumerate(zip(ins, captured)):
         if g is None:

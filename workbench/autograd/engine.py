@@ -81,12 +81,14 @@ def no_grad_error(t, what="tensors"):
 
 
 def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inputs=None, accumulate=True,
-                  captured=None, keep_before=False):
+                  captured=None, keep_before=False, _drain=False):
     """Walk the graph from ``roots`` backwards, yielding a BackwardStep per node executed.
 
     With ``inputs``, only the nodes on paths to those tensors run; if ``accumulate`` is False their
     gradients go into ``captured`` (a list aligned with inputs) instead of ``.grad``. ``keep_before``
     keeps a copy of each leaf's ``.grad`` before accumulation in the step (for the debugger).
+    ``_drain`` is for callers that never pause (backward(), grad()): steps yield None, and the
+    caller's grad mode is not restored between steps (no user code runs there).
 
     >>> import workbench as wb
     >>> x = wb.ones(2, requires_grad=True)
@@ -172,6 +174,8 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
             if node.__class__ is AccumulateGrad:
                 if accumulate:
                     step = _accumulate(node, grads[0], seen_ids, create_graph, index, keep_before)
+                    if _drain:
+                        continue
                     STATE.enabled = grad_mode  # a consumer paused at a step (the debugger) runs user code
                     BACKWARD_ACTIVE[0] -= 1
                     running = False
@@ -224,6 +228,9 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                         heappush(ready, (-nxt._seq, id(nxt), nxt))
                     else:
                         _skip_subgraph(nxt, deps, buffers, ready)
+            if _drain:
+                yield None
+                continue
             STATE.enabled = grad_mode
             BACKWARD_ACTIVE[0] -= 1
             running = False
@@ -429,7 +436,8 @@ def _check_nan(node, grad_inputs):
             )
 
 
-def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None):
-    """Drain iter_backward: what ``Tensor.backward`` does."""
-    for _ in iter_backward(roots, grad_roots, retain_graph, create_graph, inputs):
+def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True, captured=None):
+    """Drain iter_backward: what ``Tensor.backward`` and ``autograd.grad`` do."""
+    for _ in iter_backward(roots, grad_roots, retain_graph, create_graph, inputs, accumulate, captured,
+                           _drain=True):
         pass

@@ -157,9 +157,8 @@ class _Recompute:
         pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]
         captured = [None] * len(targets)
         if pairs:
-            for _ in engine.iter_backward([o for o, _ in pairs], [g for _, g in pairs], False, create_graph,
-                                          targets, False, captured):
-                pass
+            engine.run_backward([o for o, _ in pairs], [g for _, g in pairs], False, create_graph, targets, False,
+                                captured)
         result = [None] * len(self.edges)
         for j, g in zip(owners, captured):
             if g is not None:
