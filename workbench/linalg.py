@@ -6,16 +6,18 @@ Gradients flow through everything but ``eig``/``eigvals`` (forward only), with P
 >>> wb.linalg.norm(wb.tensor([3.0, 4.0]))
 tensor(5.)
 """
-from .ops.linalg import (LinAlgError, cond, det, eig, eigh, eigvals, eigvalsh, inv, lstsq, matrix_norm,
-                         matrix_power, matrix_rank, multi_dot, norm, pinv, slogdet, solve, solve_triangular, svdvals,
-                         vecdot, vector_norm)
+from .ops.linalg import (LinAlgError, cholesky_ex, cond, det, eig, eigh, eigvals, eigvalsh, inv, inv_ex, lstsq,
+                         matrix_exp, matrix_norm, matrix_power, matrix_rank, multi_dot, norm, pinv, slogdet, solve,
+                         solve_ex, solve_triangular, svdvals, tensorinv, tensorsolve, vecdot, vector_norm)
 from .ops.linalg import linalg_cholesky as cholesky
 from .ops.linalg import linalg_cross as cross
 from .ops.linalg import linalg_diagonal as diagonal
 from .ops.linalg import linalg_qr as qr
 from .ops.linalg import linalg_svd as svd
+from .ops.linalg import linalg_vander as vander
 from .ops.linalg_core import matmul
 
-__all__ = ["LinAlgError", "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
-           "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr",
-           "slogdet", "solve", "solve_triangular", "svd", "svdvals", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
+           "eigvalsh", "inv", "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
+           "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals",
+           "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]

@@ -40,6 +40,7 @@ ERRORS = {
     "det_nonsquare": lambda L: L.linalg.det(_m(L, 2, 3)),
     "solve_shapes": lambda L: L.linalg.solve(L.eye(3, dtype=L.float64), _m(L, 2, 1)),
     "solve_singular": lambda L: L.linalg.solve(L.zeros(2, 2), L.ones(2)),
+    "solve_dtypes": lambda L: L.linalg.solve(L.eye(2, dtype=L.float64), L.ones(2)),
     "cholesky_not_pd": lambda L: L.linalg.cholesky(-L.eye(2)),
     "qr_mode": lambda L: L.linalg.qr(_m(L, 2, 2), mode="full"),
     "eigh_uplo": lambda L: L.linalg.eigh(L.eye(2), UPLO="X"),

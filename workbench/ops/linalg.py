@@ -464,6 +464,9 @@ def solve(A, B, *, left=True, out=None):
     from .elementwise import _out
 
     _check_matrix(A, "linalg.solve")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type {A.dtype} and "
+                           f"B of type {B.dtype} instead; convert one with .to()")
     n = A.shape[-1]
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     if vector:
@@ -1094,6 +1097,280 @@ def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return A.diagonal(offset, dim1, dim2)
 
 
+# --- variants that report failure in an ``info`` tensor instead of raising ----------------------------
+def _with_info(A, fn, info_of, check_errors):
+    """(fn(A), info): info is 0 per matrix where fn succeeded; failed matrices give NaN results."""
+    from .shape import stack
+
+    xp = _backend.xp_of(A._data)
+    batch = tuple(A.shape[:-2])
+    try:
+        return fn(A), Tensor._make(xp.zeros(batch, dtype="int32"))
+    except LinAlgError:
+        if check_errors:
+            raise
+    mats = A.reshape(-1, *A.shape[-2:])
+    outs, info = [], []
+    for k in range(mats.shape[0]):
+        m = mats[k]
+        try:
+            outs.append(fn(m))
+            info.append(0)
+        except LinAlgError:
+            info.append(info_of(m._data))
+            outs.append(None)
+    like = next((o for o in outs if o is not None), None)
+    nan_shape = tuple(like.shape) if like is not None else tuple(A.shape[-2:])
+    outs = [o if o is not None else Tensor._make(xp.full(nan_shape, xp.nan, dtype=A._data.dtype)) for o in outs]
+    out = stack(outs).reshape(batch + nan_shape)
+    return out, Tensor._make(xp.asarray(info, dtype="int32").reshape(batch))
+
+
+def _singular_info(m):
+    # a positive info for a singular matrix, as LAPACK's getrf: one past the rank
+    return int(_backend.numpy.linalg.matrix_rank(m.get() if hasattr(m, "get") else m)) + 1
+
+
+def _not_pd_info(m):
+    # the order of the first leading minor that is not positive-definite, as LAPACK's potrf
+    h = m.get() if hasattr(m, "get") else m
+    for k in range(1, h.shape[-1] + 1):
+        try:
+            _backend.numpy.linalg.cholesky(h[:k, :k])
+        except _backend.numpy.linalg.LinAlgError:
+            return k
+    return h.shape[-1]
+
+
+InvExResult = _named("inv_ex", ["inverse", "info"])
+CholeskyExResult = _named("cholesky_ex", ["L", "info"])
+SolveExResult = _named("solve_ex", ["result", "info"])
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """inv with an ``info`` tensor (non-zero for singular matrices, whose result is NaN) instead of an error.
+
+    >>> import workbench as wb
+    >>> wb.linalg.inv_ex(wb.zeros(2, 2)).info
+    tensor(1, dtype=workbench.int32)
+    """
+    _check_matrix(A, "linalg.inv_ex")
+    return InvExResult(*_with_info(A, Inv.apply, _singular_info, check_errors))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """cholesky with an ``info`` tensor (the order of the failing minor, 0 on success) instead of an error.
+
+    >>> import workbench as wb
+    >>> wb.linalg.cholesky_ex(-wb.eye(2)).info
+    tensor(1, dtype=workbench.int32)
+    """
+    _check_matrix(A, "linalg.cholesky_ex")
+    L, info = _with_info(A, Cholesky.apply, _not_pd_info, check_errors)
+    return CholeskyExResult(_mH(L) if upper else L, info)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """solve with an ``info`` tensor (non-zero for singular A, whose result is NaN) instead of an error.
+
+    >>> import workbench as wb
+    >>> wb.linalg.solve_ex(wb.eye(2), wb.ones(2)).info
+    tensor(0, dtype=workbench.int32)
+    """
+    _check_matrix(A, "linalg.solve_ex")
+    try:
+        r = solve(A, B, left=left)
+        xp = _backend.xp_of(A._data)
+        return SolveExResult(r, Tensor._make(xp.zeros(tuple(A.shape[:-2]), dtype="int32")))
+    except LinAlgError:
+        if check_errors:
+            raise
+    X, info = inv_ex(A)
+    return SolveExResult(_apply_inverse(X, B, A, left), info)
+
+
+def _apply_inverse(Ainv, B, A, left):
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        return (Ainv @ B.unsqueeze(-1)).squeeze(-1) if left else (B.unsqueeze(-2) @ Ainv).squeeze(-2)
+    return Ainv @ B if left else B @ Ainv
+
+
+# --- more compositions ---------------------------------------------------------------------------
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of A seen as a linear map from its last dims to its first ``ind`` dims.
+
+    >>> import workbench as wb
+    >>> wb.linalg.tensorinv(wb.eye(4).reshape(4, 2, 2), ind=1).shape
+    workbench.Size([2, 2, 4])
+    """
+    from .elementwise import _out
+
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    lo, hi = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    p = 1
+    for s in lo:
+        p *= s
+    q = 1
+    for s in hi:
+        q *= s
+    if p != q:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {q} != {p}")
+    return _out(inv(A.reshape(p, q)).reshape(hi + lo), out)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) = B (``dims`` of A moved last first).
+
+    >>> import workbench as wb
+    >>> wb.linalg.tensorsolve(wb.eye(4).reshape(2, 2, 4), wb.ones(2, 2)).shape
+    workbench.Size([4])
+    """
+    from .elementwise import _out
+
+    if dims is not None:
+        dims = [wrap_dim(d, A.ndim) for d in dims]
+        A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
+    rest = tuple(A.shape[B.ndim:])
+    n = B.numel()
+    m = 1
+    for s in rest:
+        m *= s
+    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or m != n:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {m} != {n} (A {list(A.shape)}, B "
+                           f"{list(B.shape)})")
+    return _out(solve(A.reshape(n, m), B.reshape(n)).reshape(rest), out)
+
+
+def _powers(x, N):
+    from .shape import stack
+
+    cols = [x * 0 + 1]
+    for _ in range(1, N):
+        cols.append(cols[-1] * x)
+    return stack(cols, -1)
+
+
+def linalg_vander(x, *, N=None):
+    """linalg.vander: columns x**0, x**1, ..., x**(N-1) (increasing), batched.
+
+    >>> import workbench as wb
+    >>> wb.linalg.vander(wb.tensor([2, 3]))
+    tensor([[1, 2],
+            [1, 3]])
+    """
+    if x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else int(N)
+    if n < 1:
+        raise RuntimeError(f"N must be greater than 1, but got {N}")
+    return _powers(x, n)
+
+
+def vander(x, N=None, increasing=False):
+    """torch.vander: columns x**(N-1), ..., x**0 (decreasing unless increasing=True).
+
+    >>> import workbench as wb
+    >>> wb.vander(wb.tensor([2, 3]), 3)
+    tensor([[4, 2, 1],
+            [9, 3, 1]])
+    """
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else int(N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    if n == 0:
+        from .. import creation
+
+        return creation.empty(x.shape[0], 0, dtype=x.dtype, device=x.device)
+    v = _powers(x, n)
+    return v if increasing else v.flip(-1)
+
+
+def matrix_exp(A):
+    """The matrix exponential e**A (scaling and squaring of a degree-18 Taylor series; differentiable).
+
+    >>> import workbench as wb
+    >>> wb.linalg.matrix_exp(wb.zeros(2, 2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    import math
+
+    _check_matrix(A, "linalg.matrix_exp")
+    xp = _backend.xp_of(A._data)
+    norm1 = float(xp.abs(A._data).sum(-2).max()) if A.numel() else 0.0
+    s = max(0, int(math.ceil(math.log2(norm1))) + 1) if norm1 > 0.5 else 0
+    X = A / (2.0 ** s) if s else A
+    eye = _eye_like(A)
+    # Horner: I + X (I + X/2 (I + X/3 (... (I + X/18))))
+    R = eye + X / 18.0
+    for k in range(17, 0, -1):
+        R = eye + (X @ R) / float(k)
+    for _ in range(s):
+        R = R @ R
+    return R
+
+
+def cholesky_solve(B, L, upper=False, *, out=None):
+    """X with A X = B for A = L L^H given its Cholesky factor L (U^H U when upper).
+
+    >>> import workbench as wb
+    >>> wb.cholesky_solve(wb.ones(2, 1), wb.eye(2) * 2)
+    tensor([[0.2500],
+            [0.2500]])
+    """
+    from .elementwise import _out
+
+    Lo = _mH(L) if upper else L
+    return _out(Solve.apply(_mH(Lo), Solve.apply(Lo, B)), out)
+
+
+def cholesky_inverse(L, upper=False, *, out=None):
+    """The inverse of A = L L^H (U^H U when upper) from its Cholesky factor.
+
+    >>> import workbench as wb
+    >>> wb.cholesky_inverse(wb.eye(2) * 2)
+    tensor([[0.2500, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    from .elementwise import _out
+
+    Lo = _mH(L) if upper else L
+    return _out(inv(Lo @ _mH(Lo)), out)
+
+
+def chain_matmul(*matrices, out=None):
+    """The product of 2-D matrices (deprecated in PyTorch: use linalg.multi_dot).  >>> wb.chain_matmul(wb.eye(2), wb.eye(2))"""
+    import warnings
+
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+                  "torch.linalg.multi_dot instead", UserWarning, stacklevel=2)
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return multi_dot(matrices, out=out)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """p-norm distances between every row of x1 and every row of x2 (batched).
+
+    >>> import workbench as wb
+    >>> wb.cdist(wb.tensor([[0., 0.]]), wb.tensor([[3., 4.], [0., 1.]]))
+    tensor([[5., 1.]])
+    """
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D, X2 got: {x2.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+
+
 # --- the legacy top-level spellings --------------------------------------------------------------
 def inverse(input, *, out=None):
     """Same as linalg.inv.  >>> wb.inverse(wb.eye(2) * 2)"""
@@ -1127,7 +1404,9 @@ def cholesky(input, upper=False, *, out=None):
 
 
 __all__ = ["einsum", "tensordot", "kron", "cross", "det", "logdet", "slogdet", "inverse", "pinverse",
-           "matrix_power", "svd", "qr", "cholesky"]
+           "matrix_power", "svd", "qr", "cholesky", "matrix_exp", "cholesky_solve", "cholesky_inverse", "chain_matmul",
+           "cdist", "vander"]
 # svd, qr and cholesky here are PyTorch's legacy top-level spellings; workbench.linalg has the linalg_* ones
 METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse, "pinverse": pinverse,
-           "matrix_power": matrix_power, "svd": svd, "qr": qr, "cholesky": cholesky, "kron": kron, "cross": cross}
+           "matrix_power": matrix_power, "svd": svd, "qr": qr, "cholesky": cholesky, "kron": kron, "cross": cross,
+           "matrix_exp": matrix_exp, "cholesky_solve": cholesky_solve, "cholesky_inverse": cholesky_inverse}

@@ -198,3 +198,40 @@ spec("linalg_norm_dims", lambda x: L.norm(x, 1, dim=(2, 0), keepdim=True),
      torch_op=lambda x: _torch().linalg.norm(x, 1, dim=(2, 0), keepdim=True))
 spec("linalg_vecdot", lambda a, b: L.vecdot(a, b), lambda a, b: (a * b).sum(-1), [Sample([arr(2, 3), arr(3, seed=1)])],
      torch_op=lambda a, b: _torch().linalg.vecdot(a, b))
+spec("linalg_matrix_exp", L.matrix_exp, lambda a: _np_expm(a), [Sample([arr(3, 3)]), Sample([arr(2, 2, 2, seed=1) * 3])],
+     torch_op=lambda a: _torch().linalg.matrix_exp(a))
+
+
+def _np_expm(a):
+    # eigendecomposition reference (the samples are diagonalizable)
+    w, V = np.linalg.eig(a)
+    return np.real(V @ (np.exp(w)[..., None] * np.linalg.inv(V)))
+
+
+spec("linalg_inv_ex", lambda a: tuple(L.inv_ex(a)), lambda a: (np.linalg.inv(a), np.zeros(a.shape[:-2], np.int32)),
+     [Sample([well(3, batch=(2,))])], torch_op=lambda a: tuple(_torch().linalg.inv_ex(a)), output_index=0)
+spec("linalg_cholesky_ex", lambda a: tuple(L.cholesky_ex(_spd(a))),
+     lambda a: (np.linalg.cholesky(_np_spd(a)), np.zeros((), np.int32)), [Sample([arr(3, 3)])],
+     torch_op=lambda a: tuple(_torch().linalg.cholesky_ex(_spd(a))), output_index=0)
+spec("linalg_solve_ex", lambda a, b: tuple(L.solve_ex(a, b)), lambda a, b: (np.linalg.solve(a, b), np.zeros((), np.int32)),
+     [Sample([well(3), arr(3, 2, seed=1)])], torch_op=lambda a, b: tuple(_torch().linalg.solve_ex(a, b)), output_index=0)
+spec("cholesky_solve", lambda b, a: wb.cholesky_solve(b, L.cholesky(_spd(a))),
+     lambda b, a: np.linalg.solve(_np_spd(a), b), [Sample([arr(3, 2), arr(3, 3, seed=1)])],
+     torch_op=lambda b, a: _torch().cholesky_solve(b, _torch().linalg.cholesky(_spd(a))))
+spec("cholesky_inverse_upper", lambda a: wb.cholesky_inverse(L.cholesky(_spd(a), upper=True), upper=True),
+     lambda a: np.linalg.inv(_np_spd(a)), [Sample([arr(3, 3)])],
+     torch_op=lambda a: _torch().cholesky_inverse(_torch().linalg.cholesky(_spd(a), upper=True), upper=True))
+spec("linalg_tensorinv", lambda a: L.tensorinv(a.reshape(4, 2, 2), ind=1),
+     lambda a: np.linalg.tensorinv(a.reshape(4, 2, 2), ind=1), [Sample([well(4)])],
+     torch_op=lambda a: _torch().linalg.tensorinv(a.reshape(4, 2, 2), ind=1))
+spec("linalg_tensorsolve", lambda a, b: L.tensorsolve(a.reshape(2, 2, 4), b),
+     lambda a, b: np.linalg.tensorsolve(a.reshape(2, 2, 4), b), [Sample([well(4), arr(2, 2, seed=1)])],
+     torch_op=lambda a, b: _torch().linalg.tensorsolve(a.reshape(2, 2, 4), b))
+spec("linalg_vander", lambda x: L.vander(x, N=4), lambda x: np.vander(x, 4, increasing=True), [Sample([arr(3)])],
+     torch_op=lambda x: _torch().linalg.vander(x, N=4))
+# (PyTorch 2.13's own backward of torch.vander fails: it modifies a tensor it saved)
+spec("vander", lambda x: wb.vander(x), lambda x: np.vander(x), [Sample([arr(3)])])
+for _p in (2.0, 1.0, 3.0):
+    spec(f"cdist_{_p}", lambda a, b, p=_p: wb.cdist(a, b, p),
+         lambda a, b, p=_p: (np.abs(a[..., :, None, :] - b[..., None, :, :]) ** p).sum(-1) ** (1 / p),
+         [Sample([arr(2, 3, 2), arr(2, 4, 2, seed=1)])], torch_op=lambda a, b, p=_p: _torch().cdist(a, b, p))
