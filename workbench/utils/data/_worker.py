@@ -8,7 +8,7 @@ from multiprocessing import queues as _mp_queues
 
 from ... import _backend
 
-_POLL_S = 1.0  # how often an idle worker checks that the main process is still there
+_POLL_S = 0.25  # how often an idle worker checks for shutdown and that the main process is still there
 _worker_info = None
 
 
