@@ -791,6 +791,26 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     return _out(Tensor._make(counts.astype(input._data.dtype)), out)
 
 
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """Reduce source's slices into input at ``index`` along ``dim``: 'prod', 'mean', 'amax' or 'amin'.
+
+    >>> import workbench as wb
+    >>> wb.ones(2).index_reduce(0, wb.tensor([0, 0]), wb.tensor([2., 3.]), 'prod')
+    tensor([6., 1.])
+    """
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = _check_index_op("index_reduce", input, dim, index, source)
+    if input.ndim == 0:
+        return reshape(index_reduce(reshape(input, (1,)), 0, index.reshape(-1), reshape(source, (-1,)), reduce,
+                                    include_self=include_self), ())
+    # as scatter_reduce, with index broadcast along every other dim of source
+    sh = [1] * source.ndim
+    sh[d] = index.numel()
+    full = index.reshape(tuple(sh)).expand(*source.shape)
+    return scatter_reduce(input, d, full, source, reduce, include_self=include_self)
+
+
 def _put_(self, index, source, accumulate=False):
     return self._inplace("put_", lambda x, s: put(x, index, s, accumulate), source)
 
@@ -798,8 +818,8 @@ def _put_(self, index, source, accumulate=False):
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_copy",
            "index_fill", "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "put",
            "nonzero", "argwhere", "sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
-           "searchsorted", "bucketize", "bincount", "histc"]
+           "searchsorted", "bucketize", "bincount", "histc", "index_reduce"]
 METHODS = {name: globals()[name] for name in __all__ if name not in ("searchsorted", "bucketize")}
 METHODS["put_"] = _put_
 INPLACE = ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_fill",
-           "masked_scatter")
+           "masked_scatter", "index_reduce")

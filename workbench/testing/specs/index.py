@@ -189,3 +189,7 @@ spec("bincount_weights", lambda x, w: wb.bincount(x, w), lambda x, w: np.bincoun
      torch_op=lambda x, w: _torch().bincount(x, w), **NOGRAD)
 spec("histc", lambda x: wb.histc(x, bins=5, min=-1, max=1), lambda x: np.histogram(x, 5, (-1, 1))[0].astype(x.dtype),
      [Sample([arr(20)], grad=False)], torch_op=lambda x: _torch().histc(x, bins=5, min=-1, max=1), **NOGRAD)
+for _red in ("prod", "mean", "amax", "amin"):
+    same(f"index_reduce_{_red}", lambda x, i, s, r=_red: x.index_reduce(1, i, s, r, include_self=False),
+         lambda x, i, s, r=_red: _np_scatter(x, 1, np.broadcast_to(i, s.shape), s, r, False),
+         [Sample([arr(2, 3, positive=True), idx(2, 0, 2), arr(2, 3, seed=1, positive=True)])])
