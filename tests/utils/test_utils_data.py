@@ -151,6 +151,11 @@ def test_default_collate_matches_torch(batch):
 def test_default_collate_tensors_and_errors():
     out = wud.default_collate([wb.tensor([1.0, 2.0]), wb.tensor([3.0, 4.0])])
     assert out.tolist() == [[1.0, 2.0], [3.0, 4.0]] and out.dtype == wb.float32
+    assert wud.default_collate([wb.tensor(1), wb.tensor(2)]).tolist() == [1, 2]
+    a = wb.ones(2, requires_grad=True)
+    batch = wud.default_collate([a, a * 2])  # stacked on the tape, as torch.stack would
+    batch.sum().backward()
+    assert batch.requires_grad and a.grad.tolist() == [3.0, 3.0]
     e = _raises_like(lambda: wud.default_collate([wb.zeros(2), wb.zeros(3)]),
                      lambda: tud.default_collate([torch.zeros(2), torch.zeros(3)]))
     assert isinstance(e, RuntimeError)
