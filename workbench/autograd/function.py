@@ -319,24 +319,25 @@ def _new_node(cls, xp):
 
 
 def _edges(node, args):
-    # needs_input_grad has one flag per forward argument; next_functions one edge per tensor argument
+    # needs_input_grad: one flag per forward argument; next_functions: one edge per tensor argument
     Tensor = _Tensor
     nig = []
     nexts = []
     tpos = []
-    for i, a in enumerate(args):
+    i = 0
+    for a in args:
         if a.__class__ is Tensor or isinstance(a, Tensor):
             tpos.append(i)
             if a._rg:
                 nig.append(True)
                 gf = a.grad_fn
-                if gf is not None:
-                    nexts.append((gf, a._output_nr))
-                else:
-                    nexts.append((a._acc or accumulator(a), 0))
-                continue
-            nexts.append((None, 0))
-        nig.append(False)
+                nexts.append((gf, a._output_nr) if gf is not None else (a._acc or accumulator(a), 0))
+            else:
+                nig.append(False)
+                nexts.append((None, 0))
+        else:
+            nig.append(False)
+        i += 1
     node.needs_input_grad = tuple(nig)
     node.next_functions = tuple(nexts)
     node._tensor_pos = tuple(tpos)
@@ -356,9 +357,9 @@ def _record_raw(cls, args, datas, xp):
         else:  # integer and bool results (comparisons, indices) never require grad
             res = _make(out)
         node._out_meta = ((out.shape, out.dtype),)
-        if node._saved is not None:
-            node._saved = _resolve_saved_raw(node._saved, args, (out,), (res,))
         results = (res,)
+        if node._saved is not None:
+            node._saved = _resolve_saved_raw(node._saved, args, datas, (out,), results)
     else:
         outs = out if out.__class__ is tuple else (out,)
         nd = node._non_differentiable or ()
@@ -368,7 +369,7 @@ def _record_raw(cls, args, datas, xp):
             results.append(_make(o, diff, node if diff else None, k))
         node._out_meta = tuple((o.shape, o.dtype) for o in outs)
         if node._saved is not None:
-            node._saved = _resolve_saved_raw(node._saved, args, outs, results)
+            node._saved = _resolve_saved_raw(node._saved, args, datas, outs, results)
         res = tuple(results) if out.__class__ is tuple else results[0]
     if graph.ANOMALY[0]:
         graph.anomaly_record(node)
@@ -378,24 +379,29 @@ def _record_raw(cls, args, datas, xp):
     return res
 
 
-def _resolve_saved_raw(saved, args, outs, results):
+def _resolve_saved_raw(saved, args, datas, outs, results):
     # forward saved raw arrays; find the tensor each came from, so the version check and the
     # visualizer see tensors. An array that is neither an input nor an output (a cast copy) has no
     # version to check: nothing else can write to it.
-    Tensor = _Tensor
     entries = []
     for x in saved:
         if x is None:
             entries.append((None, None, 0))
             continue
-        if isinstance(x, Tensor):
-            entries.append(_saved_entry(x))
-            continue
-        for a in args:
-            if a.__class__ is Tensor and a._data is x or isinstance(a, Tensor) and a._data is x:
-                entries.append(_saved_entry(a))
+        k = 0
+        for d in datas:
+            if d is x:
+                t = args[k]
+                box = t._vbox
+                if box is _INFERENCE_BOX[0]:
+                    _saved_entry(t)  # raises
+                entries.append((t, box, box[0]))
                 break
+            k += 1
         else:
+            if isinstance(x, _Tensor):
+                entries.append(_saved_entry(x))
+                continue
             for k, o in enumerate(outs):
                 if o is x:
                     r = results[k]
