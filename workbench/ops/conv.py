@@ -133,21 +133,26 @@ class Linear(Function):
                                + ". Cast them with .to(dtype) first.")
         nig = ctx.needs_input_grad
         ctx.save_for_backward(x if nig[1] else None, w if nig[0] else None)
-        y = x @ w.T
+        ctx.x_shape = x.shape
+        # one 2-D GEMM over all leading dims (a stacked matmul would loop over them)
+        y = (x.reshape(-1, x.shape[-1]) if x.ndim > 2 else x) @ w.T
         if b is not None:
             y += b
-        return y
+        return y.reshape(x.shape[:-1] + (w.shape[0],)) if x.ndim > 2 else y
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         nig = ctx.needs_input_grad
-        gx = g @ w if nig[0] else None
-        gw = gb = None
+        g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
+        gx = gw = gb = None
+        if nig[0]:
+            gx = g2 @ w
+            gx = gx if g.ndim == 2 else gx.reshape(ctx.x_shape)
         if nig[1]:
-            gw = g.T @ x if g.ndim == 2 else g.reshape(-1, g.shape[-1]).T @ x.reshape(-1, x.shape[-1])
+            gw = g2.T @ (x if x.ndim == 2 else x.reshape(-1, x.shape[-1]))
         if nig[2]:
-            gb = g.sum(tuple(range(g.ndim - 1))) if g.ndim > 1 else g
+            gb = g2.sum(0)
         return gx, gw, gb
 
 
