@@ -313,3 +313,14 @@ def test_math_erf_reference_spot_values():
     for v in (0.1, 0.5, 1.0, 2.0, 3.5, -4.0):
         assert wb.erf(wb.tensor(v, dtype=wb.float64)).item() == pytest.approx(math.erf(v), rel=1e-15, abs=1e-300)
         assert wb.erfc(wb.tensor(v, dtype=wb.float64)).item() == pytest.approx(math.erfc(v), rel=1e-13)
+
+
+def test_builtin_round_and_float_power_in_place():
+    x, t = _pair([1.26, 2.5, -0.5], "float32")
+    _same(round(x), round(t))
+    _same(round(x, 1), round(t, 1))
+    d, td = _pair([2.0, 3.0])
+    _same(d.float_power_(2), td.float_power_(2))
+    for m, v in ((wb, x), (torch, t)):
+        with pytest.raises(RuntimeError, match="Double"):
+            v.float_power_(2)

@@ -327,6 +327,13 @@ def float_power(input, exponent, *, out=None):
     return _out(Pow.apply(input, exponent), out)
 
 
+def _float_power_(self, exponent):
+    if self.dtype not in (_dt.float64, _dt.complex128):
+        raise RuntimeError(f"the base given to float_power_ has dtype {_TORCH_NAMES[self.dtype.name]} but the "
+                           "operation's result requires dtype Double; convert it first with .double()")
+    return self._inplace("float_power_", float_power, exponent)
+
+
 def square(input, *, out=None):
     """input ** 2 (integers stay integers).  >>> wb.square(wb.tensor([3]))  ->  tensor([9])"""
     return _out(Pow.apply(input, 2), out)
@@ -968,8 +975,10 @@ def isneginf(input):
 def isreal(input):
     """True where the imaginary part is 0 (everywhere for real dtypes).  >>> wb.isreal(wb.tensor([1 + 0j, 1j]))"""
     d = input._data
-    xp = _backend.xp_of(d)
-    return Tensor._make(d.imag == 0 if d.dtype.kind == "c" else xp.ones(d.shape, dtype=bool))
+    if d.dtype.kind == "c":
+        return Tensor._make(d.imag == 0)
+    with _backend.on_device(input.device):
+        return Tensor._make(_backend.xp_of(d).ones(d.shape, dtype=bool))
 
 
 def signbit(input):
@@ -1152,11 +1161,12 @@ METHODS = {
     "__irshift__": _inplace_op("bitwise_right_shift_"),
     "where": lambda self, condition, other: where(condition, self, other),
     "relu": relu, "positive": positive, "real": property(real), "imag": property(imag),
+    "float_power_": _float_power_, "__round__": lambda self, ndigits=None: round(self, decimals=ndigits or 0),
     "resolve_conj": lambda self: self, "resolve_neg": lambda self: self, "conj_physical": conj,
 }
 INPLACE = (
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod",
-    "pow", "float_power", "square", "neg", "negative", "abs", "absolute", "sign", "sgn", "exp", "exp2", "expm1",
+    "pow", "square", "neg", "negative", "abs", "absolute", "sign", "sgn", "exp", "exp2", "expm1",
     "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan",
     "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
     "deg2rad", "rad2deg", "sigmoid", "floor", "ceil", "trunc", "fix", "frac", "round", "logit", "relu", "atan2",
