@@ -181,3 +181,31 @@ def test_int32_indices_are_accepted_like_pytorch():
     assert x.gather(1, i32).tolist() == [[2.0, 1.0]]
     assert wb.zeros(1, 2).scatter(1, i32, x).tolist() == [[2.0, 1.0]]
     assert x.index_select(1, wb.tensor([1], dtype=wb.int32)).tolist() == [[2.0]]
+
+
+KEYS = [
+    lambda L: 1, lambda L: -1, lambda L: slice(None, None, 2), lambda L: (Ellipsis, 1), lambda L: (None, 1, None),
+    lambda L: (slice(1, None), [0, 2, 2]), lambda L: ([1, 0], [3, 3]), lambda L: (L.tensor([[0], [2]]), L.tensor([1, 3])),
+    lambda L: (slice(None), L.tensor([True, False, True, True])), lambda L: L.tensor([True, False, True]),
+    lambda L: ([0, 2], slice(None), None), lambda L: (1, [0, 3]), lambda L: ([0], Ellipsis, [1]),
+    lambda L: (L.tensor(1), slice(2)), lambda L: (slice(None), L.tensor([-1, 0])), lambda L: [[0, 1], [1, 2]],
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
+@pytest.mark.parametrize("k", range(len(KEYS)))
+def test_getitem_and_setitem_forms_match_pytorch(k):
+    base = np.arange(12.0).reshape(3, 4)
+    res = []
+    for L in (wb, torch):
+        key = KEYS[k](L)
+        a = L.tensor(base, requires_grad=True)
+        y = a[key]
+        y.backward(L.ones_like(y) * 2)
+        x = L.tensor(base) * 1
+        x[key] = -1.0
+        x2 = L.tensor(base) * 1
+        x2[key] = L.arange(y.numel(), dtype=L.float64).reshape(tuple(y.shape)) if y.numel() else 0.0
+        res.append((y.detach().numpy(), a.grad.numpy(), x.numpy(), x2.numpy()))
+    for o, t in zip(*res):
+        np.testing.assert_array_equal(o, t)

@@ -278,6 +278,16 @@ def unsqueeze(input, dim):
 # --- indexing ------------------------------------------------------------------------------------
 def _convert_key(key, x):
     """A Python/Tensor index as one the array library understands (Tensors become arrays)."""
+    if type(key) is list and len(key) < 32 and any(
+            isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis for k in key):
+        import warnings
+
+        # PyTorch's legacy rule: such a list indexes like a tuple (NumPy would make one array of it)
+        warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+                      "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted "
+                      "as tensor index, x[torch.tensor(seq)], which will result either in an error or a different "
+                      "result", UserWarning, stacklevel=4)
+        key = tuple(key)
     if isinstance(key, tuple):
         return tuple(_convert_key1(k, x) for k in key)
     return _convert_key1(key, x)
