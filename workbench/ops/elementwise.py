@@ -1161,7 +1161,7 @@ METHODS = {
     "__irshift__": _inplace_op("bitwise_right_shift_"),
     "where": lambda self, condition, other: where(condition, self, other),
     "relu": relu, "positive": positive, "real": property(real), "imag": property(imag),
-    "float_power_": _float_power_, "__round__": lambda self, ndigits=None: round(self, decimals=ndigits or 0),
+    "float_power_": _float_power_,
     "resolve_conj": lambda self: self, "resolve_neg": lambda self: self, "conj_physical": conj,
 }
 INPLACE = (
