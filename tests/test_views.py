@@ -162,3 +162,20 @@ def test_indexing_a_1d_tensor_gives_a_0d_view():
     x[1].mul_(5)
     x.select(0, 2).add_(1)
     assert x.tolist() == [0.0, 5.0, 3.0]
+
+
+def test_assigning_a_tensor_that_requires_grad_into_a_plain_tensor(fake_cuda):
+    for dev in ("cpu", "cuda"):
+        w = wb.tensor([2.0, 3.0], device=dev, requires_grad=True)
+        x = wb.zeros(2, 3, device=dev)
+        x[:, 1] = w
+        x[0].mul_(w[1])
+        assert x.requires_grad and not x.is_leaf
+        (x * wb.arange(6.0, device=dev).view(2, 3)).sum().backward()
+        tw = torch.tensor([2.0, 3.0], requires_grad=True)
+        tx = torch.zeros(2, 3)
+        tx[:, 1] = tw
+        tx[0].mul_(tw[1])
+        (tx * torch.arange(6.0).view(2, 3)).sum().backward()
+        np.testing.assert_allclose(w.grad.cpu().numpy(), tw.grad.numpy())
+        assert w.grad.device.type == dev
