@@ -2,12 +2,14 @@
 
     python benchmarks/op_overhead.py [--quick]
 
-Both libraries run single-threaded (OMP/OpenBLAS/MKL threads = 1, torch.set_num_threads(1)). Each
-figure is the minimum over several repetitions, divided by the ten ops of the chain:
+Both libraries run single-threaded (OMP/OpenBLAS/MKL threads = 1, torch.set_num_threads(1)) and take
+turns, timed in process CPU time. Each figure is the minimum over several repetitions, divided by the
+ten ops of the chain:
 
 * fwd+bwd   a ten-op chain (mul, add, tanh, mul, sub, sin, mul, add, exp, sum) on leaves that require
             grad, then .backward()           target: workbench <= 1.5x PyTorch
 * no_grad   the same chain under no_grad()  target: workbench <= 1.0x PyTorch
+* record    the forward alone with recording on (what the tape costs before any backward)
 * numpy     the same arithmetic on bare NumPy arrays: the floor a NumPy-based library stands on
 
 Then the cost of recording metadata for the visualizer (op name and module scope): forward with
@@ -21,6 +23,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import platform  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -66,14 +69,19 @@ def np_chain(x, w, b):
 
 
 def best(fn, number, repeat):
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+    return min(timeit.repeat(fn, number=number, repeat=repeat, timer=CLOCK)) / number
+
+
+# CPU time of this process: on a shared machine, time spent descheduled does not count against either
+# library (wall-clock figures swing 3x with the load of other processes; CPU time far less)
+CLOCK = time.process_time
 
 
 def per_op_us(seconds):
     return seconds / N_OPS * 1e6
 
 
-def measure(lib, shape, number, repeat):
+def _cases(lib, shape):
     rng = np.random.default_rng(0)
     arrs = [rng.standard_normal(shape).astype(np.float32) * 0.5 for _ in range(3)]
     x, w = (lib.tensor(a, requires_grad=True) for a in arrs[:2])
@@ -84,15 +92,28 @@ def measure(lib, shape, number, repeat):
         w.grad = None
         chain(x, w, b).backward()
 
-    def fwd_record():
+    def fwd():
         chain(x, w, b)
 
-    def fwd_no_grad():
-        chain(x, w, b)
+    def no_grad():
+        with lib.no_grad():
+            for _ in range(20):  # the context is entered once per 20 chains: the ops are what we time
+                chain(x, w, b)
 
-    out = {"fwd+bwd": best(fwd_bwd, number, repeat), "record": best(fwd_record, number, repeat)}
-    with lib.no_grad():
-        out["no_grad"] = best(fwd_no_grad, number, repeat)
+    return {"fwd+bwd": (fwd_bwd, 1), "no_grad": (no_grad, 20), "record": (fwd, 1)}
+
+
+def measure(libs, shape, number, repeat):
+    """{lib name: {mode: seconds per chain}}; the libraries take turns, so load changes hit all alike."""
+    cases = {name: _cases(lib, shape) for name, lib in libs.items()}
+    out = {name: {} for name in libs}
+    for mode in ("fwd+bwd", "no_grad", "record"):
+        for _ in range(repeat):
+            for name in libs:
+                fn, per_call = cases[name][mode]
+                k = max(1, number // per_call)
+                t = timeit.timeit(fn, number=k, timer=CLOCK) / (k * per_call)
+                out[name][mode] = min(out[name].get(mode, t), t)
     return out
 
 
@@ -140,7 +161,7 @@ def measure_check(number, repeat):
 
 def main():
     quick = "--quick" in sys.argv
-    number, repeat = (300, 3) if quick else (2000, 7)
+    number, repeat = (300, 5) if quick else (1000, 15)
     print(f"workbench per-op overhead, {'quick run' if quick else 'full run'}")
     print(f"Python {platform.python_version()}, NumPy {np.__version__}, "
           f"torch {torch.__version__ if torch else 'not installed'} (threads: "
@@ -150,14 +171,14 @@ def main():
     header = f"{'shape':>8} {'mode':>8} {'workbench us/op':>16} {'torch us/op':>12} {'ratio':>7} {'target':>7}"
     print(header)
     print("-" * len(header))
+    libs = {"wb": wb, **({"torch": torch} if torch else {})}
     for shape in ((4, 4), (64,)):
-        wbm = measure(wb, shape, number, repeat)
-        tm = measure(torch, shape, number, repeat) if torch else None
+        res = measure(libs, shape, number, repeat)
         npm = measure_numpy(shape, number, repeat)
         for mode, target in (("fwd+bwd", 1.5), ("no_grad", 1.0), ("record", None)):
-            a = per_op_us(wbm[mode])
-            if tm:
-                t = per_op_us(tm[mode])
+            a = per_op_us(res["wb"][mode])
+            if torch:
+                t = per_op_us(res["torch"][mode])
                 ratio = a / t
                 ok = "" if target is None else ("ok" if ratio <= target else "MISS")
                 print(f"{str(shape):>8} {mode:>8} {a:16.2f} {t:12.2f} {ratio:7.2f} "
