@@ -5,6 +5,7 @@ import os
 import random
 import signal
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -67,7 +68,8 @@ def _flat(loader):
     return [b["i"].tolist() for b in loader]
 
 
-def test_workers_give_the_same_batches_in_order(no_leaks):
+def test_workers_give_the_same_batches_in_order(no_leaks, monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     ds = Squares(23)
     ref = _flat(wud.DataLoader(ds, batch_size=4))
     for nw in (1, 3):
@@ -85,6 +87,13 @@ def test_shuffle_order_does_not_depend_on_num_workers(no_leaks):
         return _flat(wud.DataLoader(Squares(17), batch_size=3, shuffle=True, generator=g, num_workers=nw))
 
     assert run(0) == run(2)
+
+
+def test_more_workers_than_cpus_warns_as_pytorch(no_leaks, monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    with pytest.warns(UserWarning, match="will create 2 worker processes in total. Our suggested max number of "
+                                         "worker in current system is 1"):
+        assert _flat(wud.DataLoader(Squares(4), batch_size=2, num_workers=2)) == [[0, 1], [2, 3]]
 
 
 def test_in_order_false_delivers_everything(no_leaks):
@@ -155,7 +164,9 @@ class Stream(wud.IterableDataset):
 
 
 def test_iterable_dataset_split_with_get_worker_info(no_leaks):
-    batches = [b.tolist() for b in wud.DataLoader(Stream(11), batch_size=2, num_workers=3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # more workers than this machine's cores, maybe
+        batches = [b.tolist() for b in wud.DataLoader(Stream(11), batch_size=2, num_workers=3)]
     assert sorted(x for b in batches for x in b) == list(range(11))
     assert batches[:3] == [[0, 3], [1, 4], [2, 5]]  # round robin over the workers
     unbatched = [int(x) for x in wud.DataLoader(Stream(5), batch_size=None, num_workers=2)]

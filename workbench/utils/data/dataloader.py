@@ -162,9 +162,24 @@ class DataLoader:
             return self.multiprocessing_context
         return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
 
+    def _check_worker_number(self):
+        import os
+
+        suggested = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        if suggested is None or self.num_workers > suggested:
+            limit = (f"Our suggested max number of worker in current system is {suggested}"
+                     f"{'' if hasattr(os, 'sched_getaffinity') else ' (`cpuset` is not taken into account)'}, "
+                     "which is smaller than what this DataLoader is going to create.") if suggested else \
+                "DataLoader is not able to compute a suggested max number of worker in current system."
+            warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. {limit} Please "
+                          "be aware that excessive worker creation might get DataLoader running slow or even freeze, "
+                          "lower the worker number to avoid potential slowness/freeze if necessary.", UserWarning,
+                          stacklevel=3)
+
     def __iter__(self):
         if self.num_workers == 0:
             return _SingleProcessIter(self)
+        self._check_worker_number()
         if not self.persistent_workers:
             return _MultiProcessIter(self)
         if self._iterator is None or self._iterator._shutdown:
