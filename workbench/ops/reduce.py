@@ -17,6 +17,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
 from ._util import norm_dims, to_float, wrap_dim
+from .conv import composite
 from .elementwise import _out, where
 
 _np = _backend.numpy
@@ -130,6 +131,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return Sum.apply(input, _dims(input, dim, "sum"), keepdim, dtype)
 
 
+@composite("nansum")
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum treating NaN as zero.  >>> wb.nansum(wb.tensor([1.0, float('nan'), 2.0]))  ->  tensor(3.)"""
     if input._data.dtype.kind not in "fc":
@@ -168,6 +170,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     return Mean.apply(input, _dims(input, dim, "mean"), keepdim, dtype)
 
 
+@composite("nanmean")
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean of the non-NaN elements.  >>> wb.nanmean(wb.tensor([1.0, float('nan'), 3.0]))  ->  tensor(2.)"""
     if input._data.dtype.kind not in "fc" and dtype is None:
@@ -568,6 +571,7 @@ max = _max_min("max", MaxDim, Amax, _maximum)
 min = _max_min("min", MinDim, Amin, _minimum)
 
 
+@composite("aminmax")
 def aminmax(input, *, dim=None, keepdim=False):
     """(min, max) in one call.  >>> wb.aminmax(wb.tensor([3, 0, 4]))  ->  (tensor(0), tensor(4))"""
     d = None if dim is None else (dim,)
@@ -670,12 +674,14 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return Std.apply(input, _dims(input, dim, "std"), c, keepdim, True)
 
 
+@composite("var_mean")
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(var, mean) over ``dim``.  >>> wb.var_mean(wb.tensor([1., 3.]))  ->  (tensor(2.), tensor(2.))"""
     d, _ = _var_args(dim, unbiased, correction, "var_mean")
     return var(input, dim, unbiased, keepdim, correction=correction), mean(input, d, keepdim)
 
 
+@composite("std_mean")
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over ``dim``.  >>> wb.std_mean(wb.tensor([1., 3.]))  ->  (tensor(1.4142), tensor(2.))"""
     d, _ = _var_args(dim, unbiased, correction, "std_mean")
@@ -830,6 +836,7 @@ def count_nonzero(input, dim=None):
     return Tensor._make(xp.asarray((x != 0).sum(axis=_dims(input, dim, "count_nonzero")), dtype=_INT64))
 
 
+@composite("diff")
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """n-th forward difference along ``dim`` (xor for bool), with optional prepend/append.
 
