@@ -390,7 +390,7 @@ def _resolve_saved_raw(saved, args, datas, outs, results):
             continue
         k = 0
         for d in datas:
-            if d is x:
+            if d is x and isinstance(args[k], _Tensor):  # raw arrays passed as plain arguments have no box
                 t = args[k]
                 box = t._vbox
                 if box is _INFERENCE_BOX[0]:
