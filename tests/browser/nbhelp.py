@@ -25,7 +25,8 @@ def open_and_run(page, lab, name, cells, *, run=True):
     if run:
         page.wait_for_function("window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel?.status === 'idle'",
                                timeout=90_000)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        # not awaited: the command's promise resolves only when every cell has finished
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
 def wait_idle(page, timeout=90_000):

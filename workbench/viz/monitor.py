@@ -492,12 +492,16 @@ class Monitor(_Base):
         ax1.set_title("gradient norm per layer")
         if len(self.layers) <= 12:
             ax1.legend(fontsize=7, loc="best")
-        last = [h[f"grad_norm/{n}"][-1] if len(steps) else 0.0 for n in self.layers]
-        ax2.bar(range(len(self.layers)), [v if math.isfinite(v) else 0.0 for v in last], color="#4285f4")
-        ax2.set_yscale("log")
+        # the last step whose gradients were all finite (a NaN run would draw nothing)
+        gn = _backend.numpy.array([h[f"grad_norm/{n}"] for n in self.layers]).T.reshape(len(steps), -1)
+        ok = [k for k in range(len(steps)) if _backend.numpy.isfinite(gn[k]).all()]
+        last = gn[ok[-1]] if ok else _backend.numpy.zeros(len(self.layers))
+        ax2.bar(range(len(self.layers)), last, color="#4285f4")
+        if (last > 0).any():
+            ax2.set_yscale("log")
         ax2.set_xticks(range(len(self.layers)))
         ax2.set_xticklabels(self.layers, rotation=60, ha="right", fontsize=7)
-        ax2.set_title("gradient flow (last step)")
+        ax2.set_title(f"gradient flow (step {steps[ok[-1]]})" if ok else "gradient flow")
         for a in self._alarms:
             if a["kind"] in ("nan", "inf"):
                 ax1.axvline(a["step"], color="#d32f2f", linestyle="--", linewidth=1)
