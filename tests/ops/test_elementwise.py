@@ -322,3 +322,16 @@ def test_float_power_in_place():
     for m, v in ((wb, x), (torch, t)):
         with pytest.raises(RuntimeError, match="Double"):
             v.float_power_(2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_erf_family_on_a_real_gpu_matches_cpu(dtype):
+    xs = np.linspace(-5, 5, 1001)
+    ys = np.linspace(-0.999, 0.999, 1001)
+    tol = {"float64": 1e-13, "float32": 1e-6, "float16": 2e-3}[dtype]
+    for name, vals in (("erf", xs), ("erfc", xs), ("erfinv", ys)):
+        x = wb.tensor(vals, dtype=getattr(wb, dtype))
+        got = getattr(wb, name)(x.cuda()).cpu().float().numpy()
+        want = getattr(wb, name)(x).float().numpy()
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=name)

@@ -281,3 +281,21 @@ def test_fake_cuda_device_matches_cpu(name, args, fake_cuda):
         out = getattr(x, name)(*args)
         (out[0] if isinstance(out, tuple) else out).sum().backward()
         assert x.grad.device.type == "cuda"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fn", [
+    lambda x: x.sum(1), lambda x: x.prod(0), lambda x: x.cumprod(1), lambda x: x.max(1).values, lambda x: x.amax(),
+    lambda x: x.median(1).values, lambda x: x.mode(1).values, lambda x: x.cummax(1).values, lambda x: x.var(0),
+    lambda x: x.norm(), lambda x: x.logsumexp(1), lambda x: wb.nanmean(x, 0),
+])
+def test_reductions_on_a_real_gpu_match_cpu(fn):
+    vals = np.round(np.random.default_rng(4).normal(size=(5, 6)), 1)
+    vals[1, 2] = 0.0
+    xc = wb.tensor(vals, requires_grad=True)
+    xg = wb.tensor(vals, device="cuda", requires_grad=True)
+    yc, yg = fn(xc), fn(xg)
+    np.testing.assert_allclose(yg.detach().cpu().numpy(), yc.detach().numpy(), rtol=1e-10, atol=1e-12)
+    yc.sum().backward()
+    yg.sum().backward()
+    np.testing.assert_allclose(xg.grad.cpu().numpy(), xc.grad.numpy(), rtol=1e-10, atol=1e-12)

@@ -43,13 +43,16 @@ def _real_cupy(xp):
 
 
 def _cuda(xp, fn, x):
-    # CUDA's libdevice erf/erfc/erfinv; half precision goes through float32
-    k = _KERNELS.get(fn)
+    # CUDA's libdevice functions (erf/erff...), one elementwise kernel each; half precision goes via float32
+    double = x.dtype.itemsize == 8
+    key = (fn, double)
+    k = _KERNELS.get(key)
     if k is None:
-        k = _KERNELS[fn] = xp.ElementwiseKernel("T x", "T y", f"y = {fn}(x)", f"workbench_{fn}")
-    if x.dtype.itemsize < 4:
-        return k(x.astype("float32")).astype(x.dtype)
-    return k(x)
+        t, name = ("float64", fn) if double else ("float32", fn + "f")
+        k = _KERNELS[key] = xp.ElementwiseKernel(f"{t} x", f"{t} y", f"y = {name}(x)", f"workbench_{name}")
+    if double or x.dtype.itemsize == 4:
+        return k(x)
+    return k(x.astype("float32")).astype(x.dtype)
 
 
 def _erfc_pos(xp, a):
