@@ -982,14 +982,34 @@ class Cat(Function):
 
     @staticmethod
     def forward(ctx, *args):
-        *xs, dim = args
-        rd = result_dtype_n(*xs) if len(xs) > 1 else xs[0].dtype
-        ref = next((x.ndim for x in xs if not (x.ndim == 1 and x.shape[0] == 0)), 1)
-        keep = [not _legacy_empty(x, ref) for x in xs]
-        ctx.sizes = [x.shape[dim] if k else None for x, k in zip(xs, keep)]
+        xs, dim = args[:-1], args[-1]
+        x0 = xs[0]
+        d0, nd = x0.dtype, x0.ndim
+        same = regular = True
+        sizes = []
+        for x in xs:
+            if x.dtype != d0:
+                same = False
+            if x.ndim != nd:
+                regular = False
+            elif nd:
+                sizes.append(x.shape[dim])
+        rd = d0 if same else result_dtype_n(*xs)
+        if nd and regular:
+            parts = xs if same else [cast(x, rd) for x in xs]
+            ctx.sizes = sizes
+        else:  # legacy: 1-D empty tensors are skipped whatever the others' shapes
+            ref = next((x.ndim for x in xs if not (x.ndim == 1 and x.shape[0] == 0)), 1)
+            keep = [not _legacy_empty(x, ref) for x in xs]
+            ctx.sizes = [x.shape[dim] if k else None for x, k in zip(xs, keep)]
+            parts = [cast(x, rd) for x, k in zip(xs, keep) if k]
+            if not parts:
+                return ctx.xp.zeros((0,), dtype=rd)
         ctx.dim = dim
-        parts = [cast(x, rd) for x, k in zip(xs, keep) if k]
-        return ctx.xp.concatenate(parts, axis=dim) if parts else ctx.xp.zeros((0,), dtype=rd)
+        try:
+            return ctx.xp.concatenate(parts, axis=dim)
+        except ValueError:
+            raise _cat_error(xs, dim) from None
 
     @staticmethod
     def backward(ctx, g):
@@ -1003,13 +1023,56 @@ class Cat(Function):
         return tuple(out) + (None,)
 
 
+def _cat_error(xs, d):
+    """The PyTorch error for operands numpy refused to concatenate."""
+    ref = next((x for x in xs if not (x.ndim == 1 and x.shape[0] == 0)), xs[0])
+    for i, x in enumerate(xs):
+        if x.ndim == 0:
+            return RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        if _legacy_empty(x, ref.ndim):
+            continue
+        if x.ndim != ref.ndim:
+            return RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {x.ndim}")
+        for k in range(ref.ndim):
+            if k != d and x.shape[k] != ref.shape[k]:
+                return RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                    f"{ref.shape[k]} but got size {x.shape[k]} for tensor number {i} in the list.")
+    return RuntimeError(f"cat: cannot concatenate tensors of shapes {[list(x.shape) for x in xs]} along dim {d}")
+
+
+class Stack(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, *args):
+        *xs, dim = args
+        d0 = xs[0].dtype
+        if not all(x.dtype == d0 for x in xs):
+            rd = result_dtype_n(*xs)
+            xs = [cast(x, rd) for x in xs]
+        ctx.dim, ctx.n = dim, len(xs)
+        try:
+            return ctx.xp.stack(xs, axis=dim)
+        except ValueError:
+            shapes = [list(x.shape) for x in xs]
+            i = next(k for k, sh in enumerate(shapes) if sh != shapes[0])
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {shapes[0]} at entry 0 and "
+                               f"{shapes[i]} at entry {i}") from None
+
+    @staticmethod
+    def backward(ctx, g):
+        return unbind(g, ctx.dim) + (None,)
+
+
 def _tensor_list(tensors, op):
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not Tensor")
     tensors = list(tensors)
-    for i, t in enumerate(tensors):
+    for t in tensors:
         if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+            i = next(k for k, v in enumerate(tensors) if not isinstance(v, Tensor))
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(tensors[i]).__name__}")
     return tensors
 
 
@@ -1020,27 +1083,22 @@ def cat(tensors, dim=0, *, out=None):
     >>> wb.cat([wb.zeros(2, 3), wb.ones(1, 3)]).shape
     workbench.Size([3, 3])
     """
-    from .elementwise import _out
-
     ts = _tensor_list(tensors, "cat")
     if not ts:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    real = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)]
-    ref = real[0] if real else ts[0]
-    for i, t in enumerate(ts):
-        if t.ndim == 0:
-            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    d = wrap_dim(dim, ref.ndim)
-    for i, t in enumerate(ts):
-        if _legacy_empty(t, ref.ndim):
-            continue
-        if t.ndim != ref.ndim:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
-        for k in range(ref.ndim):
-            if k != d and t.shape[k] != ref.shape[k]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ref.shape[k]} but got size {t.shape[k]} for tensor number {i} in the list.")
-    return _out(Cat.apply(*ts, d), out)
+    ref = ts[0]
+    nd = ref._data.ndim
+    if nd == 1 and ref._data.shape[0] == 0:
+        ref = next((t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)), ref)
+        nd = ref.ndim
+    if nd == 0:
+        raise RuntimeError(f"zero-dimensional tensor (at position {ts.index(ref)}) cannot be concatenated")
+    r = Cat.apply(*ts, dim % nd if type(dim) is int and -nd <= dim < nd else wrap_dim(dim, nd))
+    if out is None:
+        return r
+    from .elementwise import _out
+
+    return _out(r, out)
 
 
 concat = concatenate = cat
@@ -1048,17 +1106,15 @@ concat = concatenate = cat
 
 def stack(tensors, dim=0, *, out=None):
     """Join same-shaped tensors along a new dim.  >>> wb.stack([wb.zeros(3), wb.ones(3)]).shape  ->  Size([2, 3])"""
-    from .elementwise import _out
-
     ts = _tensor_list(tensors, "stack")
     if not ts:
         raise RuntimeError("stack expects a non-empty TensorList")
-    for i, t in enumerate(ts[1:], 1):
-        if tuple(t.shape) != tuple(ts[0].shape):
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ts[0].shape)} at entry 0 "
-                               f"and {list(t.shape)} at entry {i}")
-    d = wrap_dim(dim, ts[0].ndim + 1)
-    return _out(Cat.apply(*[unsqueeze(t, d) for t in ts], d), out)
+    r = Stack.apply(*ts, wrap_dim(dim, ts[0].ndim + 1))
+    if out is None:
+        return r
+    from .elementwise import _out
+
+    return _out(r, out)
 
 
 def atleast_1d(*tensors):
