@@ -107,14 +107,18 @@ class PutRows(Function):
     op_name = "put_rows"
 
     @staticmethod
-    def forward(ctx, g, idx, nrows):
+    def forward(ctx, g, idx, nrows, unique=False):
         ctx.save_for_backward(idx)
+        if unique and g.ndim == idx.ndim:  # no repeated index: a plain scatter
+            out = ctx.xp.zeros(nrows, dtype=g.dtype)
+            out[idx.reshape(-1)] = g.reshape(-1)
+            return out
         return _put_rows(ctx.xp, g, idx, nrows)
 
     @staticmethod
     def backward(ctx, gg):
         (idx,) = ctx.saved_tensors
-        return TakeRows.apply(gg, idx), None, None
+        return TakeRows.apply(gg, idx), None, None, None
 
 
 # --- linear ------------------------------------------------------------------------------------
@@ -632,31 +636,60 @@ def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode, 
     if any(o <= 0 for o in osize):
         raise RuntimeError(f"{op}: Given input size: {list(x.shape[1:])}. Calculated output size: "
                            f"{[x.shape[1]] + list(osize)}. Output size is too small")
-    xd = x._data
-    xp = _backend_xp(xd)
     # right padding so that ceil_mode's last window fits
     hi = tuple(max(pp, (o - 1) * ss + dd * (kk - 1) + 1 - n - pp)
                for n, o, kk, ss, pp, dd in zip(spatial, osize, k, s, p, d))
-    fill = -math.inf if xd.dtype.kind == "f" else xp.iinfo(xd.dtype).min
-    v = _windows(xp, _pad(xp, xd, p, hi, fill), k, s, d, osize)  # (N, C, *O, *K)
-    n_, c = x.shape[:2]
-    arg = xp.ascontiguousarray(v).reshape((n_, c) + osize + (-1,)).argmax(-1)
-    # window offset -> input coordinate along each dim -> flat index into the (unpadded) spatial grid
-    kidx = xp.unravel_index(arg, k)
-    flat = 0
-    for i in range(nd):
-        o_i = xp.arange(osize[i]).reshape((osize[i],) + (1,) * (nd - 1 - i))
-        coord = o_i * s[i] - p[i] + kidx[i] * d[i]
-        flat = flat * spatial[i] + coord
-    flat = flat.astype("int64")
-    area = math.prod(spatial)
-    rows = (xp.arange(n_ * c).reshape((n_, c) + (1,) * nd) * area + flat)
-    y = TakeRows.apply(x.reshape(-1), rows)
+    y, flat = MaxPool.apply(x, k, s, p, hi, d, osize)
     if not batched:
-        y, flat = y.squeeze(0), flat[0]
-    if return_indices:
-        return y, Tensor._make(flat)
-    return y
+        y, flat = y.squeeze(0), flat.squeeze(0)
+    return (y, flat) if return_indices else y
+
+
+class MaxPool(Function):
+    """Max over windows, one strided slice per kernel position (no window copy); also the argmax indices."""
+
+    _raw = True
+    op_name = "max_pool"
+
+    @staticmethod
+    def forward(ctx, x, k, s, p, hi, d, osize):
+        xp = ctx.xp
+        nd = len(k)
+        fill = -math.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+        v = _windows(xp, _pad(xp, x, p, hi, fill), k, s, d, osize)  # (N, C, *O, *K) view
+        spatial = x.shape[2:]
+        # flat input offset of each kernel tap from its window's origin
+        steps = [math.prod(spatial[i + 1:]) for i in range(nd)]
+        best = arg = None
+        for kpos in itertools.product(*[range(kk) for kk in k]):
+            sl = v[(Ellipsis,) + kpos]
+            off = sum(kp * dd * st for kp, dd, st in zip(kpos, d, steps))
+            if best is None:
+                best = xp.array(sl, copy=True)
+                arg = xp.full(best.shape, off, dtype="int64")
+                continue
+            # PyTorch's rule: a later value wins if it is larger or NaN (so NaN propagates)
+            m = sl > best
+            if x.dtype.kind == "f":
+                m |= xp.isnan(sl)
+            xp.copyto(best, sl, where=m)
+            xp.copyto(arg, off, where=m)
+        flat = arg
+        for i in range(nd):  # + the window origin's flat index
+            o_i = xp.arange(osize[i]).reshape((osize[i],) + (1,) * (nd - 1 - i))
+            flat = flat + (o_i * s[i] - p[i]) * steps[i]
+        n, c = x.shape[:2]
+        ctx.save_for_backward(xp.arange(n * c).reshape((n, c) + (1,) * nd) * math.prod(spatial) + flat)
+        ctx.x_shape = x.shape
+        # windows that do not overlap write each input element at most once
+        ctx.unique = all(ss >= dd * (kk - 1) + 1 for kk, ss, dd in zip(k, s, d))
+        ctx.mark_non_differentiable(flat)
+        return best, flat
+
+    @staticmethod
+    def backward(ctx, g, _gi=None):
+        (rows,) = ctx.saved_tensors
+        return PutRows.apply(g, rows, math.prod(ctx.x_shape), ctx.unique).reshape(ctx.x_shape), *(None,) * 6
 
 
 def _backend_xp(arr):
