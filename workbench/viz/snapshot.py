@@ -52,7 +52,7 @@ def walk(starts):
 
     >>> import workbench as wb
     >>> x = wb.ones(2, requires_grad=True)
-    >>> sorted(n.name() for n in walk([(x * 2).sum().grad_fn]))
+    >>> sorted(n.name() for n in walk([(x * x).sum().grad_fn]))
     ['AccumulateGrad', 'MulBackward0', 'SumBackward0']
     """
     seen = dict.fromkeys(starts)

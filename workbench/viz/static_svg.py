@@ -92,7 +92,7 @@ def layout(snap, budget=60, sweeps=4):
     """Units (nodes or collapsed boxes) with rank/x/y, the unit edges, and how many nodes were left out.
 
     >>> snap = {"nodes": [{"id": "a", "kind": "leaf", "scope": "", "group": None, "op": "", "name": "a",
-    ...   "shape": [], "value": None, "grad": None, "cut": None}], "edges": [], "modules": []}
+    ...   "shape": [], "value": None, "grad": None, "cut": None, "site": None}], "edges": [], "modules": []}
     >>> units, edges, hidden = layout(snap)
     >>> (len(units), hidden)
     (1, 0)
@@ -241,7 +241,7 @@ def render_svg(snap, budget=60, standalone=False):
     """The SVG text of a tape.v1 snapshot (for ``text/html`` or a ``.svg`` file).
 
     >>> snap = {"title": "t", "nodes": [], "edges": [], "modules": []}
-    >>> render_svg(snap).startswith("<svg")
+    >>> render_svg(snap, standalone=True).startswith("<svg")
     True
     """
     units, edges, hidden = layout(snap, budget)
