@@ -766,6 +766,14 @@ Fmax, fmax = _binary("fmax", lambda xp, a, b: xp.fmax(a, b), _fmaxmin_bwd(lambda
                      "Elementwise max ignoring NaN.  >>> wb.fmax(wb.tensor([1., float('nan')]), wb.tensor([2., 0.]))")
 Fmin, fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _fmaxmin_bwd(lambda a, b: a <= b), refuse="c", doc=
                      "Elementwise min ignoring NaN.  >>> wb.fmin(wb.tensor([1., float('nan')]), wb.tensor([2., 0.]))")
+Logaddexp, logaddexp = _binary(
+    "logaddexp", lambda xp, a, b: xp.logaddexp(a, b),
+    lambda g, a, b, y: (g * (a - y).exp(), g * (b - y).exp()), refuse="biuc", save_y=True, doc=
+    "log(exp(input) + exp(other)) without overflow.  >>> wb.logaddexp(wb.tensor([1000.]), wb.tensor([1000.]))  ->  tensor([1000.6931])")
+Logaddexp2, logaddexp2 = _binary(
+    "logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
+    lambda g, a, b, y: (g * ((a - y) * _LN2).exp(), g * ((b - y) * _LN2).exp()), refuse="biuc", save_y=True, doc=
+    "log2(2**input + 2**other) without overflow.  >>> wb.logaddexp2(wb.tensor([1.]), wb.tensor([1.]))  ->  tensor([2.])")
 arctan2 = atan2
 
 
@@ -1133,7 +1141,7 @@ __all__ = [
     "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "sinh",
     "cosh", "tanh", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "sigmoid",
     "floor", "ceil", "trunc", "fix", "frac", "round", "logit", "abs", "absolute", "sign", "sgn", "conj", "real", "imag",
-    "relu", "remainder", "fmod", "atan2", "arctan2", "hypot", "copysign", "xlogy", "fmax", "fmin", "maximum",
+    "relu", "remainder", "fmod", "atan2", "arctan2", "hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "fmax", "fmin", "maximum",
     "minimum", "clamp", "clip", "clamp_min", "clamp_max", "eq", "ne", "lt", "le", "gt", "ge", "greater",
     "greater_equal", "less", "less_equal", "not_equal", "where", "isnan", "isinf", "isfinite", "isposinf",
     "isneginf", "isreal", "signbit", "isclose", "allclose", "equal", "nan_to_num", "logical_and", "logical_or",

@@ -206,14 +206,14 @@ def _prod_grad(g, x, y, d):
     # a slice's only zero gets the product of the rest, everything else in a slice with a zero gets 0.
     zeros = x._data == 0
     if not bool(zeros.any()):
-        return g * y / x
+        return g * (y / x).conj()
     if STATE.enabled:  # create_graph: the products of the others as an explicit, differentiable product
-        return g * where(_eye_mask(x, d), 1.0, x.unsqueeze(d)).prod(d + 1)
+        return g * where(_eye_mask(x, d), 1.0, x.unsqueeze(d)).prod(d + 1).conj()
     z = Tensor._make(zeros)
     cnt = z.sum(d, keepdim=True)
     x1 = where(z, 1.0, x)
     p1 = x1.prod(d, keepdim=True)
-    return g * where(cnt == 0, p1 / x1, where((cnt == 1) & z, p1, 0.0))
+    return g * where(cnt == 0, p1 / x1, where((cnt == 1) & z, p1, 0.0)).conj()
 
 
 def _eye_mask(x, d, upper=False):
