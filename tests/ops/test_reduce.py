@@ -202,7 +202,8 @@ def test_sum_mean_dtypes_and_empty_inputs():
     e, te = wb.zeros(0, 3), torch.zeros(0, 3)
     for fn in (lambda x: x.sum(), lambda x: x.prod(), lambda x: x.mean(), lambda x: x.sum(0), lambda x: x.amax(1),
                lambda x: x.all(), lambda x: x.any(0), lambda x: x.count_nonzero(), lambda x: x.median(),
-               lambda x: x.logsumexp(0), lambda x: x.cumsum(0), lambda x: x.norm()):
+               lambda x: x.logsumexp(0), lambda x: x.cumsum(0), lambda x: x.norm(), lambda x: x.cummax(0).values,
+               lambda x: x.cummin(1).indices, lambda x: x.cumprod(0)):
         _same(fn(e), fn(te))
 
 

@@ -436,7 +436,7 @@ Cummin = _picker("cummin", _cum_rule(lambda a, b: _backend.xp_of(a).minimum(a, b
 
 def _pick(cls, name, input, dim, keepdim, *args):
     d = wrap_dim(dim, input._data.ndim)
-    if input._data.ndim and input._data.shape[d] == 0:
+    if input._data.ndim and input._data.shape[d] == 0 and cls not in (Cummax, Cummin):  # scans of nothing are empty
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size (input shape "
                          f"{list(input.shape)}).")
     if input._data.dtype.kind == "c":
