@@ -73,7 +73,7 @@ class Recorder:
         self.sites = sites
         self.nodes = weakref.WeakKeyDictionary()  # node -> (output weakrefs, {arg position: ConstInput})
         self._consts = {}  # id(tensor) -> ConstInput while that tensor is alive
-        self.exports = []
+        self.exports = collections.deque(maxlen=64)  # a loop calling loss.item() must not grow it forever
         self._prev = None
         _KNOWN.add(self)
         _RECENT.append(self)
