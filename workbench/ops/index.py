@@ -27,9 +27,25 @@ KthvalueResult = _named("kthvalue", ["values", "indices"])
 
 
 # --- keyed primitives under their PyTorch names ---------------------------------------------------
-class Gather(GetItem):
-    _view = False
-    op_name = "gather"
+class Gather(Function):
+    """out[..., i, ...] = x[..., index[..., i, ...], ...] along ``dim`` (index may be smaller than x)."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, idx, dim):
+        ctx.dim, ctx.shape = dim, x.shape
+        if any(i != dim and n != m for i, (n, m) in enumerate(zip(idx.shape, x.shape))):
+            x = x[tuple(slice(None) if i == dim else slice(0, n) for i, n in enumerate(idx.shape))]
+        ctx.save_for_backward(idx)
+        return ctx.xp.take_along_axis(x, idx, axis=dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        xp = _backend.xp_of(g._data)
+        zero = Tensor._make(xp.zeros(ctx.shape, dtype=g._data.dtype))
+        return IndexPut.apply(zero, _grid_key_raw(xp, idx._data, ctx.dim), g, True), None, None
 
 
 class IndexSelect(GetItem):
@@ -77,8 +93,10 @@ def _on(arr, t):
 
 def _grid_key(t, index, dim):
     """The advanced-index key selecting, for every position of ``index``, element index[pos] along dim."""
-    xp = _backend.xp_of(t._data)
-    idx = _on(index._data, t)
+    return _grid_key_raw(_backend.xp_of(t._data), _on(index._data, t), dim)
+
+
+def _grid_key_raw(xp, idx, dim):
     key = []
     n = idx.ndim
     for d in range(n):
@@ -93,26 +111,27 @@ def _grid_key(t, index, dim):
 
 def _check_gather_like(op, input, dim, index, src=None):
     _check_index(index, op)
-    n = max(input.ndim, 1)
-    if max(index.ndim, 1) != n and index.numel():
+    xs, ix = input._data.shape, index._data.shape
+    n = max(len(xs), 1)
+    if max(len(ix), 1) != n and index._data.size:
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor "
-                           f"(index {list(index.shape)}, input {list(input.shape)})")
-    d = wrap_dim(dim, input.ndim)
-    for k in range(index.ndim):
-        if k != d and index.shape[k] > (input.shape[k] if input.ndim else 1):
-            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
-                               f"smaller than self {list(input.shape)} apart from dimension {d}")
-        if src is not None and index.shape[k] > (src.shape[k] if src.ndim else 1):
-            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
-                               f"smaller than src {list(src.shape)}")
-    size = input.shape[d] if input.ndim else 1
-    _check_bounds(index, size, d, op, RuntimeError)
+                           f"(index {list(ix)}, input {list(xs)})")
+    d = dim if type(dim) is int and 0 <= dim < n else wrap_dim(dim, len(xs))
+    ss = src._data.shape if src is not None else None
+    for k in range(len(ix)):
+        if k != d and ix[k] > (xs[k] if xs else 1):
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(ix)} to be "
+                               f"smaller than self {list(xs)} apart from dimension {d}")
+        if ss is not None and ix[k] > (ss[k] if ss else 1):
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(ix)} to be "
+                               f"smaller than src {list(ss)}")
+    _check_bounds(index, xs[d] if xs else 1, d, op, RuntimeError)
     return d
 
 
 def _check_bounds(index, size, d, op, exc):
     data = index._data
-    if index.device.type == "cpu" and data.size:  # no device sync on CUDA, as PyTorch asserts on the device
+    if data.size and type(data) is _backend.ndarray:  # no device sync on CUDA, as PyTorch asserts on the device
         lo, hi = int(data.min()), int(data.max())
         if lo < 0 or hi >= size:
             bad = lo if lo < 0 else hi
@@ -134,9 +153,9 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
 
     d = _check_gather_like("gather", input, dim, index)
     if input.ndim == 0:
-        return _out(Gather.apply(input, ()) if index.ndim == 0 else Gather.apply(input.reshape(1), _grid_key(
-            input, index, 0)), out)
-    return _out(Gather.apply(input, _grid_key(input, index, d)), out)
+        return _out(reshape(Gather.apply(reshape(input, (1,)), reshape(index, (-1,)), 0), tuple(index.shape)), out)
+    r = Gather.apply(input, index, d)
+    return r if out is None else _out(r, out)
 
 
 def _src_part(src, index):
