@@ -38,7 +38,10 @@ def _flat(out):
 
 def compare(make, inputs, kwargs=None, grad_inputs=True, rtol=1e-7, atol=1e-9, train=True, dtype=np.float64,
             seed=0, eval_only=False):
-    """Build ``make(torch.nn)`` and ``make(wb.nn)``, copy weights, compare outputs and every gradient."""
+    """Build ``make(torch.nn)`` and ``make(wb.nn)``, copy weights, compare outputs and every gradient.
+
+    ``grad_inputs``: True (every floating input), False, or the indices of the inputs to differentiate.
+    """
     kwargs = kwargs or {}
     torch.manual_seed(seed)
     tm = make(torch.nn)
@@ -53,7 +56,9 @@ def compare(make, inputs, kwargs=None, grad_inputs=True, rtol=1e-7, atol=1e-9, t
     ti = [to_torch(x) for x in inputs]
     wi = [to_wb(x) for x in inputs]
     if grad_inputs:
-        for t, w in zip(ti, wi):
+        which = range(len(ti)) if grad_inputs is True else grad_inputs
+        for i in which:
+            t, w = ti[i], wi[i]
             if isinstance(t, torch.Tensor) and t.is_floating_point():
                 t.requires_grad_(True)
                 w.requires_grad_(True)

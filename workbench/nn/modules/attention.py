@@ -209,8 +209,9 @@ class MultiheadAttention(Module):
                 out, w = out.squeeze(1), w.squeeze(0)
         else:
             if attn_mask is not None:
-                attn_mask = attn_mask.reshape((N, H, L, S)) if attn_mask.shape[0] == N * H else \
-                    attn_mask.reshape((1, 1, L, S))
+                rows = attn_mask.shape[1]  # L, or 1 when only a key padding mask was given
+                attn_mask = attn_mask.reshape((N, H, rows, S)) if attn_mask.shape[0] == N * H else \
+                    attn_mask.reshape((1, 1, rows, S))
             out = F.scaled_dot_product_attention(q.reshape((N, H, L, hd)), k.reshape((N, H, S, hd)),
                                                  v.reshape((N, H, S, hd)), attn_mask, p)
             out = out.permute(2, 0, 1, 3).reshape((L * N, E))

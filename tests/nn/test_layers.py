@@ -1,0 +1,227 @@
+"""Each layer's forward and backward against PyTorch's, weights copied across via state_dict."""
+import numpy as np
+import pytest
+import torch
+
+import workbench as wb
+
+from _nn_compare import compare
+
+
+def rnd(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+LAYERS = {
+    "Linear": (lambda nn: nn.Linear(5, 3), [rnd(4, 5)]),
+    "Linear-nobias-3d": (lambda nn: nn.Linear(5, 3, bias=False), [rnd(2, 4, 5)]),
+    "Bilinear": (lambda nn: nn.Bilinear(3, 4, 2), [rnd(5, 3), rnd(5, 4, seed=1)]),
+    "Conv1d": (lambda nn: nn.Conv1d(3, 4, 3, stride=2, padding=1), [rnd(2, 3, 9)]),
+    "Conv1d-same-dil": (lambda nn: nn.Conv1d(4, 4, 3, padding="same", dilation=2, groups=2), [rnd(2, 4, 8)]),
+    "Conv1d-circular": (lambda nn: nn.Conv1d(2, 3, 3, padding=1, padding_mode="circular"), [rnd(2, 2, 7)]),
+    "Conv2d": (lambda nn: nn.Conv2d(3, 4, 3, padding=1), [rnd(2, 3, 6, 6)]),
+    "Conv2d-strided-groups": (lambda nn: nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), groups=2),
+                              [rnd(2, 4, 7, 5)]),
+    "Conv2d-reflect-nobias": (lambda nn: nn.Conv2d(2, 3, 3, padding=2, padding_mode="reflect", bias=False),
+                              [rnd(1, 2, 5, 5)]),
+    "Conv2d-valid-dilated": (lambda nn: nn.Conv2d(2, 3, 3, padding="valid", dilation=2), [rnd(2, 2, 8, 8)]),
+    "Conv3d": (lambda nn: nn.Conv3d(2, 3, 3, padding=1, stride=2), [rnd(1, 2, 5, 5, 5)]),
+    "ConvTranspose1d": (lambda nn: nn.ConvTranspose1d(3, 2, 3, stride=2, padding=1, output_padding=1), [rnd(2, 3, 5)]),
+    "ConvTranspose2d": (lambda nn: nn.ConvTranspose2d(4, 2, 3, stride=2, groups=2), [rnd(2, 4, 4, 4)]),
+    "ConvTranspose2d-dil": (lambda nn: nn.ConvTranspose2d(2, 3, (2, 3), stride=(1, 2), padding=1, dilation=2),
+                            [rnd(1, 2, 4, 5)]),
+    "MaxPool1d": (lambda nn: nn.MaxPool1d(3, stride=2, padding=1), [rnd(2, 3, 9)]),
+    "MaxPool2d": (lambda nn: nn.MaxPool2d(2), [rnd(2, 3, 6, 6)]),
+    "MaxPool2d-ceil-dil": (lambda nn: nn.MaxPool2d(3, stride=2, padding=1, dilation=1, ceil_mode=True),
+                           [rnd(1, 2, 7, 7)]),
+    "AvgPool1d": (lambda nn: nn.AvgPool1d(3, stride=2, padding=1, count_include_pad=False), [rnd(2, 3, 9)]),
+    "AvgPool2d": (lambda nn: nn.AvgPool2d(2), [rnd(2, 3, 6, 6)]),
+    "AvgPool2d-ceil": (lambda nn: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True), [rnd(1, 2, 7, 7)]),
+    "AdaptiveAvgPool1d": (lambda nn: nn.AdaptiveAvgPool1d(4), [rnd(2, 3, 10)]),
+    "AdaptiveAvgPool2d": (lambda nn: nn.AdaptiveAvgPool2d((3, 2)), [rnd(2, 3, 7, 5)]),
+    "AdaptiveMaxPool2d": (lambda nn: nn.AdaptiveMaxPool2d(2), [rnd(2, 3, 7, 5)]),
+    "Upsample-nearest": (lambda nn: nn.Upsample(scale_factor=2, mode="nearest"), [rnd(1, 2, 3, 3)]),
+    "Upsample-bilinear": (lambda nn: nn.Upsample(size=(5, 7), mode="bilinear", align_corners=False),
+                          [rnd(1, 2, 3, 4)]),
+    "LayerNorm": (lambda nn: nn.LayerNorm(6), [rnd(3, 4, 6)]),
+    "LayerNorm-2d-nobias": (lambda nn: nn.LayerNorm([4, 6], eps=1e-3, bias=False), [rnd(3, 4, 6)]),
+    "GroupNorm": (lambda nn: nn.GroupNorm(2, 6), [rnd(3, 6, 4, 4)]),
+    "InstanceNorm2d": (lambda nn: nn.InstanceNorm2d(3), [rnd(2, 3, 5, 5)]),
+    "InstanceNorm2d-affine": (lambda nn: nn.InstanceNorm2d(3, affine=True), [rnd(2, 3, 5, 5)]),
+    "RMSNorm": (lambda nn: nn.RMSNorm([3, 4], eps=1e-6), [rnd(2, 3, 4)]),
+    "Embedding": (lambda nn: nn.Embedding(10, 4, padding_idx=2), [np.array([[1, 2, 3], [2, 9, 1]])]),
+    "Flatten": (lambda nn: nn.Flatten(), [rnd(2, 3, 4)]),
+    "Unflatten": (lambda nn: nn.Unflatten(1, (2, 6)), [rnd(2, 12)]),
+    "ZeroPad2d": (lambda nn: nn.ZeroPad2d((1, 2, 0, 1)), [rnd(1, 2, 3, 3)]),
+    "ReflectionPad1d": (lambda nn: nn.ReflectionPad1d(2), [rnd(1, 2, 5)]),
+    "PReLU": (lambda nn: nn.PReLU(3, init=0.1), [rnd(2, 3, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layer_matches_torch(name):
+    make, inputs = LAYERS[name]
+    compare(make, inputs)
+
+
+ACTIVATIONS = ["ReLU", "ReLU6", "Sigmoid", "Tanh", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "ELU", "CELU", "SELU",
+               "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid", "Softplus", "Softshrink", "Softsign", "Tanhshrink",
+               "Hardtanh", "GLU"]
+ACT_ARGS = {"Threshold": (0.1, 20.0), "Softmax": {"dim": 1}, "Softmin": {"dim": 1}, "LogSoftmax": {"dim": -1},
+            "Softmax2d": {}, "ELU-alpha": ("ELU", {"alpha": 0.5}), "GELU-tanh": ("GELU", {"approximate": "tanh"}),
+            "Softplus-beta": ("Softplus", {"beta": 2.0, "threshold": 1.0}),
+            "LeakyReLU-0.2": ("LeakyReLU", {"negative_slope": 0.2}), "Hardtanh-2": ("Hardtanh", {"min_val": -2.0,
+                                                                                              "max_val": 0.5})}
+
+
+def _act_cases():
+    for n in ACTIVATIONS:
+        yield n, n, ()
+    for key, a in ACT_ARGS.items():
+        if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str):
+            yield key, a[0], a[1]
+        else:
+            yield key, key, a
+
+
+@pytest.mark.parametrize("key,cls,args", list(_act_cases()), ids=[c[0] for c in _act_cases()])
+def test_activation_matches_torch(key, cls, args):
+    def make(nn):
+        if isinstance(args, dict):
+            return getattr(nn, cls)(**args)
+        return getattr(nn, cls)(*args)
+
+    x = rnd(2, 4, 3, 2) * 3
+    compare(make, [x])
+    assert repr(make(wb.nn)) == repr(make(torch.nn))
+
+
+def _loss_inputs():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 5))
+    y = rng.standard_normal((4, 5))
+    cls = np.array([1, 0, 4, 2])
+    prob = 1 / (1 + np.exp(-x))
+    bin_t = (rng.random((4, 5)) > 0.5).astype(np.float64)
+    sign = np.where(rng.random(4) > 0.5, 1.0, -1.0)
+    ml_t = np.array([[3, 0, -1, 1, 2], [1, 2, -1, 0, 0], [0, -1, 0, 0, 0], [4, 3, 2, -1, 0]])
+    return {
+        "L1Loss": ({}, [x, y]), "MSELoss": ({"reduction": "sum"}, [x, y]),
+        "CrossEntropyLoss": ({"label_smoothing": 0.1}, [x, cls]),
+        "CrossEntropyLoss-weight": ({"weight": np.arange(1.0, 6.0), "ignore_index": 0}, [x, cls]),
+        "NLLLoss": ({"reduction": "none"}, [x, cls]),
+        "BCELoss": ({}, [prob, bin_t]), "BCEWithLogitsLoss": ({"pos_weight": np.arange(1.0, 6.0)}, [x, bin_t]),
+        "KLDivLoss": ({"reduction": "batchmean"}, [np.log(prob), prob[::-1].copy()]),
+        "HuberLoss": ({"delta": 0.5}, [x, y]), "SmoothL1Loss": ({"beta": 0.5}, [x, y]),
+        "SoftMarginLoss": ({}, [x, np.sign(y)]), "PoissonNLLLoss": ({}, [x, np.abs(y)]),
+        "GaussianNLLLoss": ({}, [x, y, np.abs(y) + 0.1]),
+        "HingeEmbeddingLoss": ({"margin": 0.5}, [x, np.sign(y)]),
+        "MultiLabelSoftMarginLoss": ({}, [x, bin_t]),
+        "MultiLabelMarginLoss": ({}, [x, ml_t]),
+        "MultiMarginLoss": ({"p": 2, "margin": 0.5}, [x, cls]),
+        "CosineEmbeddingLoss": ({"margin": 0.2}, [x, y, sign]),
+        "MarginRankingLoss": ({"margin": 0.1}, [x[:, 0].copy(), y[:, 0].copy(), sign]),
+        "TripletMarginLoss": ({"margin": 0.5, "swap": True}, [x, y, y[::-1].copy()]),
+        "TripletMarginWithDistanceLoss": ({}, [x, y, y[::-1].copy()]),
+    }
+
+
+LOSSES = _loss_inputs()
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_loss_module_matches_torch(name):
+    kwargs, inputs = LOSSES[name]
+    cls = name.split("-")[0]
+
+    def make(nn):
+        conv = (lambda v: torch.from_numpy(v)) if nn is torch.nn else wb.tensor
+        return getattr(nn, cls)(**{k: conv(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()})
+
+    grad_on = {"CosineEmbeddingLoss": [0, 1], "MarginRankingLoss": [0, 1], "TripletMarginLoss": [0, 1, 2],
+               "TripletMarginWithDistanceLoss": [0, 1, 2], "GaussianNLLLoss": [0, 2]}.get(cls, [0])
+    compare(make, inputs, grad_inputs=grad_on)
+
+
+def test_ctc_loss_module():
+    rng = np.random.default_rng(0)
+    logp = torch.from_numpy(rng.standard_normal((6, 2, 4))).log_softmax(-1).numpy()
+    targets = np.array([[1, 2, 1], [3, 1, 0]])
+
+    def make(nn):
+        return nn.CTCLoss(blank=0)
+
+    compare(make, [logp, targets, np.array([6, 5]), np.array([3, 2])], grad_inputs=[0])
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+@pytest.mark.parametrize("cls,shape", [("BatchNorm1d", (8, 3)), ("BatchNorm1d", (4, 3, 5)),
+                                       ("BatchNorm2d", (4, 3, 2, 2))])
+def test_batchnorm_running_stats_and_eval(cls, shape, momentum):
+    def make(nn):
+        return getattr(nn, cls)(3, momentum=momentum)
+
+    tm, wm = compare(make, [rnd(*shape)])
+    for seed in (1, 2):  # more steps: running stats and num_batches_tracked keep matching
+        x = rnd(*shape, seed=seed)
+        tm(torch.from_numpy(x))
+        wm(wb.tensor(x))
+    assert int(wm.num_batches_tracked) == int(tm.num_batches_tracked) == 3
+    np.testing.assert_allclose(wm.running_mean.numpy(), tm.running_mean.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(wm.running_var.numpy(), tm.running_var.numpy(), rtol=1e-10)
+    tm.eval()
+    wm.eval()
+    x = rnd(*shape, seed=5)
+    np.testing.assert_allclose(wm(wb.tensor(x)).detach().numpy(), tm(torch.from_numpy(x)).detach().numpy(),
+                               rtol=1e-10)
+    assert int(wm.num_batches_tracked) == 3
+
+
+def test_batchnorm_no_running_stats_and_input_check():
+    compare(lambda nn: nn.BatchNorm2d(3, track_running_stats=False, affine=False), [rnd(4, 3, 2, 2)])
+    with pytest.raises(ValueError, match="expected 4D input"):
+        wb.nn.BatchNorm2d(3)(wb.randn(2, 3))
+
+
+def test_dropout_train_and_eval():
+    wb.manual_seed(0)
+    d = wb.nn.Dropout(0.3)
+    x = wb.ones(2000)
+    y = d(x)
+    kept = (y.numpy() != 0).mean()
+    assert abs(kept - 0.7) < 0.05
+    np.testing.assert_allclose(y.numpy()[y.numpy() != 0], 1 / 0.7, rtol=1e-6)
+    d.eval()
+    np.testing.assert_array_equal(d(x).numpy(), x.numpy())
+    d2 = wb.nn.Dropout2d(0.5)
+    z = d2(wb.ones(8, 16, 3, 3)).numpy()
+    per_channel = z.reshape(8, 16, 9)
+    assert np.all((per_channel == 0).all(-1) | (per_channel != 0).all(-1))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        wb.nn.Dropout(1.5)
+
+
+def test_embedding_from_pretrained_and_padding_grad():
+    w = wb.tensor(rnd(5, 3))
+    e = wb.nn.Embedding.from_pretrained(w)
+    assert not e.weight.requires_grad
+    np.testing.assert_array_equal(e(wb.tensor([4])).numpy(), w.numpy()[[4]])
+    e2 = wb.nn.Embedding(5, 3, padding_idx=-1)
+    assert e2.padding_idx == 4 and float(e2.weight[4].abs().sum()) == 0
+    e2(wb.tensor([4, 4, 1])).sum().backward()
+    assert float(e2.weight.grad[4].abs().sum()) == 0 and float(e2.weight.grad[1].abs().sum()) > 0
+
+
+def test_conv_transpose_output_size_and_errors():
+    def make(nn):
+        return nn.ConvTranspose2d(2, 2, 3, stride=2)
+
+    tm, wm = compare(make, [rnd(1, 2, 4, 4)])
+    x = wb.randn(1, 2, 4, 4, dtype=wb.float64)
+    assert wm(x, output_size=[10, 10]).shape == tm(torch.randn(1, 2, 4, 4).double(), output_size=[10, 10]).shape
+    with pytest.raises(ValueError):
+        wm(x, output_size=[20, 20])
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        wb.nn.Conv2d(3, 4, 3, groups=2)
+    with pytest.raises(ValueError, match="not supported for strided"):
+        wb.nn.Conv2d(3, 4, 3, stride=2, padding="same")

@@ -1,0 +1,54 @@
+"""nn.utils: gradient clipping and parameter/vector conversion against PyTorch."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import workbench as wb
+
+
+def _params(lib, grads):
+    ps = []
+    for g in grads:
+        p = (torch.nn.Parameter if lib is torch else wb.nn.Parameter)(lib.tensor(np.zeros_like(g)))
+        p.grad = lib.tensor(g.copy())
+        ps.append(p)
+    return ps
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, math.inf])
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])
+def test_clip_grad_norm_matches_torch(norm_type, max_norm):
+    rng = np.random.default_rng(0)
+    grads = [rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(5).astype(np.float32)]
+    tp, wp = _params(torch, grads), _params(wb, grads)
+    tn = torch.nn.utils.clip_grad_norm_(tp, max_norm, norm_type=norm_type)
+    wn = wb.nn.utils.clip_grad_norm_(wp, max_norm, norm_type=norm_type)
+    np.testing.assert_allclose(wn.numpy(), tn.numpy(), rtol=1e-6)
+    for t, w in zip(tp, wp):
+        np.testing.assert_allclose(w.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+
+
+def test_clip_grad_norm_nonfinite_and_value():
+    p = wb.nn.Parameter(wb.zeros(2))
+    p.grad = wb.tensor([float("inf"), 1.0])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        wb.nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
+    p.grad = wb.tensor([3.0, -4.0])
+    wb.nn.utils.clip_grad_value_(p, 2.5)
+    assert p.grad.tolist() == [2.5, -2.5]
+    q = wb.nn.Parameter(wb.zeros(1))
+    assert float(wb.nn.utils.clip_grad_norm_([q], 1.0)) == 0.0  # no grads: norm 0
+
+
+def test_parameters_to_vector_round_trip():
+    m = wb.nn.Linear(3, 2)
+    v = wb.nn.utils.parameters_to_vector(m.parameters())
+    assert v.shape == (8,)
+    np.testing.assert_array_equal(v.detach().numpy()[:6], m.weight.detach().numpy().ravel())
+    new = wb.arange(8, dtype=wb.float32)
+    wb.nn.utils.vector_to_parameters(new, m.parameters())
+    np.testing.assert_array_equal(m.bias.detach().numpy(), [6.0, 7.0])
+    with pytest.raises(TypeError, match="expected torch.Tensor"):
+        wb.nn.utils.vector_to_parameters([1, 2], m.parameters())
