@@ -399,7 +399,13 @@ class Tensor:
         return self._output_nr
 
     def retain_grad(self):
-        """Populate ``.grad`` of this non-leaf tensor during backward (a no-op on leaves)."""
+        """Populate ``.grad`` of this non-leaf tensor during backward (a no-op on leaves).
+
+        >>> import workbench as wb
+        >>> x = wb.ones(2, requires_grad=True); h = x * 3; h.retain_grad()
+        >>> (h * h).sum().backward(); h.grad
+        tensor([6., 6.])
+        """
         if self.grad_fn is None:
             if not self._rg:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -430,6 +436,13 @@ class Tensor:
         return t
 
     def detach_(self):
+        """Cut this tensor from the graph in place (it becomes a leaf that does not require grad).
+
+        >>> import workbench as wb
+        >>> y = wb.ones(2, requires_grad=True) * 2
+        >>> y.detach_().requires_grad
+        False
+        """
         if self._base is not None and self._base._rg:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         if self._rg:
@@ -456,7 +469,14 @@ class Tensor:
         return _graph.add_hook(node, "_tensor_pre_hooks", (0, hook))
 
     def register_post_accumulate_grad_hook(self, hook):
-        """hook(tensor) called after this leaf's ``.grad`` has been accumulated."""
+        """hook(tensor) called after this leaf's ``.grad`` has been accumulated; returns a removable handle.
+
+        >>> import workbench as wb
+        >>> x = wb.ones(2, requires_grad=True)
+        >>> h = x.register_post_accumulate_grad_hook(lambda t: print("grad", t.grad))
+        >>> (x * 2).sum().backward()
+        grad tensor([2., 2.])
+        """
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if not self._rg:

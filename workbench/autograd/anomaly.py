@@ -69,5 +69,10 @@ def is_anomaly_enabled():
 
 
 def is_anomaly_check_nan_enabled():
-    """Whether anomaly mode checks backward results for NaN."""
+    """Whether anomaly mode checks backward results for NaN.
+
+    >>> import workbench as wb
+    >>> with wb.autograd.detect_anomaly(check_nan=False): wb.autograd.is_anomaly_check_nan_enabled()
+    False
+    """
     return graph.ANOMALY[0] and graph.ANOMALY[1]

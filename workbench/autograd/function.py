@@ -185,13 +185,16 @@ class Function:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        suffix = "Backward0" if cls._raw else "Backward"
         op = cls.op_name or cls.__name__.lower()
         cls._setup = cls.setup_context is not Function.setup_context
         if cls._raw and "apply" not in cls.__dict__:
             cls.apply = classmethod(_apply_raw)
-        cls._node_cls = type(cls.__name__ + suffix, (Node,), {"__slots__": (), "_fn": cls, "_op": op,
-                                                             "__module__": cls.__module__})
+        if cls._raw:  # PyTorch's names: an op's node is <OpName>Backward0 (MulScalar's, too, is MulBackward0)
+            name = "".join(p.capitalize() for p in cls.op_name.split("_")) if cls.op_name else cls.__name__
+            name += "Backward0"
+        else:  # a custom Function's node is <ClassName>Backward
+            name = cls.__name__ + "Backward"
+        cls._node_cls = type(name, (Node,), {"__slots__": (), "_fn": cls, "_op": op, "__module__": cls.__module__})
 
     @staticmethod
     def forward(ctx, *args):

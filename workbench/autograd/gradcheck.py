@@ -11,7 +11,13 @@ from .grad_mode import enable_grad, no_grad
 
 
 class GradcheckError(RuntimeError):
-    """Raised by gradcheck when analytical and numerical gradients disagree."""
+    """Raised by gradcheck when analytical and numerical gradients disagree (a RuntimeError).
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, dtype=wb.float64, requires_grad=True)
+    >>> wb.autograd.gradcheck(lambda t: t.detach() * t, (x,), raise_exception=False)
+    False
+    """
 
 
 def _as_tuple(x):

@@ -26,7 +26,15 @@ _unpack_saved = [None]  # function.unpack_saved, bound when workbench.autograd.f
 
 
 class RemovableHandle:
-    """Returned by every register_*hook; ``remove()`` detaches the hook."""
+    """Returned by every register_*hook; ``remove()`` detaches the hook (also a context manager).
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> with x.register_hook(lambda g: g * 10):
+    ...     (x * 1).sum().backward()
+    >>> (x * 1).sum().backward(); x.grad
+    tensor([11., 11.])
+    """
 
     _ids = itertools.count()
 
@@ -159,7 +167,7 @@ class Node:
         """fn(grad_inputs, grad_outputs) -> new grad_inputs or None, called after this node's backward.
 
         >>> import workbench as wb
-        >>> x = wb.ones(2, requires_grad=True); y = x * 3
+        >>> x = wb.ones(2, requires_grad=True); y = x * x
         >>> h = y.grad_fn.register_hook(lambda gi, go: print(len(gi), len(go)))
         >>> y.sum().backward()
         2 1
@@ -193,7 +201,13 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The node that accumulates into a leaf tensor's ``.grad`` (found in ``next_functions``)."""
+    """The node that accumulates into a leaf tensor's ``.grad`` (found in ``next_functions``).
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> (x * 2).grad_fn.next_functions[0][0].variable is x
+    True
+    """
 
     __slots__ = ("_variable_ref",)
     _op = "AccumulateGrad"
