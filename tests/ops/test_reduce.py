@@ -229,6 +229,9 @@ def test_return_types():
     import workbench.return_types as rt
 
     assert rt.mode is type(wb.mode(wb.tensor([1, 1])))
+    assert isinstance(wb.sort(wb.tensor([2, 1])), rt.sort)  # other families' named tuples are found there too
+    with pytest.raises(AttributeError):
+        rt.no_such_op
     mm = wb.aminmax(wb.tensor([3, 0, 4]))
     assert (mm.min.item(), mm.max.item()) == (0, 4)
     assert wb.median(wb.tensor([[1.0, 2.0, 3.0]]), 1, keepdim=True).values.shape == (1, 1)

@@ -45,6 +45,19 @@ def return_type(name, fields=("values", "indices")):
     return cls
 
 
+def _other_family_type(name):
+    # named tuples other families make for themselves (sort, topk...) are found here too
+    for mod_name, mod in list(sys.modules.items()):
+        if mod_name.startswith("workbench.ops.") and mod is not None:
+            for v in vars(mod).values():
+                if isinstance(v, type) and issubclass(v, tuple) and v.__name__ == name and \
+                        v.__module__ == "workbench.return_types":
+                    setattr(return_types, name, v)
+                    return v
+    raise AttributeError(f"module 'workbench.return_types' has no attribute '{name}'")
+
+
+return_types.__getattr__ = _other_family_type
 for _n in ("max", "min", "median", "nanmedian", "mode", "cummax", "cummin"):
     return_type(_n)
 return_type("aminmax", ("min", "max"))
