@@ -18,7 +18,7 @@ import functools
 from .. import _backend
 from . import graph
 from .grad_mode import BACKWARD_ACTIVE, INFERENCE_ACTIVE, STATE, no_grad
-from .graph import GROUP, LISTENERS, SCOPE, TRACE, Node, _seq, accumulator
+from .graph import CUTS, GROUP, LISTENERS, SCOPE, TRACE, Node, _seq, accumulator
 
 _Tensor = None  # workbench.tensor.Tensor, bound at import time of workbench.tensor
 _make = None  # Tensor._make, bound likewise
@@ -254,8 +254,11 @@ def _apply_raw(cls, *args):
         res = _view_of(cls, args, out, xp)
     else:
         res = _make(out)
-    if req and not BACKWARD_ACTIVE[0]:
-        _tag_cut(res, cls, args)
+    if req and not BACKWARD_ACTIVE[0]:  # grad mode is off but an input requires grad: a cut
+        if res.__class__ is Tensor and CUTS[0] is None:
+            res._cut = cls
+        else:
+            _tag_cut(res, cls, args)
     if INFERENCE_ACTIVE[0] and STATE.inference:
         _mark_inference(res)
     return res
