@@ -716,23 +716,47 @@ def _complex_np(npd):
     return {"float32": "complex64", "float64": "complex128"}.get(str(npd), str(npd))
 
 
+class Eig(Function):
+    _raw = True
+    op_name = "linalg_eig"
+
+    @staticmethod
+    def forward(ctx, A):
+        L, V = _lapack("linalg.eig", ctx.xp.linalg.eig, A)
+        cd = _complex_np(A.dtype)
+        L, V = L.astype(cd), V.astype(cd)
+        ctx.real_input = A.dtype.kind != "c"
+        ctx.save_for_backward(L, V)
+        return L, V
+
+    @staticmethod
+    def backward(ctx, gL, gV):
+        # PyTorch's linalg_eig_backward: V is normalised column-wise, so gV is projected first
+        L, V = ctx.saved_tensors
+        Vh = _mH(V)
+        VhgV = Vh @ gV
+        VhgV = VhgV - Vh @ (V * VhgV.diagonal(0, -2, -1).real.unsqueeze(-2))
+        E = (L.unsqueeze(-2) - L.unsqueeze(-1)).conj()
+        eye = _eye_like(E)
+        ret = VhgV / (E + eye) * (1 - eye) + gL.diag_embed()
+        gA = Solve.apply(Vh, ret @ Vh)
+        return gA.real if ctx.real_input else gA
+
+
 def eig(A, *, out=None):
-    """Complex eigenvalues and eigenvectors of a general square matrix (forward only: the results are
-    constants for autograd; use eigh for symmetric matrices when you need gradients).
+    """Complex eigenvalues and eigenvectors (unit columns) of a general square matrix, with PyTorch's
+    gradient (defined when the loss does not depend on the eigenvectors' phases).
 
     >>> import workbench as wb
     >>> wb.linalg.eig(wb.tensor([[2., 0.], [0., 1.]])).eigenvalues.real
     tensor([2., 1.])
     """
     _check_matrix(A, "linalg.eig")
-    xp = _backend.xp_of(A._data)
-    L, V = _lapack("linalg.eig", xp.linalg.eig, A._data)
-    cd = _complex_np(A._data.dtype)
-    return EigResult(Tensor._make(L.astype(cd)), Tensor._make(V.astype(cd)))
+    return EigResult(*Eig.apply(A))
 
 
 def eigvals(A, *, out=None):
-    """Complex eigenvalues of a general square matrix (forward only, as eig).  >>> wb.linalg.eigvals(wb.eye(2))"""
+    """Complex eigenvalues of a general square matrix.  >>> wb.linalg.eigvals(wb.eye(2)).real  ->  tensor([1., 1.])"""
     return eig(A).eigenvalues
 
 

@@ -159,6 +159,23 @@ spec("linalg_eigvalsh", lambda a: L.eigvalsh(a + a.mT), lambda a: np.linalg.eigv
      torch_op=lambda a: _torch().linalg.eigvalsh(a + a.mT))
 spec("linalg_eigvals", L.eigvals, np.linalg.eigvals,
      [Sample([np.array([[2.0, 1.0], [0.0, 3.0]])], grad=False)], gradcheck=False)
+
+
+def _eig_parts(eig):
+    # real, phase-invariant functions of the (complex) eigenpairs
+    def f(a):
+        w, V = eig(a)
+        return w.real, w.imag, V.abs() ** 2
+    return f
+
+
+def _np_eig(a):
+    w, V = np.linalg.eig(a)
+    return w.real, w.imag, np.abs(V) ** 2
+
+
+spec("linalg_eig", _eig_parts(L.eig), _np_eig, [Sample([arr(3, 3)]), Sample([arr(2, 3, 3, seed=3)])],
+     torch_op=_eig_parts(lambda a: _torch().linalg.eig(a)), gradgradcheck=False)  # first order only (complex path)
 for _shape in ((3, 3), (4, 2), (2, 4)):
     spec(f"linalg_pinv_{'x'.join(map(str, _shape))}", L.pinv, np.linalg.pinv, [Sample([arr(*_shape)])],
          torch_op=lambda a: _torch().linalg.pinv(a))
