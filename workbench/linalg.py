@@ -1,6 +1,7 @@
 """``workbench.linalg``: PyTorch's ``torch.linalg`` namespace (decompositions, solves, norms).
 
-Gradients flow through everything but ``eig``/``eigvals`` (forward only), with PyTorch's formulas.
+Gradients follow PyTorch's formulas (written in Tensor ops, so they differentiate again; ``eig``'s complex
+path is tested to first order).
 
 >>> import workbench as wb
 >>> wb.linalg.norm(wb.tensor([3.0, 4.0]))
