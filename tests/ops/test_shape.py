@@ -165,3 +165,18 @@ def test_as_strided_relative_to_storage():
     np.testing.assert_array_equal(v.numpy(), tv.numpy())
     assert v.storage_offset() == tv.storage_offset() == 4
     np.testing.assert_array_equal(x.as_strided((3,), (5,), 0).numpy(), tx.as_strided((3,), (5,), 0).numpy())
+
+
+def test_index_helpers_and_scatter_variants_match_pytorch():
+    for args in ((3, 3), (3, 4, 1), (4, 3, -1), (2, 5, 3), (0, 3)):
+        for name in ("tril_indices", "triu_indices"):
+            np.testing.assert_array_equal(getattr(wb, name)(*args).numpy(), getattr(torch, name)(*args).numpy())
+    x, tx = _x(wb, 3, 4), _x(torch, 3, 4)
+    for fn in (lambda L, t: L.diagonal_scatter(t, t.diagonal(-1) * 0, -1),
+               lambda L, t: L.slice_scatter(t, t[:, ::2] + 1, 1, step=2),
+               lambda L, t: L.select_scatter(t, t[1] * 2, 0, 1), lambda L, t: L.diagflat(t[0]),
+               lambda L, t: L.block_diag(t[:2, :2], t[0, :3], t[0, 0]), lambda L, t: L.combinations(t[0], 3)):
+        np.testing.assert_array_equal(fn(wb, x).numpy(), fn(torch, tx).numpy())
+    assert_same_error(lambda L: L.hsplit(_x(L, 2, 3), 2))
+    assert_same_error(lambda L: L.vsplit(_x(L, 3), 1))
+    assert_same_error(lambda L: L.select_scatter(_x(L, 2, 3), _x(L, 2), 0, 0))
