@@ -1,0 +1,101 @@
+"""iter_backward's contract (the debugger and recorder consume it), tape metadata, listeners, inference."""
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.autograd import graph
+from workbench.autograd.engine import BackwardStep, iter_backward
+
+
+def test_steps_in_order_with_leaves_and_grads():
+    x = wb.tensor([1.0, 2.0], requires_grad=True)
+    w = wb.tensor([3.0, 4.0], requires_grad=True)
+    y = (x * w).sum()
+    steps = list(iter_backward([y], [wb.tensor(1.0)], False, False, None, True, None, True))
+    assert [s.node.name() for s in steps] == ["SumBackward0", "MulBackward0", "AccumulateGrad", "AccumulateGrad"]
+    assert [s.index for s in steps] == [0, 1, 2, 3]
+    assert all(isinstance(s, BackwardStep) for s in steps)
+    mul = steps[1]
+    assert len(mul.grad_outputs) == 1 and len(mul.grad_inputs) == 2
+    leaves = {id(t): (before, after) for s in steps[2:] for t, before, after in s.leaves}
+    assert set(leaves) == {id(x), id(w)}
+    before, after = leaves[id(x)]
+    assert before is None and np.array_equal(after._data, [3.0, 4.0])
+
+
+def test_paused_consumer_runs_with_its_own_grad_mode():
+    x = wb.tensor([1.0], requires_grad=True)
+    y = (x * 2).sum()
+    it = iter_backward([y], [wb.tensor(1.0)])
+    next(it)
+    assert wb.is_grad_enabled()  # user code between steps records as usual
+    z = x * 3
+    assert z.requires_grad
+    for _ in it:
+        pass
+    assert float(x.grad) == 2.0
+
+
+def test_keep_before_copies_the_old_grad():
+    x = wb.tensor([1.0], requires_grad=True)
+    (x * 2).sum().backward()
+    steps = list(iter_backward([(x * 5).sum()], [wb.tensor(1.0)], keep_before=True))
+    (t, before, after) = steps[-1].leaves[0]
+    assert float(before) == 2.0 and float(after) == 7.0
+
+
+def test_scope_group_listener_and_trace_level():
+    seen = []
+    x = wb.tensor([1.0], requires_grad=True)
+    with graph.add_listener(lambda node, ins, outs: seen.append((node.op, node.scope, node.group))):
+        with graph.scope("encoder"):
+            with graph.scope("0"):
+                with graph.group("softmax"):
+                    with graph.group("inner"):
+                        y = x.exp()
+            z = y * 2
+    w = z * 3
+    assert seen == [("exp", "encoder.0", "softmax"), ("mul", "encoder", None)]
+    assert w.grad_fn.scope == "" and w.grad_fn.site is None
+    graph.set_trace_level(2)
+    v = x * 2
+    assert v.grad_fn.site[0].endswith("test_engine.py")
+
+
+def test_non_differentiable_outputs_do_not_require_grad():
+    x = wb.tensor([1.0, -2.0], requires_grad=True)
+    assert not (x > 0).requires_grad
+    assert (x * 2).requires_grad
+
+
+def test_inference_tensors():
+    with wb.inference_mode():
+        t = wb.ones(2) * 2
+    assert t.is_inference() and not t.requires_grad
+    x = wb.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        x * t
+
+
+def test_freed_error_names_the_backward_call():
+    x = wb.tensor([1.0], requires_grad=True)
+    y = x.exp()
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match=r"freed by the backward\(\) call at .*test_engine.py"):
+        y.grad_fn.saved_tensors
+    # a node that saved nothing can be run twice, as in PyTorch
+    z = x + 1
+    z.sum().backward()
+    z.sum().backward()
+
+
+def test_cut_reasons_in_no_grad_error():
+    x = wb.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="made by .detach()"):
+        x.detach().backward()
+    with wb.no_grad():
+        y = x.exp()
+    with pytest.raises(RuntimeError, match="computed by 'exp'.*grad mode was off"):
+        y.backward()
+    with pytest.raises(RuntimeError, match="built from data"):
+        wb.tensor([1.0]).backward()
