@@ -121,6 +121,14 @@ def test_nan_handling():
             _same(r, tr)
 
 
+@pytest.mark.parametrize("fn", [lambda m, x: x.max(), lambda m, x: x.min(), lambda m, x: x.median(),
+                                lambda m, x: x.nanmedian(), lambda m, x: x.amax(), lambda m, x: x.median(0)[0]])
+@pytest.mark.parametrize("vals", [[1.0, 2.0, 2.0, 3.0], [1.0, 2.0, 2.0, 3.0, float("nan")],
+                                  [1.0, float("nan"), float("nan")], [5.0, 5.0, 5.0]])
+def test_whole_tensor_values_share_gradient_among_equals(fn, vals):
+    _check(fn, vals)
+
+
 def test_nansum_nanmean_gradients():
     nan = float("nan")
     _check(lambda m, x: m.nansum(x, 1) + m.nanmean(x, 1), [[1.0, nan, 3.0], [2.0, 1.0, -1.0]])

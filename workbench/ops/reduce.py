@@ -481,14 +481,16 @@ def median(input, dim=None, keepdim=False):
     if dim is None:
         if input.numel() == 0:
             return Tensor._make(_backend.xp_of(input._data).asarray(float("nan"), dtype=input._data.dtype))
-        return _pick(MedianDim, "median", _flat(input), 0, False).values
+        return MedianAll.apply(input)
     return _pick(MedianDim, "median", input, dim, keepdim)
 
 
 def nanmedian(input, dim=None, keepdim=False):
     """median ignoring NaN (NaN only where a slice is all NaN).  >>> wb.nanmedian(wb.tensor([1., float('nan'), 3.]))  ->  tensor(1.)"""
     if dim is None:
-        return _pick(NanmedianDim, "nanmedian", _flat(input), 0, False).values
+        if input.numel() == 0:
+            return Tensor._make(_backend.xp_of(input._data).asarray(float("nan"), dtype=input._data.dtype))
+        return NanmedianAll.apply(input)
     return _pick(NanmedianDim, "nanmedian", input, dim, keepdim)
 
 
@@ -547,6 +549,46 @@ def amin(input, dim=(), keepdim=False, *, out=None):
     return _out(Amin.apply(input, _dims(input, dim, "amin"), keepdim), out)
 
 
+class _Spread(Function):
+    """A value of the whole tensor (max, min, median); the gradient is shared evenly by every element equal
+    to it, NaN matching NaN (PyTorch's evenly_distribute_backward)."""
+
+    _raw = True
+    rule = None  # rule(xp, flat x) -> index of the chosen element
+
+    @classmethod
+    def forward(cls, ctx, x):
+        _empty_error(cls.op_name, x, None)
+        if x.dtype.kind == "c":
+            raise RuntimeError(f"{cls.op_name}(): complex tensors have no order; reduce .real or .abs() instead")
+        flat = x.reshape(-1)
+        y = flat[int(cls.rule(ctx.xp, flat))].copy()  # a 0-d array
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        hit = x == y
+        if x.is_floating_point():
+            hit = hit | (isnan_(x) & isnan_(y))
+        return g * hit / hit.sum()
+
+
+def _median_flat(xp, x):
+    return _median_rule(xp, x, 0)[0]
+
+
+def _nanmedian_flat(xp, x):
+    return _nanmedian_rule(xp, x, 0)[0]
+
+
+MaxAll = type("MaxAll", (_Spread,), {"op_name": "max", "rule": staticmethod(lambda xp, x: xp.argmax(x))})
+MinAll = type("MinAll", (_Spread,), {"op_name": "min", "rule": staticmethod(lambda xp, x: xp.argmin(x))})
+MedianAll = type("MedianAll", (_Spread,), {"op_name": "median", "rule": staticmethod(_median_flat)})
+NanmedianAll = type("NanmedianAll", (_Spread,), {"op_name": "nanmedian", "rule": staticmethod(_nanmedian_flat)})
+
+
 def _max_min(name, cls, ext, binary):
     def fn(input, dim=None, keepdim=False, *, out=None):
         if isinstance(dim, Tensor):
@@ -554,7 +596,7 @@ def _max_min(name, cls, ext, binary):
         if dim is None:
             if keepdim:
                 raise TypeError(f"{name}() received an invalid combination of arguments: keepdim needs dim")
-            return ext.apply(input, None, False)
+            return ext.apply(input)
         r = _pick(cls, name, input, dim, keepdim)
         if out is not None:
             _out(r.values, out[0])
@@ -580,8 +622,8 @@ def _minimum(a, b):
     return minimum(a, b)
 
 
-max = _max_min("max", MaxDim, Amax, _maximum)
-min = _max_min("min", MinDim, Amin, _minimum)
+max = _max_min("max", MaxDim, MaxAll, _maximum)
+min = _max_min("min", MinDim, MinAll, _minimum)
 
 
 @composite("aminmax")
