@@ -124,8 +124,9 @@ def page(browser):
 
 def open_notebook(page, lab: Lab, name: str, *, run: bool = True, theme: str = "light") -> None:
     """Opens a notebook in JupyterLab, waits for an idle kernel and optionally runs every cell."""
-    page.goto(f"{lab.url}/lab/tree/{name}")
-    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+    # ?reset: start from an empty workspace, or JupyterLab restores the previous test's tabs.
+    page.goto(f"{lab.url}/lab/tree/{name}?reset")
+    page.wait_for_function(f"window.jupyterapp?.shell.currentWidget?.context?.path === {name!r}"
                            " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=60_000)
     lab_theme = "JupyterLab Dark" if theme == "dark" else "JupyterLab Light"
     page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{lab_theme}'}})")
