@@ -242,30 +242,86 @@ def _col2im(xp, cols, spatial, ksize, stride, lo, hi, dil):
     return out
 
 
-def _im2col(xp, x, ksize, geom, osize):
-    """x (N, C, *S) -> contiguous cols (G, Cg*prod(K), N*L), rows in (c, k...) and columns in (n, o...) order.
+class _Grid:
+    """Where a convolution's columns live, shared by its forward and both backward products.
 
-    This layout makes the forward and both backward products single (per-group) matmuls whose copies
-    run along contiguous output rows.
+    Columns are (G, Cg*prod(K), N*L): rows in (c, k...) order, columns in (n, o...) order, so all three
+    products are single (per-group) matmuls. With unit strides the columns use the "flat" layout: each
+    output row is as wide as the padded input row (the extra entries are dropped from outputs and are
+    zero in gradients), so every kernel tap is one contiguous shift of the flattened padded image and
+    im2col/col2im copy long contiguous runs instead of short strided rows.
     """
-    stride, lo, hi, dil, groups = geom
-    nd = len(ksize)
-    v = _windows(xp, _pad(xp, x, lo, hi), ksize, stride, dil, osize)  # (N, C, *O, *K)
-    v = v.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd)))
-    return xp.ascontiguousarray(v).reshape(groups, -1, x.shape[0] * math.prod(osize))
 
+    __slots__ = ("spatial", "ksize", "geom", "osize", "flat", "padded", "offs", "ext", "tail")
 
-def _onl(xp, g, groups):
-    """g (N, O, *L) -> contiguous (G, O/G, N*L)."""
-    n, o = g.shape[:2]
-    g3 = g.reshape(n, o, -1).transpose(1, 0, 2)
-    return xp.ascontiguousarray(g3).reshape(groups, o // groups, -1)
+    def __init__(self, spatial, ksize, geom, osize):
+        stride, lo, hi, dil, _ = geom
+        self.spatial, self.ksize, self.geom, self.osize = tuple(spatial), tuple(ksize), geom, tuple(osize)
+        self.flat = len(ksize) > 1 and all(st == 1 for st in stride)
+        if self.flat:
+            self.padded = tuple(n + a + b for n, a, b in zip(spatial, lo, hi))
+            steps = [math.prod(self.padded[i + 1:]) for i in range(len(ksize))]
+            self.offs = [sum(kp * d * st for kp, d, st in zip(kpos, dil, steps))
+                         for kpos in itertools.product(*[range(k) for k in ksize])]
+            self.ext = (self.osize[0],) + self.padded[1:]  # output grid with padded-width rows
+            self.tail = max(0, max(self.offs) + math.prod(self.ext) - math.prod(self.padded))
 
+    def _flat_image(self, xp, x):
+        """(C, N, prod(padded) + tail): the padded image, channels first, flattened, zero tail."""
+        n, c = x.shape[:2]
+        lo = self.geom[1]
+        buf = xp.zeros((c, n, math.prod(self.padded) + self.tail), dtype=x.dtype)
+        region = buf[:, :, :math.prod(self.padded)].reshape((c, n) + self.padded)
+        region[(slice(None), slice(None)) + tuple(slice(a, a + m) for a, m in zip(lo, self.spatial))] = \
+            x.swapaxes(0, 1)
+        return buf
 
-def _from_onl(xp, y, n, osize):
-    """(O, N*L) -> contiguous (N, O, *L)."""
-    o = y.shape[0]
-    return xp.ascontiguousarray(y.reshape(o, n, -1).transpose(1, 0, 2)).reshape((n, o) + tuple(osize))
+    def cols(self, xp, x, groups):
+        n, c = x.shape[:2]
+        if not self.flat:
+            stride, lo, hi, dil, _ = self.geom
+            nd = len(self.ksize)
+            v = _windows(xp, _pad(xp, x, lo, hi), self.ksize, stride, dil, self.osize)  # (N, C, *O, *K)
+            v = v.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd)))
+            return xp.ascontiguousarray(v).reshape(groups, -1, n * math.prod(self.osize))
+        buf = self._flat_image(xp, x)
+        length = math.prod(self.ext)
+        out = xp.empty((c, len(self.offs), n, length), dtype=x.dtype)
+        for j, off in enumerate(self.offs):
+            out[:, j] = buf[:, :, off:off + length]
+        return out.reshape(groups, -1, n * length)
+
+    def gcols(self, xp, g, groups):
+        """g (N, O, *L) as contiguous (G, O/G, N*L) in the columns' order (zeros in the flat layout's extra entries)."""
+        n, o = g.shape[:2]
+        if not self.flat:
+            return xp.ascontiguousarray(g.reshape(n, o, -1).swapaxes(0, 1)).reshape(groups, o // groups, -1)
+        out = xp.zeros((o, n) + self.ext, dtype=g.dtype)
+        out[(slice(None), slice(None)) + tuple(slice(0, m) for m in self.osize)] = g.swapaxes(0, 1)
+        return out.reshape(groups, o // groups, -1)
+
+    def output(self, xp, y, n):
+        """(O, N*L) products -> contiguous (N, O, *osize)."""
+        o = y.shape[0]
+        if not self.flat:
+            return xp.ascontiguousarray(y.reshape(o, n, -1).swapaxes(0, 1)).reshape((n, o) + self.osize)
+        y = y.reshape((o, n) + self.ext)[(slice(None), slice(None)) + tuple(slice(0, m) for m in self.osize)]
+        return xp.ascontiguousarray(y.swapaxes(0, 1))
+
+    def col2im(self, xp, dcols, n, c):
+        """(C*prod(K), N*L) window contributions -> the input gradient (N, C, *spatial)."""
+        stride, lo, hi, dil, _ = self.geom
+        if not self.flat:
+            d = dcols.reshape((c,) + self.ksize + (n,) + self.osize)
+            return xp.ascontiguousarray(_col2im(xp, d, self.spatial, self.ksize, stride, lo, hi, dil).swapaxes(0, 1))
+        length = math.prod(self.ext)
+        d = dcols.reshape(c, len(self.offs), n, length)
+        buf = xp.zeros((c, n, math.prod(self.padded) + self.tail), dtype=dcols.dtype)
+        for j, off in enumerate(self.offs):
+            buf[:, :, off:off + length] += d[:, j]
+        region = buf[:, :, :math.prod(self.padded)].reshape((c, n) + self.padded)
+        region = region[(slice(None), slice(None)) + tuple(slice(a, a + m) for a, m in zip(lo, self.spatial))]
+        return xp.ascontiguousarray(region.swapaxes(0, 1))
 
 
 class Conv(Function):
@@ -277,7 +333,8 @@ class Conv(Function):
         xp = ctx.xp
         groups = geom[4]
         o = w.shape[0]
-        cols = _im2col(xp, x, w.shape[2:], geom, osize)
+        grid = _Grid(x.shape[2:], w.shape[2:], geom, osize)
+        cols = grid.cols(xp, x, groups)
         y = (w.reshape(groups, o // groups, -1) @ cols).reshape(o, -1)
         if b is not None:
             y += b[:, None]
@@ -286,7 +343,7 @@ class Conv(Function):
         ctx.save_for_backward(x if nig[1] else None, w if nig[0] else None, cols if nig[1] else None)
         ctx.xshape = x.shape
         ctx.wshape = w.shape
-        return _from_onl(xp, y, x.shape[0], osize)
+        return grid.output(xp, y, x.shape[0])
 
     @staticmethod
     def backward(ctx, g):
@@ -307,19 +364,17 @@ class ConvGradInput(Function):
     @staticmethod
     def forward(ctx, g, w, geom, spatial):
         xp = ctx.xp
-        stride, lo, hi, dil, groups = geom
-        ksize = w.shape[2:]
+        groups = geom[4]
         n, o = g.shape[:2]
         osize = g.shape[2:]
+        grid = _Grid(spatial, w.shape[2:], geom, osize)
         w3 = w.reshape(groups, o // groups, -1)
-        dcols = w3.transpose(0, 2, 1) @ _onl(xp, g, groups)  # (G, Cg*K, N*L)
-        dcols = dcols.reshape((groups * w.shape[1],) + tuple(ksize) + (n,) + tuple(osize))
+        dcols = w3.swapaxes(1, 2) @ grid.gcols(xp, g, groups)  # (G, Cg*K, N*L)
         ctx.geom, ctx.spatial = geom, spatial
         nig = ctx.needs_input_grad
         ctx.save_for_backward(g if nig[1] else None, w if nig[0] else None)
         ctx.wshape, ctx.osize = w.shape, osize
-        gx = _col2im(xp, dcols, spatial, ksize, stride, lo, hi, dil)  # (C, N, *S)
-        return xp.ascontiguousarray(gx.swapaxes(0, 1))
+        return grid.col2im(xp, dcols.reshape(-1, dcols.shape[-1]), n, groups * w.shape[1])
 
     @staticmethod
     def backward(ctx, gg):
@@ -340,9 +395,10 @@ class ConvGradWeight(Function):
     def forward(ctx, x, g, geom, ksize, cols):
         xp = ctx.xp
         groups = geom[4]
+        grid = _Grid(x.shape[2:], ksize, geom, g.shape[2:])
         if cols is None:
-            cols = _im2col(xp, x, ksize, geom, g.shape[2:])
-        gw = _onl(xp, g, groups) @ cols.transpose(0, 2, 1)  # (G, O/G, Cg*K)
+            cols = grid.cols(xp, x, groups)
+        gw = grid.gcols(xp, g, groups) @ cols.swapaxes(1, 2)  # (G, O/G, Cg*K)
         ctx.geom, ctx.ksize = geom, ksize
         nig = ctx.needs_input_grad
         ctx.save_for_backward(x if nig[1] else None, g if nig[0] else None)
