@@ -8,6 +8,7 @@ import warnings
 
 from . import _backend
 from ._backend import dtypes as _dt
+from . import autograd as _autograd
 from .autograd import engine as _engine
 from .autograd import function as _function
 from .autograd import graph as _graph
@@ -491,9 +492,7 @@ class Tensor:
         >>> (x * x).backward(); x.grad
         tensor(6.)
         """
-        from .autograd import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # --- in-place machinery --------------------------------------------------------------------
     def _check_inplace(self, opname):

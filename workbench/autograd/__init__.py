@@ -22,16 +22,13 @@ __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_e
 def _as_list(x):
     if x is None:
         return None
-    from ..tensor import Tensor
-
-    if isinstance(x, Tensor):
+    if isinstance(x, engine._Tensor):
         return [x]
     return list(x)
 
 
 def _make_grads(outputs, grads, create_graph):
-    from ..tensor import Tensor
-
+    Tensor = engine._Tensor
     if grads is None:
         grads = [None] * len(outputs)
     if len(grads) != len(outputs):
@@ -45,9 +42,10 @@ def _make_grads(outputs, grads, create_graph):
                     f"grad can be implicitly created only for scalar outputs (the output has shape "
                     f"{list(o.shape)}); pass gradient= with a tensor of that shape, or reduce the output first "
                     "(e.g. loss.sum() or loss.mean())")
-            if not o.dtype.is_floating_point and not o.dtype.is_complex:
+            d = o._data
+            if d.dtype.kind not in "fc" and d.dtype.name != "bfloat16":
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
-            g = Tensor._make(_ones_like(o))
+            g = Tensor._make(engine.xp_of(d).ones(d.shape, d.dtype))
         elif not isinstance(g, Tensor):
             from ..creation import tensor
 
@@ -62,13 +60,6 @@ def _make_grads(outputs, grads, create_graph):
                 g = g.detach()
         out.append(g)
     return out
-
-
-def _ones_like(o):
-    from .. import _backend
-
-    xp = _backend.xp_of(o._data)
-    return xp.ones(o._data.shape, o._data.dtype)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,

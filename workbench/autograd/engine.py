@@ -18,6 +18,7 @@ from .graph import AccumulateGrad
 _Tensor = None  # bound by workbench.tensor
 _make = None
 _step = tuple.__new__  # BackwardStep's constructor without a Python-level call
+xp_of = _backend.xp_of
 
 
 class BackwardStep(tuple):
