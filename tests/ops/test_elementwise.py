@@ -335,3 +335,11 @@ def test_erf_family_on_a_real_gpu_matches_cpu(dtype):
         got = getattr(wb, name)(x.cuda()).cpu().float().numpy()
         want = getattr(wb, name)(x).float().numpy()
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=name)
+
+
+@pytest.mark.parametrize("fn", [lambda m, a, b: m.maximum(a, b), lambda m, a, b: m.minimum(a, b),
+                                lambda m, a, b: m.fmax(a, b), lambda m, a, b: m.fmin(a, b),
+                                lambda m, a, b: m.clamp(a, b, b + 1), lambda m, a, b: m.nan_to_num(a * b)])
+def test_nan_operands_values_and_gradients(fn):
+    nan = float("nan")
+    _grads(fn, fn, [1.0, nan, 3.0, nan, -1.0], [nan, 2.0, 1.0, nan, -1.0])

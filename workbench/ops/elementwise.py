@@ -777,6 +777,12 @@ Logaddexp2, logaddexp2 = _binary(
 arctan2 = atan2
 
 
+def _pick_grads(g, a, b, a_lost, b_lost):
+    # PyTorch's rule: ties split the gradient, the loser gets none, and NaN (no order) passes it to both
+    share = where(a == b, g / 2, g)
+    return where(a_lost, 0.0, share), where(b_lost, 0.0, share)
+
+
 def _arrays(xp, a, b, rd):
     # a Python number among the operands becomes a 0-d array, so it can be saved for backward
     return (a if _isarr(a) else xp.asarray(a, dtype=rd)), (b if _isarr(b) else xp.asarray(b, dtype=rd))
@@ -797,9 +803,7 @@ class Maximum(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        # ties split the gradient evenly, as PyTorch does
-        w = (a > b) + (a == b) * 0.5
-        return g * w, g * (1 - w)
+        return _pick_grads(g, a, b, a < b, a > b)
 
 
 class Minimum(Function):
@@ -817,8 +821,7 @@ class Minimum(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        w = (a < b) + (a == b) * 0.5
-        return g * w, g * (1 - w)
+        return _pick_grads(g, a, b, a > b, a < b)
 
 
 def maximum(input, other, *, out=None):
