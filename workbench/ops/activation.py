@@ -557,6 +557,12 @@ class Softmax(Function):
         return SoftmaxBackward.apply(y, g, ctx.dim, ctx.log), None, None
 
 
+class LogSoftmax(Softmax):
+    """log_softmax: Softmax's primitive with log=True, under its own node name."""
+
+    op_name = "log_softmax"
+
+
 class SoftmaxBackward(Function):
     """dx of softmax (log=False: y*(g - sum(g*y))) or log_softmax (g - exp(y)*sum(g)) from output y."""
 
@@ -615,7 +621,7 @@ def _softmax(name, input, dim, dtype, log, neg=False):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     if neg:
         input = -input
-    return Softmax.apply(input, dim % n if input.ndim else 0, log)
+    return (LogSoftmax if log else Softmax).apply(input, dim % n if input.ndim else 0, log)
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):

@@ -185,7 +185,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 class LayerNorm(Function):
     _raw = True
-    op_name = "layer_norm"
+    op_name = "native_layer_norm"
 
     @staticmethod
     def forward(ctx, x, w, b, k, eps):
