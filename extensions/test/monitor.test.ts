@@ -40,6 +40,21 @@ describe("gradient monitor", () => {
     expect(line.getAttribute("points")!.split(" ")).toHaveLength(8);
   });
 
+  it("places rows recorded every k steps at their step numbers", () => {
+    const el = document.createElement("div");
+    const mon = renderMonitor(el);
+    const [head, bufs] = stepsMessage(0, 4);
+    mon.append({ ...head, every: 10 } as MonitorMessage, bufs);
+    const [head2, bufs2] = stepsMessage(40, 2);
+    mon.append({ ...head2, every: 10 } as MonitorMessage, bufs2);
+    expect(el.querySelectorAll("polyline")[1].getAttribute("points")!.split(" ")).toHaveLength(6);
+    expect(el.querySelector(".wb-chart")!.textContent).toContain("step 50");
+    // A re-sync resending steps 0..50 adds nothing.
+    const [head3, bufs3] = stepsMessage(0, 6);
+    mon.append({ ...head3, every: 10 } as MonitorMessage, bufs3);
+    expect(el.querySelectorAll("polyline")[1].getAttribute("points")!.split(" ")).toHaveLength(6);
+  });
+
   it("lists alarms with layer, op and source line, marked by icon", () => {
     const el = document.createElement("div");
     const mon = renderMonitor(el);

@@ -10,6 +10,7 @@ export class Heatmap {
   private store: HTMLCanvasElement;
   private readonly cols: Uint32Array[] = [];
   private start = 0;
+  private every = 1;
 
   constructor(title: string, private readonly bins: number, lo: number, hi: number) {
     this.canvas = h("canvas", { class: "wb-heat", width: 256, height: bins, role: "img",
@@ -18,9 +19,13 @@ export class Heatmap {
     this.el = h("div", { class: "wb-heat-wrap" }, this.canvas, h("div", { class: "wb-muted" }, `log10|grad| ${lo} … ${hi} (top: large)`));
   }
 
-  append(step: number, counts: Uint32Array[]) {
-    if (this.cols.length === 0) this.start = step;
-    const skip = Math.max(0, this.start + this.cols.length - step);
+  /** Appends one column per row, for the steps `step`, `step + every`, ... (see LineChart.append). */
+  append(step: number, counts: Uint32Array[], every = 1) {
+    if (this.cols.length === 0) {
+      this.start = step;
+      this.every = every;
+    }
+    const skip = Math.max(0, Math.round((this.start + this.cols.length * this.every - step) / this.every));
     const from = this.cols.length;
     this.cols.push(...counts.slice(skip));
     if (this.cols.length > this.store.width) {

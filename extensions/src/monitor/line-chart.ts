@@ -14,6 +14,7 @@ export class LineChart {
   private readonly yBottom: SVGTextElement;
   private readonly xRight: SVGTextElement;
   private start = 0;
+  private every = 1;
 
   constructor(title: string, names: string[], private readonly log: boolean) {
     this.series = names.map(() => []);
@@ -33,11 +34,14 @@ export class LineChart {
     return this.series[0].length;
   }
 
-  /** Appends rows (one value per series) for consecutive steps starting at `step`. */
-  append(step: number, rows: number[][]) {
-    if (this.length === 0) this.start = step;
+  /** Appends rows (one value per series) for the steps `step`, `step + every`, `step + 2 * every`, ... */
+  append(step: number, rows: number[][], every = 1) {
+    if (this.length === 0) {
+      this.start = step;
+      this.every = every;
+    }
     // Replayed history (a re-sync) may overlap what we have; keep only new steps.
-    const skip = Math.max(0, this.start + this.length - step);
+    const skip = Math.max(0, Math.round((this.start + this.length * this.every - step) / this.every));
     for (const row of rows.slice(skip)) row.forEach((v, i) => this.series[i].push(v));
     this.redraw();
   }
@@ -70,6 +74,6 @@ export class LineChart {
     const label = (t: number) => fmt(this.log ? 10 ** t : t);
     this.yTop.textContent = label(hi);
     this.yBottom.textContent = label(lo);
-    this.xRight.textContent = `step ${this.start + n - 1}`;
+    this.xRight.textContent = `step ${this.start + (n - 1) * this.every}`;
   }
 }

@@ -18,7 +18,8 @@ export interface Alarm {
 }
 
 export type MonitorMessage =
-  | { type: "monitor"; event: "steps"; layers: string[]; metrics: string[]; start: number; n: number; hist: { bins: number; lo: number; hi: number } | null }
+  | { type: "monitor"; event: "steps"; layers: string[]; metrics: string[]; start: number; n: number; every?: number;
+      hist: { bins: number; lo: number; hi: number } | null }
   | { type: "monitor"; event: "alarms"; alarms: Alarm[] }
   | { type: "monitor"; event: "reset" };
 
@@ -66,23 +67,24 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string } = {}): M
 
   function steps_(msg: Extract<MonitorMessage, { event: "steps" }>, buffers: BufferLike[]) {
     const { n, start, metrics, hist } = msg;
+    const every = msg.every ?? 1;
     const L = msg.layers.length, F = metrics.length, B = hist?.bins ?? 0;
     const lossBuf = asFloat32(buffers[0]);
-    loss.append(start, Array.from(lossBuf.subarray(0, n), (v) => [v]));
+    loss.append(start, Array.from(lossBuf.subarray(0, n), (v) => [v]), every);
     const m = asFloat32(buffers[1]);
     const counts = hist && buffers[2] ? asUint32(buffers[2]) : null;
     msg.layers.forEach((name, li) => {
       const l = layer(name, metrics, hist);
       const rows: number[][] = [];
       for (let t = 0; t < n; t++) rows.push(Array.from(m.subarray((t * L + li) * F, (t * L + li + 1) * F)));
-      l.chart.append(start, rows);
+      l.chart.append(start, rows, every);
       if (counts && l.heat) {
         const cols: Uint32Array[] = [];
         for (let t = 0; t < n; t++) cols.push(counts.subarray((t * L + li) * B, (t * L + li + 1) * B));
-        l.heat.append(start, cols);
+        l.heat.append(start, cols, every);
       }
     });
-    steps = Math.max(steps, start + n);
+    steps = Math.max(steps, start + (n - 1) * every + 1);
     status.textContent = `${steps} steps · ${L} layers · last loss ${fmt(lossBuf[n - 1] ?? null)}`;
   }
 
