@@ -18,7 +18,7 @@ from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
 from ._util import norm_dims, to_float, wrap_dim
 from .conv import composite
-from .elementwise import _out, where
+from .elementwise import _out, isnan, where
 
 _np = _backend.numpy
 _INT64 = _np.dtype("int64")
@@ -149,11 +149,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum treating NaN as zero.  >>> wb.nansum(wb.tensor([1.0, float('nan'), 2.0]))  ->  tensor(3.)"""
     if input._data.dtype.kind not in "fc":
         return sum(input, dim, keepdim, dtype=dtype)
-    return sum(where(isnan_(input), 0.0, input), dim, keepdim, dtype=dtype)
-
-
-def isnan_(t):
-    return Tensor._make(_backend.xp_of(t._data).isnan(t._data))
+    return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
 
 
 class Mean(Function):
@@ -457,10 +453,6 @@ def _pick(cls, name, input, dim, keepdim, *args):
     return getattr(return_types, name)(*cls.apply(input, d, keepdim, *args))
 
 
-def _flat(input):
-    return input.reshape((-1,))
-
-
 def cummax(input, dim):
     """Running maximum along ``dim`` and where it was found.  >>> wb.cummax(wb.tensor([1., 3., 2.]), 0).values  ->  tensor([1., 3., 3.])"""
     return _pick(Cummax, "cummax", input, dim, True)
@@ -571,7 +563,7 @@ class _Spread(Function):
         x, y = ctx.saved_tensors
         hit = x == y
         if x.is_floating_point():
-            hit = hit | (isnan_(x) & isnan_(y))
+            hit = hit | (isnan(x) & isnan(y))
         return g * hit / hit.sum()
 
 
