@@ -118,7 +118,8 @@ def time_pair(fns, steps, rounds):
 
 
 def numpy_wide_limit():
-    """The same matmuls as one wide-MLP step, in raw float32 NumPy: per layer X@W^T, dY@W, dY^T@X."""
+    """The same matmuls as one wide-MLP step, in raw float32 NumPy: per layer X@W^T, dY^T@X and dY@W
+    (the last one skipped for the first layer, whose input needs no gradient)."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((512, WIDE)).astype(np.float32)
     ws = [rng.standard_normal((WIDE, WIDE)).astype(np.float32) for _ in range(WIDE_LAYERS)]
@@ -130,9 +131,10 @@ def numpy_wide_limit():
             acts.append(h)
             h = h @ w.T
         g = h
-        for w, a in zip(reversed(ws), reversed(acts)):
+        for i, (w, a) in enumerate(zip(reversed(ws), reversed(acts))):
             g.T @ a
-            g = g @ w
+            if i < len(ws) - 1:
+                g = g @ w
 
     return step
 

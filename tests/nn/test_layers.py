@@ -55,6 +55,29 @@ LAYERS = {
     "ZeroPad2d": (lambda nn: nn.ZeroPad2d((1, 2, 0, 1)), [rnd(1, 2, 3, 3)]),
     "ReflectionPad1d": (lambda nn: nn.ReflectionPad1d(2), [rnd(1, 2, 5)]),
     "PReLU": (lambda nn: nn.PReLU(3, init=0.1), [rnd(2, 3, 4)]),
+    "MaxPool3d": (lambda nn: nn.MaxPool3d(2), [rnd(1, 2, 4, 4, 4)]),
+    "AvgPool3d": (lambda nn: nn.AvgPool3d(2, stride=1), [rnd(1, 2, 3, 4, 4)]),
+    "AdaptiveAvgPool3d": (lambda nn: nn.AdaptiveAvgPool3d((2, 1, 3)), [rnd(1, 2, 4, 4, 5)]),
+    "AdaptiveMaxPool3d": (lambda nn: nn.AdaptiveMaxPool3d(2), [rnd(1, 2, 4, 4, 5)]),
+    "LPPool1d": (lambda nn: nn.LPPool1d(2, 3, stride=2), [rnd(2, 3, 9)]),
+    "LPPool2d": (lambda nn: nn.LPPool2d(3, 2), [np.abs(rnd(2, 3, 6, 6)) + 0.1]),
+    "PixelShuffle": (lambda nn: nn.PixelShuffle(2), [rnd(1, 8, 3, 3)]),
+    "PixelUnshuffle": (lambda nn: nn.PixelUnshuffle(2), [rnd(1, 2, 4, 6)]),
+    "ChannelShuffle": (lambda nn: nn.ChannelShuffle(2), [rnd(1, 4, 2, 2)]),
+    "Fold": (lambda nn: nn.Fold((4, 5), (2, 2)), [rnd(1, 12, 12)]),
+    "Unfold": (lambda nn: nn.Unfold((2, 3), padding=1, stride=2), [rnd(2, 3, 5, 5)]),
+    "CosineSimilarity": (lambda nn: nn.CosineSimilarity(dim=-1), [rnd(3, 4), rnd(3, 4, seed=1)]),
+    "PairwiseDistance": (lambda nn: nn.PairwiseDistance(p=3.0, keepdim=True), [rnd(3, 4), rnd(3, 4, seed=1)]),
+    "LocalResponseNorm": (lambda nn: nn.LocalResponseNorm(3), [rnd(2, 5, 3, 3)]),
+    "InstanceNorm1d-stats": (lambda nn: nn.InstanceNorm1d(3, affine=True, track_running_stats=True),
+                             [rnd(2, 3, 6)]),
+    "BatchNorm3d": (lambda nn: nn.BatchNorm3d(2), [rnd(3, 2, 2, 2, 2)]),
+    "ConvTranspose3d": (lambda nn: nn.ConvTranspose3d(2, 2, 2, stride=2), [rnd(1, 2, 2, 2, 2)]),
+    "GroupNorm-nobias": (lambda nn: nn.GroupNorm(3, 6, bias=False), [rnd(2, 6, 3)]),
+    "UpsamplingBilinear2d": (lambda nn: nn.UpsamplingBilinear2d(scale_factor=2), [rnd(1, 2, 3, 3)]),
+    "ConstantPad3d": (lambda nn: nn.ConstantPad3d(1, 2.5), [rnd(1, 1, 2, 2, 2)]),
+    "ReplicationPad2d": (lambda nn: nn.ReplicationPad2d((1, 0, 2, 1)), [rnd(1, 2, 3, 3)]),
+    "CircularPad1d": (lambda nn: nn.CircularPad1d(2), [rnd(1, 2, 5)]),
 }
 
 
@@ -225,3 +248,16 @@ def test_conv_transpose_output_size_and_errors():
         wb.nn.Conv2d(3, 4, 3, groups=2)
     with pytest.raises(ValueError, match="not supported for strided"):
         wb.nn.Conv2d(3, 4, 3, stride=2, padding="same")
+
+
+def test_max_unpool_and_embedding_bag():
+    x = rnd(1, 2, 4, 4)
+    tp, wp = torch.nn.MaxPool2d(2, return_indices=True), wb.nn.MaxPool2d(2, return_indices=True)
+    to, ti = tp(torch.from_numpy(x))
+    wo, wi = wp(wb.tensor(x))
+    np.testing.assert_array_equal(wi.numpy(), ti.numpy())
+    np.testing.assert_allclose(wb.nn.MaxUnpool2d(2)(wo, wi).numpy(), torch.nn.MaxUnpool2d(2)(to, ti).numpy())
+    idx, offsets = np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 4])
+    for mode in ("sum", "mean", "max"):
+        compare(lambda nn: nn.EmbeddingBag(10, 3, mode=mode), [idx], kwargs={"offsets": offsets})
+    assert repr(wb.nn.EmbeddingBag(10, 3, padding_idx=1)) == repr(torch.nn.EmbeddingBag(10, 3, padding_idx=1))

@@ -121,6 +121,7 @@ def test_closed_form_epoch_and_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ts.step(7)
+    wopt.step()
     with pytest.warns(UserWarning, match="epoch parameter"):
         ws.step(7)
     assert ws.get_last_lr() == pytest.approx(ts.get_last_lr())

@@ -52,3 +52,10 @@ class AlphaDropout(_DropoutNd):
 
     def forward(self, input):
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels.  >>> wb.nn.FeatureAlphaDropout(0.2)(wb.ones(2, 3, 4)).shape"""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -255,3 +255,22 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """Normalize each channel by the activity of ``size`` neighbouring channels (AlexNet's LRN).
+
+    >>> import workbench as wb
+    >>> wb.nn.LocalResponseNorm(2)(wb.randn(2, 4, 3, 3)).shape
+    workbench.Size([2, 4, 3, 3])
+    """
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

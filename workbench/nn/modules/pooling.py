@@ -1,7 +1,7 @@
 """Pooling and upsampling modules."""
 from .. import functional as F
 from ..module import Module
-from .utils import _single
+from .utils import _pair, _single, _triple
 
 
 class _MaxPoolNd(Module):
@@ -175,3 +175,123 @@ class UpsamplingBilinear2d(Upsample):
 
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over sliding windows of (N, C, D, H, W) input.  >>> wb.nn.MaxPool3d(2)(wb.randn(1, 1, 4, 4, 4)).shape"""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(Module):
+    """Mean over sliding windows of (N, C, D, H, W) input.  >>> wb.nn.AvgPool3d(2)(wb.ones(1, 1, 2, 2, 2)).shape"""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool3d(_AdaptivePoolNd):
+    """Average-pool to a fixed (D, H, W).  >>> wb.nn.AdaptiveAvgPool3d(1)(wb.randn(1, 2, 3, 4, 5)).shape"""
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptivePoolNd):
+    """Max-pool to a fixed (D, H, W).  >>> wb.nn.AdaptiveMaxPool3d(1)(wb.randn(1, 2, 3, 4, 5)).shape"""
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling: (sum x**p)**(1/p) over windows.  >>> wb.nn.LPPool1d(2, 3)(wb.randn(1, 2, 9)).shape"""
+
+    def forward(self, input):
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """2-D power-average pooling.  >>> wb.nn.LPPool2d(2, 2)(wb.randn(1, 2, 4, 4)).shape"""
+
+    def forward(self, input):
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    """3-D power-average pooling.  >>> wb.nn.LPPool3d(2, 2)(wb.randn(1, 2, 4, 4, 4)).shape"""
+
+    def forward(self, input):
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class _MaxUnpoolNd(Module):
+    _tup = staticmethod(_single)
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = self._tup(kernel_size)
+        self.stride = self._tup(stride if stride is not None else kernel_size)
+        self.padding = self._tup(padding)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool1d: put values back at the pooled indices, zeros elsewhere.
+
+    >>> import workbench as wb
+    >>> out, idx = wb.nn.MaxPool1d(2, return_indices=True)(wb.tensor([[[1., 2, 3, 4]]]))
+    >>> wb.nn.MaxUnpool1d(2)(out, idx)
+    tensor([[[0., 2., 0., 4.]]])
+    """
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool2d.  >>> wb.nn.MaxUnpool2d(2)(out, indices)"""
+
+    _tup = staticmethod(_pair)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool3d.  >>> wb.nn.MaxUnpool3d(2)(out, indices)"""
+
+    _tup = staticmethod(_triple)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
