@@ -184,7 +184,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean of the non-NaN elements.  >>> wb.nanmean(wb.tensor([1.0, float('nan'), 3.0]))  ->  tensor(2.)"""
     if input._data.dtype.kind not in "fc" and dtype is None:
         return mean(input, dim, keepdim)
-    ok = Tensor._make(~_backend.xp_of(input._data).isnan(input._data))
+    ok = ~isnan(input)
     return nansum(input, dim, keepdim, dtype=dtype) / ok.sum(dim, keepdim)
 
 
