@@ -26,6 +26,7 @@ _INFERENCE_BOX = [None]  # [the version box all inference tensors share], bound 
 _ndarray = _backend.ndarray
 _numpy = _backend.numpy
 _new = object.__new__
+_np_generic = _numpy.generic
 
 
 class _Differentiable(dict):
@@ -324,33 +325,44 @@ def _new_node(cls, xp):
     return node
 
 
+_NO_EDGE = (None, 0)
+_RANGES = tuple(tuple(range(n)) for n in range(9))
+
+
 def _edges(node, args):
     # needs_input_grad: one flag per forward argument; next_functions: one edge per tensor argument
     Tensor = _Tensor
     nig = []
     nexts = []
-    tpos = []
-    i = 0
+    all_tensors = True
     for a in args:
         if a.__class__ is Tensor or isinstance(a, Tensor):
-            tpos.append(i)
             if a._rg:
-                nig.append(True)
                 gf = a.grad_fn
                 nexts.append((gf, a._output_nr) if gf is not None else (a._acc or accumulator(a), 0))
+                nig.append(True)
             else:
+                nexts.append(_NO_EDGE)
                 nig.append(False)
-                nexts.append((None, 0))
         else:
             nig.append(False)
-        i += 1
+            all_tensors = False
     node.needs_input_grad = tuple(nig)
     node.next_functions = tuple(nexts)
-    node._tensor_pos = tuple(tpos)
+    n = len(args)
+    node._tensor_pos = _RANGES[n] if all_tensors and n < 9 else tuple(
+        [i for i, a in enumerate(args) if isinstance(a, Tensor)])
 
 
 def _record_raw(cls, args, datas, xp):
-    node = _new_node(cls, xp)
+    node = cls._node_cls()  # _new_node, inlined: this runs once per recorded op
+    node.xp = xp
+    node._saved = None
+    node._seq = next(_seq)
+    node.scope = SCOPE.get()
+    node.group = GROUP.get()
+    if TRACE[0] >= 2:
+        node.site = graph.user_site(3)
     _edges(node, args)
     out = cls.forward(node, *datas)
     if out.__class__ is not tuple and node._non_differentiable is None:  # the common case: one output
@@ -359,7 +371,15 @@ def _record_raw(cls, args, datas, xp):
             res._rg = True
             res.grad_fn = node
         elif _DIFF_DTYPES[out.dtype]:
-            res = _make(out, True, node)
+            if out.__class__ is not _ndarray and isinstance(out, _np_generic):
+                out = _numpy.asarray(out)
+            res = _new(_Tensor)  # Tensor._make, inlined
+            res._data = out
+            res._rg = True
+            res.grad_fn = node
+            res._output_nr = 0
+            res._vbox = [0, None]
+            res._base = None
         else:  # integer and bool results (comparisons, indices) never require grad
             res = _make(out)
         node._out_meta = ((out.shape, out.dtype),)
