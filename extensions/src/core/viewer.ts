@@ -133,6 +133,9 @@ class Viewer {
       }
     });
     if (this.ctrl) this.unsubscribe = this.ctrl.subscribe(() => this.onDebug());
+    // The root is user-resizable (CSS resize); a culled graph must draw what the new size shows.
+    const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => this.schedulePaint()) : null;
+    resize?.observe(this.canvas);
 
     this.handle = {
       root: this.root,
@@ -143,6 +146,7 @@ class Viewer {
       fit: () => this.fit(false),
       destroy: () => {
         this.generation++;
+        resize?.disconnect();
         this.unsubscribe?.();
         this.root.remove();
       },
