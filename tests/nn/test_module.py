@@ -322,3 +322,36 @@ def test_module_without_forward_raises():
         Module()(wb.ones(1))
     with pytest.raises(TypeError):
         Module(3)
+
+
+def test_training_step_on_fake_cuda_device(fake_cuda):
+    """Layers, losses and every optimizer run on the device the parameters live on."""
+    for opt_cls in (wb.optim.SGD, wb.optim.Adam, wb.optim.AdamW, wb.optim.RMSprop, wb.optim.Adagrad,
+                    wb.optim.Adadelta, wb.optim.Adamax, wb.optim.NAdam, wb.optim.RAdam):
+        net = wb.nn.Sequential(wb.nn.Linear(4, 8), wb.nn.ReLU(), wb.nn.LayerNorm(8), wb.nn.Linear(8, 3)).cuda()
+        kw = {"lr": 0.1, "momentum": 0.9} if opt_cls is wb.optim.SGD else {}
+        opt = opt_cls(net.parameters(), **kw)
+        x, y = wb.randn(5, 4, device="cuda"), wb.tensor([0, 1, 2, 0, 1], device="cuda")
+        before = [p.detach().cpu().numpy().copy() for p in net.parameters()]
+        loss = wb.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        wb.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        for p, b in zip(net.parameters(), before):
+            assert p.device.type == "cuda" and p.grad.device.type == "cuda"
+            assert not np.array_equal(p.detach().cpu().numpy(), b), opt_cls.__name__
+        for st in opt.state.values():
+            for k, v in st.items():
+                if isinstance(v, wb.Tensor) and k not in ("step", "mu_product"):
+                    assert v.device.type == "cuda", (opt_cls.__name__, k)
+
+
+def test_layers_built_on_fake_cuda_device(fake_cuda):
+    m = wb.nn.Sequential(wb.nn.Conv2d(1, 2, 3, device="cuda"), wb.nn.BatchNorm2d(2, device="cuda"),
+                         wb.nn.Flatten(), wb.nn.Linear(8, 2, device="cuda"), wb.nn.LSTMCell(2, 3, device="cuda"))
+    for t in list(m.parameters()) + list(m.buffers()):
+        assert t.device.type == "cuda"
+    w = m[0].weight.detach().cpu().numpy()
+    assert np.abs(w).max() <= 1 / 3 + 1e-6 and w.std() > 0  # kaiming-uniform bound 1/sqrt(fan_in)
+    out = m[:4](wb.randn(3, 1, 4, 4, device="cuda"))
+    assert out.device.type == "cuda" and int(m[1].num_batches_tracked) == 1
