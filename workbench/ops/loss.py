@@ -56,22 +56,33 @@ def _check_same_size(op, input, target):
 
 # --- cross-entropy (fused) --------------------------------------------------------------------------
 class CrossEntropy(Function):
-    """Per-row losses of (R, C) logits against class indices: weight, ignore_index, label smoothing."""
+    """Cross-entropy of (R, C) logits against class indices (weight, ignore_index, label smoothing), reduced
+    in the same primitive: per-row losses for 'none', their sum, or their sum / ``denom`` for 'mean'."""
 
     _raw = True
     op_name = "cross_entropy"
 
     @staticmethod
-    def forward(ctx, x, target, weight, ignore_index, smoothing):
+    def forward(ctx, x, target, weight, ignore_index, smoothing, reduction, denom):
         loss, lse = _k.cross_entropy(ctx.xp, x, target, weight, ignore_index, smoothing)
         ctx.args = (target, weight, ignore_index, smoothing)
+        ctx.reduction, ctx.rows = reduction, x.shape[0]
         ctx.save_for_backward(x, lse)
-        return loss
+        if reduction == "none":
+            return loss
+        total = loss.sum()
+        if reduction == "mean":
+            with _errstate(ctx.xp):  # every target ignored: nan, silently, as PyTorch
+                ctx.inv = (1.0 / denom).astype(x.dtype)
+                total = total * ctx.inv
+        return ctx.xp.asarray(total).astype(x.dtype, copy=False)
 
     @staticmethod
-    def backward(ctx, grow):
+    def backward(ctx, g):
         x, lse = ctx.saved_tensors
-        return CrossEntropyBackward.apply(x, grow, lse, *ctx.args), None, None, None, None
+        if ctx.reduction != "none":
+            g = (g * Tensor._make(ctx.inv) if ctx.reduction == "mean" else g).expand(ctx.rows)
+        return CrossEntropyBackward.apply(x, g, lse, *ctx.args), None, None, None, None, None, None
 
 
 class CrossEntropyBackward(Function):
@@ -169,16 +180,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if w is not None and w.shape != (x2.shape[1],):
         raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {x2.shape[1]} classes "
                            f"or no classes but got weight tensor of shape: {list(weight.shape)}")
-    loss = CrossEntropy.apply(x2, t, w, ignore_index, label_smoothing)
-    if reduction == "none":
-        return loss.reshape(tuple(target.shape))
-    if reduction == "sum":
-        return loss.sum()
-    return _mean_over(loss, _weighted_mean_denominator(t, w, ignore_index, _xp(input), x2._data.dtype))
-
-
-def _mean_over(loss, denom):
-    return loss.sum() / Tensor._make(denom)
+    # the mean's divisor stays on the device (no host sync): summed weights of the non-ignored targets
+    denom = _weighted_mean_denominator(t, w, ignore_index, _xp(input), x2._data.dtype) if reduction == "mean" else None
+    loss = CrossEntropy.apply(x2, t, w, ignore_index, label_smoothing, reduction, denom)
+    return loss.reshape(tuple(target.shape)) if reduction == "none" else loss
 
 
 @composite("cross_entropy")
