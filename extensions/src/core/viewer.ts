@@ -17,7 +17,6 @@ export interface ViewerOptions {
   layout?: LayoutFn;
   /** Debugger backend; defaults to client-side replay when the snapshot has a trace. */
   controller?: DebugController | null;
-  rankdir?: "TB" | "LR";
   /** Height of the viewer in pixels. */
   height?: number;
 }
@@ -36,6 +35,8 @@ export interface ViewerHandle {
 interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badges: { text: string; cls: string }[] }
 
 const CHAR_W = 7.4, SUB_W = 6.7, PAD = 10, GUTTER = 14, LINE = 15;
+/** Distinguishes the arrow markers of several viewers on one page (ids are document-wide). */
+let viewers = 0;
 
 export function render(el: HTMLElement, data: unknown, options: ViewerOptions = {}): ViewerHandle {
   return new Viewer(el, parseSnapshot(data), options).handle;
@@ -67,6 +68,7 @@ class Viewer {
   private paintedKey = "";
   private paintQueued = false;
   private readonly overview: HTMLCanvasElement;
+  private readonly arrow: string;
   private focusId: string | null = null;
   private selected: string | null = null;
   private matches = new Set<string>();
@@ -77,11 +79,10 @@ class Viewer {
   private dbg: { counter: HTMLElement; paused: HTMLElement; banner: HTMLElement; buttons: HTMLButtonElement[] } | null = null;
   private unsubscribe: (() => void) | null = null;
 
-  constructor(private readonly host: HTMLElement, readonly snapshot: Snapshot, opts: ViewerOptions) {
+  constructor(host: HTMLElement, readonly snapshot: Snapshot, opts: ViewerOptions) {
     ensureStyle(host.ownerDocument);
     this.model = new TapeModel(snapshot);
     this.layoutFn = opts.layout ?? workerLayout;
-    this.rankdir = opts.rankdir ?? "TB";
     this.ctrl = opts.controller !== undefined ? opts.controller
       : snapshot.trace ? new ReplayController(new Stepper(snapshot.trace.steps, (id) => this.model.nodes.get(id)?.scope ?? "")) : null;
 
@@ -102,10 +103,12 @@ class Viewer {
     );
     this.canvas = h("div", { class: "wb-canvas" });
     this.viewport = s("g", { class: "wb-viewport" });
+    const arrow = `wb-arrow-${++viewers}`;
     const svg = s("svg", { class: "wb-graph", role: "tree", "aria-label": "graph of recorded operations" },
-      s("defs", {}, s("marker", { id: "wb-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+      s("defs", {}, s("marker", { id: arrow, viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
         s("path", { d: "M0,0 L10,5 L0,10 z", class: "wb-arrow" }))),
       this.viewport);
+    this.arrow = `url(#${arrow})`;
     this.overview = h("canvas", { class: "wb-overview", hidden: true, "aria-hidden": "true" });
     this.canvas.append(svg, this.overview);
     this.panel = h("aside", { class: "wb-panel", "aria-label": "details" });
@@ -154,8 +157,6 @@ class Viewer {
     this.renderPanel();
     this.relayout();
   }
-
-  private readonly rankdir: "TB" | "LR";
 
   // ---- debugger -------------------------------------------------------------------------------
 
@@ -268,7 +269,7 @@ class Viewer {
     this.visible = this.model.visible(this.expanded);
     const measured = new Map(this.visible.items.map((it) => [it.id, this.measure(it.id, it.type)]));
     const input: LayoutInput = {
-      rankdir: this.rankdir,
+      rankdir: "TB",
       nodes: this.visible.items.map((it) => ({ id: it.id, width: measured.get(it.id)!.w, height: measured.get(it.id)!.h, cluster: it.cluster })),
       clusters: this.visible.clusters,
       edges: this.visible.edges.map((e) => ({ source: e.source, target: e.target, label: e.count > 1 ? `${e.label} ×${e.count}` : e.label })),
@@ -373,7 +374,7 @@ class Viewer {
       const d = pts.map((p, j) => `${j ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
       const mid = pts[Math.floor(pts.length / 2)];
       const label = (e.cut ? "✂ " : "") + (e.count > 1 ? `${e.label} ×${e.count}` : e.label);
-      edges.append(s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": "url(#wb-arrow)" },
+      edges.append(s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": this.arrow },
         s("title", {}, e.cut ? "cut: no gradient flows back along this edge" : label)));
       if (label) edges.append(s("text", { x: mid.x + 4, y: mid.y + 3, class: "wb-edge-label" }, label));
     }
@@ -571,7 +572,7 @@ class Viewer {
     this.refreshNodes();
     this.resultIds = hits.slice(0, 50).map((n) => n.id);
     this.activeResult = this.resultIds.length ? 0 : -1;
-    this.results.replaceChildren(...hits.slice(0, 50).map((n, i) => h("li", { role: "option", "data-id": n.id, id: `wb-r-${i}`, "aria-selected": i === 0 ? "true" : "false" },
+    this.results.replaceChildren(...hits.slice(0, 50).map((n, i) => h("li", { role: "option", "data-id": n.id, "aria-selected": i === 0 ? "true" : "false" },
       n.param ?? n.name, h("span", { class: "wb-muted" }, n.scope || n.op))));
     this.results.hidden = !q || hits.length === 0;
     this.search.setAttribute("aria-expanded", String(!this.results.hidden));
