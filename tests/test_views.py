@@ -179,3 +179,23 @@ def test_assigning_a_tensor_that_requires_grad_into_a_plain_tensor(fake_cuda):
         (tx * torch.arange(6.0).view(2, 3)).sum().backward()
         np.testing.assert_allclose(w.grad.cpu().numpy(), tw.grad.numpy())
         assert w.grad.device.type == dev
+
+
+def test_metadata_inplace_ops_match_pytorch():
+    for name, args in (("unsqueeze_", (1,)), ("squeeze_", ()), ("t_", ()), ("transpose_", (0, 1)),
+                       ("swapaxes_", (1, 0)), ("as_strided_", ((2,), (2,)))):
+        res = []
+        for L in (wb, torch):
+            x = L.arange(6.0).view(2, 3) if name != "squeeze_" else L.arange(3.0).view(1, 3)
+            v = x[0]
+            out = getattr(x, name)(*args)
+            got = [out is x, tuple(x.shape), x.stride(), x._version, v._version, x.numpy().copy()]
+            if name != "as_strided_":
+                a = L.ones(2, 3, dtype=L.float64, requires_grad=True)
+                b = a * L.arange(6.0, dtype=L.float64).view(2, 3)
+                getattr(b, name)(*args) if name != "squeeze_" else b.unsqueeze_(0).squeeze_()
+                (b * b).sum().backward()
+                got.append(a.grad.numpy())
+            res.append(got)
+        for o, t in zip(*res):
+            np.testing.assert_array_equal(np.asarray(o), np.asarray(t), err_msg=name)

@@ -476,6 +476,8 @@ class ScatterView(Function):
     def backward(ctx, g):
         from ..tensor import replay_view
 
+        # the chain may hold as_strided, which addresses storage: replay it on a contiguous gradient
+        g = g.contiguous()
         gb = _scatter_view(g, 0.0, ctx.vf) if ctx.needs_input_grad[0] else None
         gv = replay_view(ctx.vf, g) if ctx.needs_input_grad[1] else None
         return gb, gv, None
@@ -1742,6 +1744,40 @@ def combinations(input, r=2, with_replacement=False):
     return reshape(index_select(input, 0, flat), (len(idx), r))
 
 
+def _metadata_inplace(name, fn):
+    """``name``: fn (a view op) applied to the tensor itself (its shape/strides change, its memory stays)."""
+
+    def method(self, *args, **kwargs):
+        self._check_inplace(name)
+        r = fn(self, *args, **kwargs)
+        self._data = r._data
+        if r.grad_fn is not None:
+            self.grad_fn, self._output_nr = r.grad_fn, r._output_nr
+        if self._base is not None:
+            self._view_fn = r._view_fn
+        self._bump(name)
+        return self
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place {name[:-1]}: the tensor itself takes the view's shape and strides (same memory)."
+    return method
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """input with the elements that ``as_strided(size, stride, storage_offset)`` would view set from src.
+
+    >>> import workbench as wb
+    >>> wb.as_strided_scatter(wb.zeros(4), wb.ones(2), (2,), (2,))
+    tensor([1., 0., 1., 0.])
+    """
+    from .convert import clone
+
+    base = clone(input).contiguous()
+    region = as_strided(base, size, stride, storage_offset)
+    _check_scatter_src("as_strided_scatter", region, src)
+    return ScatterView.apply(base, src, region._view_fn)
+
+
 __all__ = ["reshape", "transpose", "swapaxes", "swapdims", "t", "permute", "broadcast_to", "squeeze", "unsqueeze",
            "index_put", "diagonal", "diag_embed", "diag", "as_strided", "flatten", "ravel", "unflatten", "movedim",
            "moveaxis", "broadcast_shapes", "broadcast_tensors", "tile", "repeat_interleave", "cat", "concat",
@@ -1749,7 +1785,7 @@ __all__ = ["reshape", "transpose", "swapaxes", "swapdims", "t", "permute", "broa
            "dstack", "column_stack", "narrow", "select", "split", "chunk", "tensor_split", "unbind", "flip",
            "fliplr", "flipud", "roll", "rot90", "tril", "triu", "meshgrid", "cartesian_prod", "hsplit", "vsplit",
            "dsplit", "select_scatter", "slice_scatter", "diagonal_scatter", "narrow_copy", "diagflat", "block_diag",
-           "adjoint", "tril_indices", "triu_indices", "combinations"]
+           "adjoint", "tril_indices", "triu_indices", "combinations", "as_strided_scatter"]
 METHODS = {
     "__getitem__": getitem, "__setitem__": setitem, "reshape": reshape, "view": view, "transpose": transpose,
     "swapaxes": transpose, "swapdims": transpose, "t": t, "permute": permute, "expand": expand,
@@ -1762,6 +1798,10 @@ METHODS = {
     "flip": flip, "fliplr": fliplr, "flipud": flipud, "roll": roll, "rot90": rot90, "tril": tril, "triu": triu,
     "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit, "select_scatter": select_scatter,
     "slice_scatter": slice_scatter, "diagonal_scatter": diagonal_scatter, "narrow_copy": narrow_copy,
-    "diagflat": diagflat, "adjoint": adjoint,
+    "diagflat": diagflat, "adjoint": adjoint, "as_strided_scatter": as_strided_scatter,
+    "squeeze_": _metadata_inplace("squeeze_", squeeze), "unsqueeze_": _metadata_inplace("unsqueeze_", unsqueeze),
+    "transpose_": _metadata_inplace("transpose_", transpose), "swapaxes_": _metadata_inplace("swapaxes_", transpose),
+    "swapdims_": _metadata_inplace("swapdims_", transpose), "t_": _metadata_inplace("t_", t),
+    "as_strided_": _metadata_inplace("as_strided_", as_strided),
 }
 INPLACE = ("index_put", "tril", "triu")

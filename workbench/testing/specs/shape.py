@@ -164,3 +164,8 @@ spec("diagflat", lambda x: wb.diagflat(x, 1), lambda x: np.diagflat(x, 1), [Samp
 spec("combinations", lambda x: wb.combinations(x, 2, with_replacement=True),
      lambda x: np.array([[x[i], x[j]] for i in range(3) for j in range(i, 3)]), [Sample([arr(3)])],
      torch_op=lambda x: _t("combinations")(x, 2, with_replacement=True))
+spec("as_strided_scatter", lambda x, s: wb.as_strided_scatter(x, s, (2, 2), (1, 3), 1),
+     lambda x, s: (lambda y: (np.lib.stride_tricks.as_strided(y.ravel()[1:], (2, 2), (y.itemsize, 3 * y.itemsize)).__setitem__(
+         Ellipsis, s), y)[1])(np.ascontiguousarray(x).copy()), [Sample([arr(2, 4), arr(2, 2, seed=1)])])
+# (no PyTorch comparison: 2.13's gradient of as_strided_scatter w.r.t. input is masked the wrong way round,
+# passing the gradient through the overwritten elements; gradcheck confirms ours)
