@@ -20,6 +20,7 @@ import math
 import warnings
 
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from ..autograd import graph
 from ..autograd.graph import GROUP
 from ..tensor import Tensor
@@ -148,6 +149,8 @@ class Linear(Function):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         nig = ctx.needs_input_grad
+        if not STATE.enabled:  # first derivatives only (no create_graph): the same products on raw arrays
+            return _linear_grads_raw(g._data, x, w, nig, ctx.x_shape)
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         gx = gw = gb = None
         if nig[0]:
@@ -158,6 +161,14 @@ class Linear(Function):
         if nig[2]:
             gb = g2.sum(0)
         return gx, gw, gb
+
+
+def _linear_grads_raw(g, x, w, nig, x_shape):
+    g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
+    gx = Tensor._make((g2 @ w._data).reshape(x_shape)) if nig[0] else None
+    gw = Tensor._make(g2.T @ x._data.reshape(-1, x_shape[-1])) if nig[1] else None
+    gb = Tensor._make(g2.sum(0)) if nig[2] else None
+    return gx, gw, gb
 
 
 def linear(input, weight, bias=None):
