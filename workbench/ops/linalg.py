@@ -1427,10 +1427,31 @@ def cholesky(input, upper=False, *, out=None):
     return linalg_cholesky(input, upper=upper, out=out)
 
 
+TriangularSolveResult = _named("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """Solve A X = b with triangular A (deprecated in PyTorch: use linalg.solve_triangular).
+
+    >>> import workbench as wb
+    >>> wb.triangular_solve(wb.ones(2, 1), wb.eye(2) * 2).solution
+    tensor([[0.5000],
+            [0.5000]])
+    """
+    _check_matrix(A, "triangular_solve")
+    T = A.triu() if upper else A.tril()
+    if unitriangular:
+        T = T - T.diagonal(0, -2, -1).diag_embed() + _eye_like(A)
+    if transpose:
+        T = T.mT
+    return TriangularSolveResult(Solve.apply(T, b), A.clone())
+
+
 __all__ = ["einsum", "tensordot", "kron", "cross", "det", "logdet", "slogdet", "inverse", "pinverse",
            "matrix_power", "svd", "qr", "cholesky", "matrix_exp", "cholesky_solve", "cholesky_inverse", "chain_matmul",
-           "cdist", "vander"]
+           "cdist", "vander", "triangular_solve"]
 # svd, qr and cholesky here are PyTorch's legacy top-level spellings; workbench.linalg has the linalg_* ones
 METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse, "pinverse": pinverse,
            "matrix_power": matrix_power, "svd": svd, "qr": qr, "cholesky": cholesky, "kron": kron, "cross": cross,
-           "matrix_exp": matrix_exp, "cholesky_solve": cholesky_solve, "cholesky_inverse": cholesky_inverse}
+           "matrix_exp": matrix_exp, "cholesky_solve": cholesky_solve, "cholesky_inverse": cholesky_inverse,
+           "triangular_solve": triangular_solve}

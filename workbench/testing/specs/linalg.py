@@ -252,3 +252,6 @@ for _p in (2.0, 1.0, 3.0):
     spec(f"cdist_{_p}", lambda a, b, p=_p: wb.cdist(a, b, p),
          lambda a, b, p=_p: (np.abs(a[..., :, None, :] - b[..., None, :, :]) ** p).sum(-1) ** (1 / p),
          [Sample([arr(2, 3, 2), arr(2, 4, 2, seed=1)])], torch_op=lambda a, b, p=_p: _torch().cdist(a, b, p))
+spec("triangular_solve", lambda b, a: wb.triangular_solve(b, a, upper=False, transpose=True).solution,
+     lambda b, a: np.linalg.solve(np.tril(a).T, b), [Sample([arr(3, 2), well(3, seed=1)])],
+     torch_op=lambda b, a: _torch().triangular_solve(b, a, upper=False, transpose=True).solution)
