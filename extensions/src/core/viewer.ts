@@ -526,7 +526,7 @@ class Viewer {
     else if (cont) parts.push(containerDetails(cont));
     else if (!v?.current) {
       parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",
-        "Arrow keys move between nodes, Enter opens a module, / searches, f fits.",
+        "Arrow keys move between nodes, Enter opens a module, Esc closes the one around the focused node, / searches, f fits. Drag to pan; the wheel zooms once the viewer has focus (or with Ctrl).",
         this.ctrl ? " Backward: n step, o step over, c continue, r restart, b breakpoint." : ""));
     }
     this.panel.replaceChildren(...parts);
