@@ -131,3 +131,44 @@ spec("addcmul", lambda x, a, b, **k: wb.addcmul(x, a, b, **k), lambda x, a, b, v
      [S(X, Y, ROW), S(X, Y, ROW, value=-0.5)], torch_op=lambda x, a, b, **k: x.addcmul(a, b, **k))
 spec("addcdiv", lambda x, a, b, **k: wb.addcdiv(x, a, b, **k), lambda x, a, b, value=1: x + value * a / b,
      [S(X, Y, POS), S(X, Y, POS, value=0.25)], torch_op=lambda x, a, b, **k: x.addcdiv(a, b, **k))
+
+# --- values only: comparisons, logic, bits, tests for special values (forward on every backend) ------
+_I = np.array([[5, -3, 0, 12], [7, 1, -8, 3], [2, 2, 9, -1]])
+_J = np.array([[3, 1, 4, 1], [5, 9, 2, 6], [5, 3, 5, 8]])
+_SPECIAL = np.array([[0.0, -1.5, np.inf, np.nan], [-np.inf, 2.0, -0.0, 1e-310], [3.0, np.nan, -2.0, 0.5]])
+
+
+def V(*args, **kwargs):
+    return Sample(list(args), kwargs, grad=False)
+
+
+for _name, _fn, _ref in [
+    ("eq", lambda a, b: a == b, np.equal), ("ne", lambda a, b: a != b, np.not_equal),
+    ("lt", lambda a, b: a < b, np.less), ("le", lambda a, b: a <= b, np.less_equal),
+    ("gt", lambda a, b: a > b, np.greater), ("ge", lambda a, b: a >= b, np.greater_equal),
+]:
+    spec(_name, _fn, _ref, [V(X, Y), V(_I, _J), V(X, 0.5)], torch_op=(lambda f: lambda a, b: f(a, b))(_fn))
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    spec(_name, getattr(wb, _name), getattr(np, _name), [V(X, Y), V(_I, _J > 3)],
+         torch_op=(lambda n: lambda a, b: getattr(a, n)(b))(_name))
+
+for _name, _fn, _ref in [
+    ("bitwise_and", lambda a, b: a & b, np.bitwise_and), ("bitwise_or", lambda a, b: a | b, np.bitwise_or),
+    ("bitwise_xor", lambda a, b: a ^ b, np.bitwise_xor), ("left_shift", lambda a, b: a << (b & 7), None),
+    ("right_shift", lambda a, b: a >> (b & 7), None),
+]:
+    spec(_name, _fn, _ref, [V(_I, _J), V(_I > 0, _J > 2)] if _ref is not None else [V(_I, _J)],
+         torch_op=(lambda f: lambda a, b: f(a, b))(_fn))
+
+for _name in ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "logical_not"):
+    spec(_name, getattr(wb, _name), getattr(np, _name, None) if _name not in ("signbit",) else np.signbit,
+         [V(_SPECIAL)], torch_op=(lambda n: lambda x: getattr(x, n)())(_name))
+spec("bitwise_not", lambda a: ~a, np.invert, [V(_I), V(_I > 0)], torch_op=lambda a: ~a)
+spec("isclose", lambda a, b: wb.isclose(a, b, rtol=0.1, equal_nan=True),
+     lambda a, b: np.isclose(a, b, rtol=0.1, equal_nan=True), [V(_SPECIAL, _SPECIAL * 1.05)],
+     torch_op=lambda a, b: a.isclose(b, rtol=0.1, equal_nan=True))
+spec("nan_to_num_special", lambda x: wb.nan_to_num(x, nan=1.0, posinf=5.0), lambda x: np.nan_to_num(x, nan=1.0, posinf=5.0),
+     [V(_SPECIAL)], torch_op=lambda x: x.nan_to_num(nan=1.0, posinf=5.0))
+spec("int_floor_divide", lambda a, b: a // b, np.floor_divide, [V(_I, _J)], torch_op=lambda a, b: a // b)
+spec("int_remainder", lambda a, b: a % b, np.remainder, [V(_I, _J), V(_I, -3)], torch_op=lambda a, b: a % b)
+spec("int_fmod", wb.fmod, np.fmod, [V(_I, _J)], torch_op=lambda a, b: a.fmod(b))
