@@ -1424,6 +1424,11 @@ def qr(input, some=True, *, out=None):
 
 def cholesky(input, upper=False, *, out=None):
     """torch.cholesky (deprecated in PyTorch in favour of linalg.cholesky).  >>> wb.cholesky(wb.eye(2))"""
+    import warnings
+
+    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
+                  "PyTorch release. L = workbench.cholesky(A) should be replaced with L = workbench.linalg.cholesky(A)",
+                  UserWarning, stacklevel=2)
     return linalg_cholesky(input, upper=upper, out=out)
 
 
@@ -1438,6 +1443,11 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     tensor([[0.5000],
             [0.5000]])
     """
+    import warnings
+
+    warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular and will be removed "
+                  "in a future PyTorch release. workbench.linalg.solve_triangular has its arguments reversed and does "
+                  "not return a copy of one of the inputs.", UserWarning, stacklevel=2)
     _check_matrix(A, "triangular_solve")
     T = A.triu() if upper else A.tril()
     if unitriangular:
