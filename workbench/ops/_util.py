@@ -17,7 +17,11 @@ def _key(x):
         return t
     if isinstance(x, _np_generic):
         return type(x.item())
-    return (x.dtype, x.ndim == 0)
+    try:
+        return (x.dtype, x.ndim == 0)
+    except AttributeError:  # a list, None, a string...: PyTorch's TypeError, not ours
+        raise TypeError(f"unsupported operand type '{type(x).__name__}': expected a Tensor or a Python number "
+                        "(convert sequences with workbench.tensor(...) first)") from None
 
 
 def result_dtype(a, b):
