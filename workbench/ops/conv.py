@@ -1448,6 +1448,116 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                + corner(x0, y0 + 1) * (wx0 * wy1) + corner(x0 + 1, y0 + 1) * (wx1 * wy1))
     return out.permute(0, 3, 1, 2)
 
+
+def _fractional_starts(xp, u, n_in, n_out, k, dtype):
+    """PyTorch's pseudo-random window starts for one dim: u (planes,) in [0, 1) -> (planes, n_out)."""
+    u = u.astype(dtype)
+    if n_out > 1:
+        alpha = dtype.type(n_in - k) / dtype.type(n_out - 1)
+        i = xp.arange(n_out - 1, dtype=dtype)
+        seq = ((i[None, :] + u[:, None]) * alpha).astype("int64") - (u[:, None] * alpha).astype("int64")[:, :1]
+        last = xp.full((u.shape[0], 1), n_in - k, dtype="int64")
+        return xp.concatenate([seq, last], axis=1)
+    return xp.full((u.shape[0], max(n_out, 0)), n_in - k, dtype="int64")
+
+
+def _fractional_max_pool(op, nd, input, kernel_size, output_size, output_ratio, return_indices, samples):
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D input, got input of size {list(input.shape)}")
+    batched = input.ndim == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    k = ntuple(kernel_size, nd, "kernel_size", op)
+    spatial = tuple(x.shape[2:])
+    if output_size is None:
+        if output_ratio is None:
+            raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+        ratio = ntuple_f(output_ratio, nd)
+        output_size = tuple(int(n * r_) for n, r_ in zip(spatial, ratio))
+    out = ntuple(output_size, nd, "output_size", op)
+    if any(o + kk - 1 > n for o, kk, n in zip(out, k, spatial)):
+        raise RuntimeError(f"{op}: output_size {list(out)} + kernel_size {list(k)} - 1 is too large for the input "
+                           f"size {list(spatial)}")
+    n, c = x.shape[:2]
+    xd = x._data
+    xp = _backend_xp(xd)
+    if samples is None:
+        from .activation import _uniform
+
+        u = _uniform(x, (n, c, nd)).astype(xd.dtype)
+    else:
+        u = samples._data.astype(xd.dtype)
+    u = u.reshape(n * c, nd)
+    # PyTorch reads a plane's samples as (width, height) in 2-D but as (time, height, width) in 3-D
+    order = [1, 0] if nd == 2 else list(range(nd))
+    starts = [_fractional_starts(xp, u[:, order[i]], spatial[i], out[i], k[i], xd.dtype) for i in range(nd)]
+    planes = xd.reshape(n * c, -1)
+    steps = [math.prod(spatial[i + 1:]) for i in range(nd)]
+    best = arg = None
+    for kpos in itertools.product(*[range(kk) for kk in k]):
+        flat = 0
+        for i in range(nd):
+            shape = (n * c,) + tuple(out[i] if j == i else 1 for j in range(nd))
+            flat = flat + (starts[i] + kpos[i]).reshape(shape) * steps[i]
+        flat = xp.broadcast_to(flat, (n * c,) + out).reshape(n * c, -1)
+        val = xp.take_along_axis(planes, flat, axis=1)
+        if best is None:
+            best, arg = val, flat
+            continue
+        m = (val > best) | xp.isnan(val) if xd.dtype.kind == "f" else val > best
+        best = xp.where(m, val, best)
+        arg = xp.where(m, flat, arg)
+    rows = (xp.arange(n * c)[:, None] * math.prod(spatial) + arg).reshape((n, c) + out)
+    y = TakeRows.apply(x.reshape(-1), rows)
+    idx = Tensor._make(arg.reshape((n, c) + out))
+    if not batched:
+        y, idx = y.squeeze(0), idx.squeeze(0)
+    return (y, idx) if return_indices else y
+
+
+def ntuple_f(v, n):
+    return tuple(float(a) for a in v) if isinstance(v, (list, tuple)) else (float(v),) * n
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Max pooling over pseudo-randomly placed windows that shrink (N, C, H, W) to output_size.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.fractional_max_pool2d(wb.ones(1, 1, 5, 5), 2, output_size=3).shape
+    workbench.Size([1, 1, 3, 3])
+    """
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Max pooling over pseudo-randomly placed windows that shrink (N, C, D, H, W) to output_size.
+
+    >>> import workbench as wb
+    >>> import workbench.nn.functional as F
+    >>> F.fractional_max_pool3d(wb.ones(1, 1, 5, 5, 5), 2, output_ratio=0.5).shape
+    workbench.Size([1, 1, 2, 2, 2])
+    """
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """fractional_max_pool2d returning (values, indices)."""
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """fractional_max_pool3d returning (values, indices)."""
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+native_channel_shuffle = channel_shuffle
+
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "bilinear",
            "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
-           "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
+           "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
