@@ -325,6 +325,20 @@ def _lapack(op, fn, *args, msg=None):
         raise LinAlgError(f"{op}: {msg or e}") from None
 
 
+def _linalg(xp, name):
+    """xp.linalg.<name>, or NumPy's run on the host where this CuPy lacks it (eig, before CuPy 14)."""
+    fn = getattr(xp.linalg, name, None)
+    if fn is not None:
+        return fn
+    np = _backend.numpy
+
+    def on_host(*args, **kwargs):
+        res = getattr(np.linalg, name)(*[a.get() if hasattr(a, "get") else a for a in args], **kwargs)
+        return tuple(xp.asarray(r) for r in res) if isinstance(res, tuple) else xp.asarray(res)
+
+    return on_host
+
+
 def _eye_like(A):
     xp = _backend.xp_of(A._data)
     n = A.shape[-1]
@@ -722,7 +736,7 @@ class Eig(Function):
 
     @staticmethod
     def forward(ctx, A):
-        L, V = _lapack("linalg.eig", ctx.xp.linalg.eig, A)
+        L, V = _lapack("linalg.eig", _linalg(ctx.xp, "eig"), A)
         cd = _complex_np(A.dtype)
         L, V = L.astype(cd), V.astype(cd)
         ctx.real_input = A.dtype.kind != "c"
