@@ -343,3 +343,11 @@ def test_erf_family_on_a_real_gpu_matches_cpu(dtype):
 def test_nan_operands_values_and_gradients(fn):
     nan = float("nan")
     _grads(fn, fn, [1.0, nan, 3.0, nan, -1.0], [nan, 2.0, 1.0, nan, -1.0])
+
+
+@pytest.mark.parametrize("expr", ["t + [1, 2]", "t * 'a'", "t < [1, 3]", "t - None", "m.exp([1.0])", "m.sum([1, 2])",
+                                  "m.mean([1.0])", "m.maximum(t, [1, 2])"])
+def test_non_tensor_operands_raise_type_error(expr):
+    for m in (torch, wb):
+        with pytest.raises(TypeError):
+            eval(expr, {"m": m, "t": m.tensor([1, 2])})

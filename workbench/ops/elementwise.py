@@ -351,7 +351,11 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float"):
     save_x, save_y = "x" in saves, "y" in saves
 
     def forward(ctx, x):
-        if x.dtype.kind in "biu":
+        try:
+            kind = x.dtype.kind
+        except AttributeError:
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}") from None
+        if kind in "biu":
             if ints == "error":
                 raise dtype_error(f"{name}_cpu", x.dtype)
             if ints == "float":

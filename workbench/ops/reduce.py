@@ -113,6 +113,8 @@ def _empty_error(op, x, dims, exc=RuntimeError):
 
 
 def _dims(input, dim, op):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     return norm_dims(dim, input._data.ndim, op)
 
 
@@ -137,10 +139,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     >>> wb.tensor([[1, 2], [3, 4]]).sum(0)
     tensor([4, 6])
     """
-    if dim is None:
+    if dim is None and isinstance(input, Tensor):
         return Sum.apply(input, None, keepdim, dtype)
-    if not isinstance(input, Tensor):
-        raise TypeError(f"sum(): argument 'input' must be Tensor, not {type(input).__name__}")
     return Sum.apply(input, _dims(input, dim, "sum"), keepdim, dtype)
 
 
