@@ -1316,9 +1316,9 @@ class Flip(Function):
 
 def flip(input, *dims):
     """Reverse the order along ``dims`` (a copy, as in PyTorch).  >>> wb.flip(wb.tensor([1, 2, 3]), [0])"""
+    if not dims:
+        raise TypeError("flip() missing 1 required positional argument: 'dims'")
     dims = _shape_args(dims)
-    if len(dims) == 1 and isinstance(dims[0], int) and not isinstance(dims, tuple):
-        dims = (dims[0],)
     n = input._data.ndim
     w = tuple(wrap_dim(d, n) for d in dims)
     if len(set(w)) != len(w):
