@@ -211,7 +211,7 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                 if g is not None:
                     shape, dt = nxt._out_meta[nr]
                     d = g._data
-                    if d.shape != shape or d.dtype != dt:
+                    if d.shape != shape or d.dtype is not dt and d.dtype != dt:
                         g = _conform(node, nxt, nr, g, shape, dt)
                     buf = buffers.get(nxt)
                     if buf is None:
@@ -310,6 +310,8 @@ def _call_backward(node, grads):
     n = len(res)
     if n == len(pos) == len(node.needs_input_grad):  # every forward argument was a tensor
         return res
+    if n == len(node.needs_input_grad) and node._fn._raw:  # one per argument: keep the tensors'
+        return tuple([res[i] for i in pos])
     return _select_tensor_grads(node, res, pos)
 
 

@@ -133,6 +133,7 @@ def unpack_saved(node):
 
 
 graph._unpack_saved[0] = unpack_saved
+Node.saved_tensors = property(unpack_saved, doc="The tensors saved by save_for_backward (version-checked).")
 
 
 def _raise_modified(node, entry, box, version):
