@@ -73,7 +73,7 @@ export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
 
 export function containerDetails(c: Container): HTMLElement {
   return h("section", { "aria-label": "selected module" },
-    h("h3", {}, c.label, " ", h("span", { class: "wb-muted" }, c.type)),
+    h("h3", {}, c.label, " ", h("span", { class: "wb-muted" }, c.kind === "module" ? c.type : "composite op")),
     dl([
       ["kind", c.kind === "module" ? "module" : "composite op"],
       ["scope", c.path || "(top level)"],

@@ -363,7 +363,7 @@ class Viewer {
       const head = s("g", { class: "wb-cluster-head", "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": "true",
         "aria-label": `${info.path || info.label} ${info.type}, open; Enter closes it` },
         s("rect", { x, y, width: Math.min(b.width, 260), height: 20, class: "wb-cluster-label" }),
-        s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" }, `▾ ${info.kind === "module" ? info.path : info.label} · ${info.type}`));
+        s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" }, `▾ ${info.kind === "module" ? `${info.path} · ${info.type}` : `${info.label} (composite op)`}`));
       clusters.append(s("rect", { x, y, width: b.width, height: b.height, rx: 6, class: "wb-cluster-rect" }), head);
       this.els.set(id, head);
     }
