@@ -199,3 +199,16 @@ def test_named_parameters_groups():
     opt = wb.optim.SGD(m.named_parameters(), lr=0.1)
     assert opt.param_groups[0]["param_names"] == ["weight", "bias"]
     assert opt.state_dict()["param_groups"][0]["param_names"] == ["weight", "bias"]
+
+
+def test_deepcopied_optimizer_keeps_working():
+    w = wb.nn.Parameter(wb.ones(2))
+    opt = wb.optim.Adam([w], lr=0.1)
+    w.grad = wb.ones(2)
+    opt.step()
+    twin = copy.deepcopy(opt)
+    assert twin.state_dict()["state"][0]["step"].item() == 1.0
+    tw = twin.param_groups[0]["params"][0]
+    tw.grad = wb.ones(2)
+    twin.step()
+    assert tw is not w and float(tw[0]) < float(w[0])

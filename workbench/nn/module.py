@@ -18,6 +18,7 @@ from .parameter import Buffer, Parameter
 _TREE_VERSION = itertools.count(1)  # bumped whenever any module's set of children changes
 _tree = [0]
 _NAMES = contextvars.ContextVar("workbench_module_names", default=None)  # the active root's {id: name}
+_SCOPE = _graph.SCOPE
 
 
 def _changed():
@@ -140,25 +141,32 @@ class Module:
     def __call__(self, *args, **kwargs):
         names = _NAMES.get()
         if names is None:
-            names = self._scope_names()
-            ntok = _NAMES.set(names)
-            scope = ""
-        else:
-            ntok = None
-            scope = names.get(id(self))
-            if scope is None:  # a module not registered under the root (e.g. made on the fly)
-                outer = _graph.SCOPE.get()
-                scope = f"{outer}.{type(self).__name__}" if outer else type(self).__name__
-        stok = _graph.SCOPE.set(scope)
+            return self._call_root(args, kwargs)
+        scope = names.get(id(self))
+        if scope is None:  # a module not registered under the root (e.g. made on the fly)
+            outer = _SCOPE.get()
+            scope = f"{outer}.{type(self).__name__}" if outer else type(self).__name__
+        tok = _SCOPE.set(scope)
         try:
-            if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                    or self._backward_pre_hooks):
-                return self.forward(*args, **kwargs)
-            return self._call_with_hooks(args, kwargs)
+            d = self.__dict__
+            if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+                return self._call_with_hooks(args, kwargs)
+            return self.forward(*args, **kwargs)
         finally:
-            _graph.SCOPE.reset(stok)
-            if ntok is not None:
-                _NAMES.reset(ntok)
+            _SCOPE.reset(tok)
+
+    def _call_root(self, args, kwargs):
+        # the outermost module called: its named_modules give every nested module its dotted name
+        ntok = _NAMES.set(self._scope_names())
+        tok = _SCOPE.set("")
+        try:
+            d = self.__dict__
+            if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+                return self._call_with_hooks(args, kwargs)
+            return self.forward(*args, **kwargs)
+        finally:
+            _SCOPE.reset(tok)
+            _NAMES.reset(ntok)
 
     def _call_with_hooks(self, args, kwargs):
         for fn, with_kwargs in list(self._forward_pre_hooks.values()):

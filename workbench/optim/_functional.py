@@ -1,27 +1,32 @@
-"""In-place array helpers shared by the optimizers (raw numpy/cupy arrays, PyTorch's rounding order)."""
+"""In-place array helpers shared by the optimizers (raw numpy/cupy arrays, PyTorch's rounding order).
+
+Every helper writes through ``tmp``, a scratch array of the parameter's shape (see
+``Optimizer._scratch``), so a step allocates nothing: with large parameters every fresh temporary
+costs page faults on every step.
+"""
 
 
-def lerp_(m, end, weight):
+def lerp_(xp, m, end, weight, tmp):
     """m <- m + weight * (end - m), computed as PyTorch's lerp (the other form when weight >= 0.5)."""
-    tmp = end - m
+    xp.subtract(end, m, out=tmp)
     if weight < 0.5:
         tmp *= weight
         m += tmp
     else:
         tmp *= 1.0 - weight
-        m[...] = end - tmp
+        xp.subtract(end, tmp, out=m)
 
 
-def addcmul_(a, t1, t2, value):
+def addcmul_(xp, a, t1, t2, value, tmp):
     """a <- a + value * t1 * t2."""
-    tmp = t1 * value
+    xp.multiply(t1, value, out=tmp)
     tmp *= t2
     a += tmp
 
 
-def addcdiv_(a, t1, t2, value):
+def addcdiv_(xp, a, t1, t2, value, tmp):
     """a <- a + value * t1 / t2."""
-    tmp = t1 * value
+    xp.multiply(t1, value, out=tmp)
     tmp /= t2
     a += tmp
 

@@ -1,7 +1,7 @@
 """Adadelta (weight decay, maximize)."""
 from .. import _backend
 from ._functional import addcmul_, check_differentiable
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _zeros_like
+from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
 
 
 class Adadelta(Optimizer):
@@ -48,16 +48,18 @@ class Adadelta(Optimizer):
                 if wd != 0:
                     g = g + x * wd
                 sq, acc = _real(st["square_avg"]._data), _real(st["acc_delta"]._data)
+                std, delta = _scratch(self, x)
                 sq *= rho
-                addcmul_(sq, g, g, 1 - rho)
-                std = sq + eps
+                addcmul_(xp, sq, g, g, 1 - rho, std)
+                xp.add(sq, eps, out=std)
                 xp.sqrt(std, out=std)
-                delta = acc + eps
+                xp.add(acc, eps, out=delta)
                 xp.sqrt(delta, out=delta)
                 delta /= std
                 delta *= g
                 acc *= rho
-                addcmul_(acc, delta, delta, 1 - rho)
-                x -= delta * lr
+                addcmul_(xp, acc, delta, delta, 1 - rho, std)
+                delta *= lr
+                x -= delta
                 p._vbox[0] += 1
         return loss

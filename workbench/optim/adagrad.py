@@ -2,7 +2,7 @@
 from .. import _backend
 from ..tensor import Tensor
 from ._functional import addcdiv_, addcmul_, check_differentiable
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step
+from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _scratch
 
 
 class Adagrad(Optimizer):
@@ -60,9 +60,10 @@ class Adagrad(Optimizer):
                     g = g + x * wd
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s = _real(st["sum"]._data)
-                addcmul_(s, g, g, 1)
-                std = xp.sqrt(s)
+                tmp, std = _scratch(self, x)
+                addcmul_(xp, s, g, g, 1, tmp)
+                xp.sqrt(s, out=std)
                 std += eps
-                addcdiv_(x, g, std, -clr)
+                addcdiv_(xp, x, g, std, -clr, tmp)
                 p._vbox[0] += 1
         return loss

@@ -1,7 +1,8 @@
 """Adam and AdamW (amsgrad, maximize, L2 or decoupled weight decay)."""
 from .. import _backend
 from ._functional import addcmul_, check_differentiable, lerp_
-from .optimizer import Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _zeros_like
+from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
+                        _zeros_like)
 
 
 class Adam(Optimizer):
@@ -58,21 +59,22 @@ class Adam(Optimizer):
                     else:
                         g = g + x * wd
                 m, v = _real(st["exp_avg"]._data), _real(st["exp_avg_sq"]._data)
-                lerp_(m, g, 1 - beta1)
+                tmp, denom = _scratch(self, x)
+                lerp_(xp, m, g, 1 - beta1, tmp)
                 v *= beta2
-                addcmul_(v, g, g, 1 - beta2)
+                addcmul_(xp, v, g, g, 1 - beta2, tmp)
                 step = float(step_t)
                 step_size = lr / (1 - beta1 ** step)
                 bc2_sqrt = (1 - beta2 ** step) ** 0.5
                 if amsgrad:
                     mx = _real(st["max_exp_avg_sq"]._data)
                     xp.maximum(mx, v, out=mx)
-                    denom = xp.sqrt(mx)
+                    xp.sqrt(mx, out=denom)
                 else:
-                    denom = xp.sqrt(v)
+                    xp.sqrt(v, out=denom)
                 denom /= bc2_sqrt
                 denom += eps
-                tmp = m * -step_size
+                xp.multiply(m, -step_size, out=tmp)
                 tmp /= denom
                 x += tmp
                 p._vbox[0] += 1

@@ -1,7 +1,8 @@
 """Adamax: Adam with the infinity norm."""
 from .. import _backend
 from ._functional import addcdiv_, check_differentiable, lerp_
-from .optimizer import Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _zeros_like
+from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
+                        _zeros_like)
 
 
 class Adamax(Optimizer):
@@ -48,12 +49,13 @@ class Adamax(Optimizer):
                 if wd != 0:
                     g = g + x * wd
                 m, u = _real(st["exp_avg"]._data), _real(st["exp_inf"]._data)
-                lerp_(m, g, 1 - beta1)
+                tmp, a = _scratch(self, x)
+                lerp_(xp, m, g, 1 - beta1, tmp)
                 u *= beta2
-                a = xp.abs(g)
+                xp.abs(g, out=a)
                 a += eps
                 xp.maximum(u, a, out=u)
                 clr = lr / (1 - beta1 ** float(step_t))
-                addcdiv_(x, m, u, -clr)
+                addcdiv_(xp, x, m, u, -clr, tmp)
                 p._vbox[0] += 1
         return loss

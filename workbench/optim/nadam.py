@@ -1,7 +1,8 @@
 """NAdam: Adam with Nesterov momentum (and optional decoupled weight decay)."""
 from .. import _backend
 from ._functional import addcdiv_, addcmul_, check_differentiable, lerp_
-from .optimizer import Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _zeros_like
+from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
+                        _zeros_like)
 
 
 class NAdam(Optimizer):
@@ -66,13 +67,14 @@ class NAdam(Optimizer):
                 mp *= f32(mu)  # a float32 product, as PyTorch's 0-d state tensor
                 mu_product = float(mp)
                 m, v = _real(st["exp_avg"]._data), _real(st["exp_avg_sq"]._data)
-                lerp_(m, g, 1 - beta1)
+                tmp, denom = _scratch(self, x)
+                lerp_(xp, m, g, 1 - beta1, tmp)
                 v *= beta2
-                addcmul_(v, g, g, 1 - beta2)
-                denom = v / bc2
+                addcmul_(xp, v, g, g, 1 - beta2, tmp)
+                xp.divide(v, bc2, out=denom)
                 xp.sqrt(denom, out=denom)
                 denom += eps
-                addcdiv_(x, g, denom, -lr * (1.0 - mu) / (1.0 - mu_product))
-                addcdiv_(x, m, denom, (-lr * mu_next) / (1.0 - mu_product * mu_next))
+                addcdiv_(xp, x, g, denom, -lr * (1.0 - mu) / (1.0 - mu_product), tmp)
+                addcdiv_(xp, x, m, denom, (-lr * mu_next) / (1.0 - mu_product * mu_next), tmp)
                 p._vbox[0] += 1
         return loss

@@ -89,6 +89,12 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                     "_optimizer_load_state_dict_post_hooks"):
+            if name not in self.__dict__:  # an unpickled or deep-copied optimizer starts without hooks
+                self.__dict__[name] = _graph._HookDict()
+        self.__dict__.setdefault("_step_count", 0)
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -332,6 +338,23 @@ def _params_with_grad(group):
         g = p._grad
         if g is not None:
             yield p, p._data, g._data
+
+
+def _scratch(opt, x):
+    """Two scratch arrays shaped like ``x``: views into buffers shared by every parameter of that
+    dtype and device, sized to the largest one, so steps allocate nothing and memory grows by two
+    parameters' worth, not two per parameter."""
+    bufs = opt.__dict__.get("_scratch_bufs")
+    if bufs is None:
+        bufs = opt.__dict__["_scratch_bufs"] = {}
+    key = (x.dtype, _backend.device_of(x))
+    b = bufs.get(key)
+    n = x.size
+    if b is None or b.shape[1] < n:
+        xp = _backend.xp_of(x)
+        with _backend.on_device(key[1]):
+            b = bufs[key] = xp.empty((2, n), dtype=x.dtype)
+    return b[0, :n].reshape(x.shape), b[1, :n].reshape(x.shape)
 
 
 def _check_nonneg(name, value, what="value"):

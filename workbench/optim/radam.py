@@ -1,7 +1,8 @@
 """RAdam: Adam with the variance rectification term (and optional decoupled weight decay)."""
 from .. import _backend
 from ._functional import addcmul_, check_differentiable, lerp_
-from .optimizer import Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _zeros_like
+from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
+                        _zeros_like)
 
 
 class RAdam(Optimizer):
@@ -54,21 +55,22 @@ class RAdam(Optimizer):
                     else:
                         g = g + x * wd
                 m, v = _real(st["exp_avg"]._data), _real(st["exp_avg_sq"]._data)
-                lerp_(m, g, 1 - beta1)
+                upd, s = _scratch(self, x)
+                lerp_(xp, m, g, 1 - beta1, upd)
                 v *= beta2
-                addcmul_(v, g, g, 1 - beta2)
+                addcmul_(xp, v, g, g, 1 - beta2, upd)
                 bc1 = 1 - beta1 ** step
                 bc2 = 1 - beta2 ** step
-                corrected = m / bc1
                 rho_inf = 2 / (1 - beta2) - 1
                 rho_t = rho_inf - 2 * step * (beta2 ** step) / bc2
-                upd = corrected * lr
+                xp.divide(m, bc1, out=upd)  # bias-corrected exp_avg
+                upd *= lr
                 if rho_t > 5.0:
                     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    s = xp.sqrt(v)
+                    xp.sqrt(v, out=s)
                     s += eps
-                    adaptive = (bc2 ** 0.5) / s
-                    upd *= adaptive
+                    xp.divide(bc2 ** 0.5, s, out=s)  # the adaptive lr
+                    upd *= s
                     upd *= rect
                 x -= upd
                 p._vbox[0] += 1

@@ -1,7 +1,7 @@
 """RMSprop (centered, momentum, weight decay, maximize)."""
 from .. import _backend
 from ._functional import addcdiv_, addcmul_, check_differentiable, lerp_
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _zeros_like
+from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
 
 
 class RMSprop(Optimizer):
@@ -54,22 +54,26 @@ class RMSprop(Optimizer):
                 if wd != 0:
                     g = g + x * wd
                 sq = _real(st["square_avg"]._data)
+                tmp, avg = _scratch(self, x)
                 sq *= alpha
-                addcmul_(sq, g, g, 1 - alpha)
+                addcmul_(xp, sq, g, g, 1 - alpha, tmp)
                 if centered:
                     ga = _real(st["grad_avg"]._data)
-                    lerp_(ga, g, 1 - alpha)
-                    avg = sq - ga * ga
+                    lerp_(xp, ga, g, 1 - alpha, tmp)
+                    xp.multiply(ga, -1, out=tmp)  # square_avg.addcmul(grad_avg, grad_avg, value=-1)
+                    tmp *= ga
+                    xp.add(sq, tmp, out=avg)
                     xp.sqrt(avg, out=avg)
                 else:
-                    avg = xp.sqrt(sq)
+                    xp.sqrt(sq, out=avg)
                 avg += eps
                 if mom > 0:
                     buf = _real(st["momentum_buffer"]._data)
                     buf *= mom
-                    addcdiv_(buf, g, avg, 1.0)
-                    x -= buf * lr
+                    addcdiv_(xp, buf, g, avg, 1.0, tmp)
+                    xp.multiply(buf, lr, out=tmp)
+                    x -= tmp
                 else:
-                    addcdiv_(x, g, avg, -lr)
+                    addcdiv_(xp, x, g, avg, -lr, tmp)
                 p._vbox[0] += 1
         return loss

@@ -2,7 +2,7 @@
 from .. import _backend
 from ..tensor import Tensor
 from ._functional import check_differentiable
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real
+from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scratch
 
 
 class SGD(Optimizer):
@@ -40,7 +40,9 @@ class SGD(Optimizer):
             lr, mom, damp = float(group["lr"]), group["momentum"], group["dampening"]
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
             for p, x, g in _params_with_grad(group):
+                xp = _backend.xp_of(x)
                 x, g = _real(x), _real(g)
+                t1, _ = _scratch(self, x)
                 if maximize:
                     g = -g
                 if wd != 0:
@@ -49,14 +51,20 @@ class SGD(Optimizer):
                     st = self.state[p]
                     buf = st.get("momentum_buffer")
                     if buf is None:
-                        xp = _backend.xp_of(g)
                         b = xp.array(g, copy=True)
                         st["momentum_buffer"] = Tensor._make(b.view(p._data.dtype) if p.is_complex() else b)
                     else:
                         b = _real(buf._data)
                         b *= mom
-                        b += g * (1 - damp)
-                    g = g + b * mom if nesterov else b
-                x -= g * lr
+                        xp.multiply(g, 1 - damp, out=t1)
+                        b += t1
+                    if nesterov:
+                        xp.multiply(b, mom, out=t1)
+                        t1 += g
+                        g = t1
+                    else:
+                        g = b
+                xp.multiply(g, lr, out=t1)
+                x -= t1
                 p._vbox[0] += 1
         return loss
