@@ -85,3 +85,18 @@ def test_checkpoint_sequential():
     checkpoint_sequential(fns, 2, x2, use_reentrant=False).backward()
     close(x2.grad, x1.grad)
     assert wb.utils.checkpoint.checkpoint is checkpoint
+
+
+def test_checkpoint_module_with_dropout_matches_plain_run():
+    nn = wb.nn
+    wb.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Dropout(0.5), nn.Linear(8, 2))
+    x = wb.tensor(np.linspace(-1, 1, 12).reshape(3, 4), dtype=wb.float32)
+    wb.manual_seed(1)
+    net(x).sum().backward()
+    ref = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    wb.manual_seed(1)
+    checkpoint(net, x, use_reentrant=False).sum().backward()
+    for p, r in zip(net.parameters(), ref):
+        np.testing.assert_allclose(p.grad._data, r._data, rtol=1e-6)

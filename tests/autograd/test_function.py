@@ -180,3 +180,21 @@ def test_gradcheck_custom_and_complex():
 
     with pytest.raises(wb.autograd.GradcheckError, match="complex"):
         wb.autograd.gradcheck(CNoConj.apply, (z,))
+
+
+def test_gradgradcheck_catches_a_backward_that_is_not_differentiable():
+    class Sq(wb.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x.detach() * g  # first derivative right, second wrong (x cut off)
+
+    x = wb.tensor(X, requires_grad=True)
+    assert wb.autograd.gradcheck(Sq.apply, (x,))
+    with pytest.raises(wb.autograd.GradcheckError):
+        wb.autograd.gradgradcheck(Sq.apply, (x,))
