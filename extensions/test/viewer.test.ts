@@ -43,6 +43,23 @@ describe("viewer", () => {
     expect(item(root, "m:encoder")!.classList.contains("wb-box")).toBe(true);
   });
 
+  it("moves roving focus to the nearest node in the arrow's direction", async () => {
+    const { root } = await mount(fixture("scalar"));
+    const a = item(root, "a") as SVGGElement;
+    a.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    expect(document.activeElement).toBe(a);
+    expect(a.getAttribute("tabindex")).toBe("0");
+    key(root, "ArrowDown");
+    // a feeds e (a*b), drawn right below it; only the focused item is in the tab order.
+    expect(document.activeElement!.getAttribute("data-id")).toBe("e");
+    expect(a.getAttribute("tabindex")).toBe("-1");
+    expect(root.querySelectorAll('.wb-graph [tabindex="0"]')).toHaveLength(1);
+    key(root, "ArrowUp");
+    expect(["a", "b"]).toContain(document.activeElement!.getAttribute("data-id"));
+    key(root, "Enter");
+    expect(root.querySelector(".wb-panel h3")!.textContent).toMatch(/^[ab] leaf/);
+  });
+
   it("opens and closes with Enter on the focused box, and moves focus with arrows", async () => {
     const { root, v } = await mount(fixture("mlp"));
     const box = item(root, "m:encoder") as SVGGElement;

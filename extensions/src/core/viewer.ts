@@ -645,7 +645,11 @@ class Viewer {
     }
   }
 
-  /** Moves roving focus to the nearest item in the arrow's direction (screen geometry, not graph order). */
+  /**
+   * Moves roving focus. Down and up follow the data flow (to the nearest consumer or producer, as
+   * drawn), so the keys walk the graph rather than the page; left and right, and up or down where no
+   * edge leads, go to the nearest item on screen in that direction.
+   */
   private moveFocus(key: string) {
     const L = this.layout;
     if (!L) return;
@@ -655,10 +659,17 @@ class Viewer {
       return;
     }
     const [dx, dy] = key === "ArrowUp" ? [0, -1] : key === "ArrowDown" ? [0, 1] : key === "ArrowLeft" ? [-1, 0] : [1, 0];
+    const linked = new Set<string>();
+    if (dy) {
+      for (const e of this.visible.edges) {
+        if (dy > 0 && e.source === this.focusId) linked.add(e.target);
+        if (dy < 0 && e.target === this.focusId) linked.add(e.source);
+      }
+    }
     let best: string | null = null, bestScore = Infinity;
-    for (const id of this.els.keys()) {
+    for (const id of linked.size ? linked : this.els.keys()) {
       const b = L.boxes[id];
-      if (!b || id === this.focusId) continue;
+      if (!b || id === this.focusId || !this.els.has(id)) continue;
       const vx = b.x - from.x, vy = b.y - from.y;
       const along = vx * dx + vy * dy, across = Math.abs(vx * dy - vy * dx);
       if (along <= 1) continue;
