@@ -19,7 +19,8 @@ def code(src):
 def open_and_run(page, lab, name, cells, *, run=True):
     """Write a notebook, open it in JupyterLab, wait for an idle kernel and run every cell."""
     lab.write_notebook(name, [code(SETUP), *[code(c) for c in cells]])
-    page.goto(f"{lab.url}/lab/tree/{name}")
+    # a workspace of its own: tabs restored from another test's workspace would steal currentWidget
+    page.goto(f"{lab.url}/lab/workspaces/{name.split('.')[0]}/tree/{name}?reset")
     page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=90_000)
     if run:
@@ -33,8 +34,9 @@ def wait_idle(page, timeout=90_000):
     """Wait until every cell has run (no '[*]' prompt left) and the kernel is idle."""
     page.wait_for_function(
         "(() => { const w = window.jupyterapp.shell.currentWidget;"
-        " const busy = [...document.querySelectorAll('.jp-InputArea-prompt')].some(p => p.textContent.includes('*'));"
-        " return !busy && w.sessionContext.session?.kernel?.status === 'idle'; })()", timeout=timeout)
+        " const prompts = [...w.node.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];"
+        " return prompts.length && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))"
+        " && w.sessionContext.session?.kernel?.status === 'idle'; })()", timeout=timeout)
 
 
 def ask_kernel(page, lab, expr, timeout=30):
@@ -59,10 +61,9 @@ def save(page):
 
 def reopen_without_kernel(page, lab, name):
     """Open the saved notebook in a fresh page and shut its kernel down: outputs must live on alone."""
-    page.goto(f"{lab.url}/lab/tree/{name}")
+    page.goto(f"{lab.url}/lab/workspaces/{name.split('.')[0]}-offline/tree/{name}?reset")
     page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=90_000)
-    page.wait_for_function("window.jupyterapp.shell.currentWidget.sessionContext.isReady !== undefined", timeout=30_000)
     page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
     page.wait_for_function("!window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=30_000)
 
@@ -72,3 +73,9 @@ def stat(panel_section, title, key="norm"):
     block = panel_section.locator(".wb-summary", has=panel_section.page.locator("h4", has_text=title)).first
     cell = block.locator(f"th:text-is('{key}') + td").first
     return float(cell.inner_text())
+
+
+def page_errors(page):
+    """JS errors on the page, less JupyterLab's own noise when a kernel is shut down under it."""
+    return [e for e in page.errors if "Canceled future" not in e and "Kernel is dead" not in e
+            and "disposed" not in e]

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from nbhelp import ask_kernel, open_and_run, reopen_without_kernel, save, stat, wait_idle
+from nbhelp import page_errors, ask_kernel, open_and_run, reopen_without_kernel, save, stat, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -79,4 +79,4 @@ def test_live_stepping_nan_breakpoint_and_offline_replay(lab, page):
     assert counter.inner_text().strip().startswith(f"2 / {total3}")
     _btn(replay, "c").click()
     assert counter.inner_text().strip().startswith(f"{total3} / {total3}")
-    assert not math.isnan(total3) and page.errors == []
+    assert not math.isnan(total3) and page_errors(page) == []

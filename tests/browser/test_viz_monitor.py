@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from nbhelp import open_and_run, wait_idle
+from nbhelp import page_errors, open_and_run, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -67,4 +67,4 @@ def test_monitor_updates_live_and_raises_nan_alarm(lab, page):
     nan = sorted({t for t in alarms.all_inner_texts() if "NaN" in t})
     assert len(nan) == 1 and "step 70" in nan[0] and "head.bias" in nan[0] and "models.py" in nan[0]
     page.locator(".jp-OutputArea-output img[src^='data:image/png']").first.wait_for(timeout=20_000)
-    assert page.errors == []
+    assert page_errors(page) == []

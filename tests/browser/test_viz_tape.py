@@ -2,7 +2,7 @@
 notebook re-renders the interactive viewer with no kernel, a hostile module name stays text."""
 import pytest
 
-from nbhelp import open_and_run, reopen_without_kernel, save, wait_idle
+from nbhelp import page_errors, open_and_run, reopen_without_kernel, save, wait_idle
 
 EVIL = "<img src=x onerror=alert(1)>"
 
@@ -44,4 +44,4 @@ def test_tape_viewer_live_then_saved_without_kernel(lab, page):
     save(page)
     reopen_without_kernel(page, lab, "tape.ipynb")
     _check_viewer(page)
-    assert dialogs == [] and page.errors == []
+    assert dialogs == [] and page_errors(page) == []
