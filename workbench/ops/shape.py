@@ -117,7 +117,9 @@ class Transpose(Function):
 def transpose(input, dim0, dim1):
     """Swap two dims (a view).  >>> wb.zeros(2, 3).transpose(0, 1).shape  ->  workbench.Size([3, 2])"""
     n = input._data.ndim
-    return Transpose.apply(input, wrap_dim(dim0, n), wrap_dim(dim1, n))
+    d0 = dim0 % n if type(dim0) is int and -n <= dim0 < n else wrap_dim(dim0, n)
+    d1 = dim1 % n if type(dim1) is int and -n <= dim1 < n else wrap_dim(dim1, n)
+    return Transpose.apply(input, d0, d1)
 
 
 swapaxes = swapdims = transpose
@@ -155,7 +157,7 @@ def permute(input, *dims):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to "
                            f"len(dims) = {len(dims)}")
-    w = tuple(wrap_dim(d, n) for d in dims)
+    w = tuple(d if type(d) is int and 0 <= d < n else wrap_dim(d, n) for d in dims)
     if len(set(w)) != n:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     return Permute.apply(input, w)
