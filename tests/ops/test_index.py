@@ -209,3 +209,15 @@ def test_getitem_and_setitem_forms_match_pytorch(k):
         res.append((y.detach().numpy(), a.grad.numpy(), x.numpy(), x2.numpy()))
     for o, t in zip(*res):
         np.testing.assert_array_equal(o, t)
+
+
+def test_nonzero_static_and_index_put_function_match_pytorch():
+    for a in ([0, 3, 4], [[0, 1], [1, 0]], []):
+        for size in (0, 1, 3):
+            ours = wb.nonzero_static(wb.tensor(a), size=size, fill_value=-7)
+            theirs = torch.nonzero_static(torch.tensor(a), size=size, fill_value=-7)
+            assert ours.tolist() == theirs.tolist() and tuple(ours.shape) == tuple(theirs.shape)
+    x, tx = wb.zeros(3), torch.zeros(3)
+    wb.index_put_(x, (wb.tensor([1, 1]),), wb.tensor(2.0), accumulate=True)
+    torch.index_put_(tx, (torch.tensor([1, 1]),), torch.tensor(2.0), accumulate=True)
+    assert x.tolist() == tx.tolist() and x._version == tx._version

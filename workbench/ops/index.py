@@ -830,6 +830,31 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     return scatter_reduce(input, d, full, source, reduce, include_self=include_self)
 
 
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero() padded with ``fill_value`` (or truncated) to exactly ``size`` rows: a fixed output shape.
+
+    >>> import workbench as wb
+    >>> wb.nonzero_static(wb.tensor([0, 3, 4]), size=3)
+    tensor([[ 1],
+            [ 2],
+            [-1]])
+    """
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    nz = nonzero(input)
+    xp = _backend.xp_of(nz._data)
+    k = nz._data.shape[0]
+    if k >= size:
+        return Tensor._make(xp.ascontiguousarray(nz._data[:size]))
+    pad = xp.full((size - k, nz._data.shape[1]), fill_value, dtype="int64")
+    return Tensor._make(xp.concatenate([nz._data, pad]))
+
+
+def index_put_(input, indices, values, accumulate=False):
+    """In-place ``input[indices] = values`` (``+=`` with accumulate).  >>> wb.index_put_(wb.zeros(2), (wb.tensor([1]),), wb.tensor(5.))"""
+    return input.index_put_(indices, values, accumulate)
+
+
 def _put_(self, index, source, accumulate=False):
     return self._inplace("put_", lambda x, s: put(x, index, s, accumulate), source)
 
@@ -837,8 +862,8 @@ def _put_(self, index, source, accumulate=False):
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_copy",
            "index_fill", "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "put",
            "nonzero", "argwhere", "sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
-           "searchsorted", "bucketize", "bincount", "histc", "index_reduce"]
-METHODS = {name: globals()[name] for name in __all__ if name not in ("searchsorted", "bucketize")}
+           "searchsorted", "bucketize", "bincount", "histc", "index_reduce", "nonzero_static", "index_put_"]
+METHODS = {name: globals()[name] for name in __all__ if name not in ("searchsorted", "bucketize", "index_put_")}
 METHODS["put_"] = _put_
 INPLACE = ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_fill",
            "masked_scatter", "index_reduce")
