@@ -7,7 +7,6 @@ import { syntheticTape } from "./synthetic";
 function input(model: TapeModel, expanded: Set<string>): LayoutInput {
   const v = model.visible(expanded);
   return {
-    rankdir: "TB",
     nodes: v.items.map((i) => ({ id: i.id, width: 120, height: 40, cluster: i.cluster })),
     clusters: v.clusters,
     edges: v.edges.map((e) => ({ source: e.source, target: e.target, label: e.label })),

@@ -5,7 +5,6 @@ export interface LayoutInput {
   nodes: { id: string; width: number; height: number; cluster: string | null }[];
   clusters: { id: string; parent: string | null }[];
   edges: { source: string; target: string; label: string }[];
-  rankdir: "TB" | "LR";
 }
 
 export interface Box { x: number; y: number; width: number; height: number }
@@ -44,7 +43,8 @@ export function computeLayout(input: LayoutInput): LayoutResult {
 
 function withDagre(input: LayoutInput): LayoutResult {
   const g = new dagre.graphlib.Graph({ compound: true, multigraph: false });
-  g.setGraph({ rankdir: input.rankdir, nodesep: 24, ranksep: 36, edgesep: 12, marginx: 16, marginy: 16 });
+  // Top to bottom: inputs at the top, the loss at the bottom, the way the forward code reads.
+  g.setGraph({ rankdir: "TB", nodesep: 24, ranksep: 36, edgesep: 12, marginx: 16, marginy: 16 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const c of input.clusters) g.setNode(c.id, { clusterLabelPos: "top", paddingTop: 24 });
   for (const c of input.clusters) if (c.parent) g.setParent(c.id, c.parent);
@@ -73,7 +73,6 @@ function withDagre(input: LayoutInput): LayoutResult {
  * size the user is expected to search or collapse rather than read every box).
  */
 function layered(input: LayoutInput): LayoutResult {
-  const horizontal = input.rankdir === "LR";
   const index = new Map(input.nodes.map((n, i) => [n.id, i]));
   const preds: number[][] = input.nodes.map(() => []);
   for (const e of input.edges) {
@@ -101,12 +100,10 @@ function layered(input: LayoutInput): LayoutResult {
     let across = 16, thick = 0;
     for (const i of members) {
       const n = input.nodes[i];
-      const w = horizontal ? n.height : n.width, h = horizontal ? n.width : n.height;
-      pos[i] = across + w / 2;
-      const c = across + w / 2, a = along + h / 2;
-      boxes[n.id] = horizontal ? { x: a, y: c, width: n.width, height: n.height } : { x: c, y: a, width: n.width, height: n.height };
-      across += w + gapAcross;
-      thick = Math.max(thick, h);
+      pos[i] = across + n.width / 2;
+      boxes[n.id] = { x: pos[i], y: along + n.height / 2, width: n.width, height: n.height };
+      across += n.width + gapAcross;
+      thick = Math.max(thick, n.height);
     }
     maxAcross = Math.max(maxAcross, across);
     along += thick + gapAlong;
@@ -136,6 +133,5 @@ function layered(input: LayoutInput): LayoutResult {
     const a = boxes[e.source], b = boxes[e.target];
     return { points: a && b ? [{ x: a.x, y: a.y }, { x: b.x, y: b.y }] : [] };
   });
-  const width = horizontal ? along : maxAcross, height = horizontal ? maxAcross : along;
-  return { boxes, edges, width, height, engine: "layered", ms: 0 };
+  return { boxes, edges, width: maxAcross, height: along, engine: "layered", ms: 0 };
 }

@@ -269,7 +269,6 @@ class Viewer {
     this.visible = this.model.visible(this.expanded);
     const measured = new Map(this.visible.items.map((it) => [it.id, this.measure(it.id, it.type)]));
     const input: LayoutInput = {
-      rankdir: "TB",
       nodes: this.visible.items.map((it) => ({ id: it.id, width: measured.get(it.id)!.w, height: measured.get(it.id)!.h, cluster: it.cluster })),
       clusters: this.visible.clusters,
       edges: this.visible.edges.map((e) => ({ source: e.source, target: e.target, label: e.count > 1 ? `${e.label} ×${e.count}` : e.label })),
