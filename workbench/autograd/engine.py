@@ -219,9 +219,10 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                     if buf[nr] is None:
                         buf[nr] = g
                         seen_add(id(g))
-                    else:
-                        buf[nr] = s = buf[nr] + g
-                        seen_add(id(s))
+                    elif create_graph:
+                        buf[nr] = buf[nr] + g
+                    else:  # nothing records this sum: add the arrays (shape and dtype conformed above)
+                        buf[nr] = _make(nxt.xp.add(buf[nr]._data, g._data))
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
