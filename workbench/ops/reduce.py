@@ -66,6 +66,9 @@ return_type("aminmax", ("min", "max"))
 # --- helpers ---------------------------------------------------------------------------------------
 def _expand_back(g, in_shape, dims, keepdim):
     # undo a reduction's shape change so the gradient broadcasts over the reduced dims
+    if not STATE.enabled:  # no graph to build: a broadcast view of the array (read-only, as PyTorch's expand)
+        gd = g._data
+        return Tensor._make(_backend.xp_of(gd).broadcast_to(gd.reshape(_kept_shape(in_shape, dims)), in_shape))
     if dims is None:
         return g.reshape((1,) * len(in_shape)).expand(in_shape) if in_shape else g
     if not keepdim:
@@ -76,14 +79,19 @@ def _expand_back(g, in_shape, dims, keepdim):
     return g.expand(in_shape)
 
 
+def _kept_shape(in_shape, dims):
+    """The shape of a reduction's result with keepdim=True."""
+    shape = list(in_shape)
+    for d in (range(len(in_shape)) if dims is None else dims):
+        shape[d] = 1
+    return tuple(shape)
+
+
 def _keep(t, in_shape, dims, keepdim):
     # a reduced tensor reshaped to broadcast against the input (keepdim=True form)
     if keepdim or not in_shape:
         return t
-    shape = list(in_shape)
-    for d in (range(len(in_shape)) if dims is None else dims):
-        shape[d] = 1
-    return t.reshape(tuple(shape))
+    return t.reshape(_kept_shape(in_shape, dims))
 
 
 def _count(shape, dims):
