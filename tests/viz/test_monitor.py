@@ -94,7 +94,7 @@ def test_exploding_vanishing_and_dead_relu_alarms():
     m = MLP()
     with wb.no_grad():
         m.encoder._children["0"].bias -= 100.0  # every ReLU unit dead
-    mon = wb.viz.watch(m, display=False)
+    mon = wb.viz.watch(m, display=False, detail_every=1)  # dead units are counted on detail steps
     _train(m, 2)
     mon.detach()
     kinds = {a["kind"]: a for a in mon.alarms}

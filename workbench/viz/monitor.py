@@ -13,7 +13,8 @@ accumulates into ``.grad`` ends, it computes, on the parameters' device and with
 Rows are queued as device arrays and copied to the host together, at most ``rate`` times a second,
 then sent to the widget as binary buffers (PROTOCOL.md section 4) and checked for alarms: the first
 NaN/Inf gradient (layer, op, forward line), exploding and vanishing gradients, dead ReLU units (a
-listener on the tape counts, per ReLU call, the units that are zero for the whole batch).
+listener on the tape counts, per ReLU call, the units that are zero for the whole batch, on the
+forward pass of every ``detail_every``-th step).
 """
 import math
 import threading
@@ -128,6 +129,10 @@ class Monitor(_Base):
             return
         step = self.step
         self.step += 1
+        if self._listening:  # dead ReLUs change slowly: count them on the forward of every detail step
+            want = self.step % self.detail_every == 0
+            if want != (self._on_op in graph.LISTENERS):
+                (graph.LISTENERS.append if want else graph.LISTENERS.remove)(self._on_op)
         row = self._device_row(step)
         with self._lock:
             self._pending.append((step, row))
@@ -534,7 +539,7 @@ class Monitor(_Base):
             raise RuntimeError("this monitor was detached; attach a new one with wb.viz.watch(model)")
         if self._on_backward not in graph.BACKWARD_HOOKS:
             graph.BACKWARD_HOOKS.append(self._on_backward)
-        if self._listening and self._on_op not in graph.LISTENERS:
+        if self._listening and self._on_op not in graph.LISTENERS and self.step % self.detail_every == 0:
             graph.LISTENERS.append(self._on_op)
         self._last_end = None
 
