@@ -1,6 +1,5 @@
 """Snapshots: tape.v1 schema for every op family, names, scopes, cuts, summaries, trace, exports."""
 import json
-import math
 
 import numpy as np
 import pytest

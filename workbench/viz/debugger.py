@@ -8,7 +8,7 @@ same way for ``snapshot(trace=True)``.
 from ..autograd import engine, graph
 from ..autograd.graph import AccumulateGrad
 from . import classroom
-from .summary import has_nonfinite, summarize
+from .summary import summarize
 
 
 # --- conditions --------------------------------------------------------------------------------

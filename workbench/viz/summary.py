@@ -120,17 +120,3 @@ def summarize(t, *, values=True):
     if t is None:
         return None
     return summarize_array(t._data, values=values)
-
-
-def has_nonfinite(t):
-    """Whether a tensor holds any NaN or Inf (one device reduction, one scalar to the host).
-
-    >>> import workbench as wb
-    >>> has_nonfinite(wb.tensor([1.0, float("nan")]))
-    True
-    """
-    d = t._data
-    if d.dtype.kind not in "fc":
-        return False
-    xp = _backend.xp_of(d)
-    return not bool(_host(xp.isfinite(d).all()))
