@@ -34,8 +34,43 @@ FAMILIES = {
 }
 if _has("softmax"):
     FAMILIES["softmax"] = lambda: (wb.softmax(_t(2, 3), -1) * _t(2, 3)).sum()
-if _has("cat", "stack"):
-    FAMILIES["join"] = lambda: (wb.cat([_t(2), _t(3)]).sum() + wb.stack([_t(2), _t(2)]).sum())
+if _has("cat", "stack", "split"):
+    FAMILIES["join_split"] = lambda: (wb.cat([_t(2), _t(3)]).sum() + wb.stack([_t(2), _t(2)]).sum()
+                                      + wb.split(_t(4), 2)[1].sum())
+if _has("cumsum", "prod", "var", "logsumexp"):
+    FAMILIES["reduce_more"] = lambda: (wb.cumsum(_t(3), 0).sum() + wb.prod(_t(3)) + wb.var(_t(4))
+                                       + wb.logsumexp(_t(2, 3), 1).sum())
+if _has("gather", "index_select"):
+    FAMILIES["index"] = lambda: (wb.gather(_t(2, 3), 1, wb.tensor([[0, 2], [1, 1]])).sum()
+                                 + wb.index_select(_t(3, 2), 0, wb.tensor([2, 0])).sum())
+if _has("einsum"):
+    FAMILIES["einsum"] = lambda: wb.einsum("ij,jk->ik", _t(2, 3), _t(3, 2)).sum()
+
+
+def _nn_family(name):
+    F = getattr(getattr(wb, "nn", None), "functional", None)
+
+    def make():
+        if name == "conv":
+            return F.max_pool2d(F.conv2d(_t(1, 2, 5, 5), _t(3, 2, 3, 3), _t(3)), 2).sum()
+        if name == "norm":
+            return (F.layer_norm(_t(2, 4), (4,), _t(4), _t(4)) * _t(2, 4)).sum()
+        if name == "losses":
+            return F.cross_entropy(_t(4, 3), wb.tensor([0, 2, 1, 0])) + F.mse_loss(_t(3), _t(3, rg=False))
+        if name == "activations":
+            return (F.gelu(_t(3)) + F.log_softmax(_t(3), 0) + F.linear(_t(2, 3), _t(3, 3), _t(3))[0]).sum()
+        if name == "attention":
+            q = _t(1, 2, 4)
+            return F.scaled_dot_product_attention(q, _t(1, 2, 4), _t(1, 2, 4)).sum()
+    return make
+
+
+_NN = {"conv": ("conv2d", "max_pool2d"), "norm": ("layer_norm",), "losses": ("cross_entropy", "mse_loss"),
+       "activations": ("gelu", "log_softmax", "linear"), "attention": ("scaled_dot_product_attention",)}
+_F = getattr(getattr(wb, "nn", None), "functional", None)
+for _name, _needs in _NN.items():
+    if _F is not None and all(hasattr(_F, n) for n in _needs):
+        FAMILIES["nn_" + _name] = _nn_family(_name)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
