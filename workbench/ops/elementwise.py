@@ -215,6 +215,10 @@ class Div(Function):
         if ctx.rounding_mode is not None:  # piecewise constant: PyTorch's gradient is zero
             return g * 0, (g * 0 if ctx.needs_input_grad[1] else None), None
         a, b = ctx.saved_tensors
+        if not STATE.enabled and g._data.dtype.kind != "c":
+            bd = b._data if b is not None else ctx.b
+            gad = g._data / bd
+            return Tensor._make(gad), (Tensor._make(-gad * a._data / bd) if a is not None else None), None
         if b is None:
             b = ctx.b
         ga = g / _c(b)
@@ -306,7 +310,11 @@ class Pow(Function):
         if ctx.needs_input_grad[0]:
             if b is None:
                 e = ctx.sb
-                ga = g * 0 if e == 0 else (g * 2 * _c(a) if e == 2 else g * _c(e * a ** (e - 1)))
+                if not STATE.enabled and g._data.dtype.kind != "c" and type(e) is not complex:
+                    ad = a._data
+                    ga = Tensor._make(g._data * 0 if e == 0 else g._data * (2 * ad if e == 2 else e * ad ** (e - 1)))
+                else:
+                    ga = g * 0 if e == 0 else (g * 2 * _c(a) if e == 2 else g * _c(e * a ** (e - 1)))
             else:
                 ga = where(b == 0, 0.0, g * _c(b * a ** (b - 1)))
         if ctx.needs_input_grad[1]:
@@ -681,6 +689,8 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
+        if not STATE.enabled:
+            return Tensor._make(g._data * (y._data > 0))
         return g * (y > 0)
 
 
@@ -971,6 +981,11 @@ class Where(Function):
     @staticmethod
     def backward(ctx, g):
         (cond,) = ctx.saved_tensors
+        if not STATE.enabled:
+            xp, c, gd = ctx.xp, cond._data, g._data
+            return (None, Tensor._make(xp.where(c, gd, 0).astype(gd.dtype, copy=False))
+                    if ctx.needs_input_grad[1] else None,
+                    Tensor._make(xp.where(c, 0, gd).astype(gd.dtype, copy=False)) if ctx.needs_input_grad[2] else None)
         return (None, where(cond, g, 0.0) if ctx.needs_input_grad[1] else None,
                 where(cond, 0.0, g) if ctx.needs_input_grad[2] else None)
 
