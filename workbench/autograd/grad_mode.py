@@ -13,6 +13,7 @@ STATE = _State()
 # how many inference_mode blocks are open in any thread: while 0, ops skip the thread-local
 # inference check entirely (one list read instead of a thread-local attribute lookup)
 INFERENCE_ACTIVE = [0]
+_COUNT_LOCK = threading.Lock()
 # how many backward passes are executing a node right now (any thread): ops run by backward formulas
 # under the engine's no_grad are not tagged as places where the user's graph was cut
 BACKWARD_ACTIVE = [0]
@@ -177,12 +178,14 @@ class inference_mode(_Mode):
     def __enter__(self):
         super().__enter__()
         if self.mode:
-            INFERENCE_ACTIVE[0] += 1
+            with _COUNT_LOCK:
+                INFERENCE_ACTIVE[0] += 1
         return self
 
     def __exit__(self, *exc):
         if self.mode:
-            INFERENCE_ACTIVE[0] -= 1
+            with _COUNT_LOCK:
+                INFERENCE_ACTIVE[0] -= 1
         return super().__exit__(*exc)
 
     def _apply(self):
