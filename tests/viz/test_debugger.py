@@ -198,3 +198,27 @@ def test_a_step_answers_fast_on_a_2000_node_graph():
     assert spy.sent[-1]["position"] == 20
     assert worst < 0.1, worst
     assert setup < 5.0
+
+
+def test_paused_kernel_records_again_and_an_interrupt_leaves_it_usable():
+    m, loss = _mlp_loss()
+    dbg = wb.viz.debug(loss, m, display=False)
+    spy = _Spy(dbg)
+    dbg.step()
+    assert wb.is_grad_enabled()  # paused mid-backward, user cells still build graphs
+    y = (m.head.weight * 2).sum()
+    assert y.requires_grad
+
+    def interrupt(step):
+        if step.index == 4:
+            raise KeyboardInterrupt
+        return False
+
+    dbg.add_breakpoint(interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        dbg._on_msg(dbg, {"type": "continue"}, [])
+    assert spy.sent[-1]["type"] == "error" and "KeyboardInterrupt" in spy.sent[-1]["message"]
+    dbg.stepper.conditions.clear()
+    dbg._on_msg(dbg, {"type": "restart"}, [])
+    dbg._on_msg(dbg, {"type": "continue"}, [])
+    assert spy.sent[-1]["paused_reason"] == "end" and spy.sent[-1]["position"] == dbg.total
