@@ -1,9 +1,9 @@
 """Function: forward and backward side by side, and ``apply``, which records a Node on the tape.
 
-Two flavours share one ``apply``:
+Two flavours, one Node record:
 
 * workbench's primitives (``_raw = True``) compute ``forward`` on raw arrays (``ctx.xp`` is numpy or
-  cupy), which keeps per-op overhead low;
+  cupy), which keeps per-op overhead low; they get ``_apply_raw`` as their ``apply``;
 * ``workbench.autograd.Function`` subclasses written by users see Tensors, exactly as in PyTorch,
   including the ``setup_context(ctx, inputs, output)`` style where ``forward`` takes no ctx.
 
