@@ -26,10 +26,12 @@ class _Base(anywidget.AnyWidget):
     def show(self):
         """Display the widget in the notebook (no-op outside IPython)."""
         try:
+            from IPython import get_ipython
             from IPython.display import display
         except ImportError:
             return
-        display(self)
+        if get_ipython() is not None:  # a plain script has nowhere to draw a widget
+            display(self)
 
 
 class TapeWidget(_Base):
