@@ -48,7 +48,7 @@ def _inplace(fn, name):
         return input._inplace(name, lambda x: fn(x, *args, **kwargs))
 
     inplace.__name__ = name
-    inplace.__doc__ = f"In-place {fn.__name__}."
+    inplace.__doc__ = f"In-place {fn.__name__}: overwrites input and returns it.  >>> F.{name}(wb.tensor([-1.0, 2.0]))"
     return inplace
 
 

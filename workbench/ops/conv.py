@@ -797,12 +797,12 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """max_pool1d returning (values, indices)."""
+    """max_pool1d returning (values, indices).  >>> wb.max_pool1d_with_indices(wb.ones(1, 1, 4), 2)[1]  ->  [[[0, 2]]]"""
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """max_pool2d returning (values, indices)."""
+    """max_pool2d returning (values, indices).  >>> F.max_pool2d_with_indices(wb.ones(1, 1, 2, 2), 2)[1]  ->  [[[[0]]]]"""
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
@@ -1206,14 +1206,14 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
-    """Deprecated: interpolate(mode='nearest')."""
+    """Deprecated: interpolate(mode='nearest').  >>> F.upsample_nearest(wb.ones(1, 1, 2), scale_factor=2).shape  ->  [1, 1, 4]"""
     warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.",
                   UserWarning, stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
-    """Deprecated: interpolate(mode='bilinear', align_corners=True)."""
+    """Deprecated: interpolate(mode='bilinear', align_corners=True).  >>> F.upsample_bilinear(wb.ones(1, 1, 2, 2), scale_factor=2)"""
     warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
                   UserWarning, stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
@@ -1276,22 +1276,22 @@ def channel_shuffle(input, groups):
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """max_pool3d returning (values, indices)."""
+    """max_pool3d returning (values, indices).  >>> F.max_pool3d_with_indices(wb.ones(1, 1, 2, 2, 2), 2)[1].shape"""
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
-    """adaptive_max_pool1d returning (values, indices)."""
+    """adaptive_max_pool1d returning (values, indices).  >>> F.adaptive_max_pool1d_with_indices(wb.ones(1, 1, 4), 2)"""
     return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
-    """adaptive_max_pool2d returning (values, indices)."""
+    """adaptive_max_pool2d returning (values, indices).  >>> F.adaptive_max_pool2d_with_indices(wb.ones(1, 1, 4, 4), 2)"""
     return adaptive_max_pool2d(input, output_size, True)
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
-    """adaptive_max_pool3d returning (values, indices)."""
+    """adaptive_max_pool3d returning (values, indices).  >>> F.adaptive_max_pool3d_with_indices(wb.ones(1, 1, 2, 2, 2), 1)"""
     return adaptive_max_pool3d(input, output_size, True)
 
 
@@ -1546,13 +1546,13 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
-    """fractional_max_pool2d returning (values, indices)."""
+    """fractional_max_pool2d returning (values, indices).  >>> F.fractional_max_pool2d_with_indices(wb.ones(1, 1, 5, 5), 2, 3)"""
     return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
-    """fractional_max_pool3d returning (values, indices)."""
+    """fractional_max_pool3d returning (values, indices).  >>> F.fractional_max_pool3d_with_indices(wb.ones(1, 1, 5, 5, 5), 2, 3)"""
     return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
