@@ -898,6 +898,11 @@ class Clamp(Function):
     @staticmethod
     def backward(ctx, g):
         x, tlo, thi = ctx.saved_tensors
+        if not STATE.enabled and tlo is None and thi is None:  # number bounds: one mask on the arrays
+            xd, lo, hi = x._data, ctx.lo, ctx.hi
+            keep = (xd >= lo) & (xd <= hi) if lo is not None and hi is not None else xd >= lo if lo is not None \
+                else xd <= hi
+            return Tensor._make(ctx.xp.where(keep, g._data, 0).astype(g._data.dtype, copy=False)), None, None
         lo = tlo if tlo is not None else ctx.lo
         hi = thi if thi is not None else ctx.hi
         # the boundary passes the gradient to input (PyTorch's clamp_backward)

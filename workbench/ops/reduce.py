@@ -179,7 +179,8 @@ class Mean(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return _expand_back(g / ctx.n, ctx.in_shape, ctx.dims, ctx.keepdim), None, None, None
+        g = g / ctx.n if STATE.enabled else Tensor._make(g._data / ctx.n)
+        return _expand_back(g, ctx.in_shape, ctx.dims, ctx.keepdim), None, None, None
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
