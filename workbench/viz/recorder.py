@@ -22,27 +22,24 @@ _ids = itertools.count()
 class ConstInput:
     """A tensor that entered a recorded op without requiring grad (data, a target, or a cut)."""
 
-    __slots__ = ("key", "ref", "shape", "dtype", "cut", "site", "source", "name")
+    __slots__ = ("key", "ref", "shape", "dtype", "cut")
 
     def __init__(self, t, cut):
         self.key = next(_ids)
         self.ref = weakref.ref(t)
         self.shape = tuple(t._data.shape)
         self.dtype = t._data.dtype
-        self.cut = cut  # None, or (reason, site, source) from the tensor's cut mark
-        self.name = None
+        self.cut = cut  # None, or (reason, site, source, op) from the tensor's cut mark
 
 
 class Export:
     """A tensor's values leaving workbench through .numpy()/.item()/.tolist() (a possible NumPy round trip)."""
 
-    __slots__ = ("shape", "dtype", "host", "site", "source")
+    __slots__ = ("host", "site", "source")
 
     def __init__(self, t, site):
         from .. import _backend
 
-        self.shape = tuple(t._data.shape)
-        self.dtype = t._data.dtype
         # a host copy (small tensors only) lets snapshot() recognise the values when they come back
         self.host = _backend.to_device(t._data, _backend.CPU).copy() if t._data.size <= 65536 else None
         self.site = site
