@@ -106,6 +106,8 @@ CASES = [
     ("grid_sample", "grid_sample", [r(2, 3, 4, 5), r(2, 3, 2, 2) * 0.8], {"align_corners": False}, ()),
     ("grid_sample-border", "grid_sample", [r(2, 3, 4, 5), r(2, 3, 2, 2) * 1.5],
      {"padding_mode": "border", "align_corners": True}, ()),
+    ("grid_sample-bicubic", "grid_sample", [r(2, 3, 4, 5), r(2, 3, 2, 2) * 0.9],
+     {"mode": "bicubic", "padding_mode": "reflection", "align_corners": False}, ()),
     ("affine_grid", "affine_grid", [r(2, 2, 3)], {"size": (2, 3, 4, 5), "align_corners": False}, ()),
     ("layer_norm", "layer_norm", [r(3, 4, 5), (4, 5), r(4, 5), r(4, 5)], {}, ()),
     ("group_norm", "group_norm", [r(2, 4, 3), 2, r(4), r(4)], {}, ()),

@@ -1398,16 +1398,16 @@ def _reflect(c, lo, hi):
 
 @composite("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Sample (N, C, H, W) input at grid (N, Ho, Wo, 2) locations in [-1, 1] (x, y), bilinear or nearest.
+    """Sample (N, C, H, W) input at grid (N, Ho, Wo, 2) locations in [-1, 1] (x, y): bilinear, nearest, bicubic.
 
     >>> import workbench as wb
     >>> import workbench.nn.functional as F
     >>> F.grid_sample(wb.ones(1, 1, 2, 2), wb.zeros(1, 1, 1, 2), align_corners=False)
     tensor([[[[1.]]]])
     """
-    if mode not in ("bilinear", "nearest"):
-        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear' or 'nearest' "
-                         f"(workbench samples 4-D inputs with these two), but got: '{mode}'")
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
@@ -1419,6 +1419,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     xp = _backend_xp(input._data)
     ix = _unnormalize(grid[..., 0], w, align_corners)
     iy = _unnormalize(grid[..., 1], h, align_corners)
+    if mode == "bicubic":
+        return _grid_sample_bicubic(input, ix, iy, padding_mode, align_corners)
     if padding_mode == "border":
         ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
     elif padding_mode == "reflection":
@@ -1446,6 +1448,55 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         wx0, wy0 = 1 - wx1, 1 - wy1
         out = (corner(x0, y0) * (wx0 * wy0) + corner(x0 + 1, y0) * (wx1 * wy0)
                + corner(x0, y0 + 1) * (wx0 * wy1) + corner(x0 + 1, y0 + 1) * (wx1 * wy1))
+    return out.permute(0, 3, 1, 2)
+
+
+def _cubic_weights(t):
+    """PyTorch's cubic convolution weights (A = -0.75) for taps at -1, 0, 1, 2 from fractional offset t."""
+    a = -0.75
+    u, v = t + 1, 2 - t
+    return [((a * u - 5 * a) * u + 8 * a) * u - 4 * a, ((a + 2) * t - (a + 3)) * t * t + 1,
+            ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1, ((a * v - 5 * a) * v + 8 * a) * v - 4 * a]
+
+
+def _tap_coord(xp, c, size, padding_mode, align_corners):
+    """Integer tap coordinates mapped by the padding mode (out-of-range ones read zeros later)."""
+    if padding_mode == "border":
+        return xp.clip(c, 0, size - 1)
+    if padding_mode == "reflection":
+        lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+        span = hi - lo
+        if span <= 0:
+            return xp.zeros_like(c)
+        d = xp.abs(c - lo)
+        flips = xp.floor(d / span)
+        extra = d - flips * span
+        r = xp.where(flips % 2 == 0, extra + lo, hi - extra)
+        return xp.clip(r, 0, size - 1).astype("int64")
+    return c
+
+
+def _grid_sample_bicubic(input, ix, iy, padding_mode, align_corners):
+    n, c, h, w = input.shape
+    xp = _backend_xp(input._data)
+    dt = input._data.dtype
+    flat = input.permute(0, 2, 3, 1).reshape(n * h * w, c)
+    base = xp.arange(n).reshape(n, 1, 1) * (h * w)
+    x0 = xp.floor(ix._data)
+    y0 = xp.floor(iy._data)
+    wx = _cubic_weights((ix - Tensor._make(x0.astype(dt))).unsqueeze(-1))
+    wy = _cubic_weights((iy - Tensor._make(y0.astype(dt))).unsqueeze(-1))
+    out = None
+    for j in range(4):
+        yj = _tap_coord(xp, y0 + (j - 1), h, padding_mode, align_corners).astype("int64")
+        row = None
+        for i in range(4):
+            xi = _tap_coord(xp, x0 + (i - 1), w, padding_mode, align_corners).astype("int64")
+            ok = (xi >= 0) & (xi < w) & (yj >= 0) & (yj < h)
+            rows = base + xp.clip(yj, 0, h - 1) * w + xp.clip(xi, 0, w - 1)
+            term = TakeRows.apply(flat, rows) * Tensor._make(ok.astype(dt)[..., None]) * wx[i]
+            row = term if row is None else row + term
+        out = row * wy[j] if out is None else out + row * wy[j]
     return out.permute(0, 3, 1, 2)
 
 
