@@ -69,14 +69,9 @@ def _expand_back(g, in_shape, dims, keepdim):
     if not STATE.enabled:  # no graph to build: a broadcast view of the array (read-only, as PyTorch's expand)
         gd = g._data
         return Tensor._make(_backend.xp_of(gd).broadcast_to(gd.reshape(_kept_shape(in_shape, dims)), in_shape))
-    if dims is None:
-        return g.reshape((1,) * len(in_shape)).expand(in_shape) if in_shape else g
-    if not keepdim:
-        shape = list(in_shape)
-        for d in dims:
-            shape[d] = 1
-        g = g.reshape(tuple(shape))
-    return g.expand(in_shape)
+    if not in_shape:
+        return g
+    return g.reshape(_kept_shape(in_shape, dims)).expand(in_shape)
 
 
 def _kept_shape(in_shape, dims):
