@@ -145,7 +145,6 @@ def _class_targets(op, input, target, ignore_index):
         raise RuntimeError(f"{op}: expected target of dtype int64 (class indices), got {target.dtype}; for class "
                            "probabilities pass a floating target of the input's shape")
     t = target._data.reshape(-1).astype("int64", copy=False)
-    xp = _xp(target)
     bad = ((t < 0) | (t >= c)) & (t != ignore_index)
     if t.size and bool(bad.any()):
         raise IndexError(f"{op}: Target {int(t[bad][0])} is out of bounds for {c} classes")
