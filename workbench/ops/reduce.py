@@ -349,14 +349,14 @@ class _Pick(Function):
     rule = None  # rule(xp, x, d) -> int64 indices with x's shape except size 1 at d (or x's shape, for scans)
 
     @classmethod
-    def forward(cls, ctx, x, d, keepdim, *args):
+    def forward(cls, ctx, x, d, keepdim):
         xp = ctx.xp
         if x.ndim == 0:
             x = x.reshape(1)
             ctx.scalar = True
         else:
             ctx.scalar = False
-        idx = cls.rule(xp, x, d, *args).astype(_INT64, copy=False)
+        idx = cls.rule(xp, x, d).astype(_INT64, copy=False)
         key = _along_key(xp, idx, d)
         vals = x[key]
         ctx.in_shape, ctx.key, ctx.d, ctx.keepdim = x.shape, key, d, keepdim
@@ -376,7 +376,7 @@ class _Pick(Function):
         elif not ctx.keepdim:
             g = g.unsqueeze(ctx.d)
         gx = IndexBackward.apply(g, ctx.in_shape, ctx.key)
-        return (gx.reshape(()) if ctx.scalar else gx), None, None, None
+        return (gx.reshape(()) if ctx.scalar else gx), None, None
 
 
 def _picker(name, rule):
@@ -447,14 +447,14 @@ Cummax = _picker("cummax", _cum_rule(lambda a, b: _backend.xp_of(a).maximum(a, b
 Cummin = _picker("cummin", _cum_rule(lambda a, b: _backend.xp_of(a).minimum(a, b)))
 
 
-def _pick(cls, name, input, dim, keepdim, *args):
+def _pick(cls, name, input, dim, keepdim):
     d = wrap_dim(dim, input._data.ndim)
     if input._data.ndim and input._data.shape[d] == 0 and cls not in (Cummax, Cummin):  # scans of nothing are empty
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size (input shape "
                          f"{list(input.shape)}).")
     if input._data.dtype.kind == "c":
         raise RuntimeError(f"{name}(): complex tensors have no order; reduce .real or .abs() instead")
-    return getattr(return_types, name)(*cls.apply(input, d, keepdim, *args))
+    return getattr(return_types, name)(*cls.apply(input, d, keepdim))
 
 
 def cummax(input, dim):
