@@ -45,8 +45,6 @@ def _out(r, out):
     """Write ``r`` into ``out=`` (PyTorch's out arguments), which must not need autograd."""
     if out is None:
         return r
-    from ..autograd.grad_mode import STATE
-
     if STATE.enabled and (out._rg or r._rg):
         raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one of "
                            "the arguments requires grad. Call it under workbench.no_grad() or drop out=.")
