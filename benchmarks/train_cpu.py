@@ -8,7 +8,8 @@ one-block GPT (d 128, 4 heads, seq 64, batch 16; within 2x), and a wide MLP (102
 against the NumPy BLAS limit: the same matmuls (forward and both backward products per layer) timed
 in raw NumPy, which is the ceiling for any NumPy-based framework (within 5%).
 
-A step is forward, loss, zero_grad, backward and an Adam step (plain SGD for the wide MLP, whose point
+Times are process CPU time (one thread each, so this is the step's compute; wall-clock on a shared
+machine swings with other jobs' load). A step is forward, loss, zero_grad, backward and an Adam step (plain SGD for the wide MLP, whose point
 is the framework's overhead around matmuls; Adam's own element-wise passes would add ~7% there, in
 any framework). Each model's two frameworks are timed
 in alternating rounds and the median round is reported, so a noisy shared machine biases neither.
@@ -112,10 +113,10 @@ def time_pair(fns, steps, rounds):
     per = [[] for _ in fns]
     for _ in range(rounds):
         for i, f in enumerate(fns):
-            t = time.perf_counter()
+            t = time.process_time()
             for _ in range(steps):
                 f()
-            per[i].append((time.perf_counter() - t) / steps)
+            per[i].append((time.process_time() - t) / steps)
     return [statistics.median(p) for p in per]
 
 
@@ -159,7 +160,7 @@ def main():
     xw = rng.standard_normal((512, WIDE)).astype(np.float32)
     yw = rng.standard_normal((512, WIDE)).astype(np.float32)
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cpus, 1 thread; torch {torch.__version__}, numpy {np.__version__}")
+          f"{os.cpu_count()} cpus, 1 thread, process CPU time; torch {torch.__version__}, numpy {np.__version__}")
     print(f"{'model':46s} {'workbench ms':>13s} {'torch ms':>9s} {'ratio':>6s} {'target':>7s}")
     for name, build, x, y, kind, target in cases:
         tm, wm = make_pair(build)
@@ -170,7 +171,7 @@ def main():
     tm, wm = make_pair(wide)
     wstep = stepper(wb, wm, wb.tensor(xw), wb.tensor(yw), "mse", "SGD")
     tstep = stepper(torch, tm, torch.from_numpy(xw), torch.from_numpy(yw), "mse", "SGD")
-    w, lim, t = time_pair([wstep, numpy_wide_limit(), tstep], max(2, args.steps // 4), args.rounds)
+    w, lim, t = time_pair([wstep, numpy_wide_limit(), tstep], max(2, args.steps // 2), args.rounds)
     print(f"{'wide MLP 3x1024, batch 512 (vs NumPy matmuls)':46s} {w * 1e3:13.2f} {lim * 1e3:9.2f} {w / lim:6.2f} "
           f"{1.05:6.2f}x   (torch {t * 1e3:.2f} ms)")
 
