@@ -218,3 +218,26 @@ def test_det_gradient_of_singular_matrices_is_the_adjugate():
     x = wb.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=wb.float64, requires_grad=True)
     wb.linalg.det(x).backward()
     np.testing.assert_allclose(x.grad.numpy(), [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)
+
+
+def test_lu_family_matches_pytorch():
+    for shape in ((3, 3), (2, 4, 4), (3, 5), (5, 3), (2, 3, 2)):
+        a = rng.standard_normal(shape)
+        for ours, theirs in ((wb.linalg.lu(wb.tensor(a)), torch.linalg.lu(torch.tensor(a))),
+                             (wb.linalg.lu_factor(wb.tensor(a)), torch.linalg.lu_factor(torch.tensor(a))),
+                             (wb.lu_unpack(*wb.linalg.lu_factor(wb.tensor(a))),
+                              torch.lu_unpack(*torch.linalg.lu_factor(torch.tensor(a))))):
+            for o, t in zip(ours, theirs):
+                assert o.dtype.name == str(t.dtype).split(".")[1]
+                np.testing.assert_allclose(o.numpy(), t.numpy(), atol=1e-12)
+    a, b = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 3, 2))
+    for kw in ({}, {"adjoint": True}, {"left": False}, {"left": False, "adjoint": True}):
+        bb = b if kw.get("left", True) else np.swapaxes(b, -1, -2)
+        x = wb.linalg.lu_solve(*wb.linalg.lu_factor(wb.tensor(a)), wb.tensor(bb), **kw)
+        y = torch.linalg.lu_solve(*torch.linalg.lu_factor(torch.tensor(a)), torch.tensor(bb), **kw)
+        np.testing.assert_allclose(x.numpy(), y.numpy(), atol=1e-12)
+    with pytest.warns(UserWarning, match="deprecated"):
+        LU, piv, info = wb.lu(wb.tensor([[0.0, 0.0], [0.0, 1.0]]), get_infos=True)
+    assert info.item() > 0
+    np.testing.assert_allclose(wb.lu_solve(wb.tensor(b[0]), *wb.linalg.lu_factor(wb.tensor(a[0]))).numpy(),
+                               np.linalg.solve(a[0], b[0]), atol=1e-12)

@@ -1409,6 +1409,183 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
 
 
+# --- LU with partial pivoting --------------------------------------------------------------------
+def _lu_raw(xp, A):
+    """Batched LU with partial pivoting of square or rectangular A (LAPACK getrf's choices).
+
+    Returns the packed factors (unit L below the diagonal, U on and above), LAPACK's 1-based pivots and
+    the row order ``perm`` with A[perm] = L @ U.
+    """
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    batch = A.shape[:-2]
+    B = xp.array(A.reshape((-1, m, n)), copy=True)
+    nb = B.shape[0]
+    perm = xp.broadcast_to(xp.arange(m), (nb, m)).copy()
+    piv = xp.zeros((nb, k), dtype="int32")
+    rows = xp.arange(nb)
+    for j in range(k):
+        p = j + xp.argmax(xp.abs(B[:, j:, j]), axis=1)
+        piv[:, j] = p + 1
+        top, other = B[rows, j].copy(), B[rows, p].copy()
+        B[rows, j], B[rows, p] = other, top
+        pt, po = perm[rows, j].copy(), perm[rows, p].copy()
+        perm[rows, j], perm[rows, p] = po, pt
+        pivot = B[:, j, j]
+        safe = xp.where(pivot == 0, 1, pivot)
+        B[:, j + 1:, j] = xp.where((pivot == 0)[:, None], B[:, j + 1:, j], B[:, j + 1:, j] / safe[:, None])
+        B[:, j + 1:, j + 1:] -= B[:, j + 1:, j:j + 1] * B[:, j:j + 1, j + 1:]
+    return B.reshape(batch + (m, n)), piv.reshape(batch + (k,)), perm.reshape(batch + (m,))
+
+
+def _perm_matrix(xp, perm, dtype):
+    """P with A = P @ (A[perm]): P[perm[i], i] = 1."""
+    m = perm.shape[-1]
+    eye = xp.eye(m, dtype=dtype)
+    return xp.swapaxes(eye[perm], -1, -2)
+
+
+class LUSquare(Function):
+    """(P, L, U) of a square matrix; the gradient is PyTorch's for the square case."""
+
+    _raw = True
+    op_name = "linalg_lu"
+
+    @staticmethod
+    def forward(ctx, A):
+        xp = ctx.xp
+        LU, _, perm = _lu_raw(xp, A)
+        n = A.shape[-1]
+        L = xp.tril(LU, -1) + xp.eye(n, dtype=A.dtype)
+        U = xp.triu(LU)
+        P = _perm_matrix(xp, perm, A.dtype)
+        ctx.save_for_backward(P, L, U)
+        ctx.mark_non_differentiable(P)
+        return P, L, U
+
+    @staticmethod
+    def backward(ctx, gP, gL, gU):
+        P, L, U = ctx.saved_tensors
+        # gA = P L^{-H} [tril(L^H gL, -1) + triu(gU U^H)] U^{-H}
+        gR = (_mH(L) @ gL).tril(-1) + (gU @ _mH(U)).triu()
+        X = Solve.apply(_mH(L), gR)
+        return P @ _mH(Solve.apply(U, _mH(X)))
+
+
+LUResult = _named("lu", ["P", "L", "U"])
+LUFactorResult = _named("lu_factor", ["LU", "pivots"])
+
+
+def linalg_lu(A, *, pivot=True, out=None):
+    """A = P @ L @ U with partial pivoting: P a permutation, L unit lower and U upper trapezoidal.
+
+    >>> import workbench as wb
+    >>> P, L, U = wb.linalg.lu(wb.tensor([[1., 2.], [3., 4.]]))
+    >>> U
+    tensor([[3.0000, 4.0000],
+            [0.0000, 0.6667]])
+    """
+    from .shape import cat
+
+    _check_matrix(A, "linalg.lu", square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    m, n = A.shape[-2], A.shape[-1]
+    if m == n:
+        return LUResult(*LUSquare.apply(A))
+    xp = _backend.xp_of(A._data)
+    if m < n:  # wide: the pivots come from the first m columns; U2 = L^{-1} P^T A2
+        P, L, U1 = LUSquare.apply(A[..., :m])
+        U2 = solve_triangular(L, _mH(P) @ A[..., m:], upper=False, unitriangular=True)
+        return LUResult(P, L, cat([U1, U2], -1))
+    # tall: pivot on the whole columns, then the square top block factors without further pivoting
+    _, _, perm = _lu_raw(xp, A._data)
+    P = Tensor._make(_perm_matrix(xp, perm, A._data.dtype))
+    Ap = _mH(P) @ A
+    _, L1, U = LUSquare.apply(Ap[..., :n, :])
+    L2 = solve_triangular(U, Ap[..., n:, :], upper=True, left=False)
+    return LUResult(P, cat([L1, L2], -2), U)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """The LU factors packed in one matrix (L's unit diagonal implied), and 1-based pivots (int32).
+
+    >>> import workbench as wb
+    >>> wb.linalg.lu_factor(wb.tensor([[1., 2.], [3., 4.]])).pivots
+    tensor([2, 2], dtype=workbench.int32)
+    """
+    from .shape import ConstantPad
+
+    _check_matrix(A, "linalg.lu_factor", square=False)
+    P, L, U = linalg_lu(A, pivot=pivot)
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    packed = ConstantPad.apply(L.tril(-1), (0, n - k), 0) + ConstantPad.apply(U, (0, 0, 0, m - k), 0)
+    _, piv, _ = _lu_raw(_backend.xp_of(A._data), A._data)
+    return LUFactorResult(packed, Tensor._make(piv))
+
+
+def _pivots_to_perm(xp, piv, m):
+    """The row order perm (A[perm] = L U) from LAPACK's sequential row swaps."""
+    batch = piv.shape[:-1]
+    p = piv.reshape((-1, piv.shape[-1])).astype("int64") - 1
+    nb = p.shape[0]
+    perm = xp.broadcast_to(xp.arange(m), (nb, m)).copy()
+    rows = xp.arange(nb)
+    for j in range(p.shape[1]):
+        a, b = perm[rows, j].copy(), perm[rows, p[:, j]].copy()
+        perm[rows, j], perm[rows, p[:, j]] = b, a
+    return perm.reshape(batch + (m,))
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """(P, L, U) from lu_factor's packed factors and pivots.
+
+    >>> import workbench as wb
+    >>> LU, piv = wb.linalg.lu_factor(wb.tensor([[1., 2.], [3., 4.]]))
+    >>> wb.lu_unpack(LU, piv).P
+    tensor([[0., 1.],
+            [1., 0.]])
+    """
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    xp = _backend.xp_of(LU_data._data)
+    P = L = U = None
+    if unpack_data:
+        eye = Tensor._make(xp.eye(m, k, dtype=LU_data._data.dtype))
+        L = LU_data[..., :, :k].tril(-1) + eye
+        U = LU_data[..., :k, :].triu()
+    if unpack_pivots:
+        perm = _pivots_to_perm(xp, _backend.to_device(LU_pivots._data, LU_data.device), m)
+        P = Tensor._make(_perm_matrix(xp, perm, LU_data._data.dtype))
+    empty = Tensor._make(xp.zeros((0,), dtype=LU_data._data.dtype))
+    return LUResult(P if P is not None else empty, L if L is not None else empty, U if U is not None else empty)
+
+
+def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """X with A X = B (X A = B when left=False; A^H in place of A with adjoint) from A's LU factors.
+
+    >>> import workbench as wb
+    >>> A = wb.tensor([[1., 2.], [3., 4.]])
+    >>> wb.linalg.lu_solve(*wb.linalg.lu_factor(A), wb.tensor([[5.], [11.]]))
+    tensor([[1.],
+            [2.]])
+    """
+    from .elementwise import _out
+
+    if LU.ndim < 2 or LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU to be batches of square matrices, got shape "
+                           f"{list(LU.shape)}")
+    if not left:  # X A = B  <=>  A^H X^H = B^H
+        return _out(_mH(linalg_lu_solve(LU, pivots, _mH(B), adjoint=not adjoint)), out)
+    P, L, U = lu_unpack(LU, pivots)
+    if adjoint:  # A^H = U^H L^H P^T
+        X = P @ solve_triangular(_mH(L), solve_triangular(_mH(U), B, upper=False), upper=True, unitriangular=True)
+    else:
+        X = solve_triangular(U, solve_triangular(L, _mH(P) @ B, upper=False, unitriangular=True), upper=True)
+    return _out(X, out)
+
+
 # --- the legacy top-level spellings --------------------------------------------------------------
 def inverse(input, *, out=None):
     """Same as linalg.inv.  >>> wb.inverse(wb.eye(2) * 2)"""
@@ -1471,11 +1648,42 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     return TriangularSolveResult(Solve.apply(T, b), A.clone())
 
 
+def lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """torch.lu_solve (legacy argument order, b first): X with A X = b from A's LU factors.
+
+    >>> import workbench as wb
+    >>> wb.lu_solve(wb.ones(2, 1), *wb.linalg.lu_factor(wb.eye(2) * 2))
+    tensor([[0.5000],
+            [0.5000]])
+    """
+    return linalg_lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+def lu(A, pivot=True, get_infos=False, out=None):
+    """torch.lu (deprecated in PyTorch): (A_LU, pivots[, infos]) as linalg.lu_factor gives.
+
+    >>> import workbench as wb
+    >>> wb.lu(wb.tensor([[1., 2.], [3., 4.]]))[1]
+    tensor([2, 2], dtype=workbench.int32)
+    """
+    import warnings
+
+    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    LU, piv = lu_factor(A, pivot=pivot)
+    if not get_infos:
+        return LU, piv
+    xp = _backend.xp_of(A._data)
+    diag = xp.diagonal(LU._data, 0, -2, -1)
+    first_zero = xp.where((diag == 0).any(-1), (diag == 0).argmax(-1) + 1, 0).astype("int32")
+    return LU, piv, Tensor._make(first_zero)
+
+
 __all__ = ["einsum", "tensordot", "kron", "cross", "det", "logdet", "slogdet", "inverse", "pinverse",
            "matrix_power", "svd", "qr", "cholesky", "matrix_exp", "cholesky_solve", "cholesky_inverse", "chain_matmul",
-           "cdist", "vander", "triangular_solve"]
+           "cdist", "vander", "triangular_solve", "lu", "lu_unpack", "lu_solve"]
 # svd, qr and cholesky here are PyTorch's legacy top-level spellings; workbench.linalg has the linalg_* ones
 METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse, "pinverse": pinverse,
            "matrix_power": matrix_power, "svd": svd, "qr": qr, "cholesky": cholesky, "kron": kron, "cross": cross,
            "matrix_exp": matrix_exp, "cholesky_solve": cholesky_solve, "cholesky_inverse": cholesky_inverse,
-           "triangular_solve": triangular_solve}
+           "triangular_solve": triangular_solve, "lu": lu, "lu_solve": lu_solve}

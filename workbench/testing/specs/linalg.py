@@ -255,3 +255,41 @@ for _p in (2.0, 1.0, 3.0):
 spec("triangular_solve", lambda b, a: wb.triangular_solve(b, a, upper=False, transpose=True).solution,
      lambda b, a: np.linalg.solve(np.tril(a).T, b), [Sample([arr(3, 2), well(3, seed=1)])],
      torch_op=lambda b, a: _torch().triangular_solve(b, a, upper=False, transpose=True).solution)
+def _np_lu(a):
+    """(L, U) of A = P L U by Doolittle with partial pivoting (LAPACK's choices), one matrix at a time."""
+    if a.ndim > 2:
+        outs = [_np_lu(m) for m in a]
+        return tuple(np.stack(x) for x in zip(*outs))
+    m, n = a.shape
+    k = min(m, n)
+    u = a.astype(np.float64).copy()
+    perm = np.arange(m)
+    for j in range(k):
+        p = j + np.argmax(np.abs(u[j:, j]))
+        u[[j, p]], perm[[j, p]] = u[[p, j]], perm[[p, j]]
+        if u[j, j] != 0:
+            u[j + 1:, j] /= u[j, j]
+        u[j + 1:, j + 1:] -= np.outer(u[j + 1:, j], u[j, j + 1:])
+    low = np.tril(u, -1)[:, :k] + np.eye(m, k)
+    return low.astype(a.dtype), np.triu(u)[:k].astype(a.dtype)
+
+
+def _np_lu_packed(a):
+    low, up = _np_lu(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    packed = np.zeros(a.shape, a.dtype)
+    packed[..., :, :k] += np.tril(low, -1)
+    packed[..., :k, :] += up
+    return packed
+
+
+for _shape in ((3, 3), (2, 3, 3), (3, 5), (5, 3)):
+    # P is piecewise constant: the spec differentiates L and U
+    spec(f"linalg_lu_{'x'.join(map(str, _shape))}", lambda a: tuple(L.lu(a))[1:], _np_lu,
+         [Sample([arr(*_shape, seed=4)])], torch_op=lambda a: tuple(_torch().linalg.lu(a))[1:])
+spec("linalg_lu_factor", lambda a: L.lu_factor(a).LU, _np_lu_packed, [Sample([arr(3, 4, seed=5)])],
+     torch_op=lambda a: _torch().linalg.lu_factor(a).LU)
+spec("linalg_lu_solve", lambda a, b: L.lu_solve(*L.lu_factor(a), b, adjoint=True),
+     lambda a, b: np.linalg.solve(a.T, b), [Sample([well(3), arr(3, 2, seed=1)])],
+     torch_op=lambda a, b: _torch().linalg.lu_solve(*_torch().linalg.lu_factor(a), b, adjoint=True))
