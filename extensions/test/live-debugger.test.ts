@@ -69,6 +69,20 @@ describe("live debugger controller", () => {
     expect(c.view()).toMatchObject({ position: 3, pausedReason: "end" });
   });
 
+  it("re-syncs when the comm's liveness changes, and notices a dead comm at once", () => {
+    const { model, sent } = fakeModel({});
+    const c = new LiveController(model, [], () => "");
+    c.receive(state(0));
+    c.recheck();
+    expect(sent.at(-1)).toEqual({ type: "sync" });
+    c.receive(state(0));
+    model.send = () => {
+      throw new Error("Comm is closed");
+    };
+    c.recheck();
+    expect(c.view().notice).toContain("kernel connection is closed");
+  });
+
   it("treats a send on a closed comm as the kernel going away", () => {
     const { model } = fakeModel({});
     const c = new LiveController(model, steps.slice(0, 2), () => "");
@@ -122,5 +136,17 @@ describe("anywidget entry", () => {
     expect(el.querySelector(".wb-alarms")!.textContent).toContain("⚠ Inf");
     emit("comm:close");
     expect(el.querySelector(".wb-banner")!.textContent).toContain("kernel connection closed");
+  });
+
+  it("tells the monitor's user when a kernel restart kills the comm", () => {
+    const { model, emit } = fakeModel({ view: "monitor" });
+    const el = document.createElement("div");
+    widget.render({ model, el });
+    expect(el.querySelector<HTMLElement>(".wb-banner")!.hidden).toBe(true);
+    model.send = () => {
+      throw new Error("Comm is closed");
+    };
+    emit("comm_live_update");
+    expect(el.querySelector<HTMLElement>(".wb-banner")!.hidden).toBe(false);
   });
 });

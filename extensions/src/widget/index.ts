@@ -15,6 +15,7 @@ function renderGraph(model: WidgetModel, el: HTMLElement, live: boolean): () => 
   let ctrl: LiveController | null = null;
   const onMsg = (msg: { type?: string }) => void ctrl?.receive(msg);
   const onClose = () => ctrl?.kernelGone();
+  const onLive = () => ctrl?.recheck();
   const draw = () => {
     viewer?.destroy();
     ctrl?.dispose();
@@ -35,11 +36,13 @@ function renderGraph(model: WidgetModel, el: HTMLElement, live: boolean): () => 
   };
   model.on("msg:custom", onMsg);
   model.on("comm:close", onClose);
+  model.on("comm_live_update", onLive);
   model.on("change:snapshot", draw);
   draw();
   return () => {
     model.off("msg:custom", onMsg);
     model.off("comm:close", onClose);
+    model.off("comm_live_update", onLive);
     model.off("change:snapshot", draw);
     ctrl?.dispose();
     viewer?.destroy();
@@ -50,13 +53,23 @@ function renderMonitorView(model: WidgetModel, el: HTMLElement): () => void {
   const mon = renderMonitor(el, { title: (model.get("title") as string) || undefined });
   const onMsg = (msg: MonitorMessage, buffers: BufferLike[]) => mon.append(msg, buffers);
   const onClose = () => mon.notice("The kernel connection closed; the charts show everything received until then.");
+  // JupyterLab flips the comm's liveness when the kernel restarts; a send on a dead comm throws.
+  const onLive = () => {
+    try {
+      model.send({ type: "monitor_sync" });
+    } catch {
+      onClose();
+    }
+  };
   model.on("msg:custom", onMsg);
   model.on("comm:close", onClose);
+  model.on("comm_live_update", onLive);
   // A view created after training started (a second output, a page reload) asks for the history.
   model.send({ type: "monitor_sync" });
   return () => {
     model.off("msg:custom", onMsg);
     model.off("comm:close", onClose);
+    model.off("comm_live_update", onLive);
     mon.destroy();
   };
 }

@@ -90,6 +90,11 @@ export class LiveController implements DebugController {
     return true;
   }
 
+  /** The comm's liveness changed (JupyterLab flips it on a kernel restart): ask for the state again. */
+  recheck() {
+    if (!this.dead && !this.busy) this.request({ type: "sync" });
+  }
+
   /** The comm closed (kernel restarted or shut down). */
   kernelGone(why = "The kernel connection closed") {
     this.settle();
