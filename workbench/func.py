@@ -221,10 +221,10 @@ def vjp(func, *primals, has_aux=False):
             if c.shape != o.shape:
                 raise RuntimeError(f"Mismatch in shape: cotangent has shape {list(c.shape)} and output "
                                    f"{list(o.shape)}")
-        with _Transform(roots) as inner:
-            gs = _F._grads(out_leaves, roots, ct, create_graph or inner.create_graph and _DEPTH.n > 1, False,
-                           "vjp")
-        gs = [_out(g, create_graph) for g in gs]
+        keep = create_graph or _DEPTH.n > 0  # differentiable if the forward was, or if called inside a transform
+        with enable_grad():
+            gs = _F._grads(out_leaves, roots, ct, keep, False, "vjp")
+        gs = [_out(g, keep) for g in gs]
         return tuple(_unflatten(gs, spec))
 
     outs = _unflatten([_out(o, create_graph) for o in out_leaves], out_spec)

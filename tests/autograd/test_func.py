@@ -119,3 +119,15 @@ def test_functional_call():
     # gradients w.r.t. the given parameters, the torch.func way
     gw = WF.grad(lambda p, x: WF.functional_call(lin, p, (x,)).sum())(new, wb.tensor(X))
     np.testing.assert_allclose(gw["weight"]._data, np.stack([X, X]))
+
+
+def test_vjp_inside_grad_and_jvp_of_grad():
+    def g(x):
+        _, fn = WF.vjp(lambda t: t ** 3, x)
+        return fn(wb.ones_like(x))[0].sum()
+
+    close(WF.grad(g)(wb.tensor(X)), torch.tensor(6 * X))
+    # forward-over-reverse: Hessian-vector product
+    hvp = WF.jvp(WF.grad(lambda t: (t ** 3).sum()), (wb.tensor(X),), (wb.tensor(M[0]),))[1]
+    thvp = TF.jvp(TF.grad(lambda t: (t ** 3).sum()), (torch.tensor(X),), (torch.tensor(M[0]),))[1]
+    close(hvp, thvp)
