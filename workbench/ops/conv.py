@@ -1144,6 +1144,30 @@ def _resize_matrix(xp, mode, n_in, n_out, scale, align_corners):
     return m
 
 
+def _aa_filter(mode, x):
+    x = abs(x)
+    if mode == "bilinear":
+        return max(0.0, 1.0 - x)
+    a = -0.5  # PyTorch's antialiased bicubic uses a = -0.5 (PIL's), not the -0.75 of plain bicubic
+    if x < 1:
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+    return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a if x < 2 else 0.0
+
+
+def _antialias_matrix(xp, mode, n_in, n_out, scale):
+    """PyTorch's (PIL's) antialiased resampling: the filter widened by the downscale factor, rows normalised."""
+    support = (2 if mode == "bilinear" else 4) * 0.5 * max(scale, 1.0)
+    inv = 1.0 / scale if scale >= 1.0 else 1.0
+    rows = []
+    for i in range(n_out):
+        center = scale * (i + 0.5)
+        lo, hi = max(int(center - support + 0.5), 0), min(int(center + support + 0.5), n_in)
+        w = [_aa_filter(mode, (j + lo - center + 0.5) * inv) for j in range(hi - lo)]
+        total = sum(w)
+        rows.append([0.0] * lo + [v / total if total else v for v in w] + [0.0] * (n_in - hi))
+    return xp.asarray(rows, dtype="float64").reshape(n_out, n_in)
+
+
 _MODES = {"nearest": 0, "nearest-exact": 0, "linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2, "area": 0}
 
 
@@ -1161,9 +1185,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
                                   f"for the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
                                   f"nearest-exact (got {mode})")
-    if antialias:
-        raise ValueError("interpolate: antialias=True is only meaningful for downsampling with bilinear/bicubic "
-                         "modes in PyTorch; workbench does not support it - pass antialias=False")
+    if antialias and mode not in ("bilinear", "bicubic"):
+        raise ValueError(f"Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
+                         f"as input, got mode={mode!r}")
     nd = input.ndim - 2
     if nd < 1 or nd > 3 or (_MODES[mode] and _MODES[mode] != nd):
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
@@ -1193,6 +1217,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return adaptive_avg_pool1d(input, out) if nd == 1 else (
             adaptive_avg_pool2d(input, out) if nd == 2 else adaptive_avg_pool3d(input, out))
     xp = _backend_xp(input._data)
+    if antialias:
+        if align_corners:
+            scales = [(n - 1) / (o - 1) if o > 1 else 0.0 for n, o in zip(spatial, out)]
+        mats = [_antialias_matrix(xp, mode, n, o, sc) for n, o, sc in zip(spatial, out, scales)]
+        return _sep_apply(input, mats)
     kind = mode if mode in ("nearest", "nearest-exact", "bicubic") else "linear"
     mats = [_resize_matrix(xp, kind, n, o, sc, align_corners) for n, o, sc in zip(spatial, out, scales)]
     return _sep_apply(input, mats)
