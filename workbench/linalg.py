@@ -17,11 +17,11 @@ from .ops.linalg import linalg_qr as qr
 from .ops.linalg import linalg_lu as lu
 from .ops.linalg import linalg_svd as svd
 from .ops.linalg import linalg_lu_solve as lu_solve
-from .ops.linalg import lu_factor
+from .ops.linalg import lu_factor, lu_factor_ex
 from .ops.linalg import linalg_vander as vander
 from .ops.linalg_core import matmul
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
-           "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
+           "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
            "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals",
            "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]

@@ -239,5 +239,7 @@ def test_lu_family_matches_pytorch():
     with pytest.warns(UserWarning, match="deprecated"):
         LU, piv, info = wb.lu(wb.tensor([[0.0, 0.0], [0.0, 1.0]]), get_infos=True)
     assert info.item() > 0
+    A = np.stack([np.eye(3), np.array([[1.0, 2, 3], [2, 4, 6], [0, 0, 1]]), np.zeros((3, 3))])
+    assert wb.linalg.lu_factor_ex(wb.tensor(A)).info.tolist() == torch.linalg.lu_factor_ex(torch.tensor(A)).info.tolist()
     np.testing.assert_allclose(wb.lu_solve(wb.tensor(b[0]), *wb.linalg.lu_factor(wb.tensor(a[0]))).numpy(),
                                np.linalg.solve(a[0], b[0]), atol=1e-12)

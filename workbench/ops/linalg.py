@@ -1525,6 +1525,32 @@ def lu_factor(A, *, pivot=True, out=None):
     return LUFactorResult(packed, Tensor._make(piv))
 
 
+LUFactorExResult = _named("lu_factor_ex", ["LU", "pivots", "info"])
+
+
+def _lu_info(LU):
+    # LAPACK getrf's info: the 1-based index of the first exactly-zero pivot, 0 if none
+    xp = _backend.xp_of(LU._data)
+    diag = xp.diagonal(LU._data, 0, -2, -1)
+    zero = diag == 0
+    return Tensor._make(xp.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype("int32"))
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """lu_factor with an ``info`` tensor: the first zero pivot (1-based) of a singular matrix, else 0.
+
+    >>> import workbench as wb
+    >>> wb.linalg.lu_factor_ex(wb.zeros(2, 2)).info
+    tensor(1, dtype=workbench.int32)
+    """
+    LU, piv = lu_factor(A, pivot=pivot)
+    info = _lu_info(LU)
+    if check_errors and bool((info._data != 0).any()):
+        raise LinAlgError(f"linalg.lu_factor_ex: U[{int(info._data.max())},{int(info._data.max())}] is zero, "
+                          "singular U.")
+    return LUFactorExResult(LU, piv, info)
+
+
 def _pivots_to_perm(xp, piv, m):
     """The row order perm (A[perm] = L U) from LAPACK's sequential row swaps."""
     batch = piv.shape[:-1]
@@ -1671,12 +1697,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
     warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
                   "removed in a future PyTorch release.", UserWarning, stacklevel=2)
     LU, piv = lu_factor(A, pivot=pivot)
-    if not get_infos:
-        return LU, piv
-    xp = _backend.xp_of(A._data)
-    diag = xp.diagonal(LU._data, 0, -2, -1)
-    first_zero = xp.where((diag == 0).any(-1), (diag == 0).argmax(-1) + 1, 0).astype("int32")
-    return LU, piv, Tensor._make(first_zero)
+    return (LU, piv, _lu_info(LU)) if get_infos else (LU, piv)
 
 
 __all__ = ["einsum", "tensordot", "kron", "cross", "det", "logdet", "slogdet", "inverse", "pinverse",
