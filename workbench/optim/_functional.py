@@ -7,7 +7,7 @@ costs page faults on every step.
 
 
 def lerp_(xp, m, end, weight, tmp):
-    """m <- m + weight * (end - m), computed as PyTorch's lerp (the other form when weight >= 0.5)."""
+    """m <- m + weight * (end - m), as PyTorch's lerp (the other form when weight >= 0.5).  >>> lerp_(np, m, g, 0.1, tmp)"""
     xp.subtract(end, m, out=tmp)
     if weight < 0.5:
         tmp *= weight
@@ -18,20 +18,21 @@ def lerp_(xp, m, end, weight, tmp):
 
 
 def addcmul_(xp, a, t1, t2, value, tmp):
-    """a <- a + value * t1 * t2."""
+    """a <- a + value * t1 * t2.  >>> addcmul_(np, v, g, g, 0.001, tmp)"""
     xp.multiply(t1, value, out=tmp)
     tmp *= t2
     a += tmp
 
 
 def addcdiv_(xp, a, t1, t2, value, tmp):
-    """a <- a + value * t1 / t2."""
+    """a <- a + value * t1 / t2.  >>> addcdiv_(np, p, m, denom, -0.01, tmp)"""
     xp.multiply(t1, value, out=tmp)
     tmp /= t2
     a += tmp
 
 
 def check_differentiable(differentiable):
+    """Refuse differentiable=True: the updates run on raw arrays.  >>> check_differentiable(False)"""
     if differentiable:
         raise RuntimeError("differentiable=True is not supported: workbench optimizers update parameters in place "
                            "outside autograd. Write the update in tensor ops if you need to differentiate through it.")

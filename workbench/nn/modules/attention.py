@@ -19,7 +19,12 @@ def _ops():
 
 
 class NonDynamicallyQuantizableLinear(Linear):
-    """The Linear used as MultiheadAttention.out_proj (named as in PyTorch, so reprs match)."""
+    """The Linear used as MultiheadAttention.out_proj (named as in PyTorch, so reprs match).
+
+    >>> import workbench as wb
+    >>> wb.nn.MultiheadAttention(8, 2).out_proj
+    NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)
+    """
 
 
 def _float_mask(mask, dtype, what):

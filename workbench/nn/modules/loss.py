@@ -271,4 +271,4 @@ class CTCLoss(_Loss):
 
 
 class NLLLoss2d(NLLLoss):
-    """Deprecated alias of NLLLoss for (N, C, H, W) input, kept for old code."""
+    """Deprecated alias of NLLLoss for (N, C, H, W) input.  >>> wb.nn.NLLLoss2d()(wb.zeros(1, 3, 2, 2), wb.zeros(1, 2, 2).long())"""

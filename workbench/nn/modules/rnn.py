@@ -53,7 +53,12 @@ def _activation(mode):
 
 
 class RNNBase(Module):
-    """The shared machinery of RNN, LSTM and GRU (parameters, checks, the time loop)."""
+    """The shared machinery of RNN, LSTM and GRU (parameters, checks, the time loop).
+
+    >>> import workbench as wb
+    >>> wb.nn.RNNBase("GRU", 3, 4).weight_ih_l0.shape
+    workbench.Size([12, 3])
+    """
 
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
@@ -306,7 +311,12 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
-    """Parameters and checks shared by RNNCell, LSTMCell and GRUCell."""
+    """Parameters and checks shared by RNNCell, LSTMCell and GRUCell.
+
+    >>> import workbench as wb
+    >>> wb.nn.LSTMCell(3, 4).weight_hh.shape
+    workbench.Size([16, 4])
+    """
 
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()

@@ -61,7 +61,13 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
-    """Scale gradients by max_norm / (total_norm + 1e-6) when that is below 1."""
+    """Scale gradients by max_norm / (total_norm + 1e-6) when that is below 1.
+
+    >>> import workbench as wb
+    >>> p = wb.nn.Parameter(wb.zeros(2)); p.grad = wb.tensor([3.0, 4.0])
+    >>> wb.nn.utils.clip_grads_with_norm_([p], 1.0, wb.tensor(5.0)); p.grad
+    tensor([0.6000, 0.8000])
+    """
     grads = _grads(parameters)
     if not grads:
         return
@@ -94,7 +100,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """Deprecated alias of clip_grad_norm_."""
+    """Deprecated alias of clip_grad_norm_.  >>> wb.nn.utils.clip_grad_norm(model.parameters(), 1.0)"""
     import warnings
 
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",

@@ -70,7 +70,12 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
 
 
 def invert_permutation(permutation):
-    """The inverse of a permutation tensor (None stays None)."""
+    """The inverse of a permutation tensor (None stays None).
+
+    >>> import workbench as wb
+    >>> invert_permutation(wb.tensor([2, 0, 1]))
+    tensor([1, 2, 0])
+    """
     if permutation is None:
         return None
     p = _backend.to_device(permutation._data, _backend.CPU)
