@@ -341,3 +341,14 @@ def test_grad_wrt_intermediate_leaves_its_node_unfreed():
     t1, t2 = torch.autograd.grad((th2 * th2).sum(), [th2, tx2])
     close(g1, t1)
     close(g2, t2)
+
+
+def test_hook_returning_wrong_shape_is_named():
+    x = W(A, True)
+
+    def bad(g):
+        return g.sum()
+
+    x.register_hook(bad)
+    with pytest.raises(RuntimeError, match="hook 'bad'.*shape"):
+        (x * 2).sum().backward()

@@ -377,9 +377,16 @@ def _run_tensor_pre_hooks(node, grads):
     grads = list(grads)
     if node._tensor_pre_hooks is not None:
         for (nr, h) in list(node._tensor_pre_hooks.values()):
-            if grads[nr] is not None:
-                r = h(grads[nr])
+            g = grads[nr]
+            if g is not None:
+                r = h(g)
                 if r is not None:
+                    if not isinstance(r, _Tensor) or r.shape != g.shape:
+                        raise RuntimeError(
+                            f"hook '{getattr(h, '__name__', h)}' registered on a tensor (gradient of "
+                            f"{node.name()}) has changed the gradient from shape {list(g.shape)} to "
+                            f"{list(r.shape) if isinstance(r, _Tensor) else type(r).__name__}; a tensor hook "
+                            "must return None or a tensor of the gradient's shape")
                     grads[nr] = r
     if node._retain is not None:
         for nr, ref in list(node._retain.items()):
