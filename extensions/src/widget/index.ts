@@ -19,7 +19,7 @@ function renderGraph(model: WidgetModel, el: HTMLElement, live: boolean): () => 
   const draw = () => {
     viewer?.destroy();
     ctrl?.dispose();
-    ctrl = null;
+    viewer = ctrl = null;
     let snap;
     try {
       snap = parseSnapshot(model.get("snapshot"));
