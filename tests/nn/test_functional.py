@@ -109,6 +109,8 @@ CASES = [
     ("grid_sample", "grid_sample", [r(2, 3, 4, 5), r(2, 3, 2, 2) * 0.8], {"align_corners": False}, ()),
     ("grid_sample-border", "grid_sample", [r(2, 3, 4, 5), r(2, 3, 2, 2) * 1.5],
      {"padding_mode": "border", "align_corners": True}, ()),
+    ("grid_sample-3d", "grid_sample", [r(2, 3, 4, 5, 3), r(2, 3, 2, 2, 3) * 0.9],
+     {"padding_mode": "reflection", "align_corners": True}, ()),
     ("grid_sample-bicubic", "grid_sample", [r(2, 3, 4, 5), r(2, 3, 2, 2) * 0.9],
      {"mode": "bicubic", "padding_mode": "reflection", "align_corners": False}, ()),
     ("affine_grid", "affine_grid", [r(2, 2, 3)], {"size": (2, 3, 4, 5), "align_corners": False}, ()),

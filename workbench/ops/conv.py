@@ -1440,44 +1440,54 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
-    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sample: expected 4-D input (N, C, H, W) and grid (N, Ho, Wo, 2) with the same "
-                           f"N, got input {list(input.shape)} and grid {list(grid.shape)}")
+    nd = input.ndim - 2
+    if nd not in (2, 3) or grid.ndim != nd + 2 or grid.shape[-1] != nd or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sample: expected input (N, C, H, W) with grid (N, Ho, Wo, 2), or input "
+                           f"(N, C, D, H, W) with grid (N, Do, Ho, Wo, 3), with the same N; got input "
+                           f"{list(input.shape)} and grid {list(grid.shape)}")
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sample: bicubic interpolation only supports 4D input")
     align_corners = _warn_align(align_corners, "grid_sample")
-    n, c, h, w = input.shape
+    n, c = input.shape[:2]
+    spatial = tuple(input.shape[2:])
     xp = _backend_xp(input._data)
-    ix = _unnormalize(grid[..., 0], w, align_corners)
-    iy = _unnormalize(grid[..., 1], h, align_corners)
+    # grid's last dim lists x (width) first: spatial dim i reads component nd - 1 - i
+    coords = [_unnormalize(grid[..., nd - 1 - i], spatial[i], align_corners) for i in range(nd)]
     if mode == "bicubic":
-        return _grid_sample_bicubic(input, ix, iy, padding_mode, align_corners)
-    if padding_mode == "border":
-        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
-    elif padding_mode == "reflection":
-        if align_corners:
-            ix, iy = _reflect(ix, 0, w - 1), _reflect(iy, 0, h - 1)
-        else:
-            ix, iy = _reflect(ix, -0.5, w - 0.5), _reflect(iy, -0.5, h - 0.5)
-        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
-    flat = input.permute(0, 2, 3, 1).reshape(n * h * w, c)
-    base = xp.arange(n).reshape(n, 1, 1) * (h * w)
+        return _grid_sample_bicubic(input, coords[1], coords[0], padding_mode, align_corners)
+    for i, size in enumerate(spatial):
+        if padding_mode == "border":
+            coords[i] = coords[i].clamp(0, size - 1)
+        elif padding_mode == "reflection":
+            lo, hi = (0, size - 1) if align_corners else (-0.5, size - 0.5)
+            coords[i] = _reflect(coords[i], lo, hi).clamp(0, size - 1)
+    flat = input.permute(0, *range(2, nd + 2), 1).reshape(-1, c)
+    base = xp.arange(n).reshape((n,) + (1,) * nd) * math.prod(spatial)
+    steps = [math.prod(spatial[i + 1:]) for i in range(nd)]
     dt = input._data.dtype
 
-    def corner(xi, yi):
-        ok = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
-        rows = base + xp.clip(yi, 0, h - 1) * w + xp.clip(xi, 0, w - 1)
-        return TakeRows.apply(flat, rows) * Tensor._make(ok.astype(dt)[..., None])
+    def corner(idx):
+        ok = True
+        rows = base
+        for i, (ci, size) in enumerate(zip(idx, spatial)):
+            ok = ok & (ci >= 0) & (ci < size)
+            rows = rows + xp.clip(ci, 0, size - 1) * steps[i]
+        return TakeRows.apply(flat, rows) * Tensor._make(xp.asarray(ok).astype(dt)[..., None])
 
     if mode == "nearest":
-        out = corner(xp.rint(ix._data).astype("int64"), xp.rint(iy._data).astype("int64"))
+        out = corner([xp.rint(ci._data).astype("int64") for ci in coords])
     else:
-        x0 = xp.floor(ix._data).astype("int64")
-        y0 = xp.floor(iy._data).astype("int64")
-        wx1 = (ix - Tensor._make(x0.astype(dt))).unsqueeze(-1)
-        wy1 = (iy - Tensor._make(y0.astype(dt))).unsqueeze(-1)
-        wx0, wy0 = 1 - wx1, 1 - wy1
-        out = (corner(x0, y0) * (wx0 * wy0) + corner(x0 + 1, y0) * (wx1 * wy0)
-               + corner(x0, y0 + 1) * (wx0 * wy1) + corner(x0 + 1, y0 + 1) * (wx1 * wy1))
-    return out.permute(0, 3, 1, 2)
+        lows = [xp.floor(ci._data).astype("int64") for ci in coords]
+        w1 = [(ci - Tensor._make(lo.astype(dt))).unsqueeze(-1) for ci, lo in zip(coords, lows)]
+        out = None
+        for bits in itertools.product((0, 1), repeat=nd):
+            wgt = None
+            for b, w in zip(bits, w1):
+                f = w if b else 1 - w
+                wgt = f if wgt is None else wgt * f
+            term = corner([lo + b for lo, b in zip(lows, bits)]) * wgt
+            out = term if out is None else out + term
+    return out.permute(0, nd + 1, *range(1, nd + 1))
 
 
 def _cubic_weights(t):
