@@ -109,7 +109,7 @@ class Einsum(Function):
                     raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes: subscript {ch} has "
                                        f"size {n} for operand {k} which does not broadcast with previously seen size "
                                        f"{m}")
-                sizes[ch] = max(m, n)
+                sizes[ch] = n if m == 1 else m  # size 1 broadcasts (to 0 too)
         rd = result_dtype_n(*ops) if len(ops) > 1 else ops[0].dtype
         full = []
         for s, x in zip(subs, ops):
