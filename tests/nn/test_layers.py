@@ -261,3 +261,17 @@ def test_max_unpool_and_embedding_bag():
     for mode in ("sum", "mean", "max"):
         compare(lambda nn: nn.EmbeddingBag(10, 3, mode=mode), [idx], kwargs={"offsets": offsets})
     assert repr(wb.nn.EmbeddingBag(10, 3, padding_idx=1)) == repr(torch.nn.EmbeddingBag(10, 3, padding_idx=1))
+
+
+def test_fractional_max_pool_and_linear_cross_entropy():
+    x = rnd(1, 2, 9, 9)
+    samples = np.random.default_rng(0).random((1, 2, 2))
+    for kw in ({"output_size": 4}, {"output_ratio": 0.5}):
+        compare(lambda nn: nn.FractionalMaxPool2d(3, _random_samples=(torch.from_numpy(samples) if nn is torch.nn
+                                                                       else wb.tensor(samples)), **kw), [x])
+    with pytest.raises(ValueError, match="either an output size"):
+        wb.nn.FractionalMaxPool2d(2)
+    compare(lambda nn: nn.LinearCrossEntropyLoss(6, 4, bias=True, label_smoothing=0.1), [rnd(5, 6),
+                                                                                       np.array([0, 3, 1, 2, 3])],
+            grad_inputs=[0])
+    assert repr(wb.nn.LinearCrossEntropyLoss(6, 4)) == repr(torch.nn.LinearCrossEntropyLoss(6, 4))

@@ -1,4 +1,6 @@
 """Loss modules: each holds its options and calls the nn.functional loss of the same name."""
+import math
+
 from .. import functional as F
 from ..module import Module
 
@@ -272,3 +274,42 @@ class CTCLoss(_Loss):
 
 class NLLLoss2d(NLLLoss):
     """Deprecated alias of NLLLoss for (N, C, H, W) input.  >>> wb.nn.NLLLoss2d()(wb.zeros(1, 3, 2, 2), wb.zeros(1, 2, 2).long())"""
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """A classifier head and its cross-entropy in one: cross_entropy(linear(input), target).
+
+    >>> import workbench as wb
+    >>> head = wb.nn.LinearCrossEntropyLoss(8, 5)
+    >>> head(wb.randn(4, 8), wb.tensor([0, 1, 4, 2])).shape
+    workbench.Size([])
+    """
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None, dtype=None,
+                 reduction="mean", weight=None, ignore_index=None, label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight=weight, reduction=reduction)
+        from .linear import Linear
+
+        self.num_classes, self.out_features = num_classes, tuple(out_features)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+        self.linear = Linear(in_features, math.prod(self.out_features, start=num_classes), bias=bias, device=device,
+                             dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        w = self.linear.weight.reshape((self.num_classes, *self.out_features, self.linear.in_features))
+        b = self.linear.bias
+        b = b.reshape((self.num_classes, *self.out_features)) if b is not None else None
+        return F.linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight, reduction=self.reduction,
+                                      ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
