@@ -410,6 +410,12 @@ def _accumulate(node, g, seen_ids, create_graph, index, keep_before):
             if r is not None:
                 g = r[0]
     before = t._grad
+    if create_graph and g._rg:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+            "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to "
+            "avoid this. If you have to use this function, make sure to reset the .grad fields of your parameters "
+            "to None after use to break the cycle and avoid the leak.", UserWarning, stacklevel=2)
     if before is None:
         if create_graph:
             new = g
