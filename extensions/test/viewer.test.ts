@@ -147,3 +147,21 @@ describe("viewer: big graphs", () => {
     expect(item(root, "layers.7.mlp.weight")!.classList.contains("wb-selected")).toBe(true);
   });
 });
+
+describe("viewer: module details", () => {
+  afterEach(() => document.body.replaceChildren());
+  it("lists the NaN/Inf nodes inside a closed module and jumps to one", async () => {
+    const snap = fixture("mlp");
+    const relu = snap.nodes.find((n) => n.id === "relu")!;
+    relu.grad = { ...relu.grad!, nan: 3 };
+    const { root, v } = await mount(snap);
+    expect(item(root, "m:encoder")!.textContent).toContain("⚠NaN");
+    v.select("m:encoder");
+    const link = root.querySelector<HTMLButtonElement>(".wb-panel .wb-link")!;
+    expect(link.textContent).toContain("ReluBackward0");
+    link.click();
+    await v.ready();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(item(root, "relu")!.classList.contains("wb-selected")).toBe(true);
+  });
+});

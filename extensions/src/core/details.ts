@@ -71,7 +71,12 @@ export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
   );
 }
 
-export function containerDetails(c: Container): HTMLElement {
+/**
+ * A module or composite box: what it holds, and a link to every node inside with NaN/Inf, so a
+ * poisoned module leads straight to the op that went wrong.
+ */
+export function containerDetails(c: Container, model: TapeModel, reveal: (id: string) => void): HTMLElement {
+  const bad = c.members.map((id) => model.nodes.get(id)!).filter((n) => health(n.value, n.grad) !== "ok");
   return h("section", { "aria-label": "selected module" },
     h("h3", {}, c.label, " ", h("span", { class: "wb-muted" }, c.kind === "module" ? c.type : "composite op")),
     dl([
@@ -79,6 +84,13 @@ export function containerDetails(c: Container): HTMLElement {
       ["scope", c.path || "(top level)"],
       ["nodes", String(c.members.length)],
     ]),
+    bad.length
+      ? h("div", {}, h("h4", {}, `NaN/Inf inside (${bad.length})`), h("ul", {}, ...bad.slice(0, 20).map((n) => {
+        const link = h("button", { type: "button", class: "wb-link" }, n.param ?? n.name, healthMark(health(n.value) !== "ok" ? n.value : n.grad));
+        link.addEventListener("click", () => reveal(n.id));
+        return h("li", {}, link);
+      })))
+      : null,
     h("p", { class: "wb-muted" }, "Click the box or press Enter to open it."),
   );
 }

@@ -522,7 +522,7 @@ class Viewer {
     const node = sel ? this.model.nodes.get(sel) : undefined;
     const cont = sel ? this.model.containers.get(sel) : undefined;
     if (node) parts.push(nodeDetails(node, this.gradOf(node.id)));
-    else if (cont) parts.push(containerDetails(cont));
+    else if (cont) parts.push(containerDetails(cont, this.model, (id) => void this.reveal(id)));
     else if (!v?.current) {
       parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",
         "Arrow keys move between nodes, Enter opens a module, Esc closes the one around the focused node, / searches, f fits. Drag to pan; the wheel zooms once the viewer has focus (or with Ctrl).",
