@@ -180,3 +180,41 @@ def test_index_helpers_and_scatter_variants_match_pytorch():
     assert_same_error(lambda L: L.hsplit(_x(L, 2, 3), 2))
     assert_same_error(lambda L: L.vsplit(_x(L, 3), 1))
     assert_same_error(lambda L: L.select_scatter(_x(L, 2, 3), _x(L, 2), 0, 0))
+
+
+EMPTY = {
+    "diagonal": lambda L: L.zeros(0, 3).diagonal(),
+    "diag_embed": lambda L: L.diag_embed(L.zeros(2, 0)),
+    "cat": lambda L: L.cat([L.zeros(0, 3), L.ones(2, 3)]),
+    "split": lambda L: L.zeros(0, 2).split(1)[0],
+    "sort": lambda L: L.sort(L.zeros(0)).values,
+    "topk0": lambda L: L.topk(L.ones(3), 0).values,
+    "unique": lambda L: L.unique(L.zeros(0)),
+    "einsum": lambda L: L.einsum("ij,jk->ik", L.ones(2, 0), L.ones(0, 3)),
+    "einsum_broadcast_to_zero": lambda L: L.einsum("ij,jk->ik", L.ones(2, 1), L.ones(0, 3)),
+    "matmul": lambda L: L.ones(2, 0) @ L.ones(0, 3),
+    "inv": lambda L: L.linalg.inv(L.zeros(0, 0)),
+    "det": lambda L: L.linalg.det(L.zeros(0, 0)),
+    "det_batch": lambda L: L.linalg.det(L.zeros(0, 2, 2)),
+    "nonzero": lambda L: L.nonzero(L.zeros(0, 3)),
+    "gather": lambda L: L.gather(L.ones(2, 3), 1, L.zeros(2, 0, dtype=L.int64)),
+    "index_select": lambda L: L.ones(2, 3).index_select(1, L.zeros(0, dtype=L.int64)),
+    "stack": lambda L: L.stack([L.zeros(0), L.zeros(0)]),
+    "repeat": lambda L: L.ones(2).repeat(0, 2),
+    "flip": lambda L: L.zeros(0, 2).flip(0),
+    "roll": lambda L: L.zeros(0).roll(1),
+    "tril": lambda L: L.zeros(0, 3).tril(),
+    "meshgrid": lambda L: L.meshgrid(L.zeros(0), L.zeros(2), indexing="ij")[0],
+    "svdvals": lambda L: L.linalg.svdvals(L.zeros(0, 3)),
+    "vector_norm": lambda L: L.linalg.vector_norm(L.zeros(0)),
+    "bincount": lambda L: L.bincount(L.zeros(0, dtype=L.int64)),
+    "searchsorted": lambda L: L.searchsorted(L.zeros(0), L.ones(2)),
+    "masked_select": lambda L: L.ones(3).masked_select(L.zeros(3, dtype=L.bool)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY))
+def test_empty_tensors_match_pytorch(name):
+    ours, theirs = EMPTY[name](wb), EMPTY[name](torch)
+    assert tuple(ours.shape) == tuple(theirs.shape) and ours.dtype.name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy())
