@@ -902,6 +902,9 @@ def _avg_pool(op, nd, input, kernel_size, stride, padding, ceil_mode, count_incl
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"{op}: divisor must be not zero")
     spatial = tuple(input.shape[input.ndim - nd:])
+    if nd == 3 and any(n < kk for n, kk in zip(spatial, k)):  # PyTorch's 3-D average pool checks the unpadded size
+        raise RuntimeError(f"{op}: input image (T: {spatial[0]} H: {spatial[1]} W: {spatial[2]}) smaller than "
+                           f"kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
     if any(_pool_out(n, kk, ss, pp, 1, ceil_mode) <= 0 for n, kk, ss, pp in zip(spatial, k, s, p)):
         raise RuntimeError(f"{op}: Given input size {list(input.shape)}, the output size is too small")
     xp = _backend_xp(input._data)
