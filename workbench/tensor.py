@@ -368,7 +368,9 @@ class Tensor:
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
                 "attribute won't be populated during autograd.backward(). If you indeed want the .grad field to "
                 "be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access "
-                "the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.",
+                "the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. (This tensor is the "
+                f"output of {self.grad_fn.name()}" + (f" in module '{self.grad_fn.scope}'" if self.grad_fn.scope
+                                                      else "") + ".)",
                 UserWarning, stacklevel=2)
         return self._grad
 
