@@ -315,6 +315,8 @@ def _check_matrix(A, op, square=True):
                            f"{A.shape[-1]} matrices")
     if not (A.is_floating_point() or A.is_complex()):
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype}")
+    if A.dtype.itemsize < 4:
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype}; convert with .float() first")
 
 
 def _lapack(op, fn, *args, msg=None):
