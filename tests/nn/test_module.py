@@ -42,6 +42,9 @@ def test_registration_and_traversal_match_torch():
     assert [k for k, _ in n.named_modules()] == [k for k, _ in t.named_modules()]
     assert [k for k, _ in n.named_children()] == [k for k, _ in t.named_children()]
     assert list(n.state_dict()) == list(t.state_dict())
+    assert n.state_dict()._metadata == t.state_dict()._metadata
+    bn_meta = wb.nn.Sequential(wb.nn.BatchNorm1d(2)).state_dict()._metadata
+    assert bn_meta == torch.nn.Sequential(torch.nn.BatchNorm1d(2)).state_dict()._metadata
     assert [k for k, _ in n.named_parameters(prefix="m", recurse=False)] == ["m.scale"]
     assert n.get_submodule("blocks.0") is n.blocks[0]
     assert n.get_parameter("blocks.0.bias") is n.blocks[0].bias

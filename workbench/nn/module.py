@@ -613,6 +613,10 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        meta = getattr(destination, "_metadata", None)
+        if meta is not None:  # PyTorch's per-module format versions, which some loading code reads
+            meta[prefix[:-1]] = {"version": self._version}
         self._save_to_state_dict(destination, prefix, keep_vars)
         for h, _ in self._state_dict_hooks.values():
             r = h(self, destination, prefix, {})

@@ -10,6 +10,7 @@ from ..parameter import Parameter
 
 
 class _NormBase(Module):
+    _version = 2  # PyTorch's: the state dict holds num_batches_tracked
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):
         super().__init__()
