@@ -45,50 +45,50 @@ export function render(el: HTMLElement, data: unknown, options: ViewerOptions = 
 class Viewer {
   readonly model: TapeModel;
   readonly handle: ViewerHandle;
-  private readonly root: HTMLElement;
-  private readonly canvas: HTMLElement;
-  private readonly viewport: SVGGElement;
-  private readonly panel: HTMLElement;
-  private readonly status: HTMLElement;
-  private readonly search: HTMLInputElement;
-  private readonly results: HTMLUListElement;
-  private readonly pz: PanZoom;
-  private readonly layoutFn: LayoutFn;
-  private readonly ctrl: DebugController | null;
-  private readonly expanded = new Set<string>();
-  private visible!: VisibleGraph;
-  private layout: LayoutResult | null = null;
-  private drawn = Promise.resolve();
-  private generation = 0;
+  readonly #root: HTMLElement;
+  readonly #canvas: HTMLElement;
+  readonly #viewport: SVGGElement;
+  readonly #panel: HTMLElement;
+  readonly #status: HTMLElement;
+  readonly #search: HTMLInputElement;
+  readonly #results: HTMLUListElement;
+  readonly #pz: PanZoom;
+  readonly #layoutFn: LayoutFn;
+  readonly #ctrl: DebugController | null;
+  readonly #expanded = new Set<string>();
+  #visible!: VisibleGraph;
+  #layout: LayoutResult | null = null;
+  #drawn = Promise.resolve();
+  #generation = 0;
   /** Elements currently in the DOM, by item id (all of them unless the graph is culled). */
-  private els = new Map<string, SVGGElement>();
+  #els = new Map<string, SVGGElement>();
   /** Every item element built since the last layout, so panning a culled graph reuses them. */
-  private readonly cache = new Map<string, SVGGElement>();
-  private measured = new Map<string, Measured>();
-  private paintedKey = "";
-  private paintQueued = false;
-  private readonly overview: HTMLCanvasElement;
-  private readonly arrow: string;
-  private focusId: string | null = null;
-  private selected: string | null = null;
-  private matches = new Set<string>();
-  private resultIds: string[] = [];
-  private activeResult = -1;
-  private classroom = true;
-  private firstLayout = true;
-  private dbg: { counter: HTMLElement; paused: HTMLElement; banner: HTMLElement; buttons: HTMLButtonElement[] } | null = null;
-  private unsubscribe: (() => void) | null = null;
+  readonly #cache = new Map<string, SVGGElement>();
+  #measured = new Map<string, Measured>();
+  #paintedKey = "";
+  #paintQueued = false;
+  readonly #overview: HTMLCanvasElement;
+  readonly #arrow: string;
+  #focusId: string | null = null;
+  #selected: string | null = null;
+  #matches = new Set<string>();
+  #resultIds: string[] = [];
+  #activeResult = -1;
+  #classroom = true;
+  #firstLayout = true;
+  #dbg: { counter: HTMLElement; paused: HTMLElement; banner: HTMLElement; buttons: HTMLButtonElement[] } | null = null;
+  #unsubscribe: (() => void) | null = null;
 
   constructor(host: HTMLElement, readonly snapshot: Snapshot, opts: ViewerOptions) {
     ensureStyle(host.ownerDocument);
     this.model = new TapeModel(snapshot);
-    this.layoutFn = opts.layout ?? workerLayout;
-    this.ctrl = opts.controller !== undefined ? opts.controller
+    this.#layoutFn = opts.layout ?? workerLayout;
+    this.#ctrl = opts.controller !== undefined ? opts.controller
       : snapshot.trace ? new ReplayController(new Stepper(snapshot.trace.steps, (id) => this.model.nodes.get(id)?.scope ?? "")) : null;
 
-    this.search = h("input", { class: "wb-search", type: "search", placeholder: "Search op, scope, param  ( / )", "aria-label": "Search nodes by op, scope or parameter",
+    this.#search = h("input", { class: "wb-search", type: "search", placeholder: "Search op, scope, param  ( / )", "aria-label": "Search nodes by op, scope or parameter",
       role: "combobox", "aria-expanded": "false", "aria-autocomplete": "list", spellcheck: "false" });
-    this.results = h("ul", { class: "wb-results", role: "listbox", hidden: true, "aria-label": "matching nodes" });
+    this.#results = h("ul", { class: "wb-results", role: "listbox", hidden: true, "aria-label": "matching nodes" });
     const btn = (label: string, key: string | null, title: string, onClick: () => void) => {
       const b = h("button", { class: "wb-btn", type: "button", title: key ? `${title} (${key})` : title, "aria-keyshortcuts": key }, label, key ? h("kbd", {}, key) : null);
       b.addEventListener("click", () => onClick());
@@ -96,72 +96,72 @@ class Viewer {
     };
     const bar = h("div", { class: "wb-bar" },
       h("span", { class: "wb-title", title: snapshot.title }, snapshot.title || "autograd tape"),
-      h("span", { class: "wb-search-wrap" }, this.search, this.results),
-      btn("Fit", "f", "Fit the graph to the view", () => this.fit(true)),
-      btn("Expand all", null, "Open every module", () => this.setExpanded([...this.model.containers.keys()])),
-      btn("Collapse all", null, "Close every module", () => this.setExpanded([])),
+      h("span", { class: "wb-search-wrap" }, this.#search, this.#results),
+      btn("Fit", "f", "Fit the graph to the view", () => this.#fit(true)),
+      btn("Expand all", null, "Open every module", () => this.#setExpanded([...this.model.containers.keys()])),
+      btn("Collapse all", null, "Close every module", () => this.#setExpanded([])),
     );
-    this.canvas = h("div", { class: "wb-canvas" });
-    this.viewport = s("g", { class: "wb-viewport" });
+    this.#canvas = h("div", { class: "wb-canvas" });
+    this.#viewport = s("g", { class: "wb-viewport" });
     const arrow = `wb-arrow-${++viewers}`;
     const svg = s("svg", { class: "wb-graph", role: "tree", "aria-label": "graph of recorded operations" },
       s("defs", {}, s("marker", { id: arrow, viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
         s("path", { d: "M0,0 L10,5 L0,10 z", class: "wb-arrow" }))),
-      this.viewport);
-    this.arrow = `url(#${arrow})`;
-    this.overview = h("canvas", { class: "wb-overview", hidden: true, "aria-hidden": "true" });
-    this.canvas.append(svg, this.overview);
-    this.panel = h("aside", { class: "wb-panel", "aria-label": "details" });
-    this.status = h("div", { class: "wb-status", role: "status", "aria-live": "polite" });
-    this.root = h("div", {
+      this.#viewport);
+    this.#arrow = `url(#${arrow})`;
+    this.#overview = h("canvas", { class: "wb-overview", hidden: true, "aria-hidden": "true" });
+    this.#canvas.append(svg, this.#overview);
+    this.#panel = h("aside", { class: "wb-panel", "aria-label": "details" });
+    this.#status = h("div", { class: "wb-status", role: "status", "aria-live": "polite" });
+    this.#root = h("div", {
       class: "wb-root", tabindex: 0, "data-lm-suppress-shortcuts": "true", role: "application",
       "aria-roledescription": "autograd tape viewer", "aria-label": `Autograd tape: ${snapshot.title}`,
-      "aria-keyshortcuts": "/ f ArrowUp ArrowDown ArrowLeft ArrowRight Enter Escape" + (this.ctrl ? " n o c r b" : ""),
+      "aria-keyshortcuts": "/ f ArrowUp ArrowDown ArrowLeft ArrowRight Enter Escape" + (this.#ctrl ? " n o c r b" : ""),
     });
-    this.root.style.height = `${opts.height ?? 520}px`;
-    this.root.append(bar);
-    if (this.ctrl) this.root.append(this.debuggerBar(btn));
-    this.root.append(h("div", { class: "wb-main" }, this.canvas, this.panel), this.status);
-    host.replaceChildren(this.root);
-    this.pz = new PanZoom(this.canvas, this.viewport, this.root, () => this.schedulePaint());
+    this.#root.style.height = `${opts.height ?? 520}px`;
+    this.#root.append(bar);
+    if (this.#ctrl) this.#root.append(this.#debuggerBar(btn));
+    this.#root.append(h("div", { class: "wb-main" }, this.#canvas, this.#panel), this.#status);
+    host.replaceChildren(this.#root);
+    this.#pz = new PanZoom(this.#canvas, this.#viewport, this.#root, () => this.#schedulePaint());
 
-    this.search.addEventListener("input", () => this.onSearch());
-    this.canvas.addEventListener("click", (e) => this.onClick(e));
-    this.root.addEventListener("keydown", (e) => this.onKey(e));
-    this.results.addEventListener("mousedown", (e) => {
+    this.#search.addEventListener("input", () => this.#onSearch());
+    this.#canvas.addEventListener("click", (e) => this.#onClick(e));
+    this.#root.addEventListener("keydown", (e) => this.#onKey(e));
+    this.#results.addEventListener("mousedown", (e) => {
       const li = (e.target as Element).closest("li");
       if (li) {
         e.preventDefault();
-        void this.reveal(li.getAttribute("data-id")!);
+        void this.#reveal(li.getAttribute("data-id")!);
       }
     });
-    if (this.ctrl) this.unsubscribe = this.ctrl.subscribe(() => this.onDebug());
+    if (this.#ctrl) this.#unsubscribe = this.#ctrl.subscribe(() => this.#onDebug());
     // The root is user-resizable (CSS resize); a culled graph must draw what the new size shows.
-    const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => this.schedulePaint()) : null;
-    resize?.observe(this.canvas);
+    const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => this.#schedulePaint()) : null;
+    resize?.observe(this.#canvas);
 
     this.handle = {
-      root: this.root,
-      ready: () => this.drawn,
-      toggle: (id) => this.toggle(id),
-      reveal: (id) => this.reveal(id),
-      select: (id) => this.select(id),
-      fit: () => this.fit(false),
+      root: this.#root,
+      ready: () => this.#drawn,
+      toggle: (id) => this.#toggle(id),
+      reveal: (id) => this.#reveal(id),
+      select: (id) => this.#select(id),
+      fit: () => this.#fit(false),
       destroy: () => {
-        this.generation++;
+        this.#generation++;
         resize?.disconnect();
-        this.unsubscribe?.();
-        this.root.remove();
+        this.#unsubscribe?.();
+        this.#root.remove();
       },
     };
-    this.renderPanel();
-    this.relayout();
+    this.#renderPanel();
+    this.#relayout();
   }
 
   // ---- debugger -------------------------------------------------------------------------------
 
-  private debuggerBar(btn: (l: string, k: string | null, t: string, f: () => void) => HTMLButtonElement): HTMLElement {
-    const c = this.ctrl!;
+  #debuggerBar(btn: (l: string, k: string | null, t: string, f: () => void) => HTMLButtonElement): HTMLElement {
+    const c = this.#ctrl!;
     const buttons = [
       btn("↺ Restart", "r", "Back to before backward", () => c.restart()),
       btn("Step", "n", "Run the next backward step", () => c.step()),
@@ -170,14 +170,14 @@ class Viewer {
     ];
     const counter = h("span", { class: "wb-counter", "aria-label": "backward step" });
     const paused = h("span", { class: "wb-paused" });
-    const classroom = h("input", { type: "checkbox", checked: this.classroom });
+    const classroom = h("input", { type: "checkbox", checked: this.#classroom });
     classroom.addEventListener("change", () => {
-      this.classroom = classroom.checked;
-      this.renderPanel();
+      this.#classroom = classroom.checked;
+      this.#renderPanel();
     });
     const banner = h("div", { class: "wb-banner", role: "alert", hidden: true });
-    this.dbg = { counter, paused, banner, buttons };
-    this.updateDebugBar();
+    this.#dbg = { counter, paused, banner, buttons };
+    this.#updateDebugBar();
     const wrap = h("div", {},
       h("div", { class: "wb-bar", role: "toolbar", "aria-label": "backward debugger" },
         h("span", { class: "wb-muted" }, "backward:"), ...buttons, counter, paused,
@@ -186,39 +186,39 @@ class Viewer {
     return wrap;
   }
 
-  private updateDebugBar() {
-    if (!this.ctrl || !this.dbg) return;
-    const v = this.ctrl.view();
-    this.dbg.counter.textContent = `${v.position} / ${v.total}`;
-    this.dbg.paused.textContent = v.pausedReason === "end" ? "done" : v.pausedReason === "breakpoint" ? "● breakpoint" : v.pausedReason ? `⚠ ${v.pausedReason}` : "";
-    this.dbg.banner.hidden = !v.notice;
-    this.dbg.banner.textContent = v.notice ?? "";
-    for (const b of this.dbg.buttons) b.disabled = v.busy;
+  #updateDebugBar() {
+    if (!this.#ctrl || !this.#dbg) return;
+    const v = this.#ctrl.view();
+    this.#dbg.counter.textContent = `${v.position} / ${v.total}`;
+    this.#dbg.paused.textContent = v.pausedReason === "end" ? "done" : v.pausedReason === "breakpoint" ? "● breakpoint" : v.pausedReason ? `⚠ ${v.pausedReason}` : "";
+    this.#dbg.banner.hidden = !v.notice;
+    this.#dbg.banner.textContent = v.notice ?? "";
+    for (const b of this.#dbg.buttons) b.disabled = v.busy;
   }
 
-  private onDebug() {
-    this.updateDebugBar();
-    this.refreshNodes();
-    this.renderPanel();
-    const v = this.ctrl!.view();
+  #onDebug() {
+    this.#updateDebugBar();
+    this.#refreshNodes();
+    this.#renderPanel();
+    const v = this.#ctrl!.view();
     if (v.current) {
       const node = this.model.nodes.get(v.current.node);
-      const g = this.gradOf(v.current.node);
-      this.say(`Step ${v.position} of ${v.total}: ${node?.name ?? v.current.node}` + (g?.norm != null ? `, gradient norm ${fmt(g.norm)}` : "") +
+      const g = this.#gradOf(v.current.node);
+      this.#say(`Step ${v.position} of ${v.total}: ${node?.name ?? v.current.node}` + (g?.norm != null ? `, gradient norm ${fmt(g.norm)}` : "") +
         (v.pausedReason && v.pausedReason !== "end" ? `. Paused: ${v.pausedReason}` : ""));
-      const box = this.layout?.boxes[this.visible.repOf(v.current.node)];
-      if (box) this.pz.reveal(box.x, box.y);
-    } else this.say(v.notice ?? `Before backward: ${v.total} steps recorded`);
+      const box = this.#layout?.boxes[this.#visible.repOf(v.current.node)];
+      if (box) this.#pz.reveal(box.x, box.y);
+    } else this.#say(v.notice ?? `Before backward: ${v.total} steps recorded`);
   }
 
   /**
    * The gradient to show for a node: the final one, or once stepping has begun only what the steps
    * executed so far have produced, so a classroom watches gradients fill in from the loss backwards.
    */
-  private gradOf(id: string): Summary | null {
+  #gradOf(id: string): Summary | null {
     const n = this.model.nodes.get(id);
     if (!n) return null;
-    const v = this.ctrl?.view();
+    const v = this.#ctrl?.view();
     if (!v || v.position === 0) return n.grad;
     let g: Summary | null = null;
     for (let i = 0; i < v.position && i < v.steps.length; i++) {
@@ -232,7 +232,7 @@ class Viewer {
 
   // ---- layout and drawing ---------------------------------------------------------------------
 
-  private measure(id: string, type: "node" | "box"): Measured {
+  #measure(id: string, type: "node" | "box"): Measured {
     let title: string, sub: string, inline: string | null = null, bad: ReturnType<typeof health> = "ok", cut = false;
     if (type === "box") {
       const c = this.model.containers.get(id)!;
@@ -248,7 +248,7 @@ class Viewer {
       const n = this.model.nodes.get(id)!;
       title = n.param ?? (n.name || n.op || n.id);
       sub = n.kind === "op" || n.kind === "output" ? `${n.op} → ${shapeText(n.shape)}` : `${n.kind} ${shapeText(n.shape)} ${n.dtype}`;
-      const g = this.gradOf(id);
+      const g = this.#gradOf(id);
       const data = inlineValues(n.value), grad = inlineValues(g);
       if (data !== null || grad !== null) inline = `data ${data ?? "–"} | grad ${grad ?? "–"}`;
       bad = health(n.value, g);
@@ -264,51 +264,51 @@ class Viewer {
   }
 
   /** Lays out what is open and draws it; `fit` fits the result to the view before drawing. */
-  private relayout(fit = false): Promise<void> {
-    const gen = ++this.generation;
-    this.visible = this.model.visible(this.expanded);
-    const measured = new Map(this.visible.items.map((it) => [it.id, this.measure(it.id, it.type)]));
+  #relayout(fit = false): Promise<void> {
+    const gen = ++this.#generation;
+    this.#visible = this.model.visible(this.#expanded);
+    const measured = new Map(this.#visible.items.map((it) => [it.id, this.#measure(it.id, it.type)]));
     const input: LayoutInput = {
-      nodes: this.visible.items.map((it) => ({ id: it.id, width: measured.get(it.id)!.w, height: measured.get(it.id)!.h, cluster: it.cluster })),
-      clusters: this.visible.clusters,
-      edges: this.visible.edges.map((e) => ({ source: e.source, target: e.target, label: e.count > 1 ? `${e.label} ×${e.count}` : e.label })),
+      nodes: this.#visible.items.map((it) => ({ id: it.id, width: measured.get(it.id)!.w, height: measured.get(it.id)!.h, cluster: it.cluster })),
+      clusters: this.#visible.clusters,
+      edges: this.#visible.edges.map((e) => ({ source: e.source, target: e.target, label: e.count > 1 ? `${e.label} ×${e.count}` : e.label })),
     };
-    if (this.visible.items.length > 300) this.say(`Laying out ${this.visible.items.length} items…`);
-    this.drawn = this.layoutFn(input).then((res) => {
-      if (gen !== this.generation) return;
-      this.layout = res;
-      if (fit || this.firstLayout) this.fit(false);
-      this.firstLayout = false;
-      this.draw(measured);
-      this.say(`${this.visible.items.length} items shown of ${this.snapshot.nodes.length} nodes; layout ${res.ms} ms`);
+    if (this.#visible.items.length > 300) this.#say(`Laying out ${this.#visible.items.length} items…`);
+    this.#drawn = this.#layoutFn(input).then((res) => {
+      if (gen !== this.#generation) return;
+      this.#layout = res;
+      if (fit || this.#firstLayout) this.#fit(false);
+      this.#firstLayout = false;
+      this.#draw(measured);
+      this.#say(`${this.#visible.items.length} items shown of ${this.snapshot.nodes.length} nodes; layout ${res.ms} ms`);
     }, (err: unknown) => {
-      if (gen === this.generation) this.say(`Layout failed: ${String(err)}`);
+      if (gen === this.#generation) this.#say(`Layout failed: ${String(err)}`);
     });
-    return this.drawn;
+    return this.#drawn;
   }
 
-  private draw(measured: Map<string, Measured>) {
-    this.measured = measured;
-    this.cache.clear();
-    this.paintedKey = "";
-    this.paint();
+  #draw(measured: Map<string, Measured>) {
+    this.#measured = measured;
+    this.#cache.clear();
+    this.#paintedKey = "";
+    this.#paint();
   }
 
   /** The part of the graph in view (plus half a screen around it), in graph coordinates. */
-  private viewRect() {
-    const { w, h } = this.pz.size(), t = this.pz.t;
+  #viewRect() {
+    const { w, h } = this.#pz.size(), t = this.#pz.t;
     const x0 = -t.x / t.k, y0 = -t.y / t.k, x1 = (w - t.x) / t.k, y1 = (h - t.y) / t.k;
     const mx = (x1 - x0) / 2, my = (y1 - y0) / 2;
     return { x0: x0 - mx, y0: y0 - my, x1: x1 + mx, y1: y1 + my };
   }
 
-  private schedulePaint() {
+  #schedulePaint() {
     // Small graphs are drawn whole once; only culled ones depend on the view.
-    if (this.paintQueued || !this.layout || this.visible.items.length <= LOD) return;
-    this.paintQueued = true;
+    if (this.#paintQueued || !this.#layout || this.#visible.items.length <= LOD) return;
+    this.#paintQueued = true;
     const run = () => {
-      this.paintQueued = false;
-      this.paint();
+      this.#paintQueued = false;
+      this.#paint();
     };
     if (typeof requestAnimationFrame === "function") requestAnimationFrame(run);
     else setTimeout(run, 16);
@@ -318,44 +318,44 @@ class Viewer {
    * Draws what is in view: everything for graphs up to LOD items; for bigger ones only the items
    * near the view as SVG, or, when even those are too many, the canvas overview.
    */
-  private paint() {
-    const L = this.layout;
+  #paint() {
+    const L = this.#layout;
     if (!L) return;
-    const all = this.visible.items;
+    const all = this.#visible.items;
     const culled = all.length > LOD;
-    const r = culled ? this.viewRect() : null;
+    const r = culled ? this.#viewRect() : null;
     const near = (id: string) => {
       const b = L.boxes[id];
       return !!b && (!r || (b.x + b.width / 2 >= r.x0 && b.x - b.width / 2 <= r.x1 && b.y + b.height / 2 >= r.y0 && b.y - b.height / 2 <= r.y1));
     };
     const items = culled ? all.filter((it) => near(it.id)) : all;
-    const clusterIds = this.visible.clusters.map((c) => c.id).filter(near);
+    const clusterIds = this.#visible.clusters.map((c) => c.id).filter(near);
     const ids = new Set(items.map((i) => i.id));
     const edgeIdx: number[] = [];
-    this.visible.edges.forEach((e, i) => (ids.has(e.source) || ids.has(e.target)) && edgeIdx.push(i));
+    this.#visible.edges.forEach((e, i) => (ids.has(e.source) || ids.has(e.target)) && edgeIdx.push(i));
     // Far zoomed out, labels are unreadable and thousands of SVG groups cost seconds per frame.
-    const overview = items.length > LOD || (culled && this.pz.t.k < 0.2);
-    this.overview.hidden = !overview;
+    const overview = items.length > LOD || (culled && this.#pz.t.k < 0.2);
+    this.#overview.hidden = !overview;
     if (overview) {
-      this.paintedKey = "";
-      this.viewport.replaceChildren();
-      this.els.clear();
-      const v = this.ctrl?.view();
-      const current = v?.current ? this.visible.repOf(v.current.node) : null;
+      this.#paintedKey = "";
+      this.#viewport.replaceChildren();
+      this.#els.clear();
+      const v = this.#ctrl?.view();
+      const current = v?.current ? this.#visible.repOf(v.current.node) : null;
       const mark = (id: string) => {
-        const b = this.measured.get(id)?.badges ?? [];
-        return id === current ? "current" : id === this.selected ? "selected"
+        const b = this.#measured.get(id)?.badges ?? [];
+        return id === current ? "current" : id === this.#selected ? "selected"
           : b.some((x) => x.cls === "wb-badge-nan") ? "nan" : b.some((x) => x.cls === "wb-badge-inf") ? "inf" : null;
       };
-      paintOverview(this.overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id) })), clusterIds, edgeIdx, this.pz.t);
-      this.say(`Overview of ${all.length} items: zoom in (wheel, or click) to read labels`);
+      paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id) })), clusterIds, edgeIdx, this.#pz.t);
+      this.#say(`Overview of ${all.length} items: zoom in (wheel, or click) to read labels`);
       return;
     }
     const key = `${clusterIds.length}:${items.length}:${items[0]?.id}:${items[items.length - 1]?.id}`;
-    if (culled && key === this.paintedKey) return;
-    this.paintedKey = key;
+    if (culled && key === this.#paintedKey) return;
+    this.#paintedKey = key;
     const clusters = s("g", { class: "wb-clusters" }), edges = s("g", { class: "wb-edges" }), nodes = s("g", { class: "wb-nodes" });
-    this.els.clear();
+    this.#els.clear();
     for (const id of clusterIds) {
       const b = L.boxes[id], info = this.model.containers.get(id)!;
       const x = b.x - b.width / 2, y = b.y - b.height / 2;
@@ -364,42 +364,42 @@ class Viewer {
         s("rect", { x, y, width: Math.min(b.width, 260), height: 20, class: "wb-cluster-label" }),
         s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" }, `▾ ${info.kind === "module" ? `${info.path} · ${info.type}` : `${info.label} (composite op)`}`));
       clusters.append(s("rect", { x, y, width: b.width, height: b.height, rx: 6, class: "wb-cluster-rect" }), head);
-      this.els.set(id, head);
+      this.#els.set(id, head);
     }
     for (const i of edgeIdx) {
-      const e = this.visible.edges[i];
+      const e = this.#visible.edges[i];
       const pts = L.edges[i]?.points ?? [];
       if (pts.length < 2) continue;
       const d = pts.map((p, j) => `${j ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
       const mid = pts[Math.floor(pts.length / 2)];
       const label = (e.cut ? "✂ " : "") + (e.count > 1 ? `${e.label} ×${e.count}` : e.label);
-      edges.append(s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": this.arrow },
+      edges.append(s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": this.#arrow },
         s("title", {}, e.cut ? "cut: no gradient flows back along this edge" : label)));
       if (label) edges.append(s("text", { x: mid.x + 4, y: mid.y + 3, class: "wb-edge-label" }, label));
     }
     for (const it of items) {
-      let g = this.cache.get(it.id);
+      let g = this.#cache.get(it.id);
       if (!g) {
-        const b = L.boxes[it.id], m = this.measured.get(it.id)!;
-        g = this.drawItem(it.id, it.type, m);
+        const b = L.boxes[it.id], m = this.#measured.get(it.id)!;
+        g = this.#drawItem(it.id, it.type, m);
         g.setAttribute("transform", `translate(${(b.x - m.w / 2).toFixed(1)},${(b.y - m.h / 2).toFixed(1)})`);
-        this.cache.set(it.id, g);
+        this.#cache.set(it.id, g);
       }
       nodes.append(g);
-      this.els.set(it.id, g);
+      this.#els.set(it.id, g);
     }
-    this.viewport.replaceChildren(clusters, edges, nodes);
-    this.refreshNodes();
-    if (this.focusId && !this.els.has(this.focusId)) this.focusId = this.visible.repOf(this.focusId);
-    this.setRoving(this.focusId && this.els.has(this.focusId) ? this.focusId : items[0]?.id ?? null, false);
+    this.#viewport.replaceChildren(clusters, edges, nodes);
+    this.#refreshNodes();
+    if (this.#focusId && !this.#els.has(this.#focusId)) this.#focusId = this.#visible.repOf(this.#focusId);
+    this.#setRoving(this.#focusId && this.#els.has(this.#focusId) ? this.#focusId : items[0]?.id ?? null, false);
   }
 
-  private drawItem(id: string, type: "node" | "box", m: Measured): SVGGElement {
+  #drawItem(id: string, type: "node" | "box", m: Measured): SVGGElement {
     const n = type === "node" ? this.model.nodes.get(id)! : null;
     const bad = m.badges.find((b) => b.cls !== "wb-badge-cut")?.cls.replace("wb-badge-", "wb-health-") ?? "";
     const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}`) + ` ${bad}`;
     const g = s("g", { class: cls, "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": type === "box" ? "false" : null,
-      "aria-label": this.itemLabel(id, type, m) });
+      "aria-label": this.#itemLabel(id, type, m) });
     if (type === "box") g.append(s("rect", { x: 4, y: 4, width: m.w, height: m.h, rx: 5, class: "wb-box-shadow" }));
     g.append(s("rect", { width: m.w, height: m.h, rx: type === "box" ? 5 : 3, class: "wb-node-box" }));
     const x = (type === "node" ? GUTTER : 0) + PAD;
@@ -417,25 +417,25 @@ class Viewer {
     return g;
   }
 
-  private itemLabel(id: string, type: "node" | "box", m: Measured): string {
+  #itemLabel(id: string, type: "node" | "box", m: Measured): string {
     if (type === "box") return `${m.title.slice(2)}, ${m.sub}, closed; Enter opens it`;
     const words: Record<string, string> = { "⚠NaN": "contains NaN", "⚠Inf": "contains Inf", "✂": "graph cut here" };
-    return [m.title, m.sub, m.inline, ...m.badges.map((b) => words[b.text])].filter(Boolean).join(", ") + (this.ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
+    return [m.title, m.sub, m.inline, ...m.badges.map((b) => words[b.text])].filter(Boolean).join(", ") + (this.#ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
   }
 
   /** Updates the state-dependent look (selection, search hits, debugger position) without a relayout. */
-  private refreshNodes() {
-    if (!this.overview.hidden) {
-      this.paint();
+  #refreshNodes() {
+    if (!this.#overview.hidden) {
+      this.#paint();
       return;
     }
-    const v = this.ctrl?.view();
-    const current = v?.current ? this.visible.repOf(v.current.node) : null;
+    const v = this.#ctrl?.view();
+    const current = v?.current ? this.#visible.repOf(v.current.node) : null;
     const done = new Set<string>();
     if (v) for (let i = 0; i < v.position - 1 && i < v.steps.length; i++) if (v.steps[i]) done.add(v.steps[i].node);
-    for (const [id, g] of this.els) {
-      g.classList.toggle("wb-selected", id === this.selected);
-      g.classList.toggle("wb-match", this.matches.has(id));
+    for (const [id, g] of this.#els) {
+      g.classList.toggle("wb-selected", id === this.#selected);
+      g.classList.toggle("wb-match", this.#matches.has(id));
       g.classList.toggle("wb-current", id === current);
       g.classList.toggle("wb-done", done.has(id));
       const n = this.model.nodes.get(id);
@@ -448,7 +448,7 @@ class Viewer {
         g.append(s("circle", { class: "wb-bp", cx: GUTTER / 2, cy: Number(gutter.getAttribute("height")) / 2, r: 4 }, s("title", {}, "breakpoint")));
       }
       if (!v) continue;
-      const grad = this.gradOf(id);
+      const grad = this.#gradOf(id);
       const inline = g.querySelector(".wb-inline");
       if (inline) inline.textContent = `data ${inlineValues(n.value) ?? "–"} | grad ${inlineValues(grad) ?? "–"}`;
       // NaN/Inf marks follow the gradients known at this step (the badge slot exists when the final state has one).
@@ -465,138 +465,138 @@ class Viewer {
 
   // ---- interaction ----------------------------------------------------------------------------
 
-  private setExpanded(ids: string[]) {
-    this.expanded.clear();
-    for (const id of ids) this.expanded.add(id);
-    void this.relayout(true);
+  #setExpanded(ids: string[]) {
+    this.#expanded.clear();
+    for (const id of ids) this.#expanded.add(id);
+    void this.#relayout(true);
   }
 
-  private async toggle(id: string) {
+  async #toggle(id: string) {
     if (!this.model.containers.has(id)) return;
-    const opening = !this.expanded.has(id);
-    if (opening) this.expanded.add(id);
-    else for (const c of [id, ...[...this.expanded].filter((e) => this.model.ancestors(e).includes(id))]) this.expanded.delete(c);
-    this.focusId = id;
+    const opening = !this.#expanded.has(id);
+    if (opening) this.#expanded.add(id);
+    else for (const c of [id, ...[...this.#expanded].filter((e) => this.model.ancestors(e).includes(id))]) this.#expanded.delete(c);
+    this.#focusId = id;
     const c = this.model.containers.get(id)!;
-    await this.relayout();
-    this.say(`${c.path || c.label} ${opening ? "opened" : "closed"}`);
-    const b = this.layout?.boxes[this.visible.repOf(id)];
-    if (b) this.pz.reveal(b.x, b.y);
+    await this.#relayout();
+    this.#say(`${c.path || c.label} ${opening ? "opened" : "closed"}`);
+    const b = this.#layout?.boxes[this.#visible.repOf(id)];
+    if (b) this.#pz.reveal(b.x, b.y);
   }
 
-  private async reveal(nodeId: string) {
-    this.closeResults();
+  async #reveal(nodeId: string) {
+    this.#closeResults();
     let changed = false;
-    for (const a of this.model.ancestors(nodeId)) if (!this.expanded.has(a)) {
-      this.expanded.add(a);
+    for (const a of this.model.ancestors(nodeId)) if (!this.#expanded.has(a)) {
+      this.#expanded.add(a);
       changed = true;
     }
-    if (changed) await this.relayout();
-    else await this.drawn;
-    const b = this.layout?.boxes[nodeId];
-    if (b && this.visible.items.length > LOD) {
+    if (changed) await this.#relayout();
+    else await this.#drawn;
+    const b = this.#layout?.boxes[nodeId];
+    if (b && this.#visible.items.length > LOD) {
       // In a culled graph, zoom to reading size so the node is drawn as SVG, not in the overview.
-      const { w, h } = this.pz.size();
-      this.pz.set({ k: 1, x: w / 2 - b.x, y: h / 2 - b.y });
-    } else if (b) this.pz.reveal(b.x, b.y);
-    this.paint();
-    this.select(nodeId);
-    this.setRoving(nodeId, true);
+      const { w, h } = this.#pz.size();
+      this.#pz.set({ k: 1, x: w / 2 - b.x, y: h / 2 - b.y });
+    } else if (b) this.#pz.reveal(b.x, b.y);
+    this.#paint();
+    this.#select(nodeId);
+    this.#setRoving(nodeId, true);
   }
 
-  private select(id: string | null) {
-    this.selected = id;
-    this.refreshNodes();
-    this.renderPanel();
+  #select(id: string | null) {
+    this.#selected = id;
+    this.#refreshNodes();
+    this.#renderPanel();
   }
 
-  private fit(animate: boolean) {
-    if (this.layout) this.pz.fit(this.layout.width, this.layout.height, animate);
+  #fit(animate: boolean) {
+    if (this.#layout) this.#pz.fit(this.#layout.width, this.#layout.height, animate);
   }
 
-  private renderPanel() {
+  #renderPanel() {
     const parts: Node[] = [];
-    const v = this.ctrl?.view();
-    if (v?.current) parts.push(stepDetails(v.current, v.total, this.model, this.classroom, v.pausedReason));
-    const sel = this.selected;
+    const v = this.#ctrl?.view();
+    if (v?.current) parts.push(stepDetails(v.current, v.total, this.model, this.#classroom, v.pausedReason));
+    const sel = this.#selected;
     const node = sel ? this.model.nodes.get(sel) : undefined;
     const cont = sel ? this.model.containers.get(sel) : undefined;
-    if (node) parts.push(nodeDetails(node, this.gradOf(node.id)));
-    else if (cont) parts.push(containerDetails(cont, this.model, (id) => void this.reveal(id)));
+    if (node) parts.push(nodeDetails(node, this.#gradOf(node.id)));
+    else if (cont) parts.push(containerDetails(cont, this.model, (id) => void this.#reveal(id)));
     else if (!v?.current) {
       parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",
         "Arrow keys move between nodes, Enter opens a module, Esc closes the one around the focused node, / searches, f fits. Drag to pan; the wheel zooms once the viewer has focus (or with Ctrl).",
-        this.ctrl ? " Backward: n step, o step over, c continue, r restart, b breakpoint." : ""));
+        this.#ctrl ? " Backward: n step, o step over, c continue, r restart, b breakpoint." : ""));
     }
-    this.panel.replaceChildren(...parts);
+    this.#panel.replaceChildren(...parts);
   }
 
-  private say(text: string) {
-    this.status.textContent = text;
+  #say(text: string) {
+    this.#status.textContent = text;
   }
 
-  private setRoving(id: string | null, focus: boolean) {
-    if (this.focusId && this.els.get(this.focusId)) this.els.get(this.focusId)!.setAttribute("tabindex", "-1");
-    this.focusId = id;
-    const g = id ? this.els.get(id) : undefined;
+  #setRoving(id: string | null, focus: boolean) {
+    if (this.#focusId && this.#els.get(this.#focusId)) this.#els.get(this.#focusId)!.setAttribute("tabindex", "-1");
+    this.#focusId = id;
+    const g = id ? this.#els.get(id) : undefined;
     if (!g) return;
     g.setAttribute("tabindex", "0");
     if (focus) g.focus({ preventScroll: true });
   }
 
-  private onClick(e: MouseEvent) {
-    if (this.pz.dragged) return;
-    if (e.target === this.overview) {
-      const rect = this.canvas.getBoundingClientRect();
-      this.pz.zoomBy(3, e.clientX - rect.left, e.clientY - rect.top);
+  #onClick(e: MouseEvent) {
+    if (this.#pz.dragged) return;
+    if (e.target === this.#overview) {
+      const rect = this.#canvas.getBoundingClientRect();
+      this.#pz.zoomBy(3, e.clientX - rect.left, e.clientY - rect.top);
       return;
     }
     const target = e.target as Element;
     const g = target.closest("[data-id]");
     if (!g) return;
     const id = g.getAttribute("data-id")!;
-    this.setRoving(id, true);
+    this.#setRoving(id, true);
     if (target.hasAttribute("data-gutter")) {
-      this.ctrl?.toggleBreakpoint(id);
+      this.#ctrl?.toggleBreakpoint(id);
       return;
     }
-    if (this.model.containers.has(id)) void this.toggle(id);
-    else this.select(id);
+    if (this.model.containers.has(id)) void this.#toggle(id);
+    else this.#select(id);
   }
 
-  private onSearch() {
-    const q = this.search.value;
+  #onSearch() {
+    const q = this.#search.value;
     const hits = this.model.search(q, 500);
-    this.matches = new Set(hits.map((n) => this.visible.repOf(n.id)));
-    this.refreshNodes();
-    this.resultIds = hits.slice(0, 50).map((n) => n.id);
-    this.activeResult = this.resultIds.length ? 0 : -1;
-    this.results.replaceChildren(...hits.slice(0, 50).map((n, i) => h("li", { role: "option", "data-id": n.id, "aria-selected": i === 0 ? "true" : "false" },
+    this.#matches = new Set(hits.map((n) => this.#visible.repOf(n.id)));
+    this.#refreshNodes();
+    this.#resultIds = hits.slice(0, 50).map((n) => n.id);
+    this.#activeResult = this.#resultIds.length ? 0 : -1;
+    this.#results.replaceChildren(...hits.slice(0, 50).map((n, i) => h("li", { role: "option", "data-id": n.id, "aria-selected": i === 0 ? "true" : "false" },
       n.param ?? n.name, h("span", { class: "wb-muted" }, n.scope || n.op))));
-    this.results.hidden = !q || hits.length === 0;
-    this.search.setAttribute("aria-expanded", String(!this.results.hidden));
-    this.say(q ? `${hits.length}${hits.length === 500 ? "+" : ""} nodes match “${q}”` : "");
+    this.#results.hidden = !q || hits.length === 0;
+    this.#search.setAttribute("aria-expanded", String(!this.#results.hidden));
+    this.#say(q ? `${hits.length}${hits.length === 500 ? "+" : ""} nodes match “${q}”` : "");
   }
 
-  private closeResults() {
-    this.results.hidden = true;
-    this.search.setAttribute("aria-expanded", "false");
+  #closeResults() {
+    this.#results.hidden = true;
+    this.#search.setAttribute("aria-expanded", "false");
   }
 
-  private moveResult(delta: number) {
-    if (!this.resultIds.length) return;
-    this.activeResult = (this.activeResult + delta + this.resultIds.length) % this.resultIds.length;
-    this.results.querySelectorAll("li").forEach((li, i) => li.setAttribute("aria-selected", String(i === this.activeResult)));
+  #moveResult(delta: number) {
+    if (!this.#resultIds.length) return;
+    this.#activeResult = (this.#activeResult + delta + this.#resultIds.length) % this.#resultIds.length;
+    this.#results.querySelectorAll("li").forEach((li, i) => li.setAttribute("aria-selected", String(i === this.#activeResult)));
   }
 
-  private onKey(e: KeyboardEvent) {
+  #onKey(e: KeyboardEvent) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
-    if (e.target === this.search) {
-      if (e.key === "ArrowDown" || e.key === "ArrowUp") this.moveResult(e.key === "ArrowDown" ? 1 : -1);
-      else if (e.key === "Enter" && this.activeResult >= 0) void this.reveal(this.resultIds[this.activeResult]);
+    if (e.target === this.#search) {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") this.#moveResult(e.key === "ArrowDown" ? 1 : -1);
+      else if (e.key === "Enter" && this.#activeResult >= 0) void this.#reveal(this.#resultIds[this.#activeResult]);
       else if (e.key === "Escape") {
-        this.closeResults();
-        this.root.focus();
+        this.#closeResults();
+        this.#root.focus();
       } else {
         e.stopPropagation();
         return;
@@ -606,22 +606,22 @@ class Viewer {
       return;
     }
     if (e.target instanceof HTMLInputElement || e.target instanceof HTMLButtonElement && (e.key === "Enter" || e.key === " ")) return;
-    const c = this.ctrl;
+    const c = this.#ctrl;
     const handled = (() => {
       switch (e.key) {
-        case "/": this.search.focus(); this.search.select(); return true;
-        case "f": this.fit(true); return true;
-        case "ArrowUp": case "ArrowDown": case "ArrowLeft": case "ArrowRight": this.moveFocus(e.key); return true;
+        case "/": this.#search.focus(); this.#search.select(); return true;
+        case "f": this.#fit(true); return true;
+        case "ArrowUp": case "ArrowDown": case "ArrowLeft": case "ArrowRight": this.#moveFocus(e.key); return true;
         case "Enter": case " ": {
-          const id = this.focusId;
+          const id = this.#focusId;
           if (!id) return false;
-          if (this.model.containers.has(id)) void this.toggle(id);
-          else this.select(id);
+          if (this.model.containers.has(id)) void this.#toggle(id);
+          else this.#select(id);
           return true;
         }
         case "Escape": {
-          const chain = this.focusId ? this.model.ancestors(this.focusId) : [];
-          if (chain.length) void this.toggle(chain[chain.length - 1]);
+          const chain = this.#focusId ? this.model.ancestors(this.#focusId) : [];
+          if (chain.length) void this.#toggle(chain[chain.length - 1]);
           return chain.length > 0;
         }
         case "n": c?.step(); return !!c;
@@ -629,10 +629,10 @@ class Viewer {
         case "c": c?.continue(); return !!c;
         case "r": c?.restart(); return !!c;
         case "b": {
-          const id = this.focusId ?? this.selected;
+          const id = this.#focusId ?? this.#selected;
           if (!c || !id || !this.model.nodes.has(id)) return false;
           c.toggleBreakpoint(id);
-          this.say(`${c.view().breakpoints.has(id) ? "Breakpoint set on" : "Breakpoint removed from"} ${this.model.nodes.get(id)!.name}`);
+          this.#say(`${c.view().breakpoints.has(id) ? "Breakpoint set on" : "Breakpoint removed from"} ${this.model.nodes.get(id)!.name}`);
           return true;
         }
       }
@@ -649,26 +649,26 @@ class Viewer {
    * drawn), so the keys walk the graph rather than the page; left and right, and up or down where no
    * edge leads, go to the nearest item on screen in that direction.
    */
-  private moveFocus(key: string) {
-    const L = this.layout;
+  #moveFocus(key: string) {
+    const L = this.#layout;
     if (!L) return;
-    const from = this.focusId ? L.boxes[this.focusId] : undefined;
+    const from = this.#focusId ? L.boxes[this.#focusId] : undefined;
     if (!from) {
-      this.setRoving(this.visible.items[0]?.id ?? null, true);
+      this.#setRoving(this.#visible.items[0]?.id ?? null, true);
       return;
     }
     const [dx, dy] = key === "ArrowUp" ? [0, -1] : key === "ArrowDown" ? [0, 1] : key === "ArrowLeft" ? [-1, 0] : [1, 0];
     const linked = new Set<string>();
     if (dy) {
-      for (const e of this.visible.edges) {
-        if (dy > 0 && e.source === this.focusId) linked.add(e.target);
-        if (dy < 0 && e.target === this.focusId) linked.add(e.source);
+      for (const e of this.#visible.edges) {
+        if (dy > 0 && e.source === this.#focusId) linked.add(e.target);
+        if (dy < 0 && e.target === this.#focusId) linked.add(e.source);
       }
     }
     let best: string | null = null, bestScore = Infinity;
-    for (const id of linked.size ? linked : this.els.keys()) {
+    for (const id of linked.size ? linked : this.#els.keys()) {
       const b = L.boxes[id];
-      if (!b || id === this.focusId || !this.els.has(id)) continue;
+      if (!b || id === this.#focusId || !this.#els.has(id)) continue;
       const vx = b.x - from.x, vy = b.y - from.y;
       const along = vx * dx + vy * dy, across = Math.abs(vx * dy - vy * dx);
       if (along <= 1) continue;
@@ -679,11 +679,11 @@ class Viewer {
       }
     }
     if (!best) return;
-    this.setRoving(best, true);
+    this.#setRoving(best, true);
     const b = L.boxes[best];
-    this.pz.reveal(b.x, b.y);
-    const g = this.els.get(best);
-    this.say(g?.getAttribute("aria-label") ?? "");
+    this.#pz.reveal(b.x, b.y);
+    const g = this.#els.get(best);
+    this.#say(g?.getAttribute("aria-label") ?? "");
   }
 }
 
