@@ -353,3 +353,17 @@ def test_hook_returning_wrong_shape_is_named():
     x.register_hook(bad)
     with pytest.raises(RuntimeError, match="hook 'bad'.*shape"):
         (x * 2).sum().backward()
+
+
+def test_grad_mode_decorates_generators():
+    x = W(A, True)
+
+    @wb.no_grad()
+    def gen():
+        yield (x * 2).requires_grad
+        yield wb.is_grad_enabled()
+
+    g = gen()
+    assert next(g) is False
+    assert wb.is_grad_enabled()  # the caller's mode between resumptions
+    assert next(g) is False
