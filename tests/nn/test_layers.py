@@ -275,3 +275,20 @@ def test_fractional_max_pool_and_linear_cross_entropy():
                                                                                        np.array([0, 3, 1, 2, 3])],
             grad_inputs=[0])
     assert repr(wb.nn.LinearCrossEntropyLoss(6, 4)) == repr(torch.nn.LinearCrossEntropyLoss(6, 4))
+
+
+def test_adaptive_log_softmax_matches_torch():
+    target = np.array([1, 20, 70, 99, 5, 55])
+
+    def make(nn):
+        return nn.AdaptiveLogSoftmaxWithLoss(16, 100, cutoffs=[10, 50], div_value=2.0, head_bias=True)
+
+    tm, wm = compare(make, [rnd(6, 16), target], grad_inputs=[0])
+    x = rnd(6, 16, seed=2)
+    np.testing.assert_allclose(wm.log_prob(wb.tensor(x)).detach().numpy(),
+                               tm.log_prob(torch.from_numpy(x)).detach().numpy(), rtol=1e-7)
+    np.testing.assert_array_equal(wm.predict(wb.tensor(x)).numpy(), tm.predict(torch.from_numpy(x)).numpy())
+    with pytest.raises(RuntimeError, match="Target values should be in"):
+        wm(wb.tensor(x), wb.tensor([0, 1, 2, 3, 4, 100]))
+    with pytest.raises(ValueError, match="cutoffs"):
+        wb.nn.AdaptiveLogSoftmaxWithLoss(16, 100, cutoffs=[50, 10])
