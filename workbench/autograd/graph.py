@@ -192,6 +192,8 @@ class Node:
             "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True on the first "
             "backward call if you need to backward through the graph a second time or if you need to access "
             "saved tensors after calling backward."
+            + ("" if self.site else " (To see the forward line that created each node, run with "
+               "workbench.autograd.graph.set_trace_level(2) or inside workbench.autograd.detect_anomaly().)")
         )
 
     @property
