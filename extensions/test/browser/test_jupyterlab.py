@@ -126,6 +126,8 @@ def test_views_render_and_talk_to_the_kernel(lab, page, theme):
     assert "FALLBACK" not in " ".join(outputs.all_text_contents())
     mime.locator(".wb-box").first.wait_for(state="attached")
     assert mime.locator(".wb-box").count() == 3
+    # Layout ran in the Blob worker: the main-thread fallback never had to define itself.
+    assert page.evaluate("typeof globalThis.__workbenchLayout") == "undefined"
     # Widget tape view, NaN marked with colour and icon, cut marked.
     tape.locator(".wb-health-nan").first.wait_for(state="attached")
     assert tape.locator(".wb-cut").count() == 1
