@@ -271,9 +271,8 @@ def _tag_cut(res, cls, args):
     # (and tell an active viz recorder). Ops run by backward formulas are not cuts and skip this.
     for t in (res if res.__class__ is tuple else (res,)):
         t._cut = cls
-        if graph.CUTS[0] is not None:
-            src = next(a for a in args if isinstance(a, _Tensor) and a._rg)
-            graph.CUTS[0](t, "no_grad", src)
+        if CUTS[0] is not None:
+            CUTS[0](t, "no_grad", next(a for a in args if isinstance(a, _Tensor) and a._rg))
 
 
 def _resolve_xp(cls, args):
