@@ -422,8 +422,9 @@ def _accumulate(node, g, seen_ids, create_graph, index, keep_before):
         else:
             new = g.detach()
             d = new._data
-            # steal the gradient only if nothing else can see its memory (PyTorch's rule, by identity)
-            if id(g) in seen_ids or d.base is not None or not d.flags.c_contiguous:
+            # steal the gradient only if nothing else can see its memory (PyTorch's rule, by identity;
+            # a hook on the leaf may have kept the tensor it was shown)
+            if id(g) in seen_ids or node._hooked or d.base is not None or not d.flags.c_contiguous:
                 new = _make(node.xp.array(d, copy=True, order="C"))
         t._grad = new
     elif create_graph or before._rg:
