@@ -992,7 +992,7 @@ def _adaptive_sizes(op, input, output_size, nd):
     if len(out) != nd:
         raise ValueError(f"{op}: output_size must have {nd} elements, got {output_size}")
     out = tuple(n if o is None else int(o) for n, o in zip(spatial, out))
-    if any(o < 0 for o in out) or (any(o == 0 for o in out) and input.numel()):
+    if any(o < 0 for o in out):
         raise RuntimeError(f"{op}: output_size must be positive, got {list(out)}")
     return spatial, out
 
@@ -1118,11 +1118,15 @@ def _source_coords(xp, n_in, n_out, scale, align_corners, cubic=False):
 def _resize_matrix(xp, mode, n_in, n_out, scale, align_corners):
     m = xp.zeros((n_out, n_in))
     rows = xp.arange(n_out)
-    if mode == "nearest":
-        src = xp.minimum(xp.floor(xp.arange(n_out) * scale).astype("int64"), n_in - 1)
+    if n_in == n_out and mode == "linear":  # PyTorch's linear modes copy a dim whose size does not change
+        m[rows, rows] = 1.0
+    elif mode == "nearest":  # PyTorch computes the source index in float32
+        f32 = xp.float32
+        src = xp.minimum(xp.floor(rows.astype(f32) * f32(scale)).astype("int64"), n_in - 1)
         m[rows, src] = 1.0
     elif mode == "nearest-exact":
-        src = xp.minimum(xp.floor((xp.arange(n_out) + 0.5) * scale).astype("int64"), n_in - 1)
+        f32 = xp.float32
+        src = xp.minimum(xp.floor((rows.astype(f32) + f32(0.5)) * f32(scale)).astype("int64"), n_in - 1)
         m[rows, src] = 1.0
     elif mode == "linear":
         src = _source_coords(xp, n_in, n_out, scale, align_corners)
@@ -1159,6 +1163,8 @@ def _aa_filter(mode, x):
 
 def _antialias_matrix(xp, mode, n_in, n_out, scale):
     """PyTorch's (PIL's) antialiased resampling: the filter widened by the downscale factor, rows normalised."""
+    if n_in == n_out:  # a dim whose size does not change is copied
+        return xp.eye(n_in)
     support = (2 if mode == "bilinear" else 4) * 0.5 * max(scale, 1.0)
     inv = 1.0 / scale if scale >= 1.0 else 1.0
     rows = []
@@ -1215,7 +1221,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
                              f"input with spatial dimensions of {list(spatial)} and scale_factor of {list(sf)}.")
         out = tuple(int(math.floor(n * f)) for n, f in zip(spatial, sf))
-        scales = [n / o for n, o in zip(spatial, out)] if recompute_scale_factor else [1.0 / f for f in sf]
+        scales = [n / max(o, 1) for n, o in zip(spatial, out)] if recompute_scale_factor else [1.0 / f for f in sf]
+    if any(o <= 0 for o in out) and mode != "area":
+        raise RuntimeError(f"interpolate: Input and output sizes should be greater than 0, but got input "
+                           f"{list(spatial)} and output {list(out)}")
     if mode == "area":
         return adaptive_avg_pool1d(input, out) if nd == 1 else (
             adaptive_avg_pool2d(input, out) if nd == 2 else adaptive_avg_pool3d(input, out))
