@@ -170,7 +170,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if c % num_groups:
         raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by num_groups, but "
                            f"got input of shape {list(input.shape)} and num_groups={num_groups}")
-    if (c // num_groups) * math.prod(input.shape[2:]) == 1:
+    if (n * c // num_groups) * math.prod(input.shape[2:]) == 1:  # PyTorch's _verify_batch_size
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
     _check_channels("group_norm", input, weight, "weight")
