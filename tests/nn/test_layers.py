@@ -292,3 +292,41 @@ def test_adaptive_log_softmax_matches_torch():
         wm(wb.tensor(x), wb.tensor([0, 1, 2, 3, 4, 100]))
     with pytest.raises(ValueError, match="cutoffs"):
         wb.nn.AdaptiveLogSoftmaxWithLoss(16, 100, cutoffs=[50, 10])
+
+
+LAZY = {
+    "LazyLinear": (lambda nn: nn.LazyLinear(4), (3, 7)),
+    "LazyConv1d": (lambda nn: nn.LazyConv1d(4, 3, padding=1), (2, 3, 6)),
+    "LazyConv2d": (lambda nn: nn.LazyConv2d(4, 3, groups=1, stride=2), (2, 3, 6, 6)),
+    "LazyConvTranspose2d": (lambda nn: nn.LazyConvTranspose2d(4, 3, stride=2), (2, 3, 4, 4)),
+    "LazyBatchNorm1d": (lambda nn: nn.LazyBatchNorm1d(), (4, 5)),
+    "LazyBatchNorm2d": (lambda nn: nn.LazyBatchNorm2d(momentum=None), (2, 3, 4, 4)),
+    "LazyInstanceNorm2d": (lambda nn: nn.LazyInstanceNorm2d(), (2, 3, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAZY))
+def test_lazy_modules_match_torch(name):
+    make, shape = LAZY[name]
+    x = rnd(*shape).astype(np.float32)
+    torch.manual_seed(0)
+    tm = make(torch.nn)
+    wm = make(wb.nn)
+    assert repr(wm) == repr(tm)
+    assert isinstance(wm, wb.nn.LazyModuleMixin) and wb.nn.parameter.is_lazy(dict(wm.named_parameters())
+                                                                          .get("weight", wm.weight))
+    tout = tm(torch.from_numpy(x))  # the first forward infers the shapes
+    fresh = make(wb.nn)
+    fresh(wb.tensor(x))
+    assert type(fresh).__name__ == type(tm).__name__ and repr(fresh) == repr(tm)
+    assert [(n, tuple(p.shape)) for n, p in fresh.named_parameters()] == \
+        [(n, tuple(p.shape)) for n, p in tm.named_parameters()]
+    # loading a state dict materialises the lazy entries with the loaded shapes
+    wm.load_state_dict({k: wb.tensor(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
+    wm.train(tm.training)
+    if hasattr(tm, "running_mean") and tm.running_mean is not None:  # undo the first batch's update
+        wm.load_state_dict({k: wb.tensor(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
+        tout = tm(torch.from_numpy(x))
+    wout = wm(wb.tensor(x))
+    assert type(wm).__name__ == type(tm).__name__
+    np.testing.assert_allclose(wout.detach().numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -9,7 +9,7 @@ from . import functional, init
 from .module import Module
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from . import utils
 
-__all__ = ["Module", "Parameter", "Buffer", "functional", "init", "utils"] + list(_modules_all)
+__all__ = ["Module", "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "functional", "init", "utils"] + list(_modules_all)

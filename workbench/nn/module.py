@@ -13,7 +13,7 @@ from ..autograd import graph as _graph
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, is_lazy
 
 _TREE_VERSION = itertools.count(1)  # bumped whenever any module's set of children changes
 _tree = [0]
@@ -670,7 +670,7 @@ class Module:
                 errors.append(f'While copying the parameter named "{key}", expected workbench Tensor from '
                               f"checkpoint but received {type(v).__name__}")
                 continue
-            if tuple(v.shape) != tuple(cur.shape):
+            if tuple(v.shape) != tuple(cur.shape) and not is_lazy(cur):  # a lazy entry takes the loaded shape
                 errors.append(f"size mismatch for {key}: copying a param with shape {v.shape} from checkpoint, "
                               f"the shape in current model is {cur.shape}.")
                 continue
@@ -693,6 +693,8 @@ class Module:
                         new = Parameter(new, requires_grad=cur.requires_grad)
                     m.__dict__[table][name] = new
                     continue
+                if is_lazy(cur):
+                    cur.materialize(tuple(v.shape))
                 src = _backend.to_device(v._data, cur.device)
                 cur._data[...] = src.astype(cur._data.dtype, copy=False)
                 cur._vbox[0] += 1

@@ -71,6 +71,77 @@ class Buffer(Tensor):
         pass
 
 
+class _Uninitialized:
+    """A parameter or buffer whose shape is not known yet; ``materialize`` gives it one (lazy modules)."""
+
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Allocate the tensor with ``shape`` and turn this object into a plain Parameter/Tensor in place."""
+        from ..creation import empty
+
+        t = empty(tuple(shape), device=device or self.device, dtype=dtype or self.dtype)
+        self._data = t._data
+        self._vbox[0] += 1
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    def __deepcopy__(self, memo):
+        twin = type(self)(requires_grad=self._rg, device=self.device, dtype=self.dtype) \
+            if isinstance(self, Parameter) else type(self)(device=self.device, dtype=self.dtype)
+        memo[id(self)] = twin
+        return twin
+
+
+class UninitializedParameter(_Uninitialized, Parameter):
+    """A Parameter of unknown shape, filled in by a lazy module's first forward.
+
+    >>> import workbench as wb
+    >>> p = wb.nn.UninitializedParameter()
+    >>> p.materialize((2, 3)); type(p).__name__, tuple(p.shape)
+    ('Parameter', (2, 3))
+    """
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        from ..creation import empty
+
+        return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+
+class UninitializedBuffer(_Uninitialized, Tensor):
+    """A buffer of unknown shape, filled in by a lazy module's first forward.
+
+    >>> import workbench as wb
+    >>> b = wb.nn.UninitializedBuffer()
+    >>> b.materialize((4,)); type(b).__name__
+    'Tensor'
+    """
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        from ..creation import empty
+
+        self = object.__new__(cls)
+        Tensor._init_from(self, empty(0, device=device, dtype=dtype)._data, False)
+        return self
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        pass
+
+
 def is_lazy(param):
-    """Always False: workbench has no lazy (uninitialised-shape) parameters.  >>> is_lazy(p)  ->  False"""
-    return False
+    """Whether ``param`` is an uninitialised (lazy) parameter or buffer.
+
+    >>> import workbench as wb
+    >>> is_lazy(wb.nn.UninitializedParameter()), is_lazy(wb.nn.Parameter(wb.ones(1)))
+    (True, False)
+    """
+    return isinstance(param, _Uninitialized)
