@@ -221,12 +221,16 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     w = weight._data.astype(x2._data.dtype) if weight is not None else None
     wt = (w[safe] if w is not None else xp.ones(t.shape, x2._data.dtype)) * valid
     picked = TakeRows.apply(x2.reshape(-1), xp.arange(t.size) * c + safe)
-    loss = -(picked * Tensor._make(wt.astype(x2._data.dtype)))
-    if reduction == "none":
-        return loss.reshape(tuple(target.shape))
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / Tensor._make(wt.sum().astype(x2._data.dtype))
+    dt = x2._data.dtype
+    if reduction != "mean":
+        loss = -(picked * Tensor._make(wt.astype(dt)))
+        return loss.reshape(tuple(target.shape)) if reduction == "none" else loss.sum()
+    # the weighted mean: each weight over the total; every target ignored gives nan with zero gradients,
+    # as PyTorch (the nan enters as a constant, so no 0 * inf reaches the gradient)
+    total = wt.sum()
+    with _errstate(xp):
+        scaled = xp.where(wt != 0, wt / total, 0.0).astype(dt)
+    return -(picked * Tensor._make(scaled)).sum() + Tensor._make(xp.where(total == 0, xp.nan, 0.0).astype(dt))
 
 
 # --- binary cross-entropy ---------------------------------------------------------------------------
