@@ -220,27 +220,38 @@ class Function:
 def _apply_raw(cls, *args):
     """``apply`` of primitives (bound in __init_subclass__): forward on raw arrays, the hot path of every op."""
     Tensor = _Tensor
-    req = False
-    dev_check = False
-    datas = []
-    for a in args:
-        if a.__class__ is Tensor or isinstance(a, Tensor):
-            d = a._data
-            if d.__class__ is not _ndarray:
-                dev_check = True
-            if a._rg:
-                req = True
-            datas.append(d)
-        else:
-            datas.append(a)
-    xp = _numpy
-    if dev_check:  # a CuPy array is involved: resolve the module, and insist on one device
-        xp, args = _resolve_xp(cls, args)
-        datas = [a._data if isinstance(a, Tensor) else a for a in args]
-    if req and STATE.enabled:
-        return _record_raw(cls, args, datas, xp)
     n = len(args)
-    out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
+    a = args[0] if n else None
+    b = args[1] if n == 2 else a
+    if n and n <= 2 and a.__class__ is Tensor and b.__class__ is Tensor and a._data.__class__ is _ndarray \
+            and b._data.__class__ is _ndarray:
+        # fast path for the usual call, one or two NumPy tensors and nothing else (no argument scan)
+        req = a._rg or b._rg
+        if req and STATE.enabled:
+            return _record_raw(cls, args, [a._data, b._data] if n == 2 else [a._data], _numpy)
+        xp = _numpy
+        out = cls.forward(_NUMPY_CTX[2](), a._data, b._data) if n == 2 else cls.forward(_NUMPY_CTX[1](), a._data)
+    else:
+        req = False
+        dev_check = False
+        datas = []
+        for a in args:
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                d = a._data
+                if d.__class__ is not _ndarray:
+                    dev_check = True
+                if a._rg:
+                    req = True
+                datas.append(d)
+            else:
+                datas.append(a)
+        xp = _numpy
+        if dev_check:  # a CuPy array is involved: resolve the module, and insist on one device
+            xp, args = _resolve_xp(cls, args)
+            datas = [a._data if isinstance(a, Tensor) else a for a in args]
+        if req and STATE.enabled:
+            return _record_raw(cls, args, datas, xp)
+        out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
     if out.__class__ is _ndarray and not cls._view:
         # the common case, one fresh NumPy array: Tensor._make inlined (a call costs ~10% of an op)
         res = _new(Tensor)
