@@ -182,9 +182,8 @@ class Module:
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
         bw = bool(self._backward_hooks or self._backward_pre_hooks)
-        state = None
+        state = {}  # shared by the input and output identity nodes: grad_output reaches the grad_input hook
         if bw:
-            state = {"grad_input": None}
             args = self._wrap_inputs(args, state)
         try:
             out = self.forward(*args, **kwargs)
@@ -414,7 +413,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            _remove_from(self, name, d, params)
+            _remove_from(name, d)
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
@@ -426,7 +425,7 @@ class Module:
         if isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            _remove_from(self, name, d, params)
+            _remove_from(name, d)
             d["_modules"][name] = value
             _changed()
             return
@@ -441,7 +440,7 @@ class Module:
         if isinstance(value, Buffer):
             if params is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
-            _remove_from(self, name, d, params)
+            _remove_from(name, d)
             self.register_buffer(name, value, value.persistent)
             return
         bufs = d.get("_buffers")
@@ -878,7 +877,8 @@ class Module:
         self.__dict__.update(state)
 
 
-def _remove_from(self, name, d, params):
+def _remove_from(name, d):
+    """Forget ``name`` wherever the module holds it, before it is registered anew."""
     for key in ("_parameters", "_buffers", "_modules"):
         if name in d.get(key, ()):
             del d[key][name]
