@@ -134,24 +134,16 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         ops = _ops()
-        batched = query.dim() == 3
         if query.dim() not in (2, 3):
             raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
                                  "query tensor")
-        if self.batch_first and batched:  # keep q is k is v identities: self-attention projects once
-            if key is value:
-                if query is key:
-                    query = key = value = query.transpose(0, 1)
-                else:
-                    query, key = query.transpose(0, 1), key.transpose(0, 1)
-                    value = key
-            else:
-                query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        L, N, E = query.shape
+        batched = query.dim() == 3
+        # work batch-major, (N, L, E), keeping q is k is v (self-attention projects once): heads are then
+        # a reshape and a transpose away, and batch_first input needs no copy at all
+        query, key, value = _batch_major(query, key, value, batched, self.batch_first)
+        if not batched and key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+        N, L, E = query.shape
         if E != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
         if is_causal and attn_mask is None:
@@ -160,70 +152,73 @@ class MultiheadAttention(Module):
         H, hd = self.num_heads, self.head_dim
         dt = query.dtype
         q, k, v = self._project(query, key, value)
+        S = k.shape[1]
         attn_mask = _float_mask(attn_mask, dt, "attn_mask")
         key_padding_mask = _float_mask(key_padding_mask, dt, "key_padding_mask")
         if attn_mask is not None:
             if attn_mask.dim() == 2:
-                if tuple(attn_mask.shape) != (L, k.shape[0]):
+                if tuple(attn_mask.shape) != (L, S):
                     raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                       f"{(L, k.shape[0])}.")
-                attn_mask = attn_mask.unsqueeze(0)
+                                       f"{(L, S)}.")
             elif attn_mask.dim() == 3:
-                if tuple(attn_mask.shape) != (N * H, L, k.shape[0]):
+                if tuple(attn_mask.shape) != (N * H, L, S):
                     raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                       f"{(N * H, L, k.shape[0])}.")
+                                       f"{(N * H, L, S)}.")
             else:
                 raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
         if self.bias_k is not None:
-            k = ops.cat([k, self.bias_k.expand(1, N, E)])
-            v = ops.cat([v, self.bias_v.expand(1, N, E)])
-            attn_mask = _pad_last(attn_mask)
-            key_padding_mask = _pad_last(key_padding_mask)
-        S = k.shape[0]
-        q = q.reshape((L, N * H, hd)).transpose(0, 1)
-        k = k.reshape((S, N * H, hd)).transpose(0, 1)
-        v = v.reshape((S, N * H, hd)).transpose(0, 1)
-        if self.add_zero_attn:
-            z = creation.zeros((N * H, 1, hd), dtype=dt, device=q.device)
-            k = ops.cat([k, z], 1)
-            v = ops.cat([v, z], 1)
+            k = ops.cat([k, self.bias_k.expand(N, 1, E)], 1)
+            v = ops.cat([v, self.bias_v.expand(N, 1, E)], 1)
             attn_mask = _pad_last(attn_mask)
             key_padding_mask = _pad_last(key_padding_mask)
             S += 1
+        q = q.reshape((N, L, H, hd)).transpose(1, 2)
+        k = k.reshape((N, S, H, hd)).transpose(1, 2)
+        v = v.reshape((N, S, H, hd)).transpose(1, 2)
+        if self.add_zero_attn:
+            z = creation.zeros((N, H, 1, hd), dtype=dt, device=q.device)
+            k = ops.cat([k, z], 2)
+            v = ops.cat([v, z], 2)
+            attn_mask = _pad_last(attn_mask)
+            key_padding_mask = _pad_last(key_padding_mask)
+            S += 1
+        if attn_mask is not None:  # (L, S) or (N*H, L, S) -> broadcastable against (N, H, L, S)
+            attn_mask = attn_mask.reshape((N, H, L, S)) if attn_mask.dim() == 3 else attn_mask.reshape((1, 1, L, S))
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (N, S):
                 raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got "
                                      f"{tuple(key_padding_mask.shape)}")
-            kpm = key_padding_mask.reshape((N, 1, 1, S)).expand(N, H, 1, S).reshape((N * H, 1, S))
+            kpm = key_padding_mask.reshape((N, 1, 1, S))
             attn_mask = kpm if attn_mask is None else attn_mask + kpm
         p = self.dropout if self.training else 0.0
+        w = None
         if need_weights:
             scores = (q * (1.0 / hd) ** 0.5).matmul(k.transpose(-2, -1))
             if attn_mask is not None:
                 scores = scores + attn_mask
             w = F.softmax(scores, dim=-1)
-            if p > 0.0:
-                w = F.dropout(w, p=p)
-            out = w.matmul(v)
-            out = out.transpose(0, 1).reshape((L * N, E))
-            out = self.out_proj(out).reshape((L, N, E))
-            w = w.reshape((N, H, L, S))
+            out = (F.dropout(w, p=p) if p > 0.0 else w).matmul(v)
             if average_attn_weights:
                 w = w.mean(1)
             if not batched:
-                out, w = out.squeeze(1), w.squeeze(0)
+                w = w.squeeze(0)
         else:
-            if attn_mask is not None:
-                rows = attn_mask.shape[1]  # L, or 1 when only a key padding mask was given
-                attn_mask = attn_mask.reshape((N, H, rows, S)) if attn_mask.shape[0] == N * H else \
-                    attn_mask.reshape((1, 1, rows, S))
-            out = F.scaled_dot_product_attention(q.reshape((N, H, L, hd)), k.reshape((N, H, S, hd)),
-                                                 v.reshape((N, H, S, hd)), attn_mask, p)
-            out = out.permute(2, 0, 1, 3).reshape((L * N, E))
-            out = self.out_proj(out).reshape((L, N, E))
-            w = None
-            if not batched:
-                out = out.squeeze(1)
-        if self.batch_first and batched:
-            out = out.transpose(0, 1)
-        return out, w
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask, p)
+        out = self.out_proj(out.transpose(1, 2).reshape((N, L, E)))
+        if not batched:
+            return out.squeeze(0), w
+        return (out if self.batch_first else out.transpose(0, 1)), w
+
+
+def _batch_major(query, key, value, batched, batch_first):
+    if not batched:
+        return query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+    if batch_first:
+        return query, key, value
+    if key is value:
+        if query is key:
+            query = key = value = query.transpose(0, 1)
+            return query, key, value
+        query, key = query.transpose(0, 1), key.transpose(0, 1)
+        return query, key, key
+    return query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
