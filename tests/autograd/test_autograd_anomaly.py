@@ -22,7 +22,7 @@ def test_nan_in_backward_points_at_forward_line():
             loss.backward()
     msg = str(e.value)
     assert "SqrtBackward0" in msg and "nan" in msg
-    assert f"test_anomaly.py:{LINE}" in msg and "y = x.sqrt()" in msg  # site and the forward traceback
+    assert f"test_autograd_anomaly.py:{LINE}" in msg and "y = x.sqrt()" in msg  # site and the forward traceback
 
 
 def test_decorator_set_detect_anomaly_and_check_nan_off():

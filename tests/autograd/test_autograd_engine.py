@@ -59,7 +59,7 @@ def test_scope_group_listener_and_trace_level():
     assert w.grad_fn.scope == "" and w.grad_fn.site is None
     graph.set_trace_level(2)
     v = x * 2
-    assert v.grad_fn.site[0].endswith("test_engine.py")
+    assert v.grad_fn.site[0].endswith("test_autograd_engine.py")
 
 
 def test_non_differentiable_outputs_do_not_require_grad():
@@ -81,7 +81,7 @@ def test_freed_error_names_the_backward_call():
     x = wb.tensor([1.0], requires_grad=True)
     y = x.exp()
     y.sum().backward()
-    with pytest.raises(RuntimeError, match=r"freed by the backward\(\) call at .*test_engine.py"):
+    with pytest.raises(RuntimeError, match=r"freed by the backward\(\) call at .*test_autograd_engine.py"):
         y.grad_fn.saved_tensors
     # a node that saved nothing can be run twice, as in PyTorch
     z = x + 1

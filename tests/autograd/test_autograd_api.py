@@ -75,7 +75,7 @@ def test_backward_twice_names_node_and_suggests_retain_graph():
     with pytest.raises(RuntimeError) as e:
         y.backward()
     msg = str(e.value)
-    assert "retain_graph=True" in msg and "Backward0" in msg and "test_api.py" in msg
+    assert "retain_graph=True" in msg and "Backward0" in msg and "test_autograd_api.py" in msg
 
 
 def test_backward_inputs_restricts_accumulation():

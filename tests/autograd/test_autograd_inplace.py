@@ -44,7 +44,7 @@ def test_modifying_a_saved_tensor_names_op_scope_and_line():
     msg = str(e.value)
     assert "modified by an inplace operation" in msg
     assert "ExpBackward0" in msg and "encoder.0" in msg
-    assert "add_" in msg and f"test_inplace.py:{line}" in msg
+    assert "add_" in msg and f"test_autograd_inplace.py:{line}" in msg
     assert "version 1; expected version 0" in msg
 
 
