@@ -223,14 +223,17 @@ def _apply_raw(cls, *args):
     n = len(args)
     a = args[0] if n else None
     b = args[1] if n == 2 else a
-    if n and n <= 2 and a.__class__ is Tensor and b.__class__ is Tensor and a._data.__class__ is _ndarray \
-            and b._data.__class__ is _ndarray:
-        # fast path for the usual call, one or two NumPy tensors and nothing else (no argument scan)
-        req = a._rg or b._rg
+    bt = b.__class__ is Tensor
+    if n and n <= 2 and a.__class__ is Tensor and a._data.__class__ is _ndarray and (
+            bt and b._data.__class__ is _ndarray or b.__class__ is float or b.__class__ is int):
+        # fast path for the usual call: one NumPy tensor, or two, or a tensor and a Python number
+        # (no argument scan)
+        req = a._rg or bt and b._rg
+        db = b._data if bt else b
         if req and STATE.enabled:
-            return _record_raw(cls, args, [a._data, b._data] if n == 2 else [a._data], _numpy)
+            return _record_raw(cls, args, [a._data, db] if n == 2 else [a._data], _numpy)
         xp = _numpy
-        out = cls.forward(_NUMPY_CTX[2](), a._data, b._data) if n == 2 else cls.forward(_NUMPY_CTX[1](), a._data)
+        out = cls.forward(_NUMPY_CTX[2](), a._data, db) if n == 2 else cls.forward(_NUMPY_CTX[1](), a._data)
     else:
         req = False
         dev_check = False
