@@ -132,7 +132,6 @@ def unpack_saved(node):
     return tuple(out)
 
 
-graph._unpack_saved[0] = unpack_saved
 Node.saved_tensors = property(unpack_saved, doc="The tensors saved by save_for_backward (version-checked).")
 
 

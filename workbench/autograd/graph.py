@@ -13,7 +13,7 @@ import weakref
 _seq = itertools.count()
 SCOPE = contextvars.ContextVar("workbench_scope", default="")
 GROUP = contextvars.ContextVar("workbench_group", default=None)
-LISTENERS = []  # callables(node) told of every node recorded; empty means one truthiness check per op
+LISTENERS = []  # callables(node, inputs, outputs) told of every node recorded; empty: one check per op
 TRACE = [1]  # trace level: >= 2 records the source site of every node
 ANOMALY = [False, True]  # [enabled, check_nan]; set by workbench.autograd.detect_anomaly
 # While a workbench.viz recorder is active: CUTS[0](tensor, reason, source) is told where the graph is
@@ -22,7 +22,6 @@ CUTS = [None]
 # callables(phase, roots) told when a backward pass that accumulates into .grad begins ("begin") and
 # ends ("end"): the gradient monitor's per-step boundary; empty means one truthiness check per backward.
 BACKWARD_HOOKS = []
-_unpack_saved = [None]  # function.unpack_saved, bound when workbench.autograd.function loads
 
 
 class RemovableHandle:
@@ -175,10 +174,7 @@ class Node:
         return add_hook(self, "_hooks", fn)
 
     # --- saved tensors -------------------------------------------------------------------------
-    @property
-    def saved_tensors(self):
-        """The tensors saved by save_for_backward (version-checked)."""
-        return _unpack_saved[0](self)
+    # saved_tensors (a property) is defined with the saving machinery in autograd/function.py
 
     def _raise_freed(self):
         where = (f" in module '{self.scope}'" if self.scope else "") + (
