@@ -135,5 +135,6 @@ def test_char_transformer_learns_text():
         losses.append(float(loss))
     first, last = np.mean(losses[:10]), np.mean(losses[-20:])
     assert first > unigram - 0.3  # it started knowing nothing
+    print(f"unigram entropy {unigram:.3f} nats, final loss {last:.3f}")
     assert last < unigram - 1.0, (unigram, last)  # and now knows far more than letter frequencies
     assert math.isfinite(last)
