@@ -367,3 +367,23 @@ def test_grad_mode_decorates_generators():
     assert next(g) is False
     assert wb.is_grad_enabled()  # the caller's mode between resumptions
     assert next(g) is False
+
+
+def test_backward_in_parallel_threads():
+    results = {}
+
+    def work(k):
+        x = wb.tensor(np.full(3, float(k + 1)), requires_grad=True)
+        for _ in range(200):
+            x.grad = None
+            (x * x * x).sum().backward()
+        results[k] = x.grad
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k in range(4):
+        np.testing.assert_allclose(results[k]._data, 3 * (k + 1) ** 2)
+    assert wb.autograd.grad_mode.BACKWARD_ACTIVE[0] == 0

@@ -12,7 +12,7 @@ import warnings
 
 from .. import _backend
 from . import graph
-from .grad_mode import BACKWARD_ACTIVE, STATE
+from .grad_mode import STATE, count_backward
 from .graph import AccumulateGrad
 
 _Tensor = None  # bound by workbench.tensor
@@ -154,7 +154,7 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     heappop, heappush, seen_add = heapq.heappop, heapq.heappush, seen_ids.add
     grad_mode = STATE.enabled
     STATE.enabled = create_graph  # backward formulas are recorded only for create_graph=True
-    BACKWARD_ACTIVE[0] += 1  # ops run by backward formulas are not 'cuts' of the user's graph
+    count_backward(1)  # ops run by backward formulas are not 'cuts' of the user's graph
     running = True
     index = 0
     try:
@@ -178,11 +178,11 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                     if _drain:
                         continue
                     STATE.enabled = grad_mode  # a consumer paused at a step (the debugger) runs user code
-                    BACKWARD_ACTIVE[0] -= 1
+                    count_backward(-1)
                     running = False
                     yield step
                     STATE.enabled = create_graph
-                    BACKWARD_ACTIVE[0] += 1
+                    count_backward(1)
                     running = True
                     index += 1
                 continue
@@ -234,17 +234,17 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                 yield None
                 continue
             STATE.enabled = grad_mode
-            BACKWARD_ACTIVE[0] -= 1
+            count_backward(-1)
             running = False
             yield _step(BackwardStep, (node, tuple(grads), grad_inputs, (), index))
             STATE.enabled = create_graph
-            BACKWARD_ACTIVE[0] += 1
+            count_backward(1)
             running = True
             index += 1
     finally:
         STATE.enabled = grad_mode
         if running:
-            BACKWARD_ACTIVE[0] -= 1
+            count_backward(-1)
     if hooks:
         for h in list(hooks):
             h("end", roots)

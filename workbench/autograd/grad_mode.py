@@ -13,10 +13,16 @@ STATE = _State()
 # how many inference_mode blocks are open in any thread: while 0, ops skip the thread-local
 # inference check entirely (one list read instead of a thread-local attribute lookup)
 INFERENCE_ACTIVE = [0]
-_COUNT_LOCK = threading.Lock()
+_COUNT_LOCK = threading.Lock()  # the counters are shared by all threads: += is not atomic
 # how many backward passes are executing a node right now (any thread): ops run by backward formulas
 # under the engine's no_grad are not tagged as places where the user's graph was cut
 BACKWARD_ACTIVE = [0]
+
+
+def count_backward(delta):
+    """Add delta (+1 entering a backward step, -1 leaving it) to BACKWARD_ACTIVE, thread-safely."""
+    with _COUNT_LOCK:
+        BACKWARD_ACTIVE[0] += delta
 
 
 def is_grad_enabled():
