@@ -148,3 +148,24 @@ def test_errors():
     with pytest.raises(ValueError, match="Tried to step 3 times"):
         s.step()
     assert math.isfinite(opt.param_groups[0]["lr"])
+
+
+def test_every_scheduler_state_dict_survives_workbench_save(tmp_path):
+    for name in sorted(SCHEDULES):
+        _, opt = _pair()
+        s = SCHEDULES[name](wb.optim.lr_scheduler, opt)
+        opt.step()
+        s.step()
+        f = tmp_path / f"{name}.wb"
+        wb.save({"sched": s.state_dict(), "opt": opt.state_dict()}, f)
+        ck = wb.load(f)
+        _, opt2 = _pair()
+        s2 = SCHEDULES[name](wb.optim.lr_scheduler, opt2)
+        opt2.load_state_dict(ck["opt"])
+        s2.load_state_dict(ck["sched"])
+        for _ in range(3):
+            opt.step()
+            s.step()
+            opt2.step()
+            s2.step()
+        assert s2.get_last_lr() == s.get_last_lr(), name

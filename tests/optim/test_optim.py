@@ -212,3 +212,17 @@ def test_deepcopied_optimizer_keeps_working():
     tw.grad = wb.ones(2)
     twin.step()
     assert tw is not w and float(tw[0]) < float(w[0])
+
+
+@pytest.mark.parametrize("name,cfg", CONFIGS[::3], ids=_ids()[::3])
+def test_state_dict_survives_workbench_save(name, cfg, tmp_path):
+    init, grads = _data(np.float32, seed=2)
+    ps, opt = _run_wb(name, cfg, init, grads, STEPS)
+    wb.save(opt.state_dict(), tmp_path / "opt.wb")
+    ps2 = [wb.nn.Parameter(wb.tensor(p.detach().numpy().copy())) for p in ps]
+    opt2 = getattr(wb.optim, name)(ps2, **cfg)
+    opt2.load_state_dict(wb.load(tmp_path / "opt.wb"))
+    _run_wb(name, cfg, init, grads[STEPS:], STEPS, ps, opt)
+    _run_wb(name, cfg, init, grads[STEPS:], STEPS, ps2, opt2)
+    for a, b in zip(ps, ps2):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())

@@ -280,6 +280,20 @@ class MultiStepLR(LRScheduler):
         ms = sorted(self.milestones.elements())
         return [base * self.gamma ** bisect_right(ms, self.last_epoch) for base in self.base_lrs]
 
+    def state_dict(self):
+        """As the base's, with the milestones as a sorted list (repeats kept), which workbench.save stores."""
+        sd = super().state_dict()
+        sd["milestones"] = sorted(self.milestones.elements())
+        return sd
+
+    def load_state_dict(self, state_dict):
+        """Restore what ``state_dict`` returned (a Counter of milestones, as PyTorch saves it, works too)."""
+        state_dict = dict(state_dict)
+        ms = state_dict.get("milestones")
+        if ms is not None and not isinstance(ms, Counter):
+            state_dict["milestones"] = Counter(ms)
+        super().load_state_dict(state_dict)
+
 
 class ConstantLR(LRScheduler):
     """lr * factor for the first ``total_iters`` epochs, then lr.
