@@ -815,7 +815,7 @@ class OneCycleLR(LRScheduler):
     >>> import workbench as wb
     >>> opt = wb.optim.SGD([wb.nn.Parameter(wb.ones(1))], lr=0.1, momentum=0.9)
     >>> s = wb.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
-    >>> s.get_last_lr()
+    >>> [round(x, 6) for x in s.get_last_lr()]
     [0.04]
     """
 

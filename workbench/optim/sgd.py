@@ -15,7 +15,7 @@ class SGD(Optimizer):
     ...     opt.zero_grad(); (w * w).sum().backward(); opt.step()
     >>> w
     Parameter containing:
-    tensor([0.6200], requires_grad=True)
+    tensor([0.4600], requires_grad=True)
     """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,

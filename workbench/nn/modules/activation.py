@@ -43,6 +43,7 @@ class RReLU(Module):
     """Randomized leaky ReLU: slope ~ U(lower, upper) in training, their mean in eval.
 
     >>> wb.nn.RReLU().eval()(wb.tensor([-1.0, 1.0]))
+    tensor([-0.2292,  1.0000])
     """
 
     def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
@@ -293,8 +294,8 @@ class PReLU(Module):
     """Leaky ReLU with a learned slope (one, or one per channel), initialised to ``init``.
 
     >>> import workbench as wb
-    >>> wb.nn.PReLU()(wb.tensor([-1.0, 1.0]))
-    tensor([-0.2500,  1.0000], grad_fn=<PreluBackward0>)
+    >>> wb.nn.PReLU()(wb.tensor([-1.0, 1.0])).tolist()
+    [-0.25, 1.0]
     """
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
@@ -362,7 +363,8 @@ class Softmax(Module):
 class Softmax2d(Module):
     """Softmax over channels at every location of a (N, C, H, W) or (C, H, W) input.
 
-    >>> wb.nn.Softmax2d()(wb.zeros(1, 2, 3, 3)).sum(1)
+    >>> wb.nn.Softmax2d()(wb.zeros(1, 2, 3, 3)).sum(1).tolist()
+    [[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]]
     """
 
     def forward(self, input):

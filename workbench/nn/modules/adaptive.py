@@ -114,15 +114,11 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         return _ops().cat(parts, 1)
 
     def log_prob(self, input):
-        """Log-probabilities of every class, (N, n_classes).  >>> asm.log_prob(wb.randn(4, 16)).shape"""
+        """Log-probabilities of every class.  >>> asm.log_prob(wb.randn(4, 16)).shape  ->  (4, 100)"""
         return self._get_full_log_prob(input, self.head(input))
 
     def predict(self, input):
-        """The most likely class of each row (computing full distributions only where needed).
-
-        >>> asm.predict(wb.randn(4, 16)).shape
-        workbench.Size([4])
-        """
+        """The most likely class of each row (full distributions only where needed).  >>> asm.predict(x)  ->  (N,)"""
         head_output = self.head(input)
         output = head_output.argmax(1)
         outside = output >= self.shortlist_size

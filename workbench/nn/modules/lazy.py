@@ -121,7 +121,7 @@ def _lazy_conv(name, base):
             _lazy_conv_params(self, out_channels, bias, device, dtype)
 
     doc = (f"A {base.__name__} whose in_channels is inferred from the first input.\n\n"
-           f"    >>> wb.nn.{name}(4, 3)  # in_channels set by the first forward\n    ")
+           f"    >>> wb.nn.{name}(4, 3)(x)  ->  in_channels from x, then a {base.__name__}\n    ")
     cls = type(name, (_LazyConvXdMixin, base), {"cls_to_become": base, "__init__": __init__, "__doc__": doc,
                                                 "__module__": __name__})
     return cls
@@ -179,7 +179,7 @@ def _lazy_norm(name, base, affine_default):
         _LazyNormBase.__init__(self, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     doc = (f"A {base.__name__} whose num_features is inferred from the first input.\n\n"
-           f"    >>> wb.nn.{name}()  # num_features set by the first forward\n    ")
+           f"    >>> wb.nn.{name}()(x)  ->  num_features from x, then a {base.__name__}\n    ")
     return type(name, (_LazyNormBase, base), {"cls_to_become": base, "__init__": __init__, "__doc__": doc,
                                               "__module__": __name__})
 
