@@ -221,6 +221,15 @@ def test_forward_hooks():
         def forward(self, x):
             raise ValueError("boom")
 
+    order = []
+    m2 = wb.nn.Identity()
+    m2.register_forward_pre_hook(lambda mod, args: order.append("second"))
+    m2.register_forward_pre_hook(lambda mod, args: order.append("first"), prepend=True)
+    with m2.register_forward_hook(lambda mod, args, out: order.append("post")):
+        m2(wb.ones(1))
+    m2(wb.ones(1))
+    assert order == ["first", "second", "post", "first", "second"]  # a handle is also a context manager
+
     b = Boom()
     b.register_forward_hook(lambda mod, args, out: calls.append("always"), always_call=True)
     with pytest.raises(ValueError):
