@@ -52,3 +52,28 @@ def test_parameters_to_vector_round_trip():
     np.testing.assert_array_equal(m.bias.detach().numpy(), [6.0, 7.0])
     with pytest.raises(TypeError, match="expected torch.Tensor"):
         wb.nn.utils.vector_to_parameters([1, 2], m.parameters())
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, None])
+def test_weight_norm_matches_torch(dim):
+    import warnings
+
+    from _nn_compare import compare
+
+    def make(nn):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            lib = torch if nn is torch.nn else wb
+            return lib.nn.utils.weight_norm(nn.Conv1d(3, 4, 2), dim=dim)
+
+    rng = np.random.default_rng(0)
+    tm, wm = compare(make, [rng.standard_normal((2, 3, 5))])
+    assert [n for n, _ in wm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    with pytest.raises(RuntimeError, match="Cannot register two weight_norm hooks"):
+        with pytest.warns(FutureWarning):
+            wb.nn.utils.weight_norm(wm, dim=dim)
+    wb.nn.utils.remove_weight_norm(wm)
+    torch.nn.utils.remove_weight_norm(tm)
+    np.testing.assert_allclose(wm.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="not found"):
+        wb.nn.utils.remove_weight_norm(wm)
