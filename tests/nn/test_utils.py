@@ -77,3 +77,27 @@ def test_weight_norm_matches_torch(dim):
     np.testing.assert_allclose(wm.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=1e-12)
     with pytest.raises(ValueError, match="not found"):
         wb.nn.utils.remove_weight_norm(wm)
+
+
+@pytest.mark.parametrize("make", [lambda nn: nn.Linear(5, 4), lambda nn: nn.Conv2d(2, 3, 3),
+                                  lambda nn: nn.ConvTranspose1d(3, 2, 3)])
+def test_spectral_norm_matches_torch(make):
+    from _nn_compare import compare
+
+    def build(nn):
+        lib = torch if nn is torch.nn else wb
+        return lib.nn.utils.spectral_norm(make(nn), n_power_iterations=2)
+
+    rng = np.random.default_rng(0)
+    m = make(torch.nn)
+    shape = {torch.nn.Linear: (3, 5), torch.nn.Conv2d: (2, 2, 5, 5), torch.nn.ConvTranspose1d: (2, 3, 4)}[type(m)]
+    x = rng.standard_normal(shape)
+    tm, wm = compare(build, [x])  # a training forward: power iteration, then w / sigma, and its backward
+    np.testing.assert_allclose(wm.weight_u.numpy(), tm.weight_u.numpy(), rtol=1e-10)
+    tm.eval()
+    wm.eval()
+    np.testing.assert_allclose(wm(wb.tensor(x)).detach().numpy(), tm(torch.from_numpy(x)).detach().numpy(),
+                               rtol=1e-10)
+    wb.nn.utils.remove_spectral_norm(wm)
+    torch.nn.utils.remove_spectral_norm(tm)
+    np.testing.assert_allclose(wm.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=1e-10)
