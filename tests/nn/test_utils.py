@@ -101,3 +101,64 @@ def test_spectral_norm_matches_torch(make):
     wb.nn.utils.remove_spectral_norm(wm)
     torch.nn.utils.remove_spectral_norm(tm)
     np.testing.assert_allclose(wm.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["weight_norm", "weight_norm_dim1", "spectral_norm", "spectral_norm_conv"])
+def test_parametrizations_match_torch(kind):
+    from _nn_compare import compare
+
+    def build(nn):
+        P = (torch if nn is torch.nn else wb).nn.utils.parametrizations
+        if kind == "weight_norm":
+            return P.weight_norm(nn.Linear(5, 4))
+        if kind == "weight_norm_dim1":
+            return P.weight_norm(nn.Conv1d(3, 4, 2), dim=1)
+        if kind == "spectral_norm":
+            return P.spectral_norm(nn.Linear(5, 4), n_power_iterations=2)
+        return P.spectral_norm(nn.Conv2d(2, 3, 3))
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal({"weight_norm": (3, 5), "weight_norm_dim1": (2, 3, 6), "spectral_norm": (3, 5),
+                             "spectral_norm_conv": (2, 2, 5, 5)}[kind])
+    tm, wm = compare(build, [x])
+    assert type(wm).__name__ == type(tm).__name__
+    tm.eval()
+    wm.eval()
+    np.testing.assert_allclose(wm(wb.tensor(x)).detach().numpy(), tm(torch.from_numpy(x)).detach().numpy(),
+                               rtol=1e-10)
+    torch.nn.utils.parametrize.remove_parametrizations(tm, "weight")
+    wb.nn.utils.parametrize.remove_parametrizations(wm, "weight")
+    assert type(wm).__name__ == type(tm).__name__ and list(wm.state_dict()) == list(tm.state_dict())
+    np.testing.assert_allclose(wm.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=1e-10)
+
+
+def test_register_parametrization_custom_and_assignment():
+    P = wb.nn.utils.parametrize
+
+    class Symmetric(wb.nn.Module):
+        def forward(self, X):
+            return X.triu() + X.triu(1).transpose(-1, -2)
+
+        def right_inverse(self, A):
+            return A.triu()
+
+    m = wb.nn.Linear(3, 3)
+    P.register_parametrization(m, "weight", Symmetric())
+    assert P.is_parametrized(m) and P.is_parametrized(m, "weight") and not P.is_parametrized(m, "bias")
+    assert P.type_before_parametrizations(m) is wb.nn.Linear
+    w = m.weight.detach().numpy()
+    np.testing.assert_array_equal(w, w.T)
+    sym = wb.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 5.0], [3.0, 5.0, 6.0]])
+    m.weight = sym  # goes through right_inverse
+    np.testing.assert_array_equal(m.weight.detach().numpy(), sym.numpy())
+    m(wb.ones(1, 3)).sum().backward()
+    assert m.parametrizations.weight.original.grad is not None
+    with P.cached():
+        assert m.weight is m.weight
+    twin = __import__("copy").deepcopy(m)
+    np.testing.assert_array_equal(twin.weight.detach().numpy(), sym.numpy())
+    P.remove_parametrizations(m, "weight", leave_parametrized=True)
+    assert type(m) is wb.nn.Linear and isinstance(m.weight, wb.nn.Parameter)
+    np.testing.assert_array_equal(m.weight.detach().numpy(), sym.numpy())
+    with pytest.raises(ValueError, match="does not have a parametrization"):
+        P.remove_parametrizations(m, "weight")
