@@ -38,6 +38,10 @@ def _configs():
     yield "RAdam", {"lr": 0.01}
     yield "RAdam", {"lr": 0.01, "weight_decay": 0.1}
     yield "RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}
+    yield "Rprop", {"lr": 0.01}
+    yield "Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.1), "maximize": True}
+    yield "ASGD", {"lr": 0.01}
+    yield "ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 2, "weight_decay": 0.1, "maximize": True}
 
 
 CONFIGS = list(_configs())
