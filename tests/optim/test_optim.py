@@ -271,3 +271,51 @@ def test_lbfgs_needs_a_closure_and_one_group():
         wb.optim.LBFGS([w]).step()
     with pytest.raises(ValueError, match="per-parameter options"):
         wb.optim.LBFGS([{"params": [w]}, {"params": [wb.nn.Parameter(wb.ones(1))]}])
+
+
+@pytest.mark.parametrize("kind", ["swa", "ema", "ema_avg_fn", "swa_buffers"])
+def test_averaged_model_matches_torch(kind):
+    def fns(lib):
+        U = lib.optim.swa_utils
+        return {"swa": {}, "ema": {"multi_avg_fn": U.get_ema_multi_avg_fn(0.9)},
+                "ema_avg_fn": {"avg_fn": U.get_ema_avg_fn(0.8)}, "swa_buffers": {"use_buffers": True}}[kind]
+
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    tnet = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)).double()
+    wnet = wb.nn.Sequential(wb.nn.Linear(3, 4), wb.nn.BatchNorm1d(4)).double()
+    tav = torch.optim.swa_utils.AveragedModel(tnet, **fns(torch))
+    wav = wb.optim.swa_utils.AveragedModel(wnet, **fns(wb))
+    for _ in range(4):
+        state = {k: rng.standard_normal(tuple(v.shape)) if v.is_floating_point() else v.numpy()
+                 for k, v in tnet.state_dict().items()}
+        tnet.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state.items()})
+        wnet.load_state_dict({k: wb.tensor(np.asarray(v)) for k, v in state.items()})
+        tav.update_parameters(tnet)
+        wav.update_parameters(wnet)
+    for (k, t), (k2, w) in zip(tav.state_dict().items(), wav.state_dict().items()):
+        assert k == k2
+        np.testing.assert_allclose(w.numpy(), t.numpy(), rtol=1e-12, err_msg=k)
+
+
+def test_swalr_and_update_bn_match_torch():
+    topt = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1.0)
+    wopt = wb.optim.SGD([wb.nn.Parameter(wb.ones(1))], lr=1.0)
+    for strategy in ("cos", "linear"):
+        ts = torch.optim.swa_utils.SWALR(topt, swa_lr=0.05, anneal_epochs=4, anneal_strategy=strategy)
+        ws = wb.optim.swa_utils.SWALR(wopt, swa_lr=0.05, anneal_epochs=4, anneal_strategy=strategy)
+        for _ in range(6):
+            topt.step()
+            wopt.step()
+            ts.step()
+            ws.step()
+            assert ws.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+    rng = np.random.default_rng(1)
+    batches = [rng.standard_normal((8, 3)) for _ in range(3)]
+    tnet = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2)).double()
+    wnet = wb.nn.Sequential(wb.nn.Linear(3, 2), wb.nn.BatchNorm1d(2, momentum=0.3)).double()
+    wnet.load_state_dict({k: wb.tensor(v.numpy()) for k, v in tnet.state_dict().items()})
+    torch.optim.swa_utils.update_bn([torch.from_numpy(b) for b in batches], tnet)
+    wb.optim.swa_utils.update_bn([(wb.tensor(b),) for b in batches], wnet)
+    np.testing.assert_allclose(wnet[1].running_var.numpy(), tnet[1].running_var.numpy(), rtol=1e-12)
+    assert wnet[1].momentum == 0.3 and wnet.training

@@ -20,4 +20,13 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
+           "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]
+
+
+def __getattr__(name):
+    # swa_utils builds on nn, which imports the functional ops: loaded on first use
+    if name == "swa_utils":
+        import importlib
+
+        return importlib.import_module(".swa_utils", __name__)
+    raise AttributeError(f"module 'workbench.optim' has no attribute '{name}'")
