@@ -186,7 +186,7 @@ class SWALR(LRScheduler):
     >>> opt = wb.optim.SGD([wb.nn.Parameter(wb.ones(1))], lr=1.0)
     >>> s = SWALR(opt, swa_lr=0.1, anneal_epochs=2, anneal_strategy="linear")
     >>> opt.step(); s.step(); [round(x, 4) for x in s.get_last_lr()]
-    [0.1]
+    [0.55]
     """
 
     def __init__(self, optimizer, swa_lr, anneal_epochs=10, anneal_strategy="cos", last_epoch=-1):
