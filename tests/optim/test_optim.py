@@ -41,6 +41,9 @@ def _configs():
     yield "Rprop", {"lr": 0.01}
     yield "Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.1), "maximize": True}
     yield "ASGD", {"lr": 0.01}
+    yield "Adafactor", {"lr": 0.01}
+    yield "Adafactor", {"lr": 0.05, "beta2_decay": -0.5, "eps": (1e-4, 1e-2), "d": 2.0, "weight_decay": 0.1,
+                        "maximize": True}
     yield "ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 2, "weight_decay": 0.1, "maximize": True}
 
 

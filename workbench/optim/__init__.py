@@ -7,6 +7,7 @@
 """
 from . import lr_scheduler
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
@@ -20,7 +21,8 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]
+           "Rprop", "ASGD", "LBFGS", "Adafactor",
+           "lr_scheduler", "swa_utils"]
 
 
 def __getattr__(name):
