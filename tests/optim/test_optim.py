@@ -322,3 +322,24 @@ def test_swalr_and_update_bn_match_torch():
     wb.optim.swa_utils.update_bn([(wb.tensor(b),) for b in batches], wnet)
     np.testing.assert_allclose(wnet[1].running_var.numpy(), tnet[1].running_var.numpy(), rtol=1e-12)
     assert wnet[1].momentum == 0.3 and wnet.training
+
+
+@pytest.mark.parametrize("cfg", [{}, {"nesterov": False, "adjust_lr_fn": "match_rms_adamw", "weight_decay": 0.0},
+                                 {"momentum": 0.3, "ns_steps": 3}])
+@pytest.mark.parametrize("shape", [(6, 4), (3, 5)])
+def test_muon_matches_torch(cfg, shape):
+    # the Newton-Schulz iteration runs in bfloat16: agreement is to bfloat16 rounding, not float32's
+    rng = np.random.default_rng(0)
+    init = rng.standard_normal(shape).astype(np.float32)
+    grads = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    tp, wp = torch.nn.Parameter(torch.from_numpy(init.copy())), wb.nn.Parameter(wb.tensor(init.copy()))
+    topt, wopt = torch.optim.Muon([tp], lr=0.02, **cfg), wb.optim.Muon([wp], lr=0.02, **cfg)
+    for g in grads:
+        tp.grad, wp.grad = torch.from_numpy(g.copy()), wb.tensor(g.copy())
+        topt.step()
+        wopt.step()
+    np.testing.assert_allclose(wp.detach().numpy(), tp.detach().numpy(), atol=2e-4)
+    np.testing.assert_allclose(wopt.state[wp]["momentum_buffer"].numpy(),
+                               topt.state[tp]["momentum_buffer"].numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match="only supports 2D"):
+        wb.optim.Muon([wb.nn.Parameter(wb.ones(3))])
