@@ -272,6 +272,8 @@ def test_backward_hook_can_replace_grad_input_and_is_removable():
     x.grad = None
     m(x).sum().backward()
     assert float(x.grad.abs().sum()) > 0
+    with wb.no_grad():  # nothing is recorded, so there is nothing to hook
+        assert m(x).grad_fn is None
     # no input needs grad: the hook still runs, with grad_input None
     seen = []
     m.register_full_backward_hook(lambda mod, gi, go: seen.append(gi))

@@ -11,7 +11,7 @@ from collections import OrderedDict, namedtuple
 from .. import _backend
 from ..autograd import graph as _graph
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor
 from .parameter import Buffer, Parameter, is_lazy
 
@@ -181,7 +181,7 @@ class Module:
                 r = fn(self, args)
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
-        bw = bool(self._backward_hooks or self._backward_pre_hooks)
+        bw = bool(self._backward_hooks or self._backward_pre_hooks) and is_grad_enabled()  # no graph, no hooks
         state = {}  # shared by the input and output identity nodes: grad_output reaches the grad_input hook
         if bw:
             args = self._wrap_inputs(args, state)
