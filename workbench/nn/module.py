@@ -125,6 +125,7 @@ class Module:
         d["_scope_cache"] = None
 
     def forward(self, *input):
+        # abstract: every layer defines forward; calling a Module without one raises what PyTorch raises
         raise NotImplementedError(
             f'Module [{type(self).__name__}] is missing the required "forward" function: define '
             "forward(self, ...) in your subclass")

@@ -119,6 +119,7 @@ class LRScheduler:
 
     def get_lr(self):
         """The learning rates for the current ``last_epoch`` (subclasses define it)."""
+        # abstract, as in PyTorch: a custom scheduler subclass supplies its own get_lr
         raise NotImplementedError(f"{type(self).__name__} must define get_lr()")
 
     def step(self, epoch=None):
