@@ -349,3 +349,31 @@ def _bind_inference_box():
 
 
 _bind_inference_box()
+
+
+# --- Tensor.new_*: same dtype and device as self unless given ---------------------------------------
+def _new(fn):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+    method.__name__ = "new_" + fn.__name__
+    method.__doc__ = f"{fn.__name__} with self's dtype and device.  >>> wb.ones(2).new_{fn.__name__}(3).shape"
+    return method
+
+
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach()",
+                      UserWarning, stacklevel=2)
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+Tensor.new_zeros = _new(zeros)
+Tensor.new_ones = _new(ones)
+Tensor.new_empty = _new(empty)
+Tensor.new_full = _new_full
+Tensor.new_tensor = _new_tensor

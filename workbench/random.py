@@ -243,3 +243,65 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if input.ndim == 1:
         res = res[0]
     return Tensor._make(res).to(input.device)
+
+
+# --- in-place sampling methods (nn.init and users' init code call these) ----------------------------
+def _fill_from(self, arr, opname):
+    from .autograd.grad_mode import no_grad
+
+    with no_grad():
+        self._check_inplace(opname)
+        self._data[...] = arr.astype(self._data.dtype, copy=False)
+        self._bump(opname)
+    return self
+
+
+def _stream_for(self, generator):
+    return (generator or default_generator)._stream(self.device)
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill with samples of N(mean, std**2), in place.  >>> wb.empty(3).normal_(0, 0.02).shape"""
+    with _backend.on_device(self.device):
+        arr = _stream_for(self, generator).standard_normal(tuple(self.shape)) * std + mean
+    return _fill_from(self, arr, "normal_")
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    """Fill with samples of U[a, b), in place.  >>> wb.empty(3).uniform_(-1, 1).shape"""
+    rs = _stream_for(self, generator)
+    with _backend.on_device(self.device):
+        u = rs.random(tuple(self.shape)) if self.device.type == "cpu" else rs.random_sample(tuple(self.shape))
+    return _fill_from(self, u * (b - a) + a, "uniform_")
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    """Fill with 0/1 samples with probability p (a number or a tensor), in place."""
+    rs = _stream_for(self, generator)
+    probs = p._data if isinstance(p, Tensor) else p
+    with _backend.on_device(self.device):
+        u = rs.random(tuple(self.shape)) if self.device.type == "cpu" else rs.random_sample(tuple(self.shape))
+    return _fill_from(self, u < probs, "bernoulli_")
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill with samples of Exp(lambd), in place."""
+    rs = _stream_for(self, generator)
+    with _backend.on_device(self.device):
+        arr = rs.standard_exponential(tuple(self.shape)) / lambd
+    return _fill_from(self, arr, "exponential_")
+
+
+def random_(self, from_=0, to=None, *, generator=None):
+    """Fill with integers uniform in [from_, to) (to defaults to the dtype's range), in place."""
+    if to is None:
+        from_, to = 0, (2 ** 24 if self.dtype.is_floating_point else int(_backend.numpy.iinfo(self._data.dtype).max))
+    rs = _stream_for(self, generator)
+    with _backend.on_device(self.device):
+        arr = rs.integers(from_, to, tuple(self.shape)) if self.device.type == "cpu" else rs.randint(
+            from_, to, tuple(self.shape))
+    return _fill_from(self, arr, "random_")
+
+
+for _fn in (normal_, uniform_, bernoulli_, exponential_, random_):
+    setattr(Tensor, _fn.__name__, _fn)
