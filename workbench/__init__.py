@@ -6,7 +6,13 @@
 >>> x.grad
 tensor([2., 4.])
 """
+import warnings as _warnings
+
 from . import _backend
+
+# PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy warns. Silence only the warnings that
+# NumPy raises from inside workbench's own code, leaving the user's NumPy settings alone.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"workbench(\.|$)")
 from ._backend import dtypes as _dtypes
 from ._backend.device import device
 from ._backend.dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, float64,

@@ -67,6 +67,7 @@ class Monitor(_Base):
         self.explode_at, self.vanish_ratio, self.dead_fraction = explode_at, vanish_ratio, dead_fraction
         self.plot_on_detach = plot_on_detach
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
         self._pending = []  # (step, device row) rows not yet on the host
         self._loss_override = {}  # step -> loss given by log()
         self._rows = []  # host rows (numpy float64) in step order
@@ -274,6 +275,12 @@ class Monitor(_Base):
 
     def flush(self):
         """Copy queued rows to the host, check alarms, and send them to the widget now."""
+        # the training thread and the flusher thread both flush: one at a time, so blocks of rows
+        # reach the history and the browser in step order
+        with self._flush_lock:
+            self._flush()
+
+    def _flush(self):
         with self._lock:
             pending, self._pending = self._pending, []
             dead_pending, self._dead_pending = self._dead_pending, []
