@@ -146,7 +146,8 @@ def test_messages_to_the_widget_and_sync():
     assert counts.sum() > 0
     sent.clear()
     mon._on_msg(mon, {"type": "monitor_sync"}, [])
-    assert sent[0][0]["start"] == 0 and sent[0][0]["n"] == 5
+    assert sent[0][0]["event"] == "reset"  # the view starts from a clean slate, then gets everything
+    assert sent[1][0]["start"] == 0 and sent[1][0]["n"] == 5
     mon.detach(display=False)
     mon.detach()  # idempotent
 

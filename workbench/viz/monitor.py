@@ -418,10 +418,14 @@ class Monitor(_Base):
 
     def _on_msg(self, _w, content, _buffers):
         if isinstance(content, dict) and content.get("type") == "monitor_sync":
-            self.flush()
-            self._send_rows(0, len(self._rows))
-            if self._alarms:
-                self._post({"type": "monitor", "event": "alarms", "alarms": list(self._alarms)})
+            # a view that (re)connects gets the whole history from a clean slate: live messages it may
+            # have caught before asking would otherwise overlap the replay (a lost or doubled step)
+            with self._flush_lock:
+                self._flush()
+                self._post({"type": "monitor", "event": "reset"})
+                self._send_rows(0, len(self._rows))
+                if self._alarms:
+                    self._post({"type": "monitor", "event": "alarms", "alarms": list(self._alarms)})
 
     # --- public API --------------------------------------------------------------------------------
     def log(self, loss=None):
