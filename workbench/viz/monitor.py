@@ -5,7 +5,7 @@ accumulates into ``.grad`` ends, it computes, on the parameters' device and with
 
 * every layer's (parameter path's) gradient norm, and a histogram of log10|grad| (all layers in one
   vectorised pass over a strided sample of about ``sample`` elements per layer; with
-  ``hist_every="auto"`` recomputed only as often as keeps it under ~2% of the step, repeated between),
+  ``hist_every="auto"`` recomputed only as often as keeps it under ~1% of the step, repeated between),
 * every ``detail_every`` steps the weight norm and the update ratio ‖Δw‖/‖w‖ (Δw from a copy of the
   weights taken at the step before),
 * the loss: the root of the backward pass when it has one element, or what ``mon.log(loss=...)`` says.
@@ -190,7 +190,7 @@ class Monitor(_Base):
 
     def _timed_hist(self, xp, grads, step):
         # histograms are the costly part: with hist_every="auto" they are recomputed only as often as
-        # keeps them under ~2% of the training step (the last one is repeated in between)
+        # keeps them under ~1% of the training step (the last one is repeated in between)
         now = time.perf_counter()
         interval = now - self._last_end if self._last_end else None
         self._last_end = now
@@ -201,7 +201,7 @@ class Monitor(_Base):
         counts = self._hist(xp, grads)
         cost = time.perf_counter() - now
         if self.hist_every == "auto" and self._interval:
-            self._hist_every = max(1, math.ceil(cost / (0.02 * self._interval)))
+            self._hist_every = max(1, math.ceil(cost / (0.01 * self._interval)))
         self._last_hist, self._hist_step = counts, step
         return counts
 
