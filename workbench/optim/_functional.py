@@ -36,3 +36,20 @@ def check_differentiable(differentiable):
     if differentiable:
         raise RuntimeError("differentiable=True is not supported: workbench optimizers update parameters in place "
                            "outside autograd. Write the update in tensor ops if you need to differentiate through it.")
+
+
+def weight_decay_(x, g, lr, wd, decoupled):
+    """Weight decay: shrink x in place (decoupled, AdamW-style) or return g + wd * x (L2).  >>> g = weight_decay_(x, g, 1e-3, 0.01, True)"""
+    if wd != 0:
+        if decoupled:
+            x *= 1 - lr * wd
+        else:
+            return g + x * wd
+    return g
+
+
+def adam_moments_(xp, m, v, g, beta1, beta2, tmp):
+    """Adam's moments in place: m <- lerp(m, g, 1 - beta1), v <- beta2 v + (1 - beta2) g g.  >>> adam_moments_(np, m, v, g, 0.9, 0.999, tmp)"""
+    lerp_(xp, m, g, 1 - beta1, tmp)
+    v *= beta2
+    addcmul_(xp, v, g, g, 1 - beta2, tmp)

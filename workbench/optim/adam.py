@@ -1,6 +1,6 @@
 """Adam and AdamW (amsgrad, maximize, L2 or decoupled weight decay)."""
 from .. import _backend
-from ._functional import addcmul_, check_differentiable, lerp_
+from ._functional import adam_moments_, check_differentiable, weight_decay_
 from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
                         _zeros_like)
 
@@ -53,16 +53,10 @@ class Adam(Optimizer):
                     g = -g
                 step_t = st["step"]._data
                 step_t += 1
-                if wd != 0:
-                    if decoupled:
-                        x *= 1 - lr * wd
-                    else:
-                        g = g + x * wd
+                g = weight_decay_(x, g, lr, wd, decoupled)
                 m, v = _real(st["exp_avg"]._data), _real(st["exp_avg_sq"]._data)
                 tmp, denom = _scratch(self, x)
-                lerp_(xp, m, g, 1 - beta1, tmp)
-                v *= beta2
-                addcmul_(xp, v, g, g, 1 - beta2, tmp)
+                adam_moments_(xp, m, v, g, beta1, beta2, tmp)
                 step = float(step_t)
                 step_size = lr / (1 - beta1 ** step)
                 bc2_sqrt = (1 - beta2 ** step) ** 0.5

@@ -1,6 +1,6 @@
 """NAdam: Adam with Nesterov momentum (and optional decoupled weight decay)."""
 from .. import _backend
-from ._functional import addcdiv_, addcmul_, check_differentiable, lerp_
+from ._functional import adam_moments_, addcdiv_, check_differentiable, weight_decay_
 from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
                         _zeros_like)
 
@@ -56,11 +56,7 @@ class NAdam(Optimizer):
                 step_t += 1
                 step = float(step_t)
                 bc2 = 1 - beta2 ** step
-                if wd != 0:
-                    if decoupled:
-                        x *= 1 - lr * wd
-                    else:
-                        g = g + x * wd
+                g = weight_decay_(x, g, lr, wd, decoupled)
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * psi)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * psi)))
                 mp = st["mu_product"]._data
@@ -68,9 +64,7 @@ class NAdam(Optimizer):
                 mu_product = float(mp)
                 m, v = _real(st["exp_avg"]._data), _real(st["exp_avg_sq"]._data)
                 tmp, denom = _scratch(self, x)
-                lerp_(xp, m, g, 1 - beta1, tmp)
-                v *= beta2
-                addcmul_(xp, v, g, g, 1 - beta2, tmp)
+                adam_moments_(xp, m, v, g, beta1, beta2, tmp)
                 xp.divide(v, bc2, out=denom)
                 xp.sqrt(denom, out=denom)
                 denom += eps

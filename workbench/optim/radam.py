@@ -1,6 +1,6 @@
 """RAdam: Adam with the variance rectification term (and optional decoupled weight decay)."""
 from .. import _backend
-from ._functional import addcmul_, check_differentiable, lerp_
+from ._functional import adam_moments_, check_differentiable, weight_decay_
 from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
                         _zeros_like)
 
@@ -49,16 +49,10 @@ class RAdam(Optimizer):
                 step_t = st["step"]._data
                 step_t += 1
                 step = float(step_t)
-                if wd != 0:
-                    if decoupled:
-                        x *= 1 - lr * wd
-                    else:
-                        g = g + x * wd
+                g = weight_decay_(x, g, lr, wd, decoupled)
                 m, v = _real(st["exp_avg"]._data), _real(st["exp_avg_sq"]._data)
                 upd, s = _scratch(self, x)
-                lerp_(xp, m, g, 1 - beta1, upd)
-                v *= beta2
-                addcmul_(xp, v, g, g, 1 - beta2, upd)
+                adam_moments_(xp, m, v, g, beta1, beta2, upd)
                 bc1 = 1 - beta1 ** step
                 bc2 = 1 - beta2 ** step
                 rho_inf = 2 / (1 - beta2) - 1
