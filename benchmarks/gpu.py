@@ -58,8 +58,7 @@ def _models(nn, F):
         def forward(self, idx):
             t = idx.shape[1]
             h = self.tok(idx) + self.pos.weight[:t]
-            mask = (h.new_ones(t, t) if hasattr(h, "new_ones") else None)
-            causal = (mask.tril() == 0) if mask is not None else None  # True above the diagonal: masked out
+            causal = h.new_ones(t, t).tril() == 0  # True above the diagonal: masked out
             h = self.block(h, src_mask=causal, is_causal=True)
             return self.head(self.ln(h))
 

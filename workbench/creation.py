@@ -3,7 +3,7 @@ import warnings
 
 from . import _backend
 from ._backend import dtypes as _dt
-from .tensor import Tensor
+from .tensor import _INFERENCE_BOX, Tensor
 
 np = _backend.numpy
 
@@ -31,7 +31,7 @@ def _finish(arr, requires_grad, op="tensor"):
     from .autograd.grad_mode import STATE
 
     if STATE.inference:
-        t._vbox = _INFERENCE
+        t._vbox = _INFERENCE_BOX
     return t
 
 
@@ -289,12 +289,6 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     return _finish(arr, requires_grad)
 
 
-def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """Deprecated in PyTorch: values from start to end inclusive."""
-    return arange(start, end + step if end is not None else start + 1, step, dtype=dtype or _dt.get_default_dtype(),
-                  device=device, requires_grad=requires_grad)
-
-
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """steps evenly spaced values from start to end inclusive.
 
@@ -338,17 +332,6 @@ def _legacy_construct(args, device):
     return empty(*args, device=device)
 
 
-_INFERENCE = None
-
-
-def _bind_inference_box():
-    global _INFERENCE
-    from . import tensor as _t
-
-    _INFERENCE = _t._INFERENCE_BOX
-
-
-_bind_inference_box()
 
 
 # --- Tensor.new_*: same dtype and device as self unless given ---------------------------------------

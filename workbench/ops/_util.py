@@ -117,14 +117,3 @@ def wrap_dim(dim, ndim):
     if dim < -n or dim >= n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n
-
-
-def as_tensor_arg(x, like):
-    """A Python scalar or array-like operand as a Tensor on like's device (for ops that need Tensors)."""
-    from ..tensor import Tensor
-
-    if isinstance(x, Tensor):
-        return x
-    from .. import creation
-
-    return creation.tensor(x, device=like.device, dtype=None if not hasattr(x, "dtype") else None)
