@@ -41,13 +41,7 @@ def _bind_family(mod):
 
 
 for _name in FAMILIES:
-    try:
-        _mod = importlib.import_module(f".{_name}", __name__)
-    except ModuleNotFoundError as e:
-        if e.name != f"{__name__}.{_name}":
-            raise
-        continue
-    _bind_family(_mod)
+    _bind_family(importlib.import_module(f".{_name}", __name__))
 
 # augmented assignment is in-place, as in PyTorch
 Tensor.__iadd__ = lambda self, o: self.add_(o)
