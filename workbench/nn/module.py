@@ -786,8 +786,13 @@ class Module:
                     if g._data is not p._grad._data:
                         p._grad = Tensor._make(g._data)
             for name, b in self._buffers.items():
-                if b is not None:
-                    self._buffers[name] = fn(b)
+                if b is None:
+                    continue
+                new = fn(b)
+                if is_lazy(b):  # stay a placeholder, now on the new device/dtype, for the first forward to fill
+                    b._data = new._data
+                    new = b
+                self._buffers[name] = new
         return self
 
     def to(self, *args, **kwargs):
