@@ -60,7 +60,10 @@ def get_swa_multi_avg_fn():
         for p_avg, p_model in zip(averaged_param_list, current_param_list):
             a = p_avg._data
             tmp = _backend.to_device(p_model._data, p_avg.device) - a
-            tmp *= 1.0 / (n + 1)
+            if tmp.dtype.kind in "fc":
+                tmp *= 1.0 / (n + 1)
+            else:  # integer buffers (num_batches_tracked): CuPy's 0-d results refuse an in-place float multiply
+                tmp = tmp * (1.0 / (n + 1))
             a += tmp.astype(a.dtype, copy=False)
             p_avg._vbox[0] += 1
 
