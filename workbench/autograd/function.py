@@ -181,6 +181,10 @@ class Function:
 
     _raw = False  # primitives set True: forward sees raw arrays
     _view = False  # output 0 may be a view of input 0 (shares memory and version counter)
+    # a NumPy ufunc that is the whole forward of a primitive when its (one or two) operands are floating or
+    # complex arrays of one dtype, or such an array and a Python number, and nothing is recorded: apply
+    # then calls it directly, without a ctx or forward (the common no-grad op)
+    _ufunc = None
     _setup = False  # True when the subclass uses the setup_context style
     op_name = None
 
@@ -232,7 +236,13 @@ def _apply_raw(cls, *args):
         if req and STATE.enabled:
             return _record_raw(cls, args, [a._data, db] if n == 2 else [a._data], _numpy)
         xp = _numpy
-        out = cls.forward(_NUMPY_CTX[2](), a._data, db) if n == 2 else cls.forward(_NUMPY_CTX[1](), a._data)
+        uf = cls._ufunc
+        da = a._data
+        if uf is not None and da.dtype.kind in "fc" and (not bt or db.dtype is da.dtype):
+            # floating operands of one dtype (or with a Python number): the ufunc is the whole forward
+            out = uf(da, db) if n == 2 else uf(da)
+        else:
+            out = cls.forward(_NUMPY_CTX[2](), da, db) if n == 2 else cls.forward(_NUMPY_CTX[1](), da)
     else:
         req = False
         dev_check = False
@@ -254,29 +264,88 @@ def _apply_raw(cls, *args):
         if req and STATE.enabled:
             return _record_raw(cls, args, datas, xp)
         out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
-    if out.__class__ is _ndarray and not cls._view:
-        # the common case, one fresh NumPy array: Tensor._make inlined (a call costs ~10% of an op)
-        res = _new(Tensor)
-        res._data = out
-        res._rg = False
-        res.grad_fn = None
-        res._output_nr = 0
-        res._vbox = [0, None]
-        res._base = None
-    elif out.__class__ is tuple:
+    if out.__class__ is tuple:
         res = tuple([_make(o) for o in out])
     elif cls._view:
         res = _view_of(cls, args, out, xp)
-    else:
-        res = _make(out)
+    else:  # the common case, one fresh array
+        return _plain(out, req, cls, args)
     if req and not BACKWARD_ACTIVE[0]:  # grad mode is off but an input requires grad: a cut
-        if res.__class__ is Tensor and CUTS[0] is None:
+        _tag_cut(res, cls, args)
+    if INFERENCE_ACTIVE[0] and STATE.inference:
+        _mark_inference(res)
+    return res
+
+
+def _plain(out, rg, cls, args):
+    """The Tensor for a primitive's array result when nothing was recorded (the tail of every no-grad op).
+
+    rg: whether an input required grad (grad mode is then off, and the result marks where the graph was
+    cut, for the 'does not require grad' error).
+    """
+    if out.__class__ is not _ndarray and isinstance(out, _np_generic):
+        out = _numpy.asarray(out)  # NumPy ufuncs on 0-d arrays return scalars
+    res = _new(_Tensor)
+    res._data = out
+    res._rg = False
+    res.grad_fn = None
+    res._output_nr = 0
+    res._vbox = [0, None]
+    res._base = None
+    if rg and not BACKWARD_ACTIVE[0]:
+        if CUTS[0] is None:
             res._cut = cls
         else:
             _tag_cut(res, cls, args)
     if INFERENCE_ACTIVE[0] and STATE.inference:
         _mark_inference(res)
     return res
+
+
+def binary_operator(cls, general, reflected=False):
+    """A Tensor operator (``__mul__``, ``__rsub__``...) for primitive ``cls``, which has a ``_ufunc``.
+
+    The operator is where most user arithmetic enters, so it gets its own fast path: when nothing is
+    recorded and the operands are floating NumPy arrays of one dtype, or such an array and a Python
+    number, it calls the ufunc itself (no public-function wrapper, no ``apply``, no ctx). Anything else
+    goes to ``general(self, other)``, the op's public function, which handles every case.
+    """
+    uf = cls._ufunc
+    Tensor = _Tensor
+
+    def operator(self, other):
+        a = self._data
+        if other.__class__ is Tensor:
+            b = other._data
+            rg = self._rg or other._rg
+            ok = b.__class__ is _ndarray and b.dtype is a.dtype
+        else:
+            b = other
+            rg = self._rg
+            ok = other.__class__ is float or other.__class__ is int
+        if ok and a.__class__ is _ndarray and a.dtype.kind in "fc" and not (rg and STATE.enabled):
+            return _plain(uf(b, a) if reflected else uf(a, b), rg, cls, (self, other))
+        return general(self, other)
+
+    return operator
+
+
+def unary_operator(cls, general):
+    """The same fast path for a unary primitive's method and function (``x.exp()``, ``wb.exp(x)``)."""
+    uf = cls._ufunc
+    Tensor = _Tensor
+
+    def operator(input, *, out=None):
+        if input.__class__ is Tensor and out is None:
+            a = input._data
+            rg = input._rg
+            if a.__class__ is _ndarray and a.dtype.kind in "fc" and not (rg and STATE.enabled):
+                return _plain(uf(a), rg, cls, (input,))
+        return general(input, out=out)
+
+    operator.__name__ = operator.__qualname__ = general.__name__
+    operator.__doc__ = general.__doc__
+    return operator
 
 
 def _tag_cut(res, cls, args):

@@ -11,7 +11,7 @@ import math
 
 from .. import _backend
 from .._backend import dtypes as _dt
-from ..autograd.function import Function
+from ..autograd.function import Function, binary_operator, unary_operator
 from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
 from ._util import cast, float_np, result_dtype, to_float
@@ -62,6 +62,7 @@ def _out(r, out):
 # --- arithmetic ----------------------------------------------------------------------------------
 class Add(Function):
     _raw = True
+    _ufunc = _backend.numpy.add
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
@@ -89,6 +90,7 @@ def add(input, other, *, alpha=1, out=None):
 
 class Sub(Function):
     _raw = True
+    _ufunc = _backend.numpy.subtract
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
@@ -120,6 +122,7 @@ def rsub(input, other, alpha=1):
 
 class Mul(Function):
     _raw = True
+    _ufunc = _backend.numpy.multiply
 
     @staticmethod
     def forward(ctx, a, b):
@@ -140,6 +143,7 @@ class Mul(Function):
 
 class MulScalar(Function):
     _raw = True
+    _ufunc = _backend.numpy.multiply
     op_name = "mul"
 
     @staticmethod
@@ -179,6 +183,7 @@ def _check_int_divisor(b, rd):
 
 class Div(Function):
     _raw = True
+    _ufunc = _backend.numpy.true_divide
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
@@ -358,6 +363,9 @@ def square(input, *, out=None):
 def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
     """Build a unary primitive: fwd(xp, x) -> y and bwd(g, x, y) -> grad, saving x and/or y.
 
+    fwd may be the name of a ufunc that numpy and cupy share ("exp"): it is then also the primitive's
+    ``_ufunc``, which apply calls directly for floating inputs when nothing records.
+
     ints: what integer and bool inputs do. "float" computes in the default float dtype (as PyTorch's
     exp, sin...), "keep" runs fwd on them (floor, sign...), "error" refuses them.
     For complex inputs the gradient is conj(f'(x)) * g, PyTorch's convention, from the same bwd.
@@ -367,6 +375,12 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
     """
 
     save_x, save_y = "x" in saves, "y" in saves
+    ufunc = None
+    if isinstance(fwd, str):  # the name of a ufunc of numpy and cupy: also the no-grad fast path's forward
+        ufunc = getattr(_backend.numpy, fwd)
+
+        def fwd(xp, x, _name=fwd):
+            return getattr(xp, _name)(x)
 
     def forward(ctx, x):
         try:
@@ -392,6 +406,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
         return bwd(g, x, y)
 
     cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
+                                                  "_ufunc": ufunc,
                                                   "forward": staticmethod(forward),
                                                   "backward": staticmethod(backward)})
 
@@ -402,32 +417,32 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc
-    return cls, public
+    return cls, (public if ufunc is None else unary_operator(cls, public))
 
 
 def _zero_grad(g, x, y):
     return g * 0
 
 
-Exp, exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, x, y: g * y, "y",
+Exp, exp = _unary("exp", "exp", lambda g, x, y: g * y, "y",
                   "e**input.  >>> wb.exp(wb.tensor([0.0, 1.0]))  ->  tensor([1.0000, 2.7183])",
                   raw=lambda xp, g, x, y: g * y)
-Exp2, exp2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda g, x, y: g * y * _LN2, "y",
+Exp2, exp2 = _unary("exp2", "exp2", lambda g, x, y: g * y * _LN2, "y",
                     "2**input.  >>> wb.exp2(wb.tensor([3.0]))  ->  tensor([8.])")
-Expm1, expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda g, x, y: g * (y + 1), "y",
+Expm1, expm1 = _unary("expm1", "expm1", lambda g, x, y: g * (y + 1), "y",
                       "e**input - 1, accurate near 0.  >>> wb.expm1(wb.tensor([0.0]))  ->  tensor([0.])",
                       raw=lambda xp, g, x, y: g * (y + 1))
-Log, log = _unary("log", lambda xp, x: xp.log(x), lambda g, x, y: g / x, "x",
+Log, log = _unary("log", "log", lambda g, x, y: g / x, "x",
                   "Natural log.  >>> wb.log(wb.tensor([1.0]))  ->  tensor([0.])",
                   raw=lambda xp, g, x, y: g / x)
-Log2, log2 = _unary("log2", lambda xp, x: xp.log2(x), lambda g, x, y: g / (x * _LN2), "x",
+Log2, log2 = _unary("log2", "log2", lambda g, x, y: g / (x * _LN2), "x",
                     "Base-2 log.  >>> wb.log2(wb.tensor([8.0]))  ->  tensor([3.])")
-Log10, log10 = _unary("log10", lambda xp, x: xp.log10(x), lambda g, x, y: g / (x * _LN10), "x",
+Log10, log10 = _unary("log10", "log10", lambda g, x, y: g / (x * _LN10), "x",
                       "Base-10 log.  >>> wb.log10(wb.tensor([100.0]))  ->  tensor([2.])")
-Log1p, log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda g, x, y: g / (x + 1), "x",
+Log1p, log1p = _unary("log1p", "log1p", lambda g, x, y: g / (x + 1), "x",
                       "log(1 + input), accurate near 0.  >>> wb.log1p(wb.tensor([0.0]))  ->  tensor([0.])",
                       raw=lambda xp, g, x, y: g / (x + 1))
-Sqrt, sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, x, y: g / (2 * y), "y",
+Sqrt, sqrt = _unary("sqrt", "sqrt", lambda g, x, y: g / (2 * y), "y",
                     "Square root.  >>> wb.sqrt(wb.tensor([4.0]))  ->  tensor([2.])",
                     raw=lambda xp, g, x, y: g / (2 * y))
 Rsqrt, rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, x, y: -0.5 * g * y ** 3, "y",
@@ -436,32 +451,32 @@ Rsqrt, rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, x, y: -0.
 Reciprocal, reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, lambda g, x, y: -g * y * y, "y",
                                 "1 / input.  >>> wb.reciprocal(wb.tensor([4]))  ->  tensor([0.2500])",
                                 raw=lambda xp, g, x, y: -g * y * y)
-Sin, sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, x, y: g * x.cos(), "x",
+Sin, sin = _unary("sin", "sin", lambda g, x, y: g * x.cos(), "x",
                   "Sine.  >>> wb.sin(wb.tensor([0.0]))  ->  tensor([0.])",
                   raw=lambda xp, g, x, y: g * xp.cos(x))
-Cos, cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, x, y: -g * x.sin(), "x",
+Cos, cos = _unary("cos", "cos", lambda g, x, y: -g * x.sin(), "x",
                   "Cosine.  >>> wb.cos(wb.tensor([0.0]))  ->  tensor([1.])",
                   raw=lambda xp, g, x, y: -g * xp.sin(x))
-Tan, tan = _unary("tan", lambda xp, x: xp.tan(x), lambda g, x, y: g * (1 + y * y), "y",
+Tan, tan = _unary("tan", "tan", lambda g, x, y: g * (1 + y * y), "y",
                   "Tangent.  >>> wb.tan(wb.tensor([0.0]))  ->  tensor([0.])")
-Asin, asin = _unary("asin", lambda xp, x: xp.arcsin(x), lambda g, x, y: g * (1 - x * x).rsqrt(), "x",
+Asin, asin = _unary("asin", "arcsin", lambda g, x, y: g * (1 - x * x).rsqrt(), "x",
                     "Inverse sine.  >>> wb.asin(wb.tensor([0.0]))  ->  tensor([0.])")
-Acos, acos = _unary("acos", lambda xp, x: xp.arccos(x), lambda g, x, y: -g * (1 - x * x).rsqrt(), "x",
+Acos, acos = _unary("acos", "arccos", lambda g, x, y: -g * (1 - x * x).rsqrt(), "x",
                     "Inverse cosine.  >>> wb.acos(wb.tensor([1.0]))  ->  tensor([0.])")
-Atan, atan = _unary("atan", lambda xp, x: xp.arctan(x), lambda g, x, y: g / (1 + x * x), "x",
+Atan, atan = _unary("atan", "arctan", lambda g, x, y: g / (1 + x * x), "x",
                     "Inverse tangent.  >>> wb.atan(wb.tensor([0.0]))  ->  tensor([0.])")
-Sinh, sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda g, x, y: g * x.cosh(), "x",
+Sinh, sinh = _unary("sinh", "sinh", lambda g, x, y: g * x.cosh(), "x",
                     "Hyperbolic sine.  >>> wb.sinh(wb.tensor([0.0]))  ->  tensor([0.])")
-Cosh, cosh = _unary("cosh", lambda xp, x: xp.cosh(x), lambda g, x, y: g * x.sinh(), "x",
+Cosh, cosh = _unary("cosh", "cosh", lambda g, x, y: g * x.sinh(), "x",
                     "Hyperbolic cosine.  >>> wb.cosh(wb.tensor([0.0]))  ->  tensor([1.])")
-Tanh, tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, x, y: g * (1 - y * y), "y",
+Tanh, tanh = _unary("tanh", "tanh", lambda g, x, y: g * (1 - y * y), "y",
                     "Hyperbolic tangent.  >>> wb.tanh(wb.tensor([0.0]))  ->  tensor([0.])",
                     raw=lambda xp, g, x, y: g * (1 - y * y))
-Asinh, asinh = _unary("asinh", lambda xp, x: xp.arcsinh(x), lambda g, x, y: g * (x * x + 1).rsqrt(), "x",
+Asinh, asinh = _unary("asinh", "arcsinh", lambda g, x, y: g * (x * x + 1).rsqrt(), "x",
                       "Inverse hyperbolic sine.  >>> wb.asinh(wb.tensor([0.0]))  ->  tensor([0.])")
-Acosh, acosh = _unary("acosh", lambda xp, x: xp.arccosh(x), lambda g, x, y: g * (x * x - 1).rsqrt(), "x",
+Acosh, acosh = _unary("acosh", "arccosh", lambda g, x, y: g * (x * x - 1).rsqrt(), "x",
                       "Inverse hyperbolic cosine.  >>> wb.acosh(wb.tensor([1.0]))  ->  tensor([0.])")
-Atanh, atanh = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda g, x, y: g / (1 - x * x), "x",
+Atanh, atanh = _unary("atanh", "arctanh", lambda g, x, y: g / (1 - x * x), "x",
                       "Inverse hyperbolic tangent.  >>> wb.atanh(wb.tensor([0.0]))  ->  tensor([0.])")
 Deg2rad, deg2rad = _unary("deg2rad", lambda xp, x: x * (math.pi / 180), lambda g, x, y: g * (math.pi / 180), "",
                           "Degrees to radians.  >>> wb.deg2rad(wb.tensor([180.0]))  ->  tensor([3.1416])")
@@ -470,6 +485,8 @@ Rad2deg, rad2deg = _unary("rad2deg", lambda xp, x: x * (180 / math.pi), lambda g
 
 
 def _sigmoid_fwd(xp, x):
+    if x.dtype.kind == "c":  # no sign to split by; PyTorch computes 1 / (1 + e**-z) as written
+        return 1 / (1 + xp.exp(-x))
     # split by sign so neither branch overflows
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
@@ -1205,8 +1222,12 @@ arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, aco
 _NOT_METHODS = ("where", "rsub", "relu", "positive", "real", "imag")
 METHODS = {
     **{n: globals()[n] for n in __all__ if n not in _NOT_METHODS},
-    "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub, "__mul__": mul, "__rmul__": mul,
-    "__truediv__": div, "__rtruediv__": _r(div), "__floordiv__": floor_divide, "__rfloordiv__": _r(floor_divide),
+    # the arithmetic operators take a fast path of their own when nothing records (autograd/function.py)
+    "__add__": binary_operator(Add, add), "__radd__": binary_operator(Add, _r(add), reflected=True),
+    "__sub__": binary_operator(Sub, sub), "__rsub__": binary_operator(Sub, rsub, reflected=True),
+    "__mul__": binary_operator(Mul, mul), "__rmul__": binary_operator(Mul, _r(mul), reflected=True),
+    "__truediv__": binary_operator(Div, div), "__rtruediv__": binary_operator(Div, _r(div), reflected=True),
+    "__floordiv__": floor_divide, "__rfloordiv__": _r(floor_divide),
     "__mod__": remainder, "__rmod__": _r(remainder), "__pow__": pow, "__rpow__": _r(pow), "__neg__": neg,
     "__pos__": positive, "__abs__": abs, "__invert__": _invert,
     "__eq__": _python_op(eq), "__ne__": _python_op(ne), "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,

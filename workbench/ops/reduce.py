@@ -22,6 +22,7 @@ from .elementwise import _out, isnan, where
 
 _np = _backend.numpy
 _INT64 = _np.dtype("int64")
+_add_reduce = _np.add.reduce
 
 # --- named tuples (torch.return_types) ---------------------------------------------------------------
 return_types = types.ModuleType("workbench.return_types", "Named tuples returned by ops such as max(dim) and sort.")
@@ -135,6 +136,24 @@ class Sum(Function):
         return _expand_back(g, ctx.in_shape, ctx.dims, ctx.keepdim), None, None, None
 
 
+class SumAll(Function):
+    """``x.sum()``, the commonest reduction (every loss): one argument, so apply's one-tensor fast path
+    takes it, and for floating input the whole forward is one ``add.reduce``."""
+
+    _raw = True
+    op_name = "sum"
+    _ufunc = staticmethod(lambda x: _add_reduce(x, None, out=...))  # out=...: a 0-d array, not a scalar
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.in_shape = x.shape
+        return x.sum(dtype=_acc_dtype(x, None))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _expand_back(g, ctx.in_shape, None, False)
+
+
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum over all elements or over ``dim`` (integers and bool sum in int64).
 
@@ -143,6 +162,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     tensor([4, 6])
     """
     if dim is None and isinstance(input, Tensor):
+        if not keepdim and dtype is None:
+            return SumAll.apply(input)
         return Sum.apply(input, None, keepdim, dtype)
     return Sum.apply(input, _dims(input, dim, "sum"), keepdim, dtype)
 
