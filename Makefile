@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST := $(PY) -m pytest
 
-.PHONY: setup lab test test-fast test-gpu bench bench-gpu browser-deps clean
+.PHONY: setup lab test test-fast test-gpu bench bench-gpu gpu-check browser-deps clean
 
 $(STAMP): pyproject.toml extensions/package.json extensions/package-lock.json
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -40,6 +40,10 @@ bench: setup
 
 bench-gpu: setup
 	$(PY) benchmarks/run_all.py --gpu
+
+# both GPU checks in one go on a GPU image without network (CuPy, CUDA PyTorch, pytest preinstalled)
+gpu-check:
+	bash .ci/gpu-check
 
 clean:
 	rm -rf $(VENV) extensions/node_modules workbench/static workbench/labextension
