@@ -41,6 +41,9 @@ def device(request):
 def pytest_collection_modifyitems(config, items):
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU and WORKBENCH_TEST_GPU=1 (make test-gpu)")
     for item in items:
+        # the real-CuPy instance of every device-parametrised test is a gpu test, so `-m gpu` runs them all
+        if getattr(item, "callspec", None) is not None and item.callspec.params.get("device") == "cuda":
+            item.add_marker(pytest.mark.gpu)
         if "gpu" in item.keywords and not REAL_GPU:
             item.add_marker(skip_gpu)
 
