@@ -37,14 +37,14 @@ def _mha_inputs(kind, cfg):
 
 
 @pytest.mark.parametrize("name", sorted(MHA_CASES))
-def test_mha_matches_torch(name):
+def test_mha_matches_torch(name, device):
     cfg, kind, kw = MHA_CASES[name]
     inputs = _mha_inputs(kind, cfg)
-    compare(lambda nn: nn.MultiheadAttention(**cfg), inputs, kwargs=kw, grad_inputs=kind != "self")
+    compare(lambda nn: nn.MultiheadAttention(**cfg), inputs, kwargs=kw, grad_inputs=kind != "self", device=device)
 
 
 @pytest.mark.parametrize("need_weights", [True, False])
-def test_mha_masks_match_torch(need_weights):
+def test_mha_masks_match_torch(need_weights, device):
     L, N, E = 4, 2, 8
     x = rnd(L, N, E)
     causal = np.triu(np.ones((L, L), dtype=bool), 1)
@@ -53,11 +53,11 @@ def test_mha_masks_match_torch(need_weights):
     for kw in ({"attn_mask": causal}, {"key_padding_mask": kpm}, {"attn_mask": causal, "key_padding_mask": kpm},
                {"attn_mask": float_mask}, {"attn_mask": causal, "is_causal": True}):
         compare(lambda nn: nn.MultiheadAttention(E, 2), [x, x, x], kwargs={**kw, "need_weights": need_weights},
-                grad_inputs=False)
+                grad_inputs=False, device=device)
 
 
-def test_mha_unbatched_and_errors():
-    compare(lambda nn: nn.MultiheadAttention(8, 2), [rnd(4, 8), rnd(5, 8, seed=1), rnd(5, 8, seed=2)])
+def test_mha_unbatched_and_errors(device):
+    compare(lambda nn: nn.MultiheadAttention(8, 2), [rnd(4, 8), rnd(5, 8, seed=1), rnd(5, 8, seed=2)], device=device)
     with pytest.raises(AssertionError, match="divisible by num_heads"):
         wb.nn.MultiheadAttention(10, 3)
     m = wb.nn.MultiheadAttention(8, 2)
@@ -70,39 +70,42 @@ def test_mha_unbatched_and_errors():
 
 @pytest.mark.parametrize("cfg", [{}, {"norm_first": True}, {"activation": "gelu", "batch_first": True},
                                  {"bias": False}])
-def test_encoder_layer_matches_torch(cfg):
+def test_encoder_layer_matches_torch(cfg, device):
     x = rnd(2, 5, 8) if cfg.get("batch_first") else rnd(5, 2, 8)
     mask = np.triu(np.full((5, 5), -np.inf), 1)
-    compare(lambda nn: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, **cfg), [x], kwargs={"src_mask": mask})
+    compare(lambda nn: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, **cfg), [x], kwargs={"src_mask": mask},
+            device=device)
 
 
 @pytest.mark.parametrize("cfg", [{}, {"norm_first": True, "batch_first": True}])
-def test_decoder_layer_matches_torch(cfg):
+def test_decoder_layer_matches_torch(cfg, device):
     bf = cfg.get("batch_first")
     tgt = rnd(2, 4, 8) if bf else rnd(4, 2, 8)
     mem = rnd(2, 6, 8, seed=1) if bf else rnd(6, 2, 8, seed=1)
     kw = {"tgt_mask": np.triu(np.full((4, 4), -np.inf), 1),
           "memory_key_padding_mask": np.array([[False] * 5 + [True], [False] * 6])}
-    compare(lambda nn: nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, **cfg), [tgt, mem], kwargs=kw)
+    compare(lambda nn: nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, **cfg), [tgt, mem], kwargs=kw, device=device)
 
 
-def test_encoder_decoder_stacks_and_transformer():
+def test_encoder_decoder_stacks_and_transformer(device):
     def enc(nn):
         return nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2, norm=nn.LayerNorm(8),
                                      enable_nested_tensor=False)
 
-    compare(enc, [rnd(5, 2, 8)], kwargs={"src_key_padding_mask": np.array([[False] * 4 + [True], [False] * 5])})
+    compare(enc, [rnd(5, 2, 8)], kwargs={"src_key_padding_mask": np.array([[False] * 4 + [True], [False] * 5])},
+            device=device)
 
     def dec(nn):
         return nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 2)
 
-    compare(dec, [rnd(4, 2, 8), rnd(5, 2, 8, seed=1)])
+    compare(dec, [rnd(4, 2, 8), rnd(5, 2, 8, seed=1)], device=device)
 
     def full(nn):
         return nn.Transformer(8, 2, 1, 1, 16, dropout=0.0)
 
     compare(full, [rnd(5, 2, 8), rnd(4, 2, 8, seed=1)],
-            kwargs={"tgt_mask": wb.nn.Transformer.generate_square_subsequent_mask(4).numpy().astype(np.float64)})
+            kwargs={"tgt_mask": wb.nn.Transformer.generate_square_subsequent_mask(4).numpy().astype(np.float64)},
+            device=device)
     np.testing.assert_array_equal(wb.nn.Transformer.generate_square_subsequent_mask(3).numpy(),
                                   torch.nn.Transformer.generate_square_subsequent_mask(3).numpy())
 

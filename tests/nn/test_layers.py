@@ -5,7 +5,7 @@ import torch
 
 import workbench as wb
 
-from _nn_compare import compare
+from _nn_compare import compare, host, to_torch, to_wb
 
 
 def rnd(*shape, seed=0):
@@ -82,9 +82,9 @@ LAYERS = {
 
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
-def test_layer_matches_torch(name):
+def test_layer_matches_torch(name, device):
     make, inputs = LAYERS[name]
-    compare(make, inputs)
+    compare(make, inputs, device=device)
 
 
 ACTIVATIONS = ["ReLU", "ReLU6", "Sigmoid", "Tanh", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "ELU", "CELU", "SELU",
@@ -108,14 +108,14 @@ def _act_cases():
 
 
 @pytest.mark.parametrize("key,cls,args", list(_act_cases()), ids=[c[0] for c in _act_cases()])
-def test_activation_matches_torch(key, cls, args):
+def test_activation_matches_torch(key, cls, args, device):
     def make(nn):
         if isinstance(args, dict):
             return getattr(nn, cls)(**args)
         return getattr(nn, cls)(*args)
 
     x = rnd(2, 4, 3, 2) * 3
-    compare(make, [x])
+    compare(make, [x], device=device)
     assert repr(make(wb.nn)) == repr(make(torch.nn))
 
 
@@ -153,7 +153,7 @@ LOSSES = _loss_inputs()
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
-def test_loss_module_matches_torch(name):
+def test_loss_module_matches_torch(name, device):
     kwargs, inputs = LOSSES[name]
     cls = name.split("-")[0]
 
@@ -163,10 +163,10 @@ def test_loss_module_matches_torch(name):
 
     grad_on = {"CosineEmbeddingLoss": [0, 1], "MarginRankingLoss": [0, 1], "TripletMarginLoss": [0, 1, 2],
                "TripletMarginWithDistanceLoss": [0, 1, 2], "GaussianNLLLoss": [0, 2]}.get(cls, [0])
-    compare(make, inputs, grad_inputs=grad_on)
+    compare(make, inputs, grad_inputs=grad_on, device=device)
 
 
-def test_ctc_loss_module():
+def test_ctc_loss_module(device):
     rng = np.random.default_rng(0)
     logp = torch.from_numpy(rng.standard_normal((6, 2, 4))).log_softmax(-1).numpy()
     targets = np.array([[1, 2, 1], [3, 1, 0]])
@@ -174,50 +174,52 @@ def test_ctc_loss_module():
     def make(nn):
         return nn.CTCLoss(blank=0)
 
-    compare(make, [logp, targets, np.array([6, 5]), np.array([3, 2])], grad_inputs=[0])
+    compare(make, [logp, targets, np.array([6, 5]), np.array([3, 2])], grad_inputs=[0], device=device)
 
 
 @pytest.mark.parametrize("momentum", [0.1, None])
 @pytest.mark.parametrize("cls,shape", [("BatchNorm1d", (8, 3)), ("BatchNorm1d", (4, 3, 5)),
                                        ("BatchNorm2d", (4, 3, 2, 2))])
-def test_batchnorm_running_stats_and_eval(cls, shape, momentum):
+def test_batchnorm_running_stats_and_eval(cls, shape, momentum, device):
     def make(nn):
         return getattr(nn, cls)(3, momentum=momentum)
 
-    tm, wm = compare(make, [rnd(*shape)])
+    tm, wm = compare(make, [rnd(*shape)], device=device)
     for seed in (1, 2):  # more steps: running stats and num_batches_tracked keep matching
         x = rnd(*shape, seed=seed)
-        tm(torch.from_numpy(x))
-        wm(wb.tensor(x))
+        tm(to_torch(x, device))
+        wm(to_wb(x, device))
     assert int(wm.num_batches_tracked) == int(tm.num_batches_tracked) == 3
-    np.testing.assert_allclose(wm.running_mean.numpy(), tm.running_mean.numpy(), rtol=1e-10)
-    np.testing.assert_allclose(wm.running_var.numpy(), tm.running_var.numpy(), rtol=1e-10)
+    assert wm.running_mean.device.type == device and wm.num_batches_tracked.device.type == device
+    np.testing.assert_allclose(host(wm.running_mean), host(tm.running_mean), rtol=1e-10)
+    np.testing.assert_allclose(host(wm.running_var), host(tm.running_var), rtol=1e-10)
     tm.eval()
     wm.eval()
     x = rnd(*shape, seed=5)
-    np.testing.assert_allclose(wm(wb.tensor(x)).detach().numpy(), tm(torch.from_numpy(x)).detach().numpy(),
-                               rtol=1e-10)
+    np.testing.assert_allclose(host(wm(to_wb(x, device))), host(tm(to_torch(x, device))), rtol=1e-10)
     assert int(wm.num_batches_tracked) == 3
 
 
-def test_batchnorm_no_running_stats_and_input_check():
-    compare(lambda nn: nn.BatchNorm2d(3, track_running_stats=False, affine=False), [rnd(4, 3, 2, 2)])
+def test_batchnorm_no_running_stats_and_input_check(device):
+    compare(lambda nn: nn.BatchNorm2d(3, track_running_stats=False, affine=False), [rnd(4, 3, 2, 2)], device=device)
     with pytest.raises(ValueError, match="expected 4D input"):
         wb.nn.BatchNorm2d(3)(wb.randn(2, 3))
 
 
-def test_dropout_train_and_eval():
+def test_dropout_train_and_eval(device):
     wb.manual_seed(0)
     d = wb.nn.Dropout(0.3)
-    x = wb.ones(2000)
+    x = wb.ones(2000, device=device)
     y = d(x)
-    kept = (y.numpy() != 0).mean()
+    assert y.device.type == device
+    y = host(y)
+    kept = (y != 0).mean()
     assert abs(kept - 0.7) < 0.05
-    np.testing.assert_allclose(y.numpy()[y.numpy() != 0], 1 / 0.7, rtol=1e-6)
+    np.testing.assert_allclose(y[y != 0], 1 / 0.7, rtol=1e-6)
     d.eval()
-    np.testing.assert_array_equal(d(x).numpy(), x.numpy())
+    np.testing.assert_array_equal(host(d(x)), host(x))
     d2 = wb.nn.Dropout2d(0.5)
-    z = d2(wb.ones(8, 16, 3, 3)).numpy()
+    z = host(d2(wb.ones(8, 16, 3, 3, device=device)))
     per_channel = z.reshape(8, 16, 9)
     assert np.all((per_channel == 0).all(-1) | (per_channel != 0).all(-1))
     with pytest.raises(ValueError, match="between 0 and 1"):
@@ -250,46 +252,48 @@ def test_conv_transpose_output_size_and_errors():
         wb.nn.Conv2d(3, 4, 3, stride=2, padding="same")
 
 
-def test_max_unpool_and_embedding_bag():
+def test_max_unpool_and_embedding_bag(device):
     x = rnd(1, 2, 4, 4)
     tp, wp = torch.nn.MaxPool2d(2, return_indices=True), wb.nn.MaxPool2d(2, return_indices=True)
-    to, ti = tp(torch.from_numpy(x))
-    wo, wi = wp(wb.tensor(x))
-    np.testing.assert_array_equal(wi.numpy(), ti.numpy())
-    np.testing.assert_allclose(wb.nn.MaxUnpool2d(2)(wo, wi).numpy(), torch.nn.MaxUnpool2d(2)(to, ti).numpy())
+    to, ti = tp(to_torch(x, device))
+    wo, wi = wp(to_wb(x, device))
+    assert wi.device.type == device
+    np.testing.assert_array_equal(host(wi), host(ti))
+    np.testing.assert_allclose(host(wb.nn.MaxUnpool2d(2)(wo, wi)), host(torch.nn.MaxUnpool2d(2)(to, ti)))
     idx, offsets = np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 4])
     for mode in ("sum", "mean", "max"):
-        compare(lambda nn: nn.EmbeddingBag(10, 3, mode=mode), [idx], kwargs={"offsets": offsets})
+        compare(lambda nn: nn.EmbeddingBag(10, 3, mode=mode), [idx], kwargs={"offsets": offsets}, device=device)
     assert repr(wb.nn.EmbeddingBag(10, 3, padding_idx=1)) == repr(torch.nn.EmbeddingBag(10, 3, padding_idx=1))
 
 
-def test_fractional_max_pool_and_linear_cross_entropy():
+def test_fractional_max_pool_and_linear_cross_entropy(device):
     x = rnd(1, 2, 9, 9)
     samples = np.random.default_rng(0).random((1, 2, 2))
     for kw in ({"output_size": 4}, {"output_ratio": 0.5}):
-        compare(lambda nn: nn.FractionalMaxPool2d(3, _random_samples=(torch.from_numpy(samples) if nn is torch.nn
-                                                                       else wb.tensor(samples)), **kw), [x])
+        compare(lambda nn: nn.FractionalMaxPool2d(3, _random_samples=(to_torch(samples, device) if nn is torch.nn
+                                                                       else to_wb(samples, device)), **kw), [x],
+                device=device)
     with pytest.raises(ValueError, match="either an output size"):
         wb.nn.FractionalMaxPool2d(2)
     compare(lambda nn: nn.LinearCrossEntropyLoss(6, 4, bias=True, label_smoothing=0.1), [rnd(5, 6),
                                                                                        np.array([0, 3, 1, 2, 3])],
-            grad_inputs=[0])
+            grad_inputs=[0], device=device)
     assert repr(wb.nn.LinearCrossEntropyLoss(6, 4)) == repr(torch.nn.LinearCrossEntropyLoss(6, 4))
 
 
-def test_adaptive_log_softmax_matches_torch():
+def test_adaptive_log_softmax_matches_torch(device):
     target = np.array([1, 20, 70, 99, 5, 55])
 
     def make(nn):
         return nn.AdaptiveLogSoftmaxWithLoss(16, 100, cutoffs=[10, 50], div_value=2.0, head_bias=True)
 
-    tm, wm = compare(make, [rnd(6, 16), target], grad_inputs=[0])
+    tm, wm = compare(make, [rnd(6, 16), target], grad_inputs=[0], device=device)
     x = rnd(6, 16, seed=2)
-    np.testing.assert_allclose(wm.log_prob(wb.tensor(x)).detach().numpy(),
-                               tm.log_prob(torch.from_numpy(x)).detach().numpy(), rtol=1e-7)
-    np.testing.assert_array_equal(wm.predict(wb.tensor(x)).numpy(), tm.predict(torch.from_numpy(x)).numpy())
+    np.testing.assert_allclose(host(wm.log_prob(to_wb(x, device))), host(tm.log_prob(to_torch(x, device))),
+                               rtol=1e-7)
+    np.testing.assert_array_equal(host(wm.predict(to_wb(x, device))), host(tm.predict(to_torch(x, device))))
     with pytest.raises(RuntimeError, match="Target values should be in"):
-        wm(wb.tensor(x), wb.tensor([0, 1, 2, 3, 4, 100]))
+        wm(to_wb(x, device), wb.tensor([0, 1, 2, 3, 4, 100], device=device))
     with pytest.raises(ValueError, match="cutoffs"):
         wb.nn.AdaptiveLogSoftmaxWithLoss(16, 100, cutoffs=[50, 10])
 
@@ -306,7 +310,7 @@ LAZY = {
 
 
 @pytest.mark.parametrize("name", sorted(LAZY))
-def test_lazy_modules_match_torch(name):
+def test_lazy_modules_match_torch(name, device):
     make, shape = LAZY[name]
     x = rnd(*shape).astype(np.float32)
     torch.manual_seed(0)
@@ -316,17 +320,18 @@ def test_lazy_modules_match_torch(name):
     assert isinstance(wm, wb.nn.LazyModuleMixin) and wb.nn.parameter.is_lazy(dict(wm.named_parameters())
                                                                           .get("weight", wm.weight))
     tout = tm(torch.from_numpy(x))  # the first forward infers the shapes
-    fresh = make(wb.nn)
-    fresh(wb.tensor(x))
+    fresh = make(wb.nn).to(device)  # materialised where the module was moved
+    fresh(to_wb(x, device))
     assert type(fresh).__name__ == type(tm).__name__ and repr(fresh) == repr(tm)
-    assert [(n, tuple(p.shape)) for n, p in fresh.named_parameters()] == \
-        [(n, tuple(p.shape)) for n, p in tm.named_parameters()]
+    assert [(n, tuple(p.shape), p.device.type) for n, p in fresh.named_parameters()] == \
+        [(n, tuple(p.shape), device) for n, p in tm.named_parameters()]
     # loading a state dict materialises the lazy entries with the loaded shapes
+    wm.to(device)
     wm.load_state_dict({k: wb.tensor(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
     wm.train(tm.training)
     if hasattr(tm, "running_mean") and tm.running_mean is not None:  # undo the first batch's update
         wm.load_state_dict({k: wb.tensor(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
         tout = tm(torch.from_numpy(x))
-    wout = wm(wb.tensor(x))
-    assert type(wm).__name__ == type(tm).__name__
-    np.testing.assert_allclose(wout.detach().numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
+    wout = wm(to_wb(x, device))
+    assert type(wm).__name__ == type(tm).__name__ and wout.device.type == device
+    np.testing.assert_allclose(host(wout), tout.detach().numpy(), rtol=1e-5, atol=1e-6)

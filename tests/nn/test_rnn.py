@@ -6,7 +6,7 @@ import torch
 import workbench as wb
 from workbench.nn.utils import rnn as wrnn
 
-from _nn_compare import compare, copy_state
+from _nn_compare import compare, copy_state, host, to_torch, to_wb, torch_device
 
 
 def rnd(*shape, seed=0):
@@ -24,13 +24,13 @@ CONFIGS = [
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()) or "default")
 @pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
-def test_recurrent_layer_matches_torch(cls, cfg):
+def test_recurrent_layer_matches_torch(cls, cfg, device):
     x = rnd(2, 5, 3) if cfg.get("batch_first") else rnd(5, 2, 3)
-    compare(lambda nn: getattr(nn, cls)(3, 4, **cfg), [x], rtol=1e-7, atol=1e-9)
+    compare(lambda nn: getattr(nn, cls)(3, 4, **cfg), [x], rtol=1e-7, atol=1e-9, device=device)
 
 
 @pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
-def test_initial_state_and_unbatched(cls):
+def test_initial_state_and_unbatched(cls, device):
     D, L = 2, 2
     h0 = rnd(D * L, 3, 4, seed=1)
     hx = (h0, rnd(D * L, 3, 4, seed=2)) if cls == "LSTM" else h0
@@ -38,80 +38,87 @@ def test_initial_state_and_unbatched(cls):
     def make(nn):
         return getattr(nn, cls)(2, 4, num_layers=L, bidirectional=True)
 
-    tm, wm = compare(make, [rnd(6, 3, 2), hx] if cls != "LSTM" else [rnd(6, 3, 2)], eval_only=cls == "LSTM")
+    tm, wm = compare(make, [rnd(6, 3, 2), hx] if cls != "LSTM" else [rnd(6, 3, 2)], eval_only=cls == "LSTM",
+                     device=device)
     if cls == "LSTM":
-        to = tm(torch.from_numpy(rnd(6, 3, 2)), tuple(torch.from_numpy(h) for h in hx))
-        wo = wm(wb.tensor(rnd(6, 3, 2)), tuple(wb.tensor(h) for h in hx))
-        np.testing.assert_allclose(wo[0].detach().numpy(), to[0].detach().numpy(), rtol=1e-7)
-        np.testing.assert_allclose(wo[1][1].detach().numpy(), to[1][1].detach().numpy(), rtol=1e-7)
-    compare(lambda nn: getattr(nn, cls)(2, 4), [rnd(6, 2)])  # unbatched
+        to = tm(to_torch(rnd(6, 3, 2), device), tuple(to_torch(h, device) for h in hx))
+        wo = wm(to_wb(rnd(6, 3, 2), device), tuple(to_wb(h, device) for h in hx))
+        np.testing.assert_allclose(host(wo[0]), host(to[0]), rtol=1e-7)
+        np.testing.assert_allclose(host(wo[1][1]), host(to[1][1]), rtol=1e-7)
+    compare(lambda nn: getattr(nn, cls)(2, 4), [rnd(6, 2)], device=device)  # unbatched
 
 
-def test_rnn_relu_and_proj_lstm():
-    compare(lambda nn: nn.RNN(3, 4, nonlinearity="relu", num_layers=2), [rnd(5, 2, 3)])
-    compare(lambda nn: nn.LSTM(3, 5, proj_size=2, num_layers=2, bidirectional=True), [rnd(5, 2, 3)])
+def test_rnn_relu_and_proj_lstm(device):
+    compare(lambda nn: nn.RNN(3, 4, nonlinearity="relu", num_layers=2), [rnd(5, 2, 3)], device=device)
+    compare(lambda nn: nn.LSTM(3, 5, proj_size=2, num_layers=2, bidirectional=True), [rnd(5, 2, 3)], device=device)
 
 
-def test_dropout_between_layers_only_in_training():
+def test_dropout_between_layers_only_in_training(device):
     wb.manual_seed(0)
-    m = wb.nn.LSTM(3, 8, num_layers=2, dropout=0.5)
-    x = wb.randn(4, 2, 3)
+    m = wb.nn.LSTM(3, 8, num_layers=2, dropout=0.5).to(device)
+    x = wb.randn(4, 2, 3, device=device)
     a, _ = m(x)
     b, _ = m(x)
-    assert not np.allclose(a.detach().numpy(), b.detach().numpy())
+    assert not np.allclose(host(a), host(b))
     m.eval()
     a, _ = m(x)
     b, _ = m(x)
-    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    np.testing.assert_array_equal(host(a), host(b))
     with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
         wb.nn.GRU(3, 4, dropout=0.2)
 
 
 @pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
 @pytest.mark.parametrize("enforce_sorted", [True, False])
-def test_packed_sequence_input_matches_torch(cls, enforce_sorted):
+def test_packed_sequence_input_matches_torch(cls, enforce_sorted, device):
     lengths = [5, 3, 2] if enforce_sorted else [3, 5, 2]
     x = rnd(5, 3, 2)
     torch.manual_seed(0)
     tm = getattr(torch.nn, cls)(2, 4, num_layers=2, bidirectional=True).double()
     wm = getattr(wb.nn, cls)(2, 4, num_layers=2, bidirectional=True).double()
     copy_state(tm, wm)
-    tx = torch.from_numpy(x).requires_grad_()
-    wx = wb.tensor(x, requires_grad=True)
+    tm.to(torch_device(device))
+    wm.to(device)
+    tx = to_torch(x, device).requires_grad_()
+    wx = to_wb(x, device).requires_grad_()
     tp = torch.nn.utils.rnn.pack_padded_sequence(tx, lengths, enforce_sorted=enforce_sorted)
     wp = wrnn.pack_padded_sequence(wx, lengths, enforce_sorted=enforce_sorted)
-    np.testing.assert_array_equal(wp.batch_sizes.numpy(), tp.batch_sizes.numpy())
-    np.testing.assert_allclose(wp.data.detach().numpy(), tp.data.detach().numpy())
+    assert wp.data.device.type == device
+    np.testing.assert_array_equal(host(wp.batch_sizes), host(tp.batch_sizes))
+    np.testing.assert_allclose(host(wp.data), host(tp.data))
     tout, th = tm(tp)
     wout, wh = wm(wp)
     tpad, tl = torch.nn.utils.rnn.pad_packed_sequence(tout, total_length=6)
     wpad, wl = wrnn.pad_packed_sequence(wout, total_length=6)
-    np.testing.assert_array_equal(wl.numpy(), tl.numpy())
-    np.testing.assert_allclose(wpad.detach().numpy(), tpad.detach().numpy(), rtol=1e-7, atol=1e-10)
+    assert wpad.device.type == device
+    np.testing.assert_array_equal(host(wl), host(tl))
+    np.testing.assert_allclose(host(wpad), host(tpad), rtol=1e-7, atol=1e-10)
     th = th if cls != "LSTM" else th[0]
     wh = wh if cls != "LSTM" else wh[0]
-    np.testing.assert_allclose(wh.detach().numpy(), th.detach().numpy(), rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(host(wh), host(th), rtol=1e-7, atol=1e-10)
     (tpad.sum() + (th * th).sum()).backward()
     (wpad.sum() + (wh * wh).sum()).backward()
-    np.testing.assert_allclose(wx.grad.numpy(), tx.grad.numpy(), rtol=1e-7, atol=1e-10)
+    assert wx.grad.device.type == device
+    np.testing.assert_allclose(host(wx.grad), host(tx.grad), rtol=1e-7, atol=1e-10)
     for name, p in wm.named_parameters():
-        np.testing.assert_allclose(p.grad.numpy(), dict(tm.named_parameters())[name].grad.numpy(), rtol=1e-7,
+        np.testing.assert_allclose(host(p.grad), host(dict(tm.named_parameters())[name].grad), rtol=1e-7,
                                    atol=1e-10, err_msg=name)
 
 
 @pytest.mark.parametrize("cls", ["RNNCell", "LSTMCell", "GRUCell"])
-def test_cells_match_torch(cls):
-    compare(lambda nn: getattr(nn, cls)(3, 4), [rnd(2, 3)])
+def test_cells_match_torch(cls, device):
+    compare(lambda nn: getattr(nn, cls)(3, 4), [rnd(2, 3)], device=device)
     h = rnd(2, 4, seed=4)
     hx = (h, rnd(2, 4, seed=5)) if cls == "LSTMCell" else h
-    tm, wm = compare(lambda nn: getattr(nn, cls)(3, 4), [rnd(2, 3)], eval_only=True)
-    to = tm(torch.from_numpy(rnd(2, 3)), tuple(torch.from_numpy(a) for a in hx) if cls == "LSTMCell"
-            else torch.from_numpy(hx))
-    wo = wm(wb.tensor(rnd(2, 3)), tuple(wb.tensor(a) for a in hx) if cls == "LSTMCell" else wb.tensor(hx))
+    tm, wm = compare(lambda nn: getattr(nn, cls)(3, 4), [rnd(2, 3)], eval_only=True, device=device)
+    to = tm(to_torch(rnd(2, 3), device), tuple(to_torch(a, device) for a in hx) if cls == "LSTMCell"
+            else to_torch(hx, device))
+    wo = wm(to_wb(rnd(2, 3), device), tuple(to_wb(a, device) for a in hx) if cls == "LSTMCell"
+            else to_wb(hx, device))
     to = to[0] if cls == "LSTMCell" else to
     wo = wo[0] if cls == "LSTMCell" else wo
-    np.testing.assert_allclose(wo.detach().numpy(), to.detach().numpy(), rtol=1e-7)
-    compare(lambda nn: getattr(nn, cls)(3, 4, bias=False), [rnd(3)])  # unbatched, no bias
+    np.testing.assert_allclose(host(wo), host(to), rtol=1e-7)
+    compare(lambda nn: getattr(nn, cls)(3, 4, bias=False), [rnd(3)], device=device)  # unbatched, no bias
 
 
 def test_shape_errors():
