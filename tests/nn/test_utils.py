@@ -7,27 +7,32 @@ import torch
 
 import workbench as wb
 
+from _nn_compare import compare, host, to_torch, to_wb
 
-def _params(lib, grads):
+
+def _params(lib, grads, device="cpu"):
     ps = []
     for g in grads:
-        p = (torch.nn.Parameter if lib is torch else wb.nn.Parameter)(lib.tensor(np.zeros_like(g)))
-        p.grad = lib.tensor(g.copy())
+        dev = {"device": device} if lib is wb else {}
+        p = (torch.nn.Parameter if lib is torch else wb.nn.Parameter)(lib.tensor(np.zeros_like(g), **dev))
+        p.grad = lib.tensor(g.copy(), **dev)
         ps.append(p)
     return ps
 
 
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, math.inf])
 @pytest.mark.parametrize("max_norm", [0.5, 100.0])
-def test_clip_grad_norm_matches_torch(norm_type, max_norm):
+def test_clip_grad_norm_matches_torch(norm_type, max_norm, device):
     rng = np.random.default_rng(0)
     grads = [rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(5).astype(np.float32)]
-    tp, wp = _params(torch, grads), _params(wb, grads)
+    tp, wp = _params(torch, grads), _params(wb, grads, device)
     tn = torch.nn.utils.clip_grad_norm_(tp, max_norm, norm_type=norm_type)
     wn = wb.nn.utils.clip_grad_norm_(wp, max_norm, norm_type=norm_type)
-    np.testing.assert_allclose(wn.numpy(), tn.numpy(), rtol=1e-6)
+    assert wn.device.type == device
+    np.testing.assert_allclose(host(wn), tn.numpy(), rtol=1e-6)
     for t, w in zip(tp, wp):
-        np.testing.assert_allclose(w.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+        assert w.grad.device.type == device
+        np.testing.assert_allclose(host(w.grad), t.grad.numpy(), rtol=1e-6)
 
 
 def test_clip_grad_norm_nonfinite_and_value():
@@ -55,10 +60,8 @@ def test_parameters_to_vector_round_trip():
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1, None])
-def test_weight_norm_matches_torch(dim):
+def test_weight_norm_matches_torch(dim, device):
     import warnings
-
-    from _nn_compare import compare
 
     def make(nn):
         with warnings.catch_warnings():
@@ -67,23 +70,22 @@ def test_weight_norm_matches_torch(dim):
             return lib.nn.utils.weight_norm(nn.Conv1d(3, 4, 2), dim=dim)
 
     rng = np.random.default_rng(0)
-    tm, wm = compare(make, [rng.standard_normal((2, 3, 5))])
+    tm, wm = compare(make, [rng.standard_normal((2, 3, 5))], device=device)
     assert [n for n, _ in wm.named_parameters()] == [n for n, _ in tm.named_parameters()]
     with pytest.raises(RuntimeError, match="Cannot register two weight_norm hooks"):
         with pytest.warns(FutureWarning):
             wb.nn.utils.weight_norm(wm, dim=dim)
     wb.nn.utils.remove_weight_norm(wm)
     torch.nn.utils.remove_weight_norm(tm)
-    np.testing.assert_allclose(wm.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=1e-12)
+    assert wm.weight.device.type == device
+    np.testing.assert_allclose(host(wm.weight), host(tm.weight), rtol=1e-12)
     with pytest.raises(ValueError, match="not found"):
         wb.nn.utils.remove_weight_norm(wm)
 
 
 @pytest.mark.parametrize("make", [lambda nn: nn.Linear(5, 4), lambda nn: nn.Conv2d(2, 3, 3),
                                   lambda nn: nn.ConvTranspose1d(3, 2, 3)])
-def test_spectral_norm_matches_torch(make):
-    from _nn_compare import compare
-
+def test_spectral_norm_matches_torch(make, device):
     def build(nn):
         lib = torch if nn is torch.nn else wb
         return lib.nn.utils.spectral_norm(make(nn), n_power_iterations=2)
@@ -92,21 +94,19 @@ def test_spectral_norm_matches_torch(make):
     m = make(torch.nn)
     shape = {torch.nn.Linear: (3, 5), torch.nn.Conv2d: (2, 2, 5, 5), torch.nn.ConvTranspose1d: (2, 3, 4)}[type(m)]
     x = rng.standard_normal(shape)
-    tm, wm = compare(build, [x])  # a training forward: power iteration, then w / sigma, and its backward
-    np.testing.assert_allclose(wm.weight_u.numpy(), tm.weight_u.numpy(), rtol=1e-10)
+    tm, wm = compare(build, [x], device=device)  # a training forward: power iteration, w / sigma, its backward
+    np.testing.assert_allclose(host(wm.weight_u), host(tm.weight_u), rtol=1e-10)
     tm.eval()
     wm.eval()
-    np.testing.assert_allclose(wm(wb.tensor(x)).detach().numpy(), tm(torch.from_numpy(x)).detach().numpy(),
-                               rtol=1e-10)
+    np.testing.assert_allclose(host(wm(to_wb(x, device))), host(tm(to_torch(x, device))), rtol=1e-10)
     wb.nn.utils.remove_spectral_norm(wm)
     torch.nn.utils.remove_spectral_norm(tm)
-    np.testing.assert_allclose(wm.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=1e-10)
+    assert wm.weight.device.type == device
+    np.testing.assert_allclose(host(wm.weight), host(tm.weight), rtol=1e-10)
 
 
 @pytest.mark.parametrize("kind", ["weight_norm", "weight_norm_dim1", "spectral_norm", "spectral_norm_conv"])
-def test_parametrizations_match_torch(kind):
-    from _nn_compare import compare
-
+def test_parametrizations_match_torch(kind, device):
     def build(nn):
         P = (torch if nn is torch.nn else wb).nn.utils.parametrizations
         if kind == "weight_norm":
@@ -120,16 +120,16 @@ def test_parametrizations_match_torch(kind):
     rng = np.random.default_rng(0)
     x = rng.standard_normal({"weight_norm": (3, 5), "weight_norm_dim1": (2, 3, 6), "spectral_norm": (3, 5),
                              "spectral_norm_conv": (2, 2, 5, 5)}[kind])
-    tm, wm = compare(build, [x])
+    tm, wm = compare(build, [x], device=device)
     assert type(wm).__name__ == type(tm).__name__
     tm.eval()
     wm.eval()
-    np.testing.assert_allclose(wm(wb.tensor(x)).detach().numpy(), tm(torch.from_numpy(x)).detach().numpy(),
-                               rtol=1e-10)
+    np.testing.assert_allclose(host(wm(to_wb(x, device))), host(tm(to_torch(x, device))), rtol=1e-10)
     torch.nn.utils.parametrize.remove_parametrizations(tm, "weight")
     wb.nn.utils.parametrize.remove_parametrizations(wm, "weight")
     assert type(wm).__name__ == type(tm).__name__ and list(wm.state_dict()) == list(tm.state_dict())
-    np.testing.assert_allclose(wm.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=1e-10)
+    assert wm.weight.device.type == device
+    np.testing.assert_allclose(host(wm.weight), host(tm.weight), rtol=1e-10)
 
 
 def test_register_parametrization_custom_and_assignment():
