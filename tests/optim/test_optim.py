@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import workbench as wb
+from workbench import _backend
 
 STEPS = 6
 SHAPES = [(3, 4), (5,)]
@@ -71,25 +72,45 @@ def _run_torch(name, cfg, init, grads, steps):
     return ps, opt
 
 
-def _run_wb(name, cfg, init, grads, steps, ps=None, opt=None):
+def _run_wb(name, cfg, init, grads, steps, ps=None, opt=None, device="cpu"):
     if ps is None:
-        ps = [wb.nn.Parameter(wb.tensor(a.copy())) for a in init]
+        ps = [wb.nn.Parameter(wb.tensor(a.copy(), device=device)) for a in init]
         opt = getattr(wb.optim, name)(ps, **cfg)
     for g in grads[:steps]:
         for p, gi in zip(ps, g):
-            p.grad = wb.tensor(gi.copy())
+            p.grad = wb.tensor(gi.copy(), device=p.device)
         opt.step()
     return ps, opt
 
 
+def _host(t):
+    return t.detach().cpu().numpy()
+
+
+def _real_cuda(device):
+    return device == "cuda" and not getattr(_backend._cupy, "__fake__", False)
+
+
+def _check_state_on(opt, ps, device):
+    """Per-parameter state tensors live with their parameter (PyTorch keeps only scalar ``step`` on the host)."""
+    for p in ps:
+        for key, v in opt.state.get(p, {}).items():
+            if isinstance(v, wb.Tensor) and v.dim() > 0:
+                assert v.device.type == device, (key, v.device)
+
+
 @pytest.mark.parametrize("dtype,tol", [(np.float32, 2e-6), (np.float64, 1e-12)])
 @pytest.mark.parametrize("name,cfg", CONFIGS, ids=_ids())
-def test_trajectory_matches_torch(name, cfg, dtype, tol):
+def test_trajectory_matches_torch(name, cfg, dtype, tol, device):
+    if _real_cuda(device) and dtype == np.float32:  # CuPy's kernels round differently from PyTorch CPU's
+        tol = 2e-5
     init, grads = _data(dtype)
     tp, topt = _run_torch(name, cfg, init, grads, STEPS)
-    wp, wopt = _run_wb(name, cfg, init, grads, STEPS)
+    wp, wopt = _run_wb(name, cfg, init, grads, STEPS, device=device)
     for t, w in zip(tp, wp):
-        np.testing.assert_allclose(w.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+        assert w.device.type == device
+        np.testing.assert_allclose(_host(w), t.detach().numpy(), rtol=tol, atol=tol)
+    _check_state_on(wopt, wp, device)
     # the state holds the same entries with the same values
     tsd, wsd = topt.state_dict(), wopt.state_dict()
     assert set(tsd["state"]) == set(wsd["state"])
@@ -97,26 +118,27 @@ def test_trajectory_matches_torch(name, cfg, dtype, tol):
         assert set(tsd["state"][k]) == set(wsd["state"][k])
         for key, tv in tsd["state"][k].items():
             wv = wsd["state"][k][key]
-            np.testing.assert_allclose(np.asarray(wv.numpy(), dtype=np.float64), tv.numpy().astype(np.float64),
+            np.testing.assert_allclose(np.asarray(_host(wv), dtype=np.float64), tv.numpy().astype(np.float64),
                                        rtol=tol * 10, atol=tol)
     assert {k: v for k, v in tsd["param_groups"][0].items()} == wsd["param_groups"][0]
 
 
 @pytest.mark.parametrize("name,cfg", CONFIGS, ids=_ids())
-def test_state_dict_resumes_bit_for_bit(name, cfg):
+def test_state_dict_resumes_bit_for_bit(name, cfg, device):
     init, grads = _data(np.float32, seed=1)
-    ps, opt = _run_wb(name, cfg, init, grads, 2 * STEPS)
-    ref = [p.detach().numpy().copy() for p in ps]
+    ps, opt = _run_wb(name, cfg, init, grads, 2 * STEPS, device=device)
+    ref = [_host(p).copy() for p in ps]
     # run half, save, rebuild everything from the saved state, run the other half
-    ps2, opt2 = _run_wb(name, cfg, init, grads, STEPS)
+    ps2, opt2 = _run_wb(name, cfg, init, grads, STEPS, device=device)
     saved = copy.deepcopy(opt2.state_dict())
-    weights = [p.detach().numpy().copy() for p in ps2]
-    ps3 = [wb.nn.Parameter(wb.tensor(w)) for w in weights]
+    weights = [_host(p).copy() for p in ps2]
+    ps3 = [wb.nn.Parameter(wb.tensor(w, device=device)) for w in weights]
     opt3 = getattr(wb.optim, name)(ps3, **cfg)
     opt3.load_state_dict(saved)
+    _check_state_on(opt3, ps3, device)
     _run_wb(name, cfg, init, grads[STEPS:], STEPS, ps3, opt3)
     for a, p in zip(ref, ps3):
-        np.testing.assert_array_equal(p.detach().numpy(), a)
+        np.testing.assert_array_equal(_host(p), a)
 
 
 def test_param_groups_defaults_and_add_param_group():
@@ -222,30 +244,36 @@ def test_deepcopied_optimizer_keeps_working():
 
 
 @pytest.mark.parametrize("name,cfg", CONFIGS[::3], ids=_ids()[::3])
-def test_state_dict_survives_workbench_save(name, cfg, tmp_path):
+def test_state_dict_survives_workbench_save(name, cfg, tmp_path, device):
     init, grads = _data(np.float32, seed=2)
     ps, opt = _run_wb(name, cfg, init, grads, STEPS)
     wb.save(opt.state_dict(), tmp_path / "opt.wb")
-    ps2 = [wb.nn.Parameter(wb.tensor(p.detach().numpy().copy())) for p in ps]
+    # a CPU checkpoint resumes on ``device``: loading moves the state to each parameter's device
+    ps2 = [wb.nn.Parameter(wb.tensor(_host(p).copy(), device=device)) for p in ps]
     opt2 = getattr(wb.optim, name)(ps2, **cfg)
     opt2.load_state_dict(wb.load(tmp_path / "opt.wb"))
+    _check_state_on(opt2, ps2, device)
     _run_wb(name, cfg, init, grads[STEPS:], STEPS, ps, opt)
     _run_wb(name, cfg, init, grads[STEPS:], STEPS, ps2, opt2)
     for a, b in zip(ps, ps2):
-        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+        if _real_cuda(device):
+            np.testing.assert_allclose(_host(b), _host(a), rtol=1e-5, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(_host(b), _host(a))
 
 
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-9), (np.float32, 1e-4)])
 @pytest.mark.parametrize("cfg", [{}, {"line_search_fn": "strong_wolfe"}, {"history_size": 3, "max_iter": 7, "lr": 0.5}])
-def test_lbfgs_matches_torch(cfg, dtype, tol):
+def test_lbfgs_matches_torch(cfg, dtype, tol, device):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((6, 4)).astype(dtype)
     b = rng.standard_normal(6).astype(dtype)
     init = rng.standard_normal(4).astype(dtype)
 
     def run(lib, Param, opt_cls):
-        w = Param(lib.tensor(init.copy()))
-        A, B = lib.tensor(a), lib.tensor(b)
+        dev = {"device": device} if lib is wb else {}
+        w = Param(lib.tensor(init.copy(), **dev))
+        A, B = lib.tensor(a, **dev), lib.tensor(b, **dev)
         opt = opt_cls([w], **cfg)
 
         def closure():
@@ -256,7 +284,7 @@ def test_lbfgs_matches_torch(cfg, dtype, tol):
             return loss
 
         losses = [float(opt.step(closure)) for _ in range(3)]
-        return w.detach().numpy().copy(), losses, opt
+        return w.detach().cpu().numpy().copy(), losses, opt
 
     tw, tl, topt = run(torch, torch.nn.Parameter, torch.optim.LBFGS)
     ww, wl, wopt = run(wb, wb.nn.Parameter, wb.optim.LBFGS)
@@ -277,7 +305,7 @@ def test_lbfgs_needs_a_closure_and_one_group():
 
 
 @pytest.mark.parametrize("kind", ["swa", "ema", "ema_avg_fn", "swa_buffers"])
-def test_averaged_model_matches_torch(kind):
+def test_averaged_model_matches_torch(kind, device):
     def fns(lib):
         U = lib.optim.swa_utils
         return {"swa": {}, "ema": {"multi_avg_fn": U.get_ema_multi_avg_fn(0.9)},
@@ -286,7 +314,7 @@ def test_averaged_model_matches_torch(kind):
     rng = np.random.default_rng(0)
     torch.manual_seed(0)
     tnet = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)).double()
-    wnet = wb.nn.Sequential(wb.nn.Linear(3, 4), wb.nn.BatchNorm1d(4)).double()
+    wnet = wb.nn.Sequential(wb.nn.Linear(3, 4), wb.nn.BatchNorm1d(4)).double().to(device)
     tav = torch.optim.swa_utils.AveragedModel(tnet, **fns(torch))
     wav = wb.optim.swa_utils.AveragedModel(wnet, **fns(wb))
     for _ in range(4):
@@ -298,10 +326,11 @@ def test_averaged_model_matches_torch(kind):
         wav.update_parameters(wnet)
     for (k, t), (k2, w) in zip(tav.state_dict().items(), wav.state_dict().items()):
         assert k == k2
-        np.testing.assert_allclose(w.numpy(), t.numpy(), rtol=1e-12, err_msg=k)
+        assert w.device.type == device or k == "n_averaged", k  # PyTorch keeps the count where device= says
+        np.testing.assert_allclose(_host(w), t.numpy(), rtol=1e-12, err_msg=k)
 
 
-def test_swalr_and_update_bn_match_torch():
+def test_swalr_and_update_bn_match_torch(device):
     topt = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1.0)
     wopt = wb.optim.SGD([wb.nn.Parameter(wb.ones(1))], lr=1.0)
     for strategy in ("cos", "linear"):
@@ -318,28 +347,30 @@ def test_swalr_and_update_bn_match_torch():
     tnet = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2)).double()
     wnet = wb.nn.Sequential(wb.nn.Linear(3, 2), wb.nn.BatchNorm1d(2, momentum=0.3)).double()
     wnet.load_state_dict({k: wb.tensor(v.numpy()) for k, v in tnet.state_dict().items()})
+    wnet.to(device)
     torch.optim.swa_utils.update_bn([torch.from_numpy(b) for b in batches], tnet)
-    wb.optim.swa_utils.update_bn([(wb.tensor(b),) for b in batches], wnet)
-    np.testing.assert_allclose(wnet[1].running_var.numpy(), tnet[1].running_var.numpy(), rtol=1e-12)
+    wb.optim.swa_utils.update_bn([(wb.tensor(b),) for b in batches], wnet, device=device)  # host batches moved
+    assert wnet[1].running_var.device.type == device
+    np.testing.assert_allclose(_host(wnet[1].running_var), tnet[1].running_var.numpy(), rtol=1e-12)
     assert wnet[1].momentum == 0.3 and wnet.training
 
 
 @pytest.mark.parametrize("cfg", [{}, {"nesterov": False, "adjust_lr_fn": "match_rms_adamw", "weight_decay": 0.0},
                                  {"momentum": 0.3, "ns_steps": 3}])
 @pytest.mark.parametrize("shape", [(6, 4), (3, 5)])
-def test_muon_matches_torch(cfg, shape):
+def test_muon_matches_torch(cfg, shape, device):
     # the Newton-Schulz iteration runs in bfloat16: agreement is to bfloat16 rounding, not float32's
     rng = np.random.default_rng(0)
     init = rng.standard_normal(shape).astype(np.float32)
     grads = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
-    tp, wp = torch.nn.Parameter(torch.from_numpy(init.copy())), wb.nn.Parameter(wb.tensor(init.copy()))
+    tp, wp = torch.nn.Parameter(torch.from_numpy(init.copy())), wb.nn.Parameter(wb.tensor(init.copy(), device=device))
     topt, wopt = torch.optim.Muon([tp], lr=0.02, **cfg), wb.optim.Muon([wp], lr=0.02, **cfg)
     for g in grads:
-        tp.grad, wp.grad = torch.from_numpy(g.copy()), wb.tensor(g.copy())
+        tp.grad, wp.grad = torch.from_numpy(g.copy()), wb.tensor(g.copy(), device=device)
         topt.step()
         wopt.step()
-    np.testing.assert_allclose(wp.detach().numpy(), tp.detach().numpy(), atol=2e-4)
-    np.testing.assert_allclose(wopt.state[wp]["momentum_buffer"].numpy(),
+    np.testing.assert_allclose(_host(wp), tp.detach().numpy(), atol=2e-4)
+    np.testing.assert_allclose(_host(wopt.state[wp]["momentum_buffer"]),
                                topt.state[tp]["momentum_buffer"].numpy(), rtol=1e-6)
     with pytest.raises(ValueError, match="only supports 2D"):
         wb.optim.Muon([wb.nn.Parameter(wb.ones(3))])
