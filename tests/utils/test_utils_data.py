@@ -262,3 +262,30 @@ def test_pin_memory_with_cuda_marks_batches(fake_cuda):
         batches = list(loader)
     assert batches[0]["x"].is_pinned() and batches[0]["s"] == ["a", "a"]
     assert batches[0]["x"].device.type == "cpu"
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_loader_batches_reach_the_device(device, num_workers):
+    """Host batches (pinned where there is an accelerator) move to the device; device datasets collate there."""
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((10, 3)).astype(np.float32), rng.integers(0, 4, 10)
+    pin = device != "cpu"
+    loader = wud.DataLoader(wud.TensorDataset(wb.tensor(x), wb.tensor(y)), batch_size=4, pin_memory=pin,
+                            num_workers=num_workers)
+    xs, ys = [], []
+    for xb, yb in loader:
+        assert xb.device.type == "cpu" and xb.is_pinned() == pin and yb.is_pinned() == pin
+        xd, yd = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+        assert xd.device.type == yd.device.type == device and xd.dtype == wb.float32 and yd.dtype == wb.int64
+        xs.append(xd.cpu().numpy())
+        ys.append(yd.cpu().numpy())
+    np.testing.assert_array_equal(np.concatenate(xs), x)
+    np.testing.assert_array_equal(np.concatenate(ys), y)
+    if num_workers:
+        return  # device tensors don't cross into worker processes (nor do CUDA tensors in PyTorch's)
+    dev = wud.DataLoader(wud.TensorDataset(wb.tensor(x, device=device)), batch_size=4, shuffle=True,
+                         generator=wb.Generator().manual_seed(0), pin_memory=pin)
+    batches = [b for (b,) in dev]
+    assert all(b.device.type == device and not b.is_pinned() for b in batches)
+    np.testing.assert_array_equal(np.sort(np.concatenate([b.cpu().numpy() for b in batches]), axis=0),
+                                  np.sort(x, axis=0))
