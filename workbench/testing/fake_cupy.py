@@ -11,6 +11,7 @@ Use ``install()`` (or the ``fake_cuda`` pytest fixture) to route workbench's "cu
 """
 import contextlib
 import time
+import traceback
 import types
 import weakref
 
@@ -18,6 +19,33 @@ import numpy
 
 N_DEVICES = 2
 _current = [0]
+
+
+_SYNC_LOGS = []  # lists that count_syncs() is filling
+
+
+def _synced(kind):
+    # a device-to-host read: on a real GPU it waits for the device (a synchronisation) and copies
+    if _SYNC_LOGS:
+        frames = [f for f in traceback.extract_stack()[:-2] if "fake_cupy" not in f.filename]
+        where = next((f for f in reversed(frames) if "/workbench/" in f.filename and "/testing/" not in f.filename),
+                     frames[-1] if frames else None)
+        entry = (kind, f"{where.filename}:{where.lineno} in {where.name}" if where else "?")
+        for log in _SYNC_LOGS:
+            log.append(entry)
+
+
+@contextlib.contextmanager
+def count_syncs():
+    """Collect every device-to-host read (``get``, ``item``, ``tolist``, ``float``/``int``/``bool``/index
+    of a device array) made inside the block, as (kind, 'file:line in function') pairs: the hidden
+    synchronisations a training step must not make."""
+    log = []
+    _SYNC_LOGS.append(log)
+    try:
+        yield log
+    finally:
+        _SYNC_LOGS.remove(log)
 
 
 class ndarray(numpy.ndarray):
@@ -31,6 +59,7 @@ class ndarray(numpy.ndarray):
         return Device(self._dev)
 
     def get(self, stream=None, order="C", out=None):
+        _synced("get")
         host = numpy.array(self.view(numpy.ndarray), order=order)
         if out is not None:
             out[...] = host
@@ -65,21 +94,27 @@ class ndarray(numpy.ndarray):
         return "fake_cupy." + repr(self.view(numpy.ndarray))
 
     def tolist(self):
+        _synced("tolist")
         return self.view(numpy.ndarray).tolist()
 
     def item(self, *a):
+        _synced("item")
         return self.view(numpy.ndarray).item(*a)
 
     def __float__(self):
+        _synced("float")
         return float(self.view(numpy.ndarray))
 
     def __int__(self):
+        _synced("int")
         return int(self.view(numpy.ndarray))
 
     def __bool__(self):
+        _synced("bool")
         return bool(self.view(numpy.ndarray))
 
     def __index__(self):
+        _synced("index")
         return self.view(numpy.ndarray).__index__()
 
 

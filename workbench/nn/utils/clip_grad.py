@@ -75,10 +75,14 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     xp = _backend.xp_of(grads[0]._data)
     tn = xp.asarray(tn, dtype=grads[0]._data.dtype)
     coef = xp.asarray(max_norm, dtype=tn.dtype) / (tn + tn.dtype.type(1e-6))  # in the grads' dtype, as PyTorch
-    if not bool(coef >= 1):  # NaN norms scale by NaN, as in PyTorch
-        for g in grads:
-            g._data *= _backend.to_device(coef, g.device).astype(g._data.dtype)
-            g._vbox[0] += 1
+    if xp is _backend.numpy:
+        if bool(coef >= 1):  # on the CPU reading the norm is free, and saves a pass (NaN norms scale by NaN)
+            return
+    else:  # on a GPU reading it back would synchronise every step: scale by min(coef, 1), as PyTorch does
+        coef = xp.minimum(coef, 1)
+    for g in grads:
+        g._data *= _backend.to_device(coef, g.device).astype(g._data.dtype)
+        g._vbox[0] += 1
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
