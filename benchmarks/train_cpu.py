@@ -1,6 +1,6 @@
 """Training-step time of workbench against PyTorch CPU on the same models, one thread each.
 
-    python benchmarks/train_cpu.py [--steps N]
+    python benchmarks/train_cpu.py [--steps N] [--rounds R] [--only mlp,cnn,gpt,wide]
 
 Models (issue 4): the digits MLP (64-256-256-10, batch 64; target within 1.2x of PyTorch), the digits
 CNN (conv3x3 16, ReLU, conv3x3 32, ReLU, max-pool 2, linear 10 on 8x8 images, batch 64; within 2x), a
@@ -146,28 +146,34 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default="mlp,cnn,gpt,wide", help="comma-separated subset of mlp, cnn, gpt, wide")
     args = ap.parse_args()
+    only = set(args.only.split(","))
     rng = np.random.default_rng(0)
     cases = []
     xs = rng.standard_normal((64, 64)).astype(np.float32)
     ys = rng.integers(0, 10, 64)
-    cases.append(("digits MLP 64-256-256-10, batch 64", mlp, xs, ys, "ce", 1.2))
+    cases.append(("mlp", "digits MLP 64-256-256-10, batch 64", mlp, xs, ys, "ce", 1.2))
     xi = rng.standard_normal((64, 1, 8, 8)).astype(np.float32)
-    cases.append(("digits CNN conv16-conv32-pool-fc, batch 64", cnn, xi, ys, "ce", 2.0))
+    cases.append(("cnn", "digits CNN conv16-conv32-pool-fc, batch 64", cnn, xi, ys, "ce", 2.0))
     xt = rng.integers(0, VOCAB, (16, CTX))
     yt = rng.integers(0, VOCAB, 16 * CTX)
-    cases.append(("one-block GPT d128 h4 seq64, batch 16", gpt, xt, yt, "seq", 2.0))
+    cases.append(("gpt", "one-block GPT d128 h4 seq64, batch 16", gpt, xt, yt, "seq", 2.0))
     xw = rng.standard_normal((512, WIDE)).astype(np.float32)
     yw = rng.standard_normal((512, WIDE)).astype(np.float32)
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cpus, 1 thread, process CPU time; torch {torch.__version__}, numpy {np.__version__}")
     print(f"{'model':46s} {'workbench ms':>13s} {'torch ms':>9s} {'ratio':>6s} {'target':>7s}")
-    for name, build, x, y, kind, target in cases:
+    for key, name, build, x, y, kind, target in cases:
+        if key not in only:
+            continue
         tm, wm = make_pair(build)
         tstep = stepper(torch, tm, torch.from_numpy(x), torch.from_numpy(y), kind)
         wstep = stepper(wb, wm, wb.tensor(x), wb.tensor(y), kind)
         w, t = time_pair([wstep, tstep], args.steps, args.rounds)
         print(f"{name:46s} {w * 1e3:13.2f} {t * 1e3:9.2f} {w / t:6.2f} {target:6.1f}x")
+    if "wide" not in only:
+        return
     tm, wm = make_pair(wide)
     wstep = stepper(wb, wm, wb.tensor(xw), wb.tensor(yw), "mse", "SGD")
     tstep = stepper(torch, tm, torch.from_numpy(xw), torch.from_numpy(yw), "mse", "SGD")

@@ -714,7 +714,14 @@ def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode, 
 
 
 class MaxPool(Function):
-    """Max over windows, one strided slice per kernel position (no window copy); also the argmax indices."""
+    """Max over windows and its argmax, PyTorch's rule: the first maximum in window order wins, a NaN
+    propagates (the last NaN wins), and a window whose valid taps are all -inf picks its first valid tap.
+
+    The taps are strided views of the (padded) input. Over short output rows NumPy's per-row overhead
+    dominates strided passes, so the taps are first copied into one contiguous (K, N, C, *O) block. The
+    max is a chain of ``maximum``s and the winning tap the count of leading taps that differ from it:
+    whole-array passes, no masked writes.
+    """
 
     _raw = True
     op_name = "max_pool"
@@ -723,29 +730,62 @@ class MaxPool(Function):
     def forward(ctx, x, k, s, p, hi, d, osize):
         xp = ctx.xp
         nd = len(k)
-        fill = -math.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+        isfloat = x.dtype.kind == "f"
+        fill = -math.inf if isfloat else xp.iinfo(x.dtype).min
+        padded = any(p) or any(hi)
         v = _windows(xp, _pad(xp, x, p, hi, fill), k, s, d, osize)  # (N, C, *O, *K) view
+        kposs = list(itertools.product(*[range(kk) for kk in k]))
+        blk = None
+        if osize[-1] < 32:
+            blk = xp.empty(tuple(k) + v.shape[:2 + nd], dtype=x.dtype)
+            xp.copyto(blk, v.transpose(tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2 + nd))))
+            blk = blk.reshape((len(kposs),) + blk.shape[nd:])
+            taps = list(blk)
+        else:
+            taps = [v[(Ellipsis,) + kp] for kp in kposs]
+        if len(taps) == 1:
+            best = taps[0].copy()
+        else:
+            best = xp.maximum(taps[0], taps[1])
+            for t in taps[2:]:
+                xp.maximum(best, t, out=best)
+        # the winning tap: how many leading taps differ from the max
+        tid = xp.zeros(best.shape, dtype="uint8" if len(taps) < 256 else "int32")
+        if len(taps) > 1:
+            ne = taps[0] != best
+            tid += ne
+            for t in taps[1:-1]:
+                ne &= t != best
+                tid += ne
+        # the fix-ups below are whole-array selects, not data-dependent branches (no device sync)
+        if isfloat and len(taps) > 1:  # a window holding NaN: its last NaN tap
+            if blk is not None:
+                j = xp.arange(len(taps), dtype=tid.dtype).reshape((len(taps),) + (1,) * best.ndim)
+                last = (xp.isnan(blk) * j).max(0)
+            else:
+                last = xp.zeros_like(tid)
+                for j, t in enumerate(taps[1:], 1):
+                    xp.maximum(last, xp.isnan(t) * tid.dtype.type(j), out=last)
+            last -= tid  # tid += isnan(best) * (last - tid), in the unsigned type's wrap-around arithmetic
+            last *= xp.isnan(best)
+            tid += last
         spatial = x.shape[2:]
-        # flat input offset of each kernel tap from its window's origin
         steps = [math.prod(spatial[i + 1:]) for i in range(nd)]
-        best = arg = None
-        for kpos in itertools.product(*[range(kk) for kk in k]):
-            sl = v[(Ellipsis,) + kpos]
-            off = sum(kp * dd * st for kp, dd, st in zip(kpos, d, steps))
-            if best is None:
-                best = xp.array(sl, copy=True)
-                arg = xp.full(best.shape, off, dtype="int64")
-                continue
-            # PyTorch's rule: a later value wins if it is larger or NaN (so NaN propagates)
-            m = sl > best
-            if x.dtype.kind == "f":
-                m |= xp.isnan(sl)
-            xp.copyto(best, sl, where=m)
-            xp.copyto(arg, off, where=m)
-        flat = arg
-        for i in range(nd):  # + the window origin's flat index
+        if padded:  # a window whose valid taps are all -inf: its first valid tap, not padding
+            first = 0
+            for i in range(nd):
+                o_i = xp.arange(osize[i]).reshape((osize[i],) + (1,) * (nd - 1 - i))
+                first = first + xp.maximum(0, -((o_i * s[i] - p[i]) // d[i])) * math.prod(k[i + 1:])
+            tid = xp.where(best == fill, first, tid)
+        # flat input index: the tap's offset from its window's origin, + the origin
+        table = xp.asarray([sum(kp * dd * st for kp, dd, st in zip(kpos, d, steps)) for kpos in kposs],
+                           dtype="int64")
+        origin = 0
+        for i in range(nd):
             o_i = xp.arange(osize[i]).reshape((osize[i],) + (1,) * (nd - 1 - i))
-            flat = flat + (o_i * s[i] - p[i]) * steps[i]
+            origin = origin + (o_i * s[i] - p[i]) * steps[i]
+        flat = table.take(tid)
+        flat += origin
         n, c = x.shape[:2]
         ctx.save_for_backward(xp.arange(n * c).reshape((n, c) + (1,) * nd) * math.prod(spatial) + flat)
         ctx.x_shape = x.shape

@@ -1,0 +1,108 @@
+"""Max pooling and convolution against PyTorch where the fast paths of ops/conv.py branch: ties (PyTorch's
+first-maximum index), NaN windows (the last NaN), windows whose valid taps are all -inf next to padding,
+short output rows (taps gathered into one block) and long ones (strided views), non-contiguous inputs."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import workbench as wb
+import workbench.nn.functional as F
+
+R = np.random.default_rng(0)
+
+
+def _pool_both(x, nd, wx=None, **kw):
+    fn = {1: "max_pool1d", 2: "max_pool2d", 3: "max_pool3d"}[nd]
+    xt = torch.tensor(x, requires_grad=True)
+    xw = wb.tensor(x, requires_grad=True) if wx is None else wx
+    yt, it = getattr(TF, fn)(xt, return_indices=True, **kw)
+    yw, iw = getattr(F, fn)(xw, return_indices=True, **kw)
+    np.testing.assert_array_equal(yw.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(iw.numpy(), it.numpy())
+    g = R.standard_normal(tuple(yt.shape)).astype(x.dtype)
+    yt.backward(torch.tensor(g))
+    yw.backward(wb.tensor(g))
+    leaf = xw if wx is None else wx
+    # overlapping windows sum several gradients into one input: the order (and so the last bit) may differ
+    np.testing.assert_allclose(leaf.grad.numpy(), xt.grad.numpy(), rtol=1e-6, atol=0)
+
+
+def _ties(*shape, levels=3, dtype=np.float32):
+    """Few distinct values (and ReLU's zeros), so windows often hold their maximum more than once."""
+    return np.maximum(R.integers(-1, levels, shape), 0).astype(dtype)
+
+
+CASES = [
+    (2, (4, 3, 8, 8), {"kernel_size": 2}),  # the digits CNN's pool: non-overlapping, short rows
+    (2, (2, 3, 7, 9), {"kernel_size": 2}),  # floor mode drops the last row and column
+    (2, (2, 3, 8, 70), {"kernel_size": 2}),  # long output rows: taps as strided views
+    (2, (2, 3, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+    (2, (2, 3, 7, 70), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    (2, (2, 3, 7, 6), {"kernel_size": (2, 3), "stride": 1, "dilation": 2}),
+    (2, (2, 3, 9, 8), {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2}),
+    (1, (2, 3, 9), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+    (1, (2, 3, 80), {"kernel_size": 2}),
+    (3, (1, 2, 4, 5, 4), {"kernel_size": 2, "stride": (1, 2, 2)}),
+]
+
+
+@pytest.mark.parametrize("nd,shape,kw", CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_matches_torch_with_ties(nd, shape, kw, dtype):
+    _pool_both(_ties(*shape, dtype=dtype), nd, **kw)
+    _pool_both(R.standard_normal(shape).astype(dtype), nd, **kw)
+
+
+@pytest.mark.parametrize("nd,shape,kw", CASES)
+def test_max_pool_nan_and_inf_windows_match_torch(nd, shape, kw):
+    x = _ties(*shape, dtype=np.float64)
+    flat = x.reshape(-1)
+    flat[R.choice(flat.size, flat.size // 5, replace=False)] = np.nan
+    flat[R.choice(flat.size, flat.size // 5, replace=False)] = -np.inf
+    _pool_both(x, nd, **kw)
+
+
+def test_max_pool_all_neg_inf_next_to_padding_picks_the_first_valid_tap():
+    x = np.full((1, 2, 5, 6), -np.inf)
+    x[0, 1, 2:, 3:] = 1.0
+    _pool_both(x, 2, kernel_size=3, stride=2, padding=1)
+    _pool_both(x, 2, kernel_size=3, stride=1, padding=1, dilation=2, ceil_mode=True)
+
+
+def test_max_pool_non_contiguous_input():
+    base = wb.tensor(_ties(4, 8, 3, 10), requires_grad=True)
+    x = base.permute(0, 2, 1, 3)  # (4, 3, 8, 10), strided
+    xt = torch.tensor(base.detach().numpy(), requires_grad=True)
+    yw, iw = F.max_pool2d(x, 2, return_indices=True)
+    yt, it = TF.max_pool2d(xt.permute(0, 2, 1, 3), 2, return_indices=True)
+    np.testing.assert_array_equal(yw.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(iw.numpy(), it.numpy())
+    yw.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_array_equal(base.grad.numpy(), xt.grad.numpy())
+
+
+def test_max_pool_integer_input():
+    x = R.integers(-5, 5, (2, 3, 6, 6))
+    yw, iw = F.max_pool2d(wb.tensor(x), 2, return_indices=True)
+    yt, it = TF.max_pool2d(torch.tensor(x).double(), 2, return_indices=True)
+    np.testing.assert_array_equal(yw.numpy(), yt.numpy().astype(x.dtype))
+    np.testing.assert_array_equal(iw.numpy(), it.numpy())
+
+
+def test_max_pool_second_derivative():
+    x = wb.tensor(R.standard_normal((2, 3, 6, 6)), requires_grad=True)
+    assert wb.autograd.gradgradcheck(lambda t: F.max_pool2d(t, 2), (x,))
+    assert wb.autograd.gradgradcheck(lambda t: F.max_pool2d(t, 3, 2, 1), (x,))
+
+
+def test_max_pool_fake_cuda(fake_cuda):
+    x = _ties(2, 3, 8, 8)
+    xw = wb.tensor(x, device="cuda", requires_grad=True)
+    y, i = F.max_pool2d(xw, 2, return_indices=True)
+    yt, it = TF.max_pool2d(torch.tensor(x), 2, return_indices=True)
+    assert y.device.type == "cuda"
+    np.testing.assert_array_equal(y.detach().cpu().numpy(), yt.numpy())
+    np.testing.assert_array_equal(i.cpu().numpy(), it.numpy())
+
