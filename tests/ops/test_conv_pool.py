@@ -106,3 +106,38 @@ def test_max_pool_fake_cuda(fake_cuda):
     np.testing.assert_array_equal(y.detach().cpu().numpy(), yt.numpy())
     np.testing.assert_array_equal(i.cpu().numpy(), it.numpy())
 
+
+CONVS = [  # (conv, input shape, weight shape, kwargs): unit strides use the flat column layout
+    ("conv2d", (3, 4, 8, 8), (6, 4, 3, 3), {"padding": 1}),  # the digits CNN's convolutions
+    ("conv2d", (2, 3, 7, 5), (4, 3, 3, 3), {"padding": 4}),  # padding wider than the kernel reaches
+    ("conv2d", (2, 3, 6, 7), (4, 3, 4, 2), {"padding": "same"}),  # asymmetric padding
+    ("conv2d", (2, 3, 9, 8), (4, 3, 3, 2), {"padding": "same", "dilation": (2, 3)}),
+    ("conv2d", (2, 4, 6, 6), (6, 2, 3, 3), {"padding": (0, 2), "groups": 2}),
+    ("conv2d", (2, 3, 9, 8), (4, 3, 3, 3), {"padding": 1, "stride": 2}),  # strided: the general layout
+    ("conv3d", (2, 2, 4, 5, 6), (3, 2, 3, 2, 3), {"padding": (1, 2, 1)}),
+    ("conv_transpose2d", (2, 4, 5, 6), (4, 3, 3, 3), {"padding": 1}),
+    ("conv_transpose2d", (2, 4, 5, 6), (4, 3, 3, 3), {"padding": 2, "dilation": 2}),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
+@pytest.mark.parametrize("fn,xs,ws,kw", CONVS)
+def test_conv_matches_torch(fn, xs, ws, kw):
+    x, w, b = R.standard_normal(xs), R.standard_normal(ws), R.standard_normal(ws[1] if "transpose" in fn else ws[0])
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    wx, ww, wb_ = (wb.tensor(a, requires_grad=True) for a in (x, w, b))
+    yt = getattr(TF, fn)(tx, tw, tb, **kw)
+    yw = getattr(F, fn)(wx, ww, wb_, **kw)
+    np.testing.assert_allclose(yw.detach().numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-10)
+    g = R.standard_normal(tuple(yt.shape))
+    yt.backward(torch.tensor(g))
+    yw.backward(wb.tensor(g))
+    for a, t in ((wx, tx), (ww, tw), (wb_, tb)):
+        np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("fn,xs,ws,kw", [c for c in CONVS if c[0] == "conv2d"][:4])
+def test_conv_second_derivative(fn, xs, ws, kw):
+    x = wb.tensor(R.standard_normal(xs), requires_grad=True)
+    w = wb.tensor(R.standard_normal(ws), requires_grad=True)
+    assert wb.autograd.gradgradcheck(lambda a, b: getattr(F, fn)(a, b, **kw), (x, w))

@@ -260,7 +260,10 @@ class _Grid:
     products are single (per-group) matmuls. With unit strides the columns use the "flat" layout: each
     output row is as wide as the padded input row (the extra entries are dropped from outputs and are
     zero in gradients), so every kernel tap is one contiguous shift of the flattened padded image and
-    im2col/col2im copy long contiguous runs instead of short strided rows.
+    im2col/col2im copy long contiguous runs instead of short strided rows. Along the inner spatial dims
+    one row's right padding is the next row's left padding (a tap that reads past a row's end lands in
+    the zeros before the next row's data), so a row is n + max(lo, hi) wide, not n + lo + hi: on an 8x8
+    image with padding 1 the columns are 8 x 9 per image instead of 8 x 10, and so are the matmuls.
     """
 
     __slots__ = ("spatial", "ksize", "geom", "osize", "flat", "padded", "offs", "ext", "tail")
@@ -270,7 +273,8 @@ class _Grid:
         self.spatial, self.ksize, self.geom, self.osize = tuple(spatial), tuple(ksize), geom, tuple(osize)
         self.flat = len(ksize) > 1 and all(st == 1 for st in stride)
         if self.flat:
-            self.padded = tuple(n + a + b for n, a, b in zip(spatial, lo, hi))
+            self.padded = (spatial[0] + lo[0] + hi[0],) + tuple(
+                max(n + max(a, b), o) for n, a, b, o in zip(spatial[1:], lo[1:], hi[1:], osize[1:]))
             steps = [math.prod(self.padded[i + 1:]) for i in range(len(ksize))]
             self.offs = [sum(kp * d * st for kp, d, st in zip(kpos, dil, steps))
                          for kpos in itertools.product(*[range(k) for k in ksize])]
