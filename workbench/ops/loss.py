@@ -145,9 +145,10 @@ def _class_targets(op, input, target, ignore_index):
         raise RuntimeError(f"{op}: expected target of dtype int64 (class indices), got {target.dtype}; for class "
                            "probabilities pass a floating target of the input's shape")
     t = target._data.reshape(-1).astype("int64", copy=False)
-    bad = ((t < 0) | (t >= c)) & (t != ignore_index)
-    if t.size and bool(bad.any()):
-        raise IndexError(f"{op}: Target {int(t[bad][0])} is out of bounds for {c} classes")
+    if t.size and type(t) is _backend.ndarray:  # no device sync on CUDA, as PyTorch asserts on the device
+        bad = ((t < 0) | (t >= c)) & (t != ignore_index)
+        if bool(bad.any()):
+            raise IndexError(f"{op}: Target {int(t[bad][0])} is out of bounds for {c} classes")
     return t
 
 
@@ -249,7 +250,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     d = input._data
-    if d.size and bool(((d < 0) | (d > 1)).any()):
+    if d.size and type(d) is _backend.ndarray and bool(((d < 0) | (d > 1)).any()):  # CPU only, as above
         raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
     loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))
     if weight is not None:
@@ -565,7 +566,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if input.device != weight.device:
         idx = _backend.to_device(idx, weight.device)
     xp = _xp(weight)
-    if idx.size and (bool((idx < 0).any()) or bool((idx >= n).any())):
+    if idx.size and type(idx) is _backend.ndarray and (bool((idx < 0).any()) or bool((idx >= n).any())):  # CPU only
         raise IndexError(f"embedding: index out of range in self (indices must be in [0, {n}), got "
                          f"[{int(idx.min())}, {int(idx.max())}])")
     if max_norm is not None:
