@@ -129,6 +129,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         arr = np.array(host, dtype=dt.np, copy=True)
         if dev.type != "cpu":
             arr = _backend.to_device(arr, dev)
+    if pin_memory:
+        if dev.type != "cpu":
+            raise RuntimeError(f"pin_memory=True needs a CPU tensor, got device {dev}: only host memory is pinned")
+        arr = _backend.pinned(arr)
     t = _finish(arr, requires_grad)
     if pin_memory:
         t._pinned = True

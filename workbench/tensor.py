@@ -214,7 +214,20 @@ class Tensor:
         return share_memory_(self)
 
     def is_pinned(self):
+        """Whether the tensor lives in page-locked host memory (``pin_memory()``)."""
         return bool(getattr(self, "_pinned", False))
+
+    def pin_memory(self):
+        """A copy in page-locked host memory, which ``.to("cuda", non_blocking=True)`` copies asynchronously;
+        self if already pinned. Needs CUDA (RuntimeError otherwise, as PyTorch)."""
+        if self._data.__class__ is not _ndarray:
+            raise RuntimeError(f"cannot pin a {self.device} tensor: only dense CPU tensors can be pinned")
+        if self.is_pinned():
+            return self
+        out = self.clone() if self._rg else Tensor._make(self._data)  # clone: the copy stays on the tape
+        out._data = _backend.pinned(self._data)
+        out._pinned = True
+        return out
 
     @property
     def _version(self):

@@ -289,3 +289,28 @@ def test_loader_batches_reach_the_device(device, num_workers):
     assert all(b.device.type == device and not b.is_pinned() for b in batches)
     np.testing.assert_array_equal(np.sort(np.concatenate([b.cpu().numpy() for b in batches]), axis=0),
                                   np.sort(x, axis=0))
+
+
+def test_tensor_pin_memory(fake_cuda):
+    x = wb.arange(4.0)
+    p = x.pin_memory()
+    assert p.is_pinned() and not x.is_pinned() and p.pin_memory() is p
+    assert p.tolist() == x.tolist() and p.data_ptr() != x.data_ptr()  # a copy, as PyTorch
+    w = wb.ones(2, requires_grad=True)
+    pw = w.pin_memory()
+    (pw * 3).sum().backward()  # the copy stays on the tape
+    assert pw.is_pinned() and w.grad.tolist() == [3.0, 3.0]
+    assert wb.tensor([1.0, 2.0], pin_memory=True).is_pinned()
+    with pytest.raises(RuntimeError, match="only dense CPU tensors can be pinned"):
+        x.cuda().pin_memory()
+    with pytest.raises(RuntimeError, match="needs a CPU tensor"):
+        wb.tensor([1.0], device="cuda", pin_memory=True)
+
+
+def test_pin_memory_needs_cuda(monkeypatch):
+    from workbench import _backend
+
+    monkeypatch.setattr(_backend, "_cupy", None)
+    monkeypatch.setattr(_backend, "_cupy_error", "CUDA is not available: no GPU here")
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        wb.arange(2.0).pin_memory()

@@ -65,6 +65,17 @@ def cupy():
     return _cupy
 
 
+def pinned(arr):
+    """A copy of host array ``arr`` in page-locked memory from CuPy's pinned pool (it copies to a GPU
+    asynchronously); a plain copy on the fake cupy; RuntimeError without CUDA, as PyTorch."""
+    cp = cupy()
+    if getattr(cp, "__fake__", False):
+        return numpy.array(arr, copy=True)
+    host = numpy.ndarray(arr.shape, arr.dtype, buffer=cp.cuda.alloc_pinned_memory(max(arr.nbytes, 1)))
+    host[...] = arr
+    return host
+
+
 def use_cupy(module):
     """Install a cupy module (the fake one in tests); None forgets it and re-imports lazily."""
     global _cupy, _cupy_error

@@ -204,23 +204,15 @@ def _accelerator():
 
 
 def _pin(data):
-    """Batch tensors flagged as pinned (``is_pinned()``); with real CuPy, copied into page-locked memory."""
+    """The batch with its CPU tensors copied into page-locked memory (``Tensor.pin_memory``)."""
     import collections.abc
 
-    from ... import _backend
     from ...tensor import Tensor
 
     if isinstance(data, Tensor):
         if data.device.type != "cpu":
             return data
-        alloc = getattr(_backend.cupy().cuda, "alloc_pinned_memory", None)
-        if alloc is not None and not getattr(_backend.cupy(), "__fake__", False):
-            arr = data._data
-            host = _backend.numpy.ndarray(arr.shape, arr.dtype, buffer=alloc(max(arr.nbytes, 1)))
-            host[...] = arr
-            data = Tensor._make(host)
-        data._pinned = True
-        return data
+        return data.pin_memory()
     if isinstance(data, str):
         return data
     if isinstance(data, collections.abc.Mapping):
