@@ -76,6 +76,32 @@ def test_cross_entropy(smoothing, weighted):
     check(lambda x: F.cross_entropy(x, t, weight=w, label_smoothing=smoothing), composed, _arr(5, 4))
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_mse_loss(reduction):
+    k = 1.0 / 15 if reduction == "mean" else 1.0
+    check(lambda x, t: F.mse_loss(x, t, reduction=reduction), lambda x, t: ((x - t) ** 2).sum() * k,
+          _arr(3, 5), _arr(3, 5))
+    x = _arr(5000)  # longer than one of its 4096-long blocks
+    assert wb.nn.functional.mse_loss(wb.tensor(x), wb.zeros(5000, dtype=wb.float64)).item() == pytest.approx(
+        (x * x).mean(), rel=1e-14)
+
+
+def test_mse_loss_float32_and_in_place_check():
+    x = R.standard_normal((64, 300)).astype(np.float32)
+    t = R.standard_normal((64, 300)).astype(np.float32)
+    xw = wb.tensor(x, requires_grad=True)
+    loss = F.mse_loss(xw, wb.tensor(t))
+    assert loss.dtype == wb.float32 and loss.grad_fn.name() == "MseLossBackward0"
+    np.testing.assert_allclose(loss.item(), ((x.astype(np.float64) - t) ** 2).mean(), rtol=2e-7)
+    loss.backward()
+    np.testing.assert_allclose(xw.grad.numpy(), 2 * (x - t) / x.size, rtol=1e-6)
+    loss = F.mse_loss(xw, wb.tensor(t))
+    with wb.no_grad():
+        xw.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):  # as PyTorch, which saves both
+        loss.backward()
+
+
 def test_cross_entropy_ignore_index_and_nd():
     t = wb.tensor([[0, 2], [1, 2], [2, 0]])
 

@@ -11,7 +11,7 @@ import warnings
 from .. import _backend
 from .._backend import kernels as _k
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import STATE, no_grad
 from ..tensor import Tensor
 from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
 from .conv import PutRows, TakeRows, composite
@@ -298,14 +298,59 @@ def _pointwise_loss(name, fn):
     return loss
 
 
-mse_loss = _pointwise_loss("mse_loss", lambda d: d * d)
-mse_loss.__doc__ = """Mean squared error.
+def _sum_squares(flat, block=4096):
+    """sum(flat ** 2) as BLAS dot products of 4096-long blocks, then a pairwise sum of those: about the
+    speed of one dot, and the accuracy of a pairwise sum (one dot over 512 K float32s is off by ~3e-7)."""
+    m = flat.size // block
+    head = flat[:m * block].reshape(m, 1, block)
+    tail = flat[m * block:]
+    return (head @ head.transpose(0, 2, 1)).sum() + tail @ tail
+
+
+class MseLoss(Function):
+    """sum((x - t)**2), times 1/n for 'mean', in one primitive: a subtraction and a dot product forward, one
+    scaled copy of the saved difference backward (PyTorch's (x - t) * (norm * g)); the composite made
+    five passes over the arrays."""
+
+    _raw = True
+    op_name = "mse_loss"
+
+    @staticmethod
+    def forward(ctx, x, t, mean):
+        d = ctx.xp.subtract(x, t)
+        total = _sum_squares(d.reshape(-1))
+        ctx.norm = 2.0 / d.size if mean else 2.0
+        ctx.save_for_backward(x, t, d)
+        return ctx.xp.asarray(total / d.size if mean else total, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t, d = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        if STATE.enabled:  # create_graph: differentiable in x, t and g
+            gx = (x - t) * (g * ctx.norm)
+        else:
+            gx = Tensor._make(d._data * (g._data * g._data.dtype.type(ctx.norm)))
+        return gx if nig[0] else None, -gx if nig[1] else None, None
+
+
+_mse_composite = _pointwise_loss("mse_loss", lambda d: d * d)
+
+
+@composite("mse_loss")
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error.
 
     >>> import workbench as wb
     >>> import workbench.nn.functional as F
     >>> F.mse_loss(wb.tensor([1.0, 3.0]), wb.tensor([0.0, 0.0]))
     tensor(5.)
     """
+    if (size_average is None and reduce is None and weight is None and reduction in ("mean", "sum")
+            and isinstance(input, Tensor) and isinstance(target, Tensor) and input.shape == target.shape
+            and input._data.dtype == target._data.dtype and input._data.dtype.char in "fd" and input.numel() > 0):
+        return MseLoss.apply(input, target, reduction == "mean")
+    return _mse_composite(input, target, size_average, reduce, reduction, weight)
 l1_loss = _pointwise_loss("l1_loss", lambda d: d.abs())
 l1_loss.__doc__ = """Mean absolute error.
 
