@@ -323,20 +323,31 @@ class _Grid:
         y = y.reshape((o, n) + self.ext)[(slice(None), slice(None)) + tuple(slice(0, m) for m in self.osize)]
         return xp.ascontiguousarray(y.swapaxes(0, 1))
 
-    def col2im(self, xp, dcols, n, c):
-        """(C*prod(K), N*L) window contributions -> the input gradient (N, C, *spatial)."""
+    def input_grad(self, xp, w3, gc, n, c):
+        """col2im(w3^T @ gc): the input gradient (N, C, *spatial) from the weight (G, O/G, Cg*K) and the output
+        gradient's columns (G, O/G, N*L). In the flat layout the product is taken a batch chunk at a time
+        (when a few images fit in _CHUNK_BYTES), so each chunk's window contributions are still in cache
+        when its taps are summed into the image."""
         stride, lo, hi, dil, _ = self.geom
+        wt = w3.swapaxes(1, 2)
         if not self.flat:
-            d = dcols.reshape((c,) + self.ksize + (n,) + self.osize)
+            d = (wt @ gc).reshape((c,) + self.ksize + (n,) + self.osize)
             return xp.ascontiguousarray(_col2im(xp, d, self.spatial, self.ksize, stride, lo, hi, dil).swapaxes(0, 1))
-        length = math.prod(self.ext)
-        d = dcols.reshape(c, len(self.offs), n, length)
-        buf = xp.zeros((c, n, math.prod(self.padded) + self.tail), dtype=dcols.dtype)
-        for j, off in enumerate(self.offs):
-            buf[:, :, off:off + length] += d[:, j]
+        length, taps = math.prod(self.ext), len(self.offs)
+        nb = _CHUNK_BYTES // (c * taps * length * gc.dtype.itemsize)
+        nb = n if nb < 4 else nb
+        buf = xp.zeros((c, n, math.prod(self.padded) + self.tail), dtype=gc.dtype)
+        for n0 in range(0, n, nb):
+            m = min(nb, n - n0)
+            d = (wt @ gc[..., n0 * length:(n0 + m) * length]).reshape(c, taps, m, length)
+            for j, off in enumerate(self.offs):
+                buf[:, n0:n0 + m, off:off + length] += d[:, j]
         region = buf[:, :, :math.prod(self.padded)].reshape((c, n) + self.padded)
         region = region[(slice(None), slice(None)) + tuple(slice(a, a + m) for a, m in zip(lo, self.spatial))]
         return xp.ascontiguousarray(region.swapaxes(0, 1))
+
+
+_CHUNK_BYTES = 768 * 1024  # a batch chunk of window contributions, within one core's L2
 
 
 class Conv(Function):
@@ -365,9 +376,16 @@ class Conv(Function):
     def backward(ctx, g):
         x, w, cols = ctx.saved_tensors
         nig = ctx.needs_input_grad
-        gx = ConvGradInput.apply(g, w, ctx.geom, ctx.xshape[2:]) if nig[0] else None
-        gw = ConvGradWeight.apply(x, g, ctx.geom, ctx.wshape[2:], cols) if nig[1] else None
-        gb = g.sum((0,) + tuple(range(2, g.ndim))) if nig[2] else None
+        gc = None
+        if not STATE.enabled:  # first derivatives: both products share g's columns, and the bias sums them
+            groups = ctx.geom[4]
+            gc = _Grid(ctx.xshape[2:], ctx.wshape[2:], ctx.geom, g.shape[2:]).gcols(ctx.xp, g._data, groups)
+        gx = ConvGradInput.apply(g, w, ctx.geom, ctx.xshape[2:], gc) if nig[0] else None
+        gw = ConvGradWeight.apply(x, g, ctx.geom, ctx.wshape[2:], cols, gc) if nig[1] else None
+        gb = None
+        if nig[2]:  # (zeros in the flat layout's extra columns); a matrix-vector product beats sum()
+            gb = (Tensor._make((gc @ ctx.xp.ones(gc.shape[-1], dtype=gc.dtype)).reshape(-1)) if gc is not None
+                  else g.sum((0,) + tuple(range(2, g.ndim))))
         return gx, gw, gb, None, None
 
 
@@ -378,19 +396,19 @@ class ConvGradInput(Function):
     op_name = "convolution_backward_input"
 
     @staticmethod
-    def forward(ctx, g, w, geom, spatial):
+    def forward(ctx, g, w, geom, spatial, gc=None):
         xp = ctx.xp
         groups = geom[4]
         n, o = g.shape[:2]
         osize = g.shape[2:]
         grid = _Grid(spatial, w.shape[2:], geom, osize)
-        w3 = w.reshape(groups, o // groups, -1)
-        dcols = w3.swapaxes(1, 2) @ grid.gcols(xp, g, groups)  # (G, Cg*K, N*L)
+        if gc is None:
+            gc = grid.gcols(xp, g, groups)
         ctx.geom, ctx.spatial = geom, spatial
         nig = ctx.needs_input_grad
         ctx.save_for_backward(g if nig[1] else None, w if nig[0] else None)
         ctx.wshape, ctx.osize = w.shape, osize
-        return grid.col2im(xp, dcols.reshape(-1, dcols.shape[-1]), n, groups * w.shape[1])
+        return grid.input_grad(xp, w.reshape(groups, o // groups, -1), gc, n, groups * w.shape[1])
 
     @staticmethod
     def backward(ctx, gg):
@@ -398,7 +416,7 @@ class ConvGradInput(Function):
         nig = ctx.needs_input_grad
         dg = Conv.apply(gg, w, None, ctx.geom, ctx.osize) if nig[0] else None
         dw = ConvGradWeight.apply(gg, g, ctx.geom, ctx.wshape[2:], None) if nig[1] else None
-        return dg, dw, None, None
+        return dg, dw, None, None, None
 
 
 class ConvGradWeight(Function):
@@ -408,13 +426,15 @@ class ConvGradWeight(Function):
     op_name = "convolution_backward_weight"
 
     @staticmethod
-    def forward(ctx, x, g, geom, ksize, cols):
+    def forward(ctx, x, g, geom, ksize, cols, gc=None):
         xp = ctx.xp
         groups = geom[4]
         grid = _Grid(x.shape[2:], ksize, geom, g.shape[2:])
         if cols is None:
             cols = grid.cols(xp, x, groups)
-        gw = (cols @ grid.gcols(xp, g, groups).swapaxes(1, 2)).swapaxes(1, 2)  # (G, O/G, Cg*K)
+        if gc is None:
+            gc = grid.gcols(xp, g, groups)
+        gw = (cols @ gc.swapaxes(1, 2)).swapaxes(1, 2)  # (G, O/G, Cg*K)
         ctx.geom, ctx.ksize = geom, ksize
         nig = ctx.needs_input_grad
         ctx.save_for_backward(x if nig[1] else None, g if nig[0] else None)
@@ -427,7 +447,7 @@ class ConvGradWeight(Function):
         nig = ctx.needs_input_grad
         dx = ConvGradInput.apply(g, gw2, ctx.geom, ctx.xshape[2:]) if nig[0] else None
         dg = Conv.apply(x, gw2, None, ctx.geom, ctx.osize) if nig[1] else None
-        return dx, dg, None, None, None
+        return dx, dg, None, None, None, None
 
 
 def _conv_setup(op, input, weight, bias, stride, padding, dilation, groups, nd):
