@@ -99,3 +99,55 @@ def test_cut_reasons_in_no_grad_error():
         y.backward()
     with pytest.raises(RuntimeError, match="built from data"):
         wb.tensor([1.0]).backward()
+
+
+def test_leaves_steal_fresh_gradients_and_copy_ones_others_hold(monkeypatch):
+    # PyTorch's AccumulateGrad takes a gradient's memory when nothing else holds it; workbench does the same
+    # and copies whatever the caller, a hook or a custom Function kept
+    from workbench.autograd import engine
+
+    copies = []
+    real = engine._copy
+    monkeypatch.setattr(engine, "_copy", lambda xp, d: copies.append(1) or real(xp, d))
+
+    lin = wb.nn.Linear(4, 3)
+    x = wb.randn(2, 4)
+    (lin(x) ** 2).sum().backward()
+    assert copies == []  # weight and bias gradients come fresh from the backward formulas
+
+    a, b, c = (wb.ones(3, requires_grad=True) for _ in range(3))
+    ((a + b) * c).sum().backward()  # Add hands one gradient to both leaves: one takes it, one copies
+    assert len(copies) == 1
+    a.grad.add_(1)
+    assert b.grad.tolist() == [1.0, 1.0, 1.0]
+
+    copies.clear()
+    g = wb.full((3,), 2.0)
+    a.grad = None
+    a.backward(g)  # the caller keeps its gradient
+    a.backward(g)
+    assert g.tolist() == [2.0, 2.0, 2.0] and a.grad.tolist() == [4.0, 4.0, 4.0] and len(copies) == 1
+
+    class Passes(wb.autograd.Function):
+        @staticmethod
+        def forward(ctx, t, kept):
+            ctx.save_for_backward(kept)
+            return t * 1
+
+        @staticmethod
+        def backward(ctx, go):
+            return ctx.saved_tensors[0], None  # a tensor the user holds, handed back as the gradient
+
+    kept = wb.tensor([1.0, 2.0, 3.0])
+    a.grad = None
+    for _ in range(2):
+        Passes.apply(a, kept).sum().backward()
+    assert kept.tolist() == [1.0, 2.0, 3.0] and a.grad.tolist() == [2.0, 4.0, 6.0]
+
+    mine = wb.tensor([5.0, 5.0, 5.0])
+    a.grad = None
+    for _ in range(2):
+        y = a.clone()
+        y.register_hook(lambda g: mine)  # a hook's result that its author keeps
+        y.sum().backward()
+    assert mine.tolist() == [5.0, 5.0, 5.0] and a.grad.tolist() == [10.0, 10.0, 10.0]

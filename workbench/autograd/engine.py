@@ -8,6 +8,7 @@ as PyTorch does), so a 100,000-node chain needs no recursion.
 """
 import heapq
 import operator
+import sys
 import warnings
 
 from .. import _backend
@@ -98,7 +99,9 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     (3, tensor([3., 3.]))
     """
     buffers = {}  # node -> list of grads, one per output
-    seen_ids = set()  # grad objects already placed once: handing one to a second place must copy
+    # gradients that others may hold (the caller's root gradients, what hooks and custom Functions
+    # return): a leaf never steals their memory for its .grad
+    shared_ids = set()
     starts = []
     for t, g in zip(roots, grad_roots):
         node, nr = _start_node(t)
@@ -108,7 +111,7 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * len(node._out_meta)
-        seen_ids.add(id(g))
+        shared_ids.add(id(g))
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     starts = list(dict.fromkeys(starts))
 
@@ -151,7 +154,7 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
         for h in list(hooks):
             h("begin", roots)
     anomaly = graph.ANOMALY
-    heappop, heappush, seen_add = heapq.heappop, heapq.heappush, seen_ids.add
+    heappop, heappush, shared_add = heapq.heappop, heapq.heappush, shared_ids.add
     grad_mode = STATE.enabled
     STATE.enabled = create_graph  # backward formulas are recorded only for create_graph=True
     count_backward(1)  # ops run by backward formulas are not 'cuts' of the user's graph
@@ -174,7 +177,7 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                     continue
             if node.__class__ is AccumulateGrad:
                 if accumulate:
-                    step = _accumulate(node, grads[0], seen_ids, create_graph, index, keep_before)
+                    step = _accumulate(node, grads[0], shared_ids, create_graph, index, keep_before)
                     if _drain:
                         continue
                     STATE.enabled = grad_mode  # a consumer paused at a step (the debugger) runs user code
@@ -202,6 +205,9 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                     r = h(grad_inputs, tuple(grads))
                     if r is not None:
                         grad_inputs = tuple(r)
+            if hooked or not node._fn._raw:  # hooks and users' backward may return tensors they keep
+                for g in (*grads, *grad_inputs):
+                    shared_add(id(g))
             if freed_by is not None and node._saved is not None:  # nodes that saved nothing stay reusable
                 node._saved = None
                 node._freed = freed_by
@@ -218,7 +224,6 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                         buf = buffers[nxt] = [None] * len(nxt._out_meta)
                     if buf[nr] is None:
                         buf[nr] = g
-                        seen_add(id(g))
                     elif create_graph:
                         buf[nr] = buf[nr] + g
                     else:  # nothing records this sum: add the arrays (shape and dtype conformed above)
@@ -400,7 +405,26 @@ def _run_tensor_pre_hooks(node, grads):
     return grads
 
 
-def _accumulate(node, g, seen_ids, create_graph, index, keep_before):
+def _refs(t):
+    return sys.getrefcount(t._data)
+
+
+def _alone_count():
+    # what _refs reads for an array that its tensor alone holds (calibrated, not assumed: the count
+    # includes the interpreter's own temporaries, which differ between Python versions)
+    probe = type("_Probe", (), {})()
+    probe._data = bytearray(1)
+    return _refs(probe)
+
+
+_ALONE = _alone_count()
+
+
+def _copy(xp, d):
+    return xp.array(d, copy=True, order="C")
+
+
+def _accumulate(node, g, shared_ids, create_graph, index, keep_before):
     t = node.variable
     if t is None or g is None:
         return BackwardStep(node, (g,), (), (), index)
@@ -420,12 +444,14 @@ def _accumulate(node, g, seen_ids, create_graph, index, keep_before):
         if create_graph:
             new = g
         else:
+            # steal the gradient's memory only if nothing else can see it (PyTorch's use-count rule): no
+            # other tensor or array holds the array, nobody outside the engine was handed the tensor (the
+            # caller, a hook, a custom Function) and it is a whole contiguous array, not a view
+            alone = _refs(g) <= _ALONE and id(g) not in shared_ids and not node._hooked
             new = g.detach()
             d = new._data
-            # steal the gradient only if nothing else can see its memory (PyTorch's rule, by identity;
-            # a hook on the leaf may have kept the tensor it was shown)
-            if id(g) in seen_ids or node._hooked or d.base is not None or not d.flags.c_contiguous:
-                new = _make(node.xp.array(d, copy=True, order="C"))
+            if not alone or d.base is not None or not d.flags.c_contiguous:
+                new = _make(_copy(node.xp, d))
         t._grad = new
     elif create_graph or before._rg:
         t._grad = before + g
