@@ -1,5 +1,6 @@
 """Adam and AdamW (amsgrad, maximize, L2 or decoupled weight decay)."""
 from .. import _backend
+from .._backend import blas
 from ._functional import adam_moments_, check_differentiable, weight_decay_
 from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
                         _zeros_like)
@@ -68,9 +69,10 @@ class Adam(Optimizer):
                     xp.sqrt(v, out=denom)
                 denom /= bc2_sqrt
                 denom += eps
-                xp.multiply(m, -step_size, out=tmp)
-                tmp /= denom
-                x += tmp
+                xp.divide(m, denom, out=tmp)  # p += -step_size * m / denom (PyTorch's addcdiv_)
+                if not blas.axpy(-step_size, tmp, x):
+                    tmp *= -step_size
+                    x += tmp
                 p._vbox[0] += 1
         return loss
 

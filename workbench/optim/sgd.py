@@ -1,5 +1,6 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov, weight decay and maximize."""
 from .. import _backend
+from .._backend import blas
 from ..tensor import Tensor
 from ._functional import check_differentiable
 from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scratch
@@ -64,7 +65,8 @@ class SGD(Optimizer):
                         g = t1
                     else:
                         g = b
-                xp.multiply(g, lr, out=t1)
-                x -= t1
+                if not blas.axpy(-lr, g, x):  # one pass where NumPy's BLAS can; else scale, then subtract
+                    xp.multiply(g, lr, out=t1)
+                    x -= t1
                 p._vbox[0] += 1
         return loss

@@ -1,0 +1,76 @@
+"""``y += a * x`` in one pass, through the BLAS that NumPy itself links (OpenBLAS in NumPy's wheels).
+
+NumPy has no scaled in-place add: as ufuncs it is two passes over memory and a temporary, which is
+most of an SGD step on large layers (benchmarks/train_cpu.py, the wide MLP). BLAS's axpy is one pass.
+The library is the one the process already has mapped (read from /proc/self/maps), so nothing new is
+loaded; where none is found (another OS, a build without a BLAS exposing axpy) ``axpy`` returns False
+and the caller keeps its NumPy form. Results are the same as NumPy's up to rounding (a fused
+multiply-add may skip one rounding), as with PyTorch's own kernels.
+"""
+import ctypes
+import os
+
+import numpy
+
+MIN_SIZE = 1 << 14  # below this the ufunc pair is as fast as a foreign call
+_INT32_MAX = (1 << 31) - 1
+_FUNCS = None  # {numpy dtype: (function, index type)} once looked up
+
+
+def _mapped_blas_paths():
+    try:
+        with open("/proc/self/maps") as f:
+            paths = [line.split()[-1] for line in f if "/" in line]
+    except OSError:
+        return []
+    return list(dict.fromkeys(p for p in paths if "blas" in os.path.basename(p).lower()))
+
+
+def _lookup():
+    # ILP64 builds (NumPy's wheels) name their CBLAS symbols with a 64_ suffix, and take 64-bit sizes
+    names = [("scipy_cblas_{}axpy64_", ctypes.c_int64), ("cblas_{}axpy64_", ctypes.c_int64),
+             ("cblas_{}axpy", ctypes.c_int32)]
+    for path in _mapped_blas_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for pattern, index in names:
+            found = {}
+            for prefix, npd, scalar in (("s", numpy.float32, ctypes.c_float), ("d", numpy.float64, ctypes.c_double)):
+                fn = getattr(lib, pattern.format(prefix), None)
+                if fn is None:
+                    break
+                fn.restype = None
+                fn.argtypes = [index, scalar, ctypes.c_void_p, index, ctypes.c_void_p, index]
+                found[numpy.dtype(npd)] = (fn, index)
+            if len(found) == 2:
+                return found
+    return {}
+
+
+def available():
+    """Whether a BLAS axpy was found (tests use it)."""
+    global _FUNCS
+    if _FUNCS is None:
+        _FUNCS = _lookup()
+    return bool(_FUNCS)
+
+
+def axpy(alpha, x, y):
+    """y += alpha * x in place, in one pass; False (nothing done) unless x and y are large, C-contiguous,
+    non-overlapping NumPy arrays of one float32/float64 dtype and size and a BLAS axpy was found."""
+    if (y.__class__ is not numpy.ndarray or x.__class__ is not numpy.ndarray or y.size < MIN_SIZE
+            or x.size != y.size or x.dtype != y.dtype or not (_FUNCS if _FUNCS is not None else available())):
+        return False
+    entry = _FUNCS.get(y.dtype)
+    if (entry is None or not (x.flags.c_contiguous and y.flags.c_contiguous and y.flags.writeable)
+            or numpy.may_share_memory(x, y)):
+        return False
+    fn, index = entry
+    n = y.size
+    px, py, step = x.ctypes.data, y.ctypes.data, y.itemsize
+    chunk = n if index is ctypes.c_int64 else _INT32_MAX
+    for start in range(0, n, chunk):
+        fn(min(chunk, n - start), alpha, px + start * step, 1, py + start * step, 1)
+    return True
