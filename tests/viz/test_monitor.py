@@ -163,4 +163,92 @@ def test_history_frame_and_plot(tmp_path):
     assert f"grad_norm/{mon.layers[0]}" in f.columns
     pytest.importorskip("matplotlib")
     path = mon.plot(tmp_path / "flow.png")
-    assert open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _hand_hist(g, lo, hi, bins):
+    edges = (10.0 ** (lo + (hi - lo) / bins * np.arange(1, bins))).astype("float32")
+    a = np.abs(g.ravel())
+    a = a[a > 0]
+    return np.bincount((edges[None, :] < a[:, None]).sum(1), minlength=bins)
+
+
+def test_rows_across_blocks_and_flushes_and_repeated_histograms(monkeypatch):
+    from workbench.viz import monitor
+
+    monkeypatch.setattr(monitor, "_BLOCK", 3)  # rows span several device blocks and partial flushes
+    m = MLP()
+    lo, hi, bins = -4.0, 1.0, 10
+    mon = wb.viz.watch(m, display=False, bins=bins, hist_range=(lo, hi), sample=10**6, hist_every=3,
+                       detail_every=4, rate=1e-9)
+    snaps = _train(m, 5)
+    mon.flush()
+    snaps += _train(m, 6)
+    mon.detach()
+    h = mon.history
+    assert list(h["step"]) == list(range(11))
+    np.testing.assert_allclose(h["loss"], [s["loss"] for s in snaps], rtol=1e-6)
+    for name in mon.layers:
+        np.testing.assert_allclose(h[f"grad_norm/{name}"], [np.linalg.norm(s[name][1]) for s in snaps], rtol=1e-5)
+        wn = h[f"weight_norm/{name}"]
+        ratio = h[f"update_ratio/{name}"]
+        for k in range(11):
+            if k % 4:  # not a detail step
+                assert math.isnan(wn[k]) and math.isnan(ratio[k])
+                continue
+            w = snaps[k][name][0]
+            assert wn[k] == pytest.approx(np.linalg.norm(w), rel=1e-5)
+            if k:
+                want = np.linalg.norm(w - snaps[k - 1][name][0]) / np.linalg.norm(w)
+                assert ratio[k] == pytest.approx(want, rel=1e-4, abs=1e-12)
+        for k in range(11):  # recomputed at steps 0, 3, 6, 9; the steps between show the last one
+            np.testing.assert_array_equal(h[f"hist/{name}"][k], _hand_hist(snaps[k - k % 3][name][1], lo, hi, bins))
+
+
+def test_auto_detail_steps_stretch_to_multiples_of_ten_within_the_budget(monkeypatch):
+    from workbench.viz import monitor
+
+    monkeypatch.setattr(monitor, "DETAIL_BUDGET", 1e-12)  # any cost is over budget: the gap doubles
+    m = MLP()
+    mon = wb.viz.watch(m, display=False, histograms=False)
+    snaps = _train(m, 75)
+    mon.detach()
+    h = mon.history
+    name = mon.layers[0]
+    detail = [k for k, v in enumerate(h[f"weight_norm/{name}"]) if not math.isnan(v)]
+    # every 10 steps for the first 50 (WARMUP); then the gap doubles at most, and stays a multiple of 10
+    assert detail == [0, 10, 20, 30, 40, 50, 70]
+    for k in detail[1:]:  # the weights were copied at the step before each, wherever it fell
+        w = snaps[k][name][0]
+        want = np.linalg.norm(w - snaps[k - 1][name][0]) / np.linalg.norm(w)
+        assert h[f"update_ratio/{name}"][k] == pytest.approx(want, rel=1e-4, abs=1e-12)
+    assert mon.history["dead_relu/encoder.1"].size == len(detail)  # dead ReLUs on detail steps' forwards
+
+
+def test_rows_reach_the_widget_after_the_loop_stops():
+    import time
+
+    m = MLP()
+    mon = wb.viz.watch(m, display=False, rate=20.0)
+    sent = []
+    mon.send = lambda content, buffers=None: sent.append(content)
+    _train(m, 3)
+    deadline = time.monotonic() + 5
+    while sum(c.get("n", 0) for c in sent if c.get("event") == "steps") < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sum(c.get("n", 0) for c in sent if c.get("event") == "steps") == 3  # sent by the flusher thread
+    mon.detach(display=False)
+
+
+def test_auto_histograms_every_step_at_first_then_within_the_budget(monkeypatch):
+    from workbench.viz import monitor
+
+    monkeypatch.setattr(monitor, "HIST_BUDGET", 1e-12)  # any cost is over budget
+    m = MLP()
+    mon = wb.viz.watch(m, display=False)
+    _train(m, 70)
+    mon.detach()
+    # a short run's heatmap is complete (WARMUP steps); then the interval doubles at most per histogram
+    assert mon._hsteps.view().tolist() == list(range(51)) + [52, 56, 64]
+    assert mon.history[f"hist/{mon.layers[0]}"].shape[0] == 70

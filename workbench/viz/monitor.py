@@ -3,18 +3,22 @@
 ``watch(model)`` registers one backward hook (``graph.BACKWARD_HOOKS``): when a backward pass that
 accumulates into ``.grad`` ends, it computes, on the parameters' device and without a host sync,
 
-* every layer's (parameter path's) gradient norm, and a histogram of log10|grad| (all layers in one
-  vectorised pass over a strided sample of about ``sample`` elements per layer; with
-  ``hist_every="auto"`` recomputed only as often as keeps it under ~1% of the step, repeated between),
-* every ``detail_every`` steps the weight norm and the update ratio ‖Δw‖/‖w‖ (Δw from a copy of the
-  weights taken at the step before),
+* every step, every layer's (parameter path's) gradient norm (one BLAS dot per parameter),
+* a histogram of log10|grad| (all layers in one vectorised pass over a strided sample of about
+  ``sample`` elements per layer; with ``hist_every="auto"`` recomputed only as often as keeps it under
+  ``HIST_BUDGET`` (0.2%) of the step, the last one repeated between),
+* on detail steps the weight norm and the update ratio ‖Δw‖/‖w‖ (Δw from a copy of the weights taken
+  at the step before): every ``detail_every`` steps; with ``"auto"`` every 10, or a multiple of 10
+  when that would take over ``DETAIL_BUDGET`` (0.2%) of the step (a small model's fast steps). Both
+  budgets start after ``WARMUP`` (50) steps, so a short run gets the full picture,
 * the loss: the root of the backward pass when it has one element, or what ``mon.log(loss=...)`` says.
 
-Rows are queued as device arrays and copied to the host together, at most ``rate`` times a second,
-then sent to the widget as binary buffers (PROTOCOL.md section 4) and checked for alarms: the first
-NaN/Inf gradient (layer, op, forward line), exploding and vanishing gradients, dead ReLU units (a
-listener on the tape counts, per ReLU call, the units that are zero for the whole batch, on the
-forward pass of every ``detail_every``-th step).
+Each step's numbers are written straight into a row of a preallocated device block (no stack or
+concatenate per step; rows start as NaN, so a step writes only what it has); the blocks are copied to
+the host together, at most ``rate`` times a second, then sent to the widget as binary buffers
+(PROTOCOL.md section 4) and checked for alarms: the first NaN/Inf gradient (layer, op, forward line),
+exploding and vanishing gradients, dead ReLU units (a listener on the tape counts, per ReLU call, the
+units that are zero for the whole batch, on the forward pass of every detail step).
 """
 import math
 import threading
@@ -46,12 +50,13 @@ class Monitor(_Base):
 
     view = traitlets.Unicode("monitor").tag(sync=True)
 
-    def __init__(self, model, every=1, histograms=True, bins=32, hist_range=(-10.0, 2.0), detail_every=10,
+    def __init__(self, model, every=1, histograms=True, bins=32, hist_range=(-10.0, 2.0), detail_every="auto",
                  hist_every="auto", sample=1024, rate=10.0, dead_relu=True, explode_at=1e3, vanish_ratio=1e-3, dead_fraction=0.5,
                  title="", plot_on_detach=True):
         super().__init__(view="monitor", title=title)
-        if every < 1 or detail_every < 1:
-            raise ValueError(f"watch(): every and detail_every must be >= 1, got {every} and {detail_every}")
+        if every < 1 or detail_every != "auto" and (not isinstance(detail_every, int) or detail_every < 1):
+            raise ValueError(f"watch(): every must be >= 1 and detail_every 'auto' or an int >= 1, got {every} and "
+                             f"{detail_every!r}")
         named = [(p_path, p) for p_path, p in model.named_parameters() if p.requires_grad]
         if not named:
             raise ValueError("watch(): the model has no parameters that require grad")
@@ -59,7 +64,7 @@ class Monitor(_Base):
         self.layers = [p for p, _ in named]
         self._first = next((k for k, name in enumerate(self.layers) if not name.endswith("bias")), 0)
         self._params = [p for _, p in named]
-        self.every, self.detail_every = int(every), int(detail_every)
+        self.every, self.detail_every = int(every), detail_every
         self.bins = int(bins) if histograms else 0
         self.hist_range = (float(hist_range[0]), float(hist_range[1]))
         self.sample = int(sample)
@@ -68,10 +73,21 @@ class Monitor(_Base):
         self.plot_on_detach = plot_on_detach
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
-        self._pending = []  # (step, device row) rows not yet on the host
-        self._loss_override = {}  # step -> loss given by log()
-        self._rows = []  # host rows (numpy float64) in step order
-        self._steps = []
+        # device side: step k is row k. Rows [loss, |grad|^2 x L, |w|^2 x L, |dw|^2 x L] are written
+        # into the current block (rows start NaN); full blocks wait in _full for the next flush
+        self._width = 1 + 3 * len(named)
+        self._blk = None
+        self._blk_n = 0
+        self._blk_xp = self._blk_type = None
+        self._real = True  # no complex parameters: the plain r.dot(r) norms
+        self._full = []  # (device block, rows used)
+        self._hist_new = []  # (step, device counts [L * bins]) recomputed since the last flush
+        self._loss_override = {}  # step -> loss given by log() before the step reached the host
+        # host side (numpy), filled by flushes: row k is step k
+        self._rows = _Grow(self._width, "float64")
+        # each recomputed histogram once, and its step: a row shows the latest at or before its step
+        self._hcounts = _Grow(len(named) * self.bins, "int64")
+        self._hsteps = _Grow(None, "int64")
         self._alarms = []
         self._alarm_keys = set()
         self._prev_norm = None
@@ -79,36 +95,88 @@ class Monitor(_Base):
         self._dead_pending = []
         self._n_backward = 0
         self.step = 0
-        self._root = None
         self._consumers = None
         self._prev_w = None
         self._last_flush = 0.0
         self._timer = None
         self._wake = threading.Event()
+        self._period = 1.0 / self.rate
         self._edges = {}
         self._offsets = {}
         if hist_every != "auto" and (not isinstance(hist_every, int) or hist_every < 1):
             raise ValueError(f"watch(): hist_every must be 'auto' or an int >= 1, got {hist_every!r}")
         self.hist_every = hist_every
         self._hist_every = 1 if hist_every == "auto" else hist_every
-        self._last_hist = None
-        self._hist_step = 0
-        self._last_end = None
+        self._hist_step = -(1 << 62)  # the step of the last histogram
+        self._hist_cost = None
+        # detail steps (weight and update norms, dead ReLUs): every detail_every steps; "auto": every
+        # DETAIL_BASE steps, or a multiple of it if that would take over DETAIL_BUDGET of the step
+        self._detail_gap = DETAIL_BASE if detail_every == "auto" else detail_every
+        self._next_detail = 0
+        self._detail_cost = self._copy_cost = None
+        self._tick_t = self._tick_step = None  # the clock: time per training step, from sparse ticks
         self._interval = None
         self._attached = True
         self._trace_prev = graph.TRACE[0]
         graph.TRACE[0] = max(2, graph.TRACE[0])  # the first forward records sites: alarms name the line
         self._site_pending = True
+        self._on_op = self._on_op  # one bound method: the LISTENERS membership test is by identity
         graph.BACKWARD_HOOKS.append(self._on_backward)
         self._listening = bool(dead_relu)
+        self._listener_on = False
         if self._listening:
-            graph.LISTENERS.append(self._on_op)
+            self._toggle_listener(True)  # step 0 is a detail step
         self.on_msg(self._on_msg)
 
     # --- hooks (the hot path: no host sync here) ------------------------------------------------
     def _on_backward(self, phase, roots):
+        # one call per backward, kept short: interpreted code that runs once a step is paid for again
+        # in the step around it (the caches it evicts), so the rare work is in other methods
         try:
-            self._hook(phase, roots)
+            if phase == "begin":
+                if self._site_pending:
+                    self._first_backward(roots)
+                return  # the rest is done at the end of the backward, which is shown the roots again
+            n = self._n_backward = self._n_backward + 1
+            if (n - 1) % self.every:
+                return
+            step = self.step
+            self.step = step + 1
+            params = self._params
+            with self._lock:  # the flusher swaps blocks under this lock: a row is written whole or not at all
+                blk, i, xp = self._blk, self._blk_n, self._blk_xp
+                if blk is None or i == _BLOCK or type(params[0]._data) is not self._blk_type:
+                    blk, i, xp = self._new_block()
+                row = blk[i]  # a view: every number below is written into it on the device, no host sync
+                if roots and roots[0]._data.size == 1:  # the loss
+                    d = roots[0]._data
+                    row[0] = d if d.ndim == 0 else d.reshape(())
+                if self._real:  # squared norms (roots taken on the host): r.dot(r), one BLAS call each
+                    k = 1
+                    for p in params:
+                        g = p._grad
+                        if g is not None:
+                            r = g._data.ravel()
+                            row[k] = r.dot(r)
+                        k += 1
+                else:
+                    for k, p in enumerate(params, 1):
+                        if p._grad is not None:
+                            row[k] = _sq(xp, p._grad._data)
+                nd = self._next_detail
+                if step == nd:
+                    self._detail(xp, row, step)
+                elif step + 1 == nd:  # the next detail step needs these weights
+                    self._copy_weights()
+                self._blk_n = i + 1
+                if step - self._hist_step >= self._hist_every and self.bins:
+                    self._hist_new.append((step, self._timed_hist(xp, step)))
+            if self._listening and (self.step == self._next_detail) != self._listener_on:
+                self._toggle_listener()
+            if time.monotonic() - self._last_flush >= self._period:
+                self.flush()
+            elif not self._wake.is_set():
+                self._schedule()
         except Exception as e:  # the monitor must never break the training loop it watches
             import warnings
 
@@ -116,93 +184,88 @@ class Monitor(_Base):
             warnings.warn(f"wb.viz.watch: the gradient monitor stopped after an error and detached itself: "
                           f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
 
-    def _hook(self, phase, roots):
-        if phase == "begin":
-            self._root = roots[0] if roots and roots[0]._data.size == 1 else None
-            if self._consumers is None:
-                self._consumers = _consumers_of(roots, self._params, self.layers)
-            if self._site_pending:
-                graph.TRACE[0] = self._trace_prev
-                self._site_pending = False
-            return
-        self._n_backward += 1
-        if (self._n_backward - 1) % self.every:
-            return
-        step = self.step
-        self.step += 1
-        if self._listening:  # dead ReLUs change slowly: count them on the forward of every detail step
-            want = self.step % self.detail_every == 0
-            if want != (self._on_op in graph.LISTENERS):
-                (graph.LISTENERS.append if want else graph.LISTENERS.remove)(self._on_op)
-        row = self._device_row(step)
-        with self._lock:
-            self._pending.append((step, row))
-        self._root = None
-        now = time.monotonic()
-        if now - self._last_flush >= 1.0 / self.rate:
-            self.flush()
-        else:
-            self._schedule()
+    def _first_backward(self, roots):
+        # which op consumed each parameter (for the alarms); the forward before it recorded sites
+        self._consumers = _consumers_of(roots, self._params, self.layers)
+        graph.TRACE[0] = self._trace_prev
+        self._site_pending = False
 
-    def _device_row(self, step):
+    def _new_block(self):
+        if self._blk is not None:
+            self._full.append((self._blk, self._blk_n))
+        data = self._params[0]._data
+        xp = _backend.xp_of(data)
+        self._blk = xp.full((_BLOCK, self._width), math.nan)
+        self._blk_xp, self._blk_type, self._blk_n = xp, type(data), 0
+        self._real = all(p._data.dtype.kind != "c" for p in self._params)
+        return self._blk, 0, xp
+
+    def _toggle_listener(self, on=None):
+        # dead ReLUs change slowly: they are counted on the forward of every detail step
+        on = not self._listener_on if on is None else on
+        if on and self._on_op not in graph.LISTENERS:
+            graph.LISTENERS.append(self._on_op)
+        elif not on and self._on_op in graph.LISTENERS:
+            graph.LISTENERS.remove(self._on_op)
+        self._listener_on = on
+
+    def _detail(self, xp, row, step):
+        # squared weight norms and |w - w_before|^2 (w_before: copied at the step before)
+        t0 = self._tick(step)
         params = self._params
-        xp = _backend.xp_of(params[0]._data)
-        nan = math.nan
-        parts = []
-        root = self._root
-        parts.append(root._data.reshape(1) if root is not None else self._nans(xp, 1))
-        grads = [p._grad._data if p._grad is not None else None for p in params]
-        stack = _backend.numpy.array if xp is _backend.numpy else xp.stack
-        parts.append(stack([xp.vdot(g.ravel(), g.ravel()).real if g is not None else xp.asarray(nan)
-                            for g in grads]))
-        detail = step % self.detail_every == 0
-        if detail and self._prev_w is not None:
-            ws = [p._data for p in params]
-            wn = [xp.vdot(w.ravel(), w.ravel()).real for w in ws]
-            un = []
-            for w, prev in zip(ws, self._prev_w):
-                d = w - prev
-                un.append(xp.vdot(d.ravel(), d.ravel()).real)
-            parts.append(stack(wn))
-            parts.append(stack(un))
-        elif detail:
-            ws = [p._data for p in params]
-            parts.append(stack([xp.vdot(w.ravel(), w.ravel()).real for w in ws]))
-            parts.append(xp.full(len(params), nan))
+        L = len(params)
+        prev = self._prev_w
+        for k, p in enumerate(params):
+            row[1 + L + k] = _sq(xp, p._data)
+            if prev is not None:  # the weights of the step before; refilled before the next detail step
+                d = prev[k]
+                xp.subtract(p._data, d, out=d)
+                row[1 + 2 * L + k] = _sq(xp, d)
+        gap = self._detail_gap
+        if self.detail_every == "auto":
+            self._detail_cost = _low(time.perf_counter() - t0, self._detail_cost)
+            if self._interval and self._copy_cost is not None and step >= WARMUP:
+                # the gap stays a multiple of DETAIL_BASE, and at most doubles at a time
+                per = (self._detail_cost + self._copy_cost) / (DETAIL_BUDGET * self._interval * DETAIL_BASE)
+                gap = DETAIL_BASE * max(1, min(2 * gap // DETAIL_BASE, math.ceil(per)))
+                self._detail_gap = gap
+        self._next_detail = step + gap
+        if gap == 1:
+            self._copy_weights()
+
+    def _copy_weights(self):
+        t0 = time.perf_counter()
+        if self._prev_w is None:
+            self._prev_w = [p._data.copy() for p in self._params]
         else:
-            parts.append(self._nans(xp, 2 * len(params)))
-        if (step + 1) % self.detail_every == 0:  # the next detail step needs these weights
-            if self._prev_w is None:
-                self._prev_w = [p._data.copy() for p in params]
-            else:
-                for prev, p in zip(self._prev_w, params):
-                    prev[...] = p._data
-        if self.bins:
-            parts.append(self._timed_hist(xp, grads, step))
-        return xp.concatenate(parts).astype("float64", copy=False)
+            for prev, p in zip(self._prev_w, self._params):
+                prev[...] = p._data
+        self._copy_cost = _low(time.perf_counter() - t0, self._copy_cost)
 
-    def _nans(self, xp, n):
-        key = (xp, n)
-        a = self._edges.get(key)
-        if a is None:
-            a = self._edges[key] = xp.full(n, math.nan)
-        return a
-
-    def _timed_hist(self, xp, grads, step):
-        # histograms are the costly part: with hist_every="auto" they are recomputed only as often as
-        # keeps them under ~1% of the training step (the last one is repeated in between)
+    def _tick(self, step):
+        """Update the time-per-step estimate (called on the sparse steps that do timed work); returns now."""
         now = time.perf_counter()
-        interval = now - self._last_end if self._last_end else None
-        self._last_end = now
-        if interval is not None:
-            self._interval = interval if self._interval is None else 0.9 * self._interval + 0.1 * interval
-        if self._last_hist is not None and step - self._hist_step < self._hist_every:
-            return self._last_hist
-        counts = self._hist(xp, grads)
-        cost = time.perf_counter() - now
-        if self.hist_every == "auto" and self._interval:
-            self._hist_every = max(1, math.ceil(cost / (0.01 * self._interval)))
-        self._last_hist, self._hist_step = counts, step
+        if self._tick_t is not None and step > self._tick_step:
+            self._interval = _low((now - self._tick_t) / (step - self._tick_step), self._interval)
+        self._tick_t, self._tick_step = now, step
+        return now
+
+    def _timed_hist(self, xp, step):
+        # histograms are the costly part: with hist_every="auto" they are recomputed only as often as
+        # keeps them under HIST_BUDGET of the training step (steps in between show the last one). The
+        # step time comes from _tick (nothing is timed on the other steps). Both estimates follow
+        # their lows at once and their highs slowly: wall time on a shared machine includes the
+        # neighbours' time slices, which would loosen the budget
+        t0 = self._tick(step)
+        counts = self._hist(xp, [p._grad._data if p._grad is not None else None for p in self._params])
+        t1 = time.perf_counter()
+        if self.hist_every == "auto":
+            self._hist_cost = _low(t1 - t0, self._hist_cost)
+            if self._interval and step >= WARMUP:
+                # at most doubled at a time: one histogram slowed by a neighbour must not freeze the heatmap
+                want = math.ceil(self._hist_cost / (HIST_BUDGET * self._interval))
+                self._hist_every = max(1, min(2 * self._hist_every, want))
+        self._hist_step = step
         return counts
 
     def hist_edges(self, xp, dtype):
@@ -264,14 +327,24 @@ class Monitor(_Base):
             self._timer.start()
 
     def _flusher(self):
+        # while the loop runs, the training thread flushes every 1/rate seconds itself and this thread
+        # only sleeps; once the loop pauses or ends it sends what is left, 1.5/rate after the last flush
         while self._attached:
             self._wake.wait()
-            time.sleep(1.0 / self.rate)
             self._wake.clear()
-            try:
-                self.flush()
-            except Exception:  # a late flush from this thread must never raise into the interpreter
-                pass
+            while self._attached:
+                # a grace period past the training thread's own flush time, so that a running loop
+                # always flushes on its own thread (where the rows are in cache) and this one sleeps
+                wait = self._last_flush + 1.5 * self._period - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                    continue
+                if self._blk_n or self._full or self._dead_pending:
+                    try:
+                        self.flush()
+                    except Exception:  # a late flush from this thread must never raise into the interpreter
+                        pass
+                break
 
     def flush(self):
         """Copy queued rows to the host, check alarms, and send them to the widget now."""
@@ -282,37 +355,48 @@ class Monitor(_Base):
 
     def _flush(self):
         with self._lock:
-            pending, self._pending = self._pending, []
+            blocks, self._full = self._full, []
+            if self._blk_n:
+                blocks.append((self._blk, self._blk_n))
+                self._blk, self._blk_n = None, 0
+            hists, self._hist_new = self._hist_new, []
             dead_pending, self._dead_pending = self._dead_pending, []
             self._last_flush = time.monotonic()
-        if not pending and not dead_pending:
+        if not blocks and not dead_pending:
             return
         np = _backend.numpy
         new_alarms = []
-        if pending:
-            xp = _backend.xp_of(pending[0][1])
-            host = np.asarray(_host(xp.stack([r for _, r in pending])), dtype="float64")
-            start = len(self._rows)
-            for (step, _), row in zip(pending, host):
-                if step in self._loss_override:
-                    row[0] = self._loss_override.pop(step)
-                self._steps.append(step)
-                self._rows.append(row)
+        if blocks:
+            parts = [np.asarray(_host(b[:n]), dtype="float64") for b, n in blocks]
+            host = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            start = self._rows.n  # step `start` is the first of these rows
+            end = start + len(host)
+            for step in [s for s in self._loss_override if start <= s < end]:
+                host[step - start, 0] = self._loss_override.pop(step)
+            if hists:
+                xp = _backend.xp_of(hists[0][1])
+                self._hcounts.extend(np.asarray(_host(xp.stack([c for _, c in hists]))))
+                self._hsteps.extend([s for s, _ in hists])
+            self._rows.extend(host)
             # screen the whole block at once; only rows that may alarm are looked at one by one
-            gn = np_sqrt(host[:, 1:1 + len(self.layers)])
-            prev = np.vstack([self._prev_norm[None, :] if self._prev_norm is not None else
-                              np.full((1, gn.shape[1]), np.nan), gn[:-1]])
-            with np.errstate(invalid="ignore", divide="ignore"):
-                flag = (~np.isfinite(gn)).any(1) | (gn > self.explode_at).any(1) | \
-                    ((prev > 1e-8) & (gn > 10 * prev)).any(1) | \
-                    (gn[:, self._first] < self.vanish_ratio * np.nanmax(np.where(np.isfinite(gn), gn, np.nan), 1))
+            L = len(self.layers)
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                norms = np.sqrt(host[:, 1:])  # [n, 3L]: grad, weight and update norms
+                gn = norms[:, :L]
+                prev = np.empty_like(gn)
+                prev[0] = self._prev_norm if self._prev_norm is not None else np.nan
+                prev[1:] = gn[:-1]
+                # NaN/Inf or above explode_at (NaN fails <=); grown 10x from above 1e-8; vanishing
+                # (a row with NaN/Inf is flagged already, so fmax may take them or skip them)
+                bad = ~(gn <= self.explode_at) | (gn > 10 * np.where(prev > 1e-8, prev, np.inf))
+                flag = bad.any(1) | (gn[:, self._first] < self.vanish_ratio * np.fmax.reduce(gn, axis=1))
             for k in np.flatnonzero(flag):
                 self._prev_norm = prev[k]
-                new_alarms += self._check(pending[k][0], host[k])
-            self._prev_norm = gn[-1]
-            self._send_rows(start, len(self._rows))
+                new_alarms += self._check(start + int(k), host[k])
+            self._prev_norm = gn[-1].copy()
+            self._send_rows(start, end, norms)
         for step, scope, dead, units, site in dead_pending:
-            d = int(_host(dead))
+            d = dead if type(dead) is int else int(_host(dead))
             self._dead.setdefault(scope, []).append((step, d, units))
             frac = d / units if units else 0.0
             key = ("dead_relu", scope)
@@ -325,32 +409,39 @@ class Monitor(_Base):
             self._post({"type": "monitor", "event": "alarms", "alarms": new_alarms})
 
     def _split(self, row):
-        L, B = len(self.layers), self.bins
+        L = len(self.layers)
         loss = row[0]
         gn = np_sqrt(row[1:1 + L])
         wn = np_sqrt(row[1 + L:1 + 2 * L])
         un = np_sqrt(row[1 + 2 * L:1 + 3 * L])
-        counts = row[1 + 3 * L:1 + 3 * L + L * B].reshape(L, B) if B else None
-        return loss, gn, wn, un, counts
+        return loss, gn, wn, un
 
-    def _metrics(self, rows):
-        """[n, L, 3] grad_norm, weight_norm, update_ratio of host rows [n, width]."""
+    def _metrics(self, rows, norms=None, dtype="float64"):
+        """[n, L, 3] grad_norm, weight_norm, update_ratio of host rows [n, width] (norms: their roots)."""
         np = _backend.numpy
         L = len(self.layers)
-        gn = np_sqrt(rows[:, 1:1 + L])
-        wn = np_sqrt(rows[:, 1 + L:1 + 2 * L])
-        un = np_sqrt(rows[:, 1 + 2 * L:1 + 3 * L])
+        out = np.empty((len(rows), L, 3), dtype=dtype)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = un / wn
-        return np.stack([gn, wn, ratio], axis=2)
+            if norms is None:
+                norms = np.sqrt(rows[:, 1:])
+            out[:, :, 0] = norms[:, :L]
+            out[:, :, 1] = norms[:, L:2 * L]
+            np.divide(norms[:, 2 * L:], norms[:, L:2 * L], out=out[:, :, 2])
+        return out
 
-    def _counts(self, rows):
+    def _counts(self, a, b):
+        """[b - a, L, bins] histogram counts of steps a..b-1 (int64)."""
+        np = _backend.numpy
         L, B = len(self.layers), self.bins
-        return rows[:, 1 + 3 * L:1 + 3 * L + L * B].reshape(len(rows), L, B)
+        store = self._hcounts.view()
+        if not len(store):
+            return np.zeros((b - a, L, B), dtype="int64")
+        idx = np.searchsorted(self._hsteps.view(), np.arange(a, b), side="right") - 1
+        return store[np.maximum(idx, 0)].reshape(b - a, L, B)
 
     def _check(self, step, row):
         np = _backend.numpy
-        loss, gn, wn, un, _ = self._split(row)
+        loss, gn, wn, un = self._split(row)
         out = []
         # the first non-finite gradient, nearest the loss first (backward order)
         for k in reversed(range(len(self.layers))):
@@ -393,21 +484,20 @@ class Monitor(_Base):
                                       f"(layers {self.layers[first]} … {self.layers[last]})"))
         return out
 
-    def _send_rows(self, a, b):
-        np = _backend.numpy
+    def _send_rows(self, a, b, norms=None):
         if b <= a:
             return
-        rows = np.stack(self._rows[a:b])
+        rows = self._rows.view()[a:b]
         loss = rows[:, 0].astype("<f4")
-        metrics = self._metrics(rows).astype("<f4")
+        metrics = self._metrics(rows, norms, "<f4")
         bufs = [loss.tobytes(), metrics.tobytes()]
         hist = None
         if self.bins:
-            counts = self._counts(rows).astype("<u4")
+            counts = self._counts(a, b).astype("<u4")
             bufs.append(counts.tobytes())
             hist = {"bins": self.bins, "lo": self.hist_range[0], "hi": self.hist_range[1]}
         header = {"type": "monitor", "event": "steps", "layers": self.layers, "metrics": list(METRICS),
-                  "start": int(self._steps[a]), "n": b - a, "hist": hist}
+                  "start": int(a), "n": b - a, "hist": hist}
         self._post(header, bufs)
 
     def _post(self, msg, buffers=None):
@@ -423,7 +513,7 @@ class Monitor(_Base):
             with self._flush_lock:
                 self._flush()
                 self._post({"type": "monitor", "event": "reset"})
-                self._send_rows(0, len(self._rows))
+                self._send_rows(0, self._rows.n)
                 if self._alarms:
                     self._post({"type": "monitor", "event": "alarms", "alarms": list(self._alarms)})
 
@@ -438,9 +528,9 @@ class Monitor(_Base):
         if hasattr(loss, "_data"):
             loss = float(_host(loss._data).reshape(-1)[0])
         step = max(self.step - 1, 0)
-        with self._lock:
-            if self._rows and self._steps[-1] == step and not any(s == step for s, _ in self._pending):
-                self._rows[-1][0] = float(loss)
+        with self._flush_lock:  # flushes are the only writers of host rows and readers of the overrides
+            if step < self._rows.n:
+                self._rows.a[step, 0] = float(loss)
             else:
                 self._loss_override[step] = float(loss)
 
@@ -456,13 +546,13 @@ class Monitor(_Base):
 
         >>> mon.history["grad_norm/fc1.weight"][:3]     # doctest: +SKIP
         """
-        self.flush()
         np = _backend.numpy
-        width = 1 + 3 * len(self.layers) + len(self.layers) * self.bins
-        rows = np.stack(self._rows) if self._rows else np.zeros((0, width))
-        out = {"step": np.array(self._steps, dtype="int64"), "loss": rows[:, 0].copy()}
+        with self._flush_lock:
+            self._flush()
+            rows = self._rows.view().copy()
+            counts = self._counts(0, len(rows)) if self.bins else None
+        out = {"step": np.arange(len(rows), dtype="int64"), "loss": rows[:, 0].copy()}
         mets = self._metrics(rows)
-        counts = self._counts(rows).astype("int64") if self.bins else None
         for k, name in enumerate(self.layers):
             for f, m in enumerate(METRICS):
                 out[f"{m}/{name}"] = mets[:, k, f]
@@ -541,8 +631,8 @@ class Monitor(_Base):
         """
         if self._on_backward in graph.BACKWARD_HOOKS:
             graph.BACKWARD_HOOKS.remove(self._on_backward)
-        if self._listening and self._on_op in graph.LISTENERS:
-            graph.LISTENERS.remove(self._on_op)
+        if self._listening:
+            self._toggle_listener(False)
 
     def resume(self):
         """Watch again after ``pause()``."""
@@ -550,9 +640,9 @@ class Monitor(_Base):
             raise RuntimeError("this monitor was detached; attach a new one with wb.viz.watch(model)")
         if self._on_backward not in graph.BACKWARD_HOOKS:
             graph.BACKWARD_HOOKS.append(self._on_backward)
-        if self._listening and self._on_op not in graph.LISTENERS and self.step % self.detail_every == 0:
-            graph.LISTENERS.append(self._on_op)
-        self._last_end = None
+        if self._listening and self.step == self._next_detail:
+            self._toggle_listener(True)
+        self._tick_t = None  # the pause is no training step
 
     def detach(self, display=None):
         """Remove every hook; flush; show the static gradient-flow picture for readers without a kernel."""
@@ -566,7 +656,7 @@ class Monitor(_Base):
         self._wake.set()  # the flusher thread sees _attached False and ends
         self.flush()
         show = self.plot_on_detach if display is None else display
-        if show and self._rows:
+        if show and self._rows.n:
             try:
                 from IPython import get_ipython
                 from IPython.display import display as ipy_display
@@ -584,6 +674,45 @@ class Monitor(_Base):
     def __exit__(self, *exc):
         self.detach()
         return False
+
+
+_BLOCK = 256  # rows per device block
+HIST_BUDGET = 0.002  # hist_every="auto": histograms take at most this fraction of the training step
+DETAIL_BASE = 10  # detail_every="auto": detail steps every DETAIL_BASE steps, or a multiple of it if that
+DETAIL_BUDGET = 0.002  # would take over DETAIL_BUDGET of the step (weight norms, update copy)
+WARMUP = 50  # the first steps get every histogram and a detail step every DETAIL_BASE (a short run's
+# picture stays full; the budgets are for long runs, where a fixed cost up front does not count)
+
+
+class _Grow:
+    """A host array that grows by doubling: ``extend`` appends rows, ``view()`` is the filled part."""
+
+    def __init__(self, width, dtype):
+        self.a = _backend.numpy.empty((64,) if width is None else (64, width), dtype=dtype)
+        self.n = 0
+
+    def extend(self, rows):
+        n = self.n + len(rows)
+        if n > len(self.a):
+            a = _backend.numpy.empty((max(n, 2 * len(self.a)),) + self.a.shape[1:], dtype=self.a.dtype)
+            a[:self.n] = self.a[:self.n]
+            self.a = a
+        self.a[self.n:n] = rows
+        self.n = n
+
+    def view(self):
+        return self.a[:self.n]
+
+
+def _sq(xp, a):
+    """The squared norm of an array (on its device): one BLAS dot."""
+    r = a.ravel()
+    return r.dot(r) if r.dtype.kind != "c" else xp.vdot(r, r).real
+
+
+def _low(new, est):
+    """A running estimate that takes a lower value at once and a higher one a fifth at a time."""
+    return new if est is None or new < est else 0.8 * est + 0.2 * new
 
 
 def np_sqrt(x):
