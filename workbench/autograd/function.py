@@ -181,9 +181,10 @@ class Function:
 
     _raw = False  # primitives set True: forward sees raw arrays
     _view = False  # output 0 may be a view of input 0 (shares memory and version counter)
-    # a NumPy ufunc that is the whole forward of a primitive when its (one or two) operands are floating or
-    # complex arrays of one dtype, or such an array and a Python number, and nothing is recorded: apply
-    # then calls it directly, without a ctx or forward (the common no-grad op)
+    # a NumPy ufunc (or any function of the arrays alone) that is the whole forward of a primitive when its
+    # one or two operands are floating or complex arrays of one dtype, or such an array and a Python
+    # number, and nothing is recorded: apply then calls it directly, without a ctx or forward (the
+    # common no-grad op; see also binary_operator/unary_operator)
     _ufunc = None
     _setup = False  # True when the subclass uses the setup_context style
     op_name = None
