@@ -50,7 +50,7 @@ def _lookup():
 
 
 def available():
-    """Whether a BLAS axpy was found (tests use it)."""
+    """Whether a BLAS axpy was found (looked up on the first call)."""
     global _FUNCS
     if _FUNCS is None:
         _FUNCS = _lookup()
@@ -61,7 +61,7 @@ def axpy(alpha, x, y):
     """y += alpha * x in place, in one pass; False (nothing done) unless x and y are large, C-contiguous,
     non-overlapping NumPy arrays of one float32/float64 dtype and size and a BLAS axpy was found."""
     if (y.__class__ is not numpy.ndarray or x.__class__ is not numpy.ndarray or y.size < MIN_SIZE
-            or x.size != y.size or x.dtype != y.dtype or not (_FUNCS if _FUNCS is not None else available())):
+            or x.size != y.size or x.dtype != y.dtype or not available()):
         return False
     entry = _FUNCS.get(y.dtype)
     if (entry is None or not (x.flags.c_contiguous and y.flags.c_contiguous and y.flags.writeable)
