@@ -14,7 +14,7 @@ import importlib
 from ..tensor import Tensor
 
 FAMILIES = ["convert", "elementwise", "reduce", "shape", "index", "linalg_core", "linalg", "conv", "activation",
-            "normalization", "loss", "attention", "misc"]
+            "normalization", "loss", "attention", "misc", "special"]
 __all__ = []
 
 
