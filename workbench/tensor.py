@@ -291,7 +291,7 @@ class Tensor:
         if force:
             return _backend.to_device(self._data, _backend.CPU).copy() if self.device.type != "cpu" else \
                 self._data
-        if self._rg:
+        if self._rg and STATE.enabled:  # as PyTorch: allowed under no_grad (custom op kernels run there)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self.device.type != "cpu":
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
