@@ -5,6 +5,7 @@ engine needs (edges, saved tensors) plus what the visualizer shows (op name, sco
 all cheap to record: no tensor statistics here, they are computed when a viewer asks.
 """
 import contextvars
+import functools
 import itertools
 import os
 import sys
@@ -267,6 +268,26 @@ def group(name):
     'softmax'
     """
     return _Push(GROUP, name, False)
+
+
+_group_ids = itertools.count()
+
+
+def composite(name):
+    """Decorator: the nodes a composite op records form one group, ``name#k``, that the visualizer
+    collapses into a box (only the outermost composite names the group)."""
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if GROUP.get() is not None:
+                return fn(*args, **kwargs)
+            with group(f"{name}#{next(_group_ids)}"):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    return deco
 
 
 class _Push:
