@@ -28,9 +28,8 @@ import warnings
 
 from .. import _backend
 from ..autograd import graph
-from ..autograd.graph import AccumulateGrad
+from ..autograd.graph import AccumulateGrad, walk
 from .recorder import start_of
-from .snapshot import walk
 
 METRICS = ("grad_norm", "weight_norm", "update_ratio")
 

@@ -50,17 +50,13 @@ class Export:
 
 def start_of(t):
     """The node a backward from ``t`` starts at: its grad_fn, else a leaf's accumulator, else None."""
-    if t.grad_fn is not None:
-        return t.grad_fn
-    if t._rg:
-        return graph.accumulator(t)
-    return None
+    return graph.gradient_edge(t)[0]
 
 
 def _source_ref(t):
     # what the cut hangs off in the graph: the producing node, or the leaf's accumulator
-    node = start_of(t)
-    return None if node is None else (weakref.ref(node), t._output_nr if t.grad_fn is not None else 0)
+    node, nr = graph.gradient_edge(t)
+    return None if node is None else (weakref.ref(node), nr)
 
 
 class Recorder:

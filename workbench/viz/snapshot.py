@@ -11,7 +11,7 @@ import sys
 
 from .. import _backend
 from ..autograd.function import _Out
-from ..autograd.graph import AccumulateGrad
+from ..autograd.graph import AccumulateGrad, walk
 from ..tensor import Tensor
 from . import recorder
 from .recorder import site_dict, site_text, start_of
@@ -30,25 +30,6 @@ def as_roots(x):
         if not isinstance(r, Tensor):
             raise TypeError(f"snapshot() expects a Tensor or a sequence of Tensors, got {type(r).__name__}")
     return roots
-
-
-def walk(starts):
-    """Every node reachable from ``starts`` through next_functions (iterative; order unspecified).
-
-    >>> import workbench as wb
-    >>> x = wb.ones(2, requires_grad=True)
-    >>> sorted(n.name() for n in walk([(x * x).sum().grad_fn]))
-    ['AccumulateGrad', 'MulBackward0', 'SumBackward0']
-    """
-    seen = dict.fromkeys(starts)
-    stack = list(seen)
-    while stack:
-        n = stack.pop()
-        for nxt, _ in n.next_functions:
-            if nxt is not None and nxt not in seen:
-                seen[nxt] = None
-                stack.append(nxt)
-    return list(seen)
 
 
 def _dtype_name(npd):
