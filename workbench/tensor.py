@@ -604,7 +604,7 @@ def replay_view(vf, base):
 
 def _view_inplace(view, opname, fn, args):
     """In-place op on a view of a tensor that requires grad: rewrite the base (PyTorch's CopySlices)."""
-    from .ops.shape import _scatter_view
+    from .ops.views import _scatter_view
 
     base = view._base
     base_old = Tensor._make(base._data, base._rg, base.grad_fn, base._output_nr, base._vbox, None)
