@@ -331,7 +331,7 @@ def test_seen_in_the_viewer_and_the_debugger(fake_cuda):
     (node,) = [n for n in snap["nodes"] if n["op"] == "wbtest::swish"]
     assert node["name"] == "GeneratedBackwardFor_wbtest_swish_defaultBackward" and node["device"] == "cpu"
     assert node["scope"] == "act" and node["shape"] == [2, 8]
-    st = wb.viz.debugger.Stepper(loss)
+    st = wb.viz.stepper.Stepper(loss)
     ops = [st.step().node.op for _ in range(st.total)]
     assert "wbtest::swish" in ops
     net.to("cuda")
