@@ -12,12 +12,11 @@ tensor([1.7918])
 from .ops.activation import log_softmax, softmax
 from .ops.elementwise import exp2, expm1, log1p, logit, round, xlogy
 from .ops.elementwise import sigmoid as expit
-from .ops.misc import erf, erfc, erfinv
 from .ops.reduce import logsumexp
 from .ops.special import (airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
-                          chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w, digamma, entr,
-                          erfcx, gammainc, gammaincc, hermite_polynomial_h, hermite_polynomial_he, i0, i0e, i1, i1e,
-                          laguerre_polynomial_l, legendre_polynomial_p, log_ndtr, modified_bessel_k0,
+                          chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w, digamma, entr, erf,
+                          erfc, erfcx, erfinv, gammainc, gammaincc, hermite_polynomial_h, hermite_polynomial_he, i0,
+                          i0e, i1, i1e, laguerre_polynomial_l, legendre_polynomial_p, log_ndtr, modified_bessel_k0,
                           modified_bessel_k1, ndtr, ndtri, polygamma, scaled_modified_bessel_k0,
                           scaled_modified_bessel_k1, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
                           shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, sinc, spherical_bessel_j0,
@@ -37,12 +36,7 @@ def multigammaln(input, p, *, out=None):
     >>> wb.special.multigammaln(wb.tensor([2.5]), 2)
     tensor([0.8570])
     """
-    r = _mvlgamma(input, p)
-    if out is not None:
-        from .ops.elementwise import _out
-
-        return _out(r, out)
-    return r
+    return _mvlgamma(input, p, out=out)
 
 
 __all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
