@@ -1,5 +1,9 @@
 """``workbench.cuda``: CUDA devices through CuPy (imported only when first needed)."""
+import sys as _sys
+
 from . import _backend
+from ._backend.dtypes import float16 as _float16
+from .amp._device_aliases import _module as _amp_module
 
 
 def is_available():
@@ -135,3 +139,8 @@ def current_stream(device=None):
     s = Stream.__new__(Stream)
     s._s = _cp().cuda.get_current_stream()
     return s
+
+
+# torch.cuda.amp (autocast, GradScaler), importable as a submodule as in PyTorch
+amp = _amp_module("cuda", _float16, __name__ + ".amp")
+_sys.modules[amp.__name__] = amp
