@@ -14,7 +14,8 @@ So a new op touches only its family's file. Helpers shared by families live in `
 import importlib
 
 FAMILIES = ["convert", "elementwise", "reduce", "views", "index", "slicing", "join", "pad", "arrange", "linalg_core",
-            "linalg", "linear", "conv", "pool", "resample", "activation", "normalization", "loss", "attention", "misc"]
+            "linalg", "linear", "conv", "pool", "resample", "activation", "normalization", "loss", "attention", "misc",
+            "special"]
 MODULES = [importlib.import_module(f".{_name}", __name__) for _name in FAMILIES]
 __all__ = []
 for _mod in MODULES:
