@@ -9,8 +9,7 @@ import math
 
 from .. import _backend
 from ..autograd.function import Function
-from ._util import cast, result_dtype, result_dtype_n, to_float
-from .elementwise import _out, dtype_error
+from ._util import _out, cast, dtype_error, result_dtype, result_dtype_n, to_float
 
 _2_SQRTPI = 2.0 / math.sqrt(math.pi)
 _SQRTPI_2 = math.sqrt(math.pi) / 2.0

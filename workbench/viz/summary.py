@@ -82,9 +82,7 @@ def summarize_array(arr, *, values=True):
     >>> (s["min"], s["max"], s["inf"], s["values"])
     (1.0, 2.0, 1, [1.0, 2.0, 'Infinity'])
     """
-    from .._backend import dtypes
-
-    dtype = dtypes.from_numpy_dtype(arr.dtype).name
+    dtype = _backend.dtypes.from_numpy_dtype(arr.dtype).name
     numel = int(arr.size)
     small = values and numel <= MAX_VALUES
     vec = device_stats(arr)

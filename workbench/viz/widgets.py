@@ -1,13 +1,16 @@
 """The anywidget classes: the tape viewer, the live debugger and the gradient monitor's widget.
 
 Traits and messages follow extensions/PROTOCOL.md. The front-end bundle is
-``workbench/static/widget.js`` (built by ``pip install -e .``).
+``workbench/static/widget.js`` (built by ``pip install -e .``). The widgets only show and relay:
+the debugger drives a ``stepper.Stepper``, the monitor shows what a ``gradstats.GradStats`` collects.
 """
 import anywidget
 import traitlets
 
 from . import _assets
+from .gradstats import METRICS, GradStats
 from .snapshot import MIME, to_json
+from .views import in_ipython
 
 
 def _esm():
@@ -24,14 +27,17 @@ class _Base(anywidget.AnyWidget):
     title = traitlets.Unicode("").tag(sync=True)
 
     def show(self):
-        """Display the widget in the notebook (no-op outside IPython)."""
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-        except ImportError:
+        """Display the widget in the notebook; a plain script has nowhere to draw one, so it prints one line."""
+        if not in_ipython():
+            print(self.summary())
             return
-        if get_ipython() is not None:  # a plain script has nowhere to draw a widget
-            display(self)
+        from IPython.display import display  # optional: only notebooks have it
+
+        display(self)
+
+    def summary(self):
+        """One line saying what this view holds (what ``show()`` prints outside a notebook)."""
+        return f"workbench {self.view}: {self.title}"
 
 
 class TapeWidget(_Base):
@@ -155,6 +161,103 @@ class DebuggerWidget(_Base):
                 raise
 
 
+class Monitor(_Base):
+    """``wb.viz.watch(model)``: the gradient monitor widget (view "monitor"), showing a ``GradStats``.
+
+    >>> import workbench as wb
+    >>> mon = wb.viz.watch(model, display=False)      # doctest: +SKIP
+    >>> for x, y in loader:                           # doctest: +SKIP
+    ...     loss = loss_fn(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
+    >>> mon.detach(); mon.history["grad_norm/fc1.weight"]   # doctest: +SKIP
+    """
+
+    def __init__(self, model, title="", plot_on_detach=True, **kw):
+        super().__init__(view="monitor", title=title)
+        self.stats = GradStats(model, **kw)
+        self.plot_on_detach = plot_on_detach
+        self.stats.listeners.append(self._relay)
+        self.on_msg(self._on_msg)
+
+    # --- what the collector offers, under the names users know ------------------------------------
+    layers = property(lambda self: self.stats.layers, doc="Parameter paths, in model order.")
+    step = property(lambda self: self.stats.step, doc="Training steps seen so far.")
+    history = property(lambda self: self.stats.history, doc=GradStats.history.__doc__)
+    alarms = property(lambda self: self.stats.alarms, doc=GradStats.alarms.__doc__)
+
+    def log(self, loss=None):
+        """Record the loss of the latest step (a number or a one-element tensor)."""
+        self.stats.log(loss)
+
+    def flush(self):
+        """Copy queued rows to the host, check alarms, and send them to the browser now."""
+        self.stats.flush()
+
+    def history_frame(self):
+        """``history`` as a pandas DataFrame indexed by step (scalar series only); needs pandas."""
+        return self.stats.history_frame()
+
+    def plot(self, path=None):
+        """A static PNG of the gradient flow; see ``GradStats.plot``."""
+        return self.stats.plot(path)
+
+    def pause(self):
+        """Stop watching for a while (e.g. during validation); ``resume()`` picks up at the next step."""
+        self.stats.pause()
+
+    def resume(self):
+        """Watch again after ``pause()``."""
+        self.stats.resume()
+
+    def detach(self, display=None):
+        """Remove every hook; flush; show the static gradient-flow picture for readers without a kernel."""
+        attached = self.stats._attached
+        self.stats.detach()
+        if attached and (self.plot_on_detach if display is None else display) and self.stats._rows.n and in_ipython():
+            from IPython.display import display as ipy_display  # optional: only notebooks have it
+
+            try:
+                ipy_display(self.plot())
+            except ImportError:  # no matplotlib: the numbers are still in mon.history
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
+        return False
+
+    # --- protocol (PROTOCOL.md section 4) ------------------------------------------------------------
+    def _relay(self, event, *args):
+        if event == "reset":
+            self._post({"type": "monitor", "event": "reset"})
+        elif event == "alarms":
+            self._post({"type": "monitor", "event": "alarms", "alarms": args[0]})
+        elif event == "rows":
+            a, b, norms = args
+            if b <= a:
+                return
+            loss, metrics, counts = self.stats.block(a, b, norms)
+            bufs = [loss.tobytes(), metrics.tobytes()]
+            hist = None
+            if counts is not None:
+                bufs.append(counts.astype("<u4").tobytes())
+                lo, hi = self.stats.hist_range
+                hist = {"bins": self.stats.bins, "lo": lo, "hi": hi}
+            self._post({"type": "monitor", "event": "steps", "layers": self.stats.layers, "metrics": list(METRICS),
+                        "start": int(a), "n": b - a, "hist": hist}, bufs)
+
+    def _post(self, msg, buffers=None):
+        try:
+            self.send(msg, buffers)
+        except Exception:  # no front-end (a script, a closed comm): the history still has everything
+            pass
+
+    def _on_msg(self, _w, content, _buffers):
+        if isinstance(content, dict) and content.get("type") == "monitor_sync":
+            self.stats.replay(self._relay)
+
+
 def tape_widget(snap):
     """The widget form of a snapshot (for hosts that show widgets but not custom MIME types).
 
@@ -166,4 +269,4 @@ def tape_widget(snap):
     return TapeWidget(snap)
 
 
-__all__ = ["TapeWidget", "DebuggerWidget", "tape_widget", "MIME"]
+__all__ = ["TapeWidget", "DebuggerWidget", "Monitor", "tape_widget", "MIME"]
