@@ -18,6 +18,7 @@ import sys
 import time
 
 from . import mpi as _mpi
+from . import watch as _watch
 
 
 def free_port():
@@ -139,25 +140,48 @@ def main(argv=None):
         procs.append(subprocess.Popen(cmd, env={**base, **env}))
         ranks.append(int(env["RANK"]))
     by_pid = {p.pid: (r, p) for r, p in zip(ranks, procs)}
+    secondary = None  # a rank that ended because another failed (PEER_FAILED): name the other if it shows
     try:
         while by_pid:
-            # block until the next rank exits: reaped in order, the first failure is the one to name (the
-            # others then end because of it)
-            pid, status = os.wait()
+            # block until the next rank exits: reaped in order, the first failure is the one to name
+            if secondary is None:
+                pid, status = os.wait()
+            else:
+                pid, status = _wait_until(secondary[3])
+                if pid == 0:
+                    break
             if pid not in by_pid:
                 continue
             r, p = by_pid.pop(pid)
             p.returncode = code = os.waitstatus_to_exitcode(status)
-            if code != 0:
-                sys.stderr.write(f"workbench.distributed.run: rank {r} (local rank {ranks.index(r)}, pid {pid}) "
-                                 f"{_describe(code)}; stopping the other ranks of this node\n")
-                sys.stderr.flush()
-                _stop([q for _, q in by_pid.values()], a.grace)
-                return code if code > 0 else 128 - code
+            if code == _watch.PEER_FAILED and secondary is None:
+                secondary = (r, pid, code, time.monotonic() + 3.0)
+            elif code != 0:
+                return _fail(r, pid, code, ranks, by_pid, a.grace)
+        if secondary is not None:
+            return _fail(*secondary[:3], ranks, by_pid, a.grace)
         return 0
     except KeyboardInterrupt:
         _stop(procs, a.grace)
         return 130
+
+
+def _wait_until(deadline):
+    # os.wait with a deadline: (0, 0) when it passes with no rank exiting
+    while time.monotonic() < deadline:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid:
+            return pid, status
+        time.sleep(0.02)
+    return 0, 0
+
+
+def _fail(r, pid, code, ranks, by_pid, grace):
+    sys.stderr.write(f"workbench.distributed.run: rank {r} (local rank {ranks.index(r)}, pid {pid}) "
+                     f"{_describe(code)}; stopping the other ranks of this node\n")
+    sys.stderr.flush()
+    _stop([q for _, q in by_pid.values()], grace)
+    return code if code > 0 else 128 - code
 
 
 def console_main():

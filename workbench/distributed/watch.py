@@ -15,6 +15,8 @@ from . import mpi as _mpi
 from .rendezvous import keepalive, parse, quote, unquote
 
 _STATE = {"watcher": None, "failed": False, "hooked": False, "rank": None}
+# the exit status of a rank that ends because another rank failed: the launcher names the other one
+PEER_FAILED = 75
 
 
 def unlink_mpi_shm():
@@ -41,7 +43,7 @@ def _die(message):
     rank = _STATE["rank"]
     sys.stderr.write(f"workbench.distributed: {message}. Ending rank {rank} (pid {os.getpid()}).\n")
     sys.stderr.flush()
-    os._exit(1)
+    os._exit(PEER_FAILED)
 
 
 class Watcher(threading.Thread):

@@ -10,6 +10,6 @@ from .module import Module
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
-from . import utils
+from . import parallel, utils
 
-__all__ = ["Module", "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "functional", "init", "utils"] + list(_modules_all)
+__all__ = ["Module", "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "functional", "init", "parallel", "utils"] + list(_modules_all)
