@@ -14,7 +14,8 @@ import importlib
 from ..tensor import Tensor
 
 FAMILIES = ["convert", "elementwise", "reduce", "views", "index", "slicing", "join", "pad", "arrange", "linalg_core",
-            "linalg", "linear", "conv", "pool", "resample", "activation", "normalization", "loss", "attention", "misc"]
+            "linalg", "linear", "conv", "pool", "resample", "activation", "normalization", "loss", "attention", "misc",
+            "special"]
 __all__ = []
 
 

@@ -48,11 +48,6 @@ class Export:
         self.source = mark[2] if mark is not None and mark[2] is not None else _source_ref(t)
 
 
-def start_of(t):
-    """The node a backward from ``t`` starts at: its grad_fn, else a leaf's accumulator, else None."""
-    return graph.gradient_edge(t)[0]
-
-
 def _source_ref(t):
     # what the cut hangs off in the graph: the producing node, or the leaf's accumulator
     node, nr = graph.gradient_edge(t)

@@ -10,11 +10,12 @@ import json
 import sys
 
 from .. import _backend
+from ..autograd import graph
 from ..autograd.function import _Out
 from ..autograd.graph import AccumulateGrad, walk
 from ..tensor import Tensor
 from . import recorder
-from .recorder import site_dict, site_text, start_of
+from .recorder import site_dict, site_text
 from .summary import summarize, summarize_array
 
 MIME = "application/vnd.workbench.tape.v1+json"
@@ -129,7 +130,7 @@ class _Builder:
 
     # --- nodes --------------------------------------------------------------------------------
     def build(self, extra_roots=()):
-        starts = [s for s in (start_of(r) for r in self.roots) if s is not None]
+        starts = graph.roots_of(self.roots)
         if not starts:
             raise RuntimeError(
                 "snapshot(): none of the given tensors has a graph (grad_fn is None and requires_grad is "
@@ -331,7 +332,7 @@ def build(roots, model=None, names=None, title=None, values=True, grads=True):
     roots = as_roots(roots)
     b = _Builder(roots, model, names, values, grads)
     b.build()
-    root_ids = [b.ids[s] for s in (start_of(r) for r in roots) if s is not None and s in b.ids]
+    root_ids = [b.ids[s] for s in graph.roots_of(roots) if s in b.ids]
     if title is None:
         title = _default_title(b, roots)
     snap = {"format": "workbench.tape", "version": 1, "title": title, "nodes": b.nodes, "edges": b.edges,

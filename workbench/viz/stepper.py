@@ -9,7 +9,7 @@ with the messages of extensions/PROTOCOL.md, section 3.
 from ..autograd import engine, graph
 from ..autograd.graph import AccumulateGrad
 from ..tensor import Tensor
-from .replay import default_grads, flag_first_nonfinite, make_record, nonfinite
+from .replay import default_grads, fill_grads, flag_first_nonfinite, make_record, nonfinite, record_backward
 from .snapshot import as_roots, build
 
 
@@ -113,7 +113,30 @@ class Stepper:
         self._before = [(t, None if t._grad is None else t._grad.detach().clone()) for t in leaves]
         # steps this backward executes: every node reachable (an unreached branch ends the run early)
         self.total = len(self.builder.main)
+        self.replay = self._record_replay(gradient)
         self._start()
+
+    def _record_replay(self, gradient):
+        # the whole backward once, recorded and then undone: what a saved notebook replays with no
+        # kernel (the debugger's output carries it), and what the session knows before the first step
+        try:
+            return record_backward(self.roots, self.builder, gradient, retain_graph=True)
+        except Exception:  # the same error meets the user when the live stepping reaches it
+            return None
+        finally:
+            self._restore_grads()
+
+    def _restore_grads(self):
+        for t, g in self._before:
+            t._grad = None if g is None else g.clone()
+
+    def replay_snapshot(self):
+        """The tape.v1 dict with the recorded replay as its trace (None steps: the backward failed)."""
+        snap = dict(self.snapshot, nodes=[dict(n) for n in self.snapshot["nodes"]],
+                    trace={"steps": self.replay} if self.replay is not None else None)
+        if self.replay is not None:
+            fill_grads(snap)
+        return snap
 
     def _start(self):
         self._backward = engine.iter_backward(self.roots, self.grads, retain_graph=True, keep_before=True)
@@ -260,8 +283,7 @@ class Stepper:
         if self._broken and "closed" in self._broken:
             raise RuntimeError(self._broken)
         self._backward.close()
-        for t, g in self._before:
-            t._grad = None if g is None else g.clone()
+        self._restore_grads()
         self.total = len(self.builder.main)
         self._start()
 
