@@ -3,7 +3,7 @@ dtype errors, ufunc.at on raw arrays, dropout's uniform samples."""
 from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.grad_mode import STATE
-from ..tensor import Tensor
+from .._core import Tensor
 
 np = _backend.numpy
 _np_generic = np.generic

@@ -1,7 +1,7 @@
 """Sliding-window helpers shared by convolution and pooling (raw arrays), and the separable matrix map."""
 import itertools
 
-from ..tensor import Tensor
+from .._core import Tensor
 
 
 # --- convolution geometry ----------------------------------------------------------------------
