@@ -137,6 +137,21 @@ def test_kernel_output_checks():
     with pytest.raises(RuntimeError, match="says it returns a tuple of 2"):
         tworets(wb.ones(3))
 
+    @custom_op("wbtest::rawarray", mutates_args=())
+    def rawarray(x: Tensor) -> Tensor:
+        return x.numpy() * 2
+
+    with pytest.raises(RuntimeError, match="returned a ndarray where the schema .* has a Tensor"):
+        rawarray(wb.ones(3))
+
+
+def test_ops_pickle_by_name():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(SWISH)) is SWISH
+    assert pickle.loads(pickle.dumps(wb.ops.wbtest.swish)) is wb.ops.wbtest.swish
+    assert pickle.loads(pickle.dumps(wb.ops.wbtest.swish.default)) is SWISH._opoverload
+
 
 def test_mutation_bumps_the_version_and_is_checked():
     @custom_op("wbtest::scale_", mutates_args={"x"})
@@ -331,6 +346,7 @@ def test_seen_in_the_viewer_and_the_debugger(fake_cuda):
     (node,) = [n for n in snap["nodes"] if n["op"] == "wbtest::swish"]
     assert node["name"] == "GeneratedBackwardFor_wbtest_swish_defaultBackward" and node["device"] == "cpu"
     assert node["scope"] == "act" and node["shape"] == [2, 8]
+    assert "wbtest::swish" in wb.viz.snapshot(loss, model=net).to_json()  # what a saved notebook keeps
     st = wb.viz.stepper.Stepper(loss)
     ops = [st.step().node.op for _ in range(st.total)]
     assert "wbtest::swish" in ops

@@ -82,6 +82,9 @@ class CustomOpDef:
     def __repr__(self):
         return f"<CustomOpDef({self._qualname})>"
 
+    def __reduce__(self):  # pickled by name: unpickling finds the operator the importing code defined
+        return resolve, (self._qualname,)
+
     # --- registration --------------------------------------------------------------------------------
     def register_kernel(self, device_types, fn=None, /):
         """Register the implementation for ``device_types`` ('cpu', 'cuda'); usable as a decorator.
@@ -256,8 +259,12 @@ class CustomOpDef:
             raise RuntimeError(f"{self._qualname}: the kernel returned {type(out).__name__}, but the schema "
                                f"{self._schema} says it returns {want}")
         seen = []
-        for o in outs:
+        for i, o in enumerate(outs):
+            ret = rets[0] if rets == ["Tensor[]"] else rets[i]
             if not isinstance(o, Tensor):
+                if ret.startswith("Tensor") and not (o is None and ret.endswith("?")):
+                    raise RuntimeError(f"{self._qualname}: the kernel returned a {type(o).__name__} where the schema "
+                                       f"{self._schema} has a Tensor; return tensors (wb.from_numpy(a) for an array)")
                 continue
             if device is not None and o.device != device:
                 raise RuntimeError(
@@ -435,6 +442,9 @@ class _OpHandle:
     def __call__(self, *args, **kwargs):
         return self._opdef(*args, **kwargs)
 
+    def __reduce__(self):
+        return _handle, (self._opdef._qualname, bool(self._kind))
+
     def __repr__(self):
         return f"<{type(self).__name__}(op='{self._namespace}.{self._opname}'{self._kind})>"
 
@@ -459,6 +469,11 @@ class OpOverloadPacket(_OpHandle):
 
     def overloads(self):
         return ["default"]
+
+
+def _handle(qualname, overload):
+    op = resolve(qualname)
+    return op._opoverload if overload else getattr(getattr(ops, op._namespace), op._name)
 
 
 class _Namespace:
