@@ -5,9 +5,10 @@
 >>> wb.autograd.grad((x * x).sum(), x)
 (tensor([2., 4.]),)
 """
+from .._core import Tensor
 from . import engine, functional, graph
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
-from .engine import BackwardStep, iter_backward
+from .engine import BackwardRun, BackwardStep, iter_backward
 from .function import Function, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
@@ -15,20 +16,19 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inferen
 
 __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled", "once_differentiable", "iter_backward", "BackwardStep",
-           "graph", "functional", "gradcheck", "gradgradcheck", "GradcheckError", "detect_anomaly",
+           "BackwardRun", "graph", "functional", "gradcheck", "gradgradcheck", "GradcheckError", "detect_anomaly",
            "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
 
 
 def _as_list(x):
     if x is None:
         return None
-    if isinstance(x, engine._Tensor):
+    if isinstance(x, Tensor):
         return [x]
     return list(x)
 
 
 def _make_grads(outputs, grads, create_graph):
-    Tensor = engine._Tensor
     if grads is None:
         grads = [None] * len(outputs)
     if len(grads) != len(outputs):

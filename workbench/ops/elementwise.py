@@ -13,20 +13,10 @@ from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function, binary_operator, unary_operator
 from ..autograd.grad_mode import STATE
-from ..tensor import Tensor
-from ._util import cast, float_np, result_dtype, to_float
+from .._core import Tensor
+from ._util import _TORCH_NAMES, _out, cast, dtype_error, float_np, result_dtype, to_float
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
-_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-                "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
-def dtype_error(kernel, npd):
-    """The error PyTorch raises when an op has no kernel for a dtype (NotImplementedError, a RuntimeError)."""
-    name = _TORCH_NAMES.get(str(npd), str(npd))
-    return NotImplementedError(f'"{kernel}" not implemented for \'{name}\': convert the input first, e.g. '
-                               f"x.float() for math functions or x.long() for integer ops")
 
 
 def _isarr(x):
@@ -39,24 +29,6 @@ def _is_bool(x):
 
 def _t(x):
     return x._data if isinstance(x, Tensor) else x
-
-
-def _out(r, out):
-    """Write ``r`` into ``out=`` (PyTorch's out arguments), which must not need autograd."""
-    if out is None:
-        return r
-    if STATE.enabled and (out._rg or r._rg):
-        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one of "
-                           "the arguments requires grad. Call it under workbench.no_grad() or drop out=.")
-    if out._data.shape != r._data.shape:
-        if out._data.size:
-            raise RuntimeError(f"out= has shape {list(out.shape)} but the result has shape {list(r.shape)}; "
-                               "pass an empty tensor or one of the result's shape")
-        out._data = r._data.astype(out._data.dtype, copy=True)
-    else:
-        out._data[...] = r._data
-    out._vbox[0] += 1
-    return out
 
 
 # --- arithmetic ----------------------------------------------------------------------------------
@@ -1235,6 +1207,9 @@ METHODS = {
     "__xor__": bitwise_xor, "__rxor__": _r(bitwise_xor), "__lshift__": bitwise_left_shift,
     "__rlshift__": _r(bitwise_left_shift), "__rshift__": bitwise_right_shift,
     "__rrshift__": _r(bitwise_right_shift),
+    # augmented assignment is in-place, as in PyTorch
+    "__iadd__": _inplace_op("add_"), "__isub__": _inplace_op("sub_"), "__imul__": _inplace_op("mul_"),
+    "__itruediv__": _inplace_op("div_"), "__ipow__": _inplace_op("pow_"),
     "__ifloordiv__": _inplace_op("floor_divide_"), "__imod__": _inplace_op("remainder_"),
     "__iand__": _inplace_op("bitwise_and_"), "__ior__": _inplace_op("bitwise_or_"),
     "__ixor__": _inplace_op("bitwise_xor_"), "__ilshift__": _inplace_op("bitwise_left_shift_"),

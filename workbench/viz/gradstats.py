@@ -28,9 +28,7 @@ import warnings
 
 from .. import _backend
 from ..autograd import graph
-from ..autograd.graph import AccumulateGrad
-from .recorder import start_of
-from .snapshot import walk
+from ..autograd.graph import AccumulateGrad, walk
 
 METRICS = ("grad_norm", "weight_norm", "update_ratio")
 
@@ -708,7 +706,7 @@ def _alarm(step, layer, kind, op, site, value, detail):
 def _consumers_of(roots, params, layers):
     """parameter path -> (op, site) of the op that consumed it (found once, on the first backward)."""
     path_of = {id(p): name for name, p in zip(layers, params)}
-    starts = [s for s in (start_of(r) for r in roots) if s is not None]
+    starts = graph.roots_of(roots)
     out = {}
     for n in walk(starts):
         if type(n) is AccumulateGrad:

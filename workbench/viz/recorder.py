@@ -48,19 +48,10 @@ class Export:
         self.source = mark[2] if mark is not None and mark[2] is not None else _source_ref(t)
 
 
-def start_of(t):
-    """The node a backward from ``t`` starts at: its grad_fn, else a leaf's accumulator, else None."""
-    if t.grad_fn is not None:
-        return t.grad_fn
-    if t._rg:
-        return graph.accumulator(t)
-    return None
-
-
 def _source_ref(t):
     # what the cut hangs off in the graph: the producing node, or the leaf's accumulator
-    node = start_of(t)
-    return None if node is None else (weakref.ref(node), t._output_nr if t.grad_fn is not None else 0)
+    node, nr = graph.gradient_edge(t)
+    return None if node is None else (weakref.ref(node), nr)
 
 
 class Recorder:

@@ -6,7 +6,7 @@ this one turns each ``BackwardStep`` of the engine's generator into the summary 
 and after, the classroom derivation, and a breakpoint where NaN/Inf first appears. The live
 debugger (``stepper.py``) and ``snapshot(trace=True)`` both record through it.
 """
-from ..autograd import _make_grads, engine, graph
+from ..autograd import _make_grads, engine
 from ..autograd.graph import AccumulateGrad
 from . import classroom
 from .recorder import site_text
@@ -93,20 +93,12 @@ def record_backward(roots, builder, gradient=None, retain_graph=False):
     nodes = {n["id"]: n for n in builder.nodes}
     steps = []
     bad = False
-    run = engine.iter_backward(roots, grads, retain_graph=True, keep_before=True)
-    for bstep in run:
+    # the engine frees each node's saved tensors (retain_graph=False) once its record is made
+    for bstep in engine.iter_backward(roots, grads, retain_graph=retain_graph, keep_before=True, free_after_step=True):
         rec = make_record(bstep, builder.ids, nodes, True, builder.labels)
         bad = flag_first_nonfinite(rec, bstep.node, bad) or bad
         steps.append(rec)
-        if not retain_graph and type(bstep.node) is not AccumulateGrad and bstep.node._saved is not None:
-            free(bstep.node)
     return steps
-
-
-def free(node):
-    """Free a node's saved tensors as ``retain_graph=False`` would (after its step's record was made)."""
-    node._saved = None
-    node._freed = graph.user_site(2) or True
 
 
 def fill_grads(snap):

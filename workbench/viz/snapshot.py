@@ -10,11 +10,12 @@ import json
 import sys
 
 from .. import _backend
+from ..autograd import graph
 from ..autograd.function import _Out
-from ..autograd.graph import AccumulateGrad
+from ..autograd.graph import AccumulateGrad, walk
 from ..tensor import Tensor
 from . import recorder
-from .recorder import site_dict, site_text, start_of
+from .recorder import site_dict, site_text
 from .summary import summarize, summarize_array
 
 MIME = "application/vnd.workbench.tape.v1+json"
@@ -30,25 +31,6 @@ def as_roots(x):
         if not isinstance(r, Tensor):
             raise TypeError(f"snapshot() expects a Tensor or a sequence of Tensors, got {type(r).__name__}")
     return roots
-
-
-def walk(starts):
-    """Every node reachable from ``starts`` through next_functions (iterative; order unspecified).
-
-    >>> import workbench as wb
-    >>> x = wb.ones(2, requires_grad=True)
-    >>> sorted(n.name() for n in walk([(x * x).sum().grad_fn]))
-    ['AccumulateGrad', 'MulBackward0', 'SumBackward0']
-    """
-    seen = dict.fromkeys(starts)
-    stack = list(seen)
-    while stack:
-        n = stack.pop()
-        for nxt, _ in n.next_functions:
-            if nxt is not None and nxt not in seen:
-                seen[nxt] = None
-                stack.append(nxt)
-    return list(seen)
 
 
 def _dtype_name(npd):
@@ -148,7 +130,7 @@ class _Builder:
 
     # --- nodes --------------------------------------------------------------------------------
     def build(self, extra_roots=()):
-        starts = [s for s in (start_of(r) for r in self.roots) if s is not None]
+        starts = graph.roots_of(self.roots)
         if not starts:
             raise RuntimeError(
                 "snapshot(): none of the given tensors has a graph (grad_fn is None and requires_grad is "
@@ -350,7 +332,7 @@ def build(roots, model=None, names=None, title=None, values=True, grads=True):
     roots = as_roots(roots)
     b = _Builder(roots, model, names, values, grads)
     b.build()
-    root_ids = [b.ids[s] for s in (start_of(r) for r in roots) if s is not None and s in b.ids]
+    root_ids = [b.ids[s] for s in graph.roots_of(roots) if s in b.ids]
     if title is None:
         title = _default_title(b, roots)
     snap = {"format": "workbench.tape", "version": 1, "title": title, "nodes": b.nodes, "edges": b.edges,

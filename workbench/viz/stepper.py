@@ -5,13 +5,11 @@ drains) and turns each ``BackwardStep`` into a tape.v1 step record through the b
 (``replay.py``). It needs no browser: the debugger widget (``widgets.DebuggerWidget``) drives it
 with the messages of extensions/PROTOCOL.md, section 3.
 """
-import inspect
 
 from ..autograd import engine, graph
 from ..autograd.graph import AccumulateGrad
 from ..tensor import Tensor
-from .recorder import start_of
-from .replay import default_grads, flag_first_nonfinite, free, make_record, nonfinite
+from .replay import default_grads, fill_grads, flag_first_nonfinite, make_record, nonfinite, record_backward
 from .snapshot import as_roots, build
 
 
@@ -115,10 +113,33 @@ class Stepper:
         self._before = [(t, None if t._grad is None else t._grad.detach().clone()) for t in leaves]
         # steps this backward executes: every node reachable (an unreached branch ends the run early)
         self.total = len(self.builder.main)
+        self.replay = self._record_replay(gradient)
         self._start()
 
+    def _record_replay(self, gradient):
+        # the whole backward once, recorded and then undone: what a saved notebook replays with no
+        # kernel (the debugger's output carries it), and what the session knows before the first step
+        try:
+            return record_backward(self.roots, self.builder, gradient, retain_graph=True)
+        except Exception:  # the same error meets the user when the live stepping reaches it
+            return None
+        finally:
+            self._restore_grads()
+
+    def _restore_grads(self):
+        for t, g in self._before:
+            t._grad = None if g is None else g.clone()
+
+    def replay_snapshot(self):
+        """The tape.v1 dict with the recorded replay as its trace (None steps: the backward failed)."""
+        snap = dict(self.snapshot, nodes=[dict(n) for n in self.snapshot["nodes"]],
+                    trace={"steps": self.replay} if self.replay is not None else None)
+        if self.replay is not None:
+            fill_grads(snap)
+        return snap
+
     def _start(self):
-        self._gen = engine.iter_backward(self.roots, self.grads, retain_graph=True, keep_before=True)
+        self._backward = engine.iter_backward(self.roots, self.grads, retain_graph=True, keep_before=True)
         self.position = 0
         self.records = []
         self.current = None
@@ -164,7 +185,7 @@ class Stepper:
             self.paused_reason = "end"
             return None
         try:
-            bstep = next(self._gen)
+            bstep = next(self._backward)
         except StopIteration:
             self.done = True
             self.total = self.position
@@ -189,7 +210,7 @@ class Stepper:
     def _peek_end(self):
         # the counted total is reached: let the generator finish (runs the engine's epilogue)
         try:
-            next(self._gen)
+            next(self._backward)
         except StopIteration:
             self.done = True
             self.paused_reason = "end"
@@ -254,31 +275,22 @@ class Stepper:
         return self._run(inside)
 
     def peek(self):
-        """The node the engine runs next (read from the suspended generator's ready queue), or None."""
-        if inspect.getgeneratorstate(self._gen) == inspect.GEN_CREATED:  # not started: the newest root
-            starts = [n for n in (start_of(r) for r in self.roots) if n is not None]
-            return max(starts, key=lambda n: n._seq) if starts else None
-        frame = self._gen.gi_frame
-        if frame is None:
-            return None
-        ready = frame.f_locals.get("ready")
-        return ready[0][2] if ready else None
+        """The node the engine runs next (the run's own answer), or None."""
+        return self._backward.peek()
 
     def restart(self):
         """Back to before the first step: .grad restored, the graph (retained) run again from the start."""
         if self._broken and "closed" in self._broken:
             raise RuntimeError(self._broken)
-        self._gen.close()
-        for t, g in self._before:
-            t._grad = None if g is None else g.clone()
+        self._backward.close()
+        self._restore_grads()
         self.total = len(self.builder.main)
         self._start()
 
     def close(self):
         """End the session: the generator is closed and the graph's saved tensors are freed."""
-        self._gen.close()
+        self._backward.close()
         for n in self.builder.main:
-            if type(n) is not AccumulateGrad and n._saved is not None:
-                free(n)
+            self._backward.free(n)
         self.done = True
         self._broken = "this debugger session was closed (dbg.close()); start another with wb.viz.debug(...)"

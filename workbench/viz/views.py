@@ -1,15 +1,21 @@
-"""What the notebook displays and what is saved: the tape bundle (tape.v1 + inline SVG + one line of text).
+"""What the notebook displays and what is saved: MIME bundles that need no kernel to be drawn.
 
 ``Snapshot`` wraps a tape.v1 dict: in JupyterLab the MIME renderer draws it (also without a kernel,
 also untrusted), elsewhere the ``text/html`` SVG stands in; ``save()`` writes .json, .svg or a
-standalone .html file.
+standalone .html file. ``monitor_report`` is the same for the gradient monitor: a monitor.v1 dict
+(history, downsampled, and alarms) drawn by the renderer, with an SVG for everywhere else.
 """
 import html
+import math
 import os
 
 from . import _assets
+from .monitor_svg import render_monitor_svg
 from .snapshot import MIME, to_json
 from .static_svg import render_svg
+from .summary import json_number
+
+MONITOR_MIME = "application/vnd.workbench.monitor.v1+json"
 
 
 class Snapshot:
@@ -106,3 +112,39 @@ def show_bundle(bundle, display_id=None):
     from IPython.display import display  # optional, as above
 
     return display(bundle, raw=True, display_id=display_id)
+
+
+def _num(v):
+    v = float(v)
+    if v != v or v in (math.inf, -math.inf):
+        return json_number(v)
+    return float(f"{v:.4g}")
+
+
+def monitor_report(stats, title="gradient monitor", max_rows=300):
+    """The monitor.v1 dict of a ``GradStats``: loss and per-layer metrics (at most ``max_rows`` rows), alarms.
+
+    Rows are every ``every``-th step; a metric not measured at a step (weight norms off detail steps)
+    is null; NaN/Inf are the strings "NaN"/"Infinity" as in tape.v1.
+    """
+    stats.flush()
+    n_all = stats._rows.n
+    every = max(1, math.ceil(n_all / max_rows))
+    loss, metrics, _counts = stats.block(0, n_all)
+    idx = range(0, n_all, every)
+    # grad_norm is measured every step (NaN there is a NaN gradient); the others only on detail steps
+    values = [[[_num(v) if f == 0 or v == v else None for f, v in enumerate(layer)] for layer in metrics[i].tolist()]
+              for i in idx]
+    return {"format": "workbench.monitor", "version": 1, "title": title, "layers": list(stats.layers),
+            "metrics": ["grad_norm", "weight_norm", "update_ratio"], "start": 0, "every": every, "n": len(values),
+            "loss": [None if loss[i] != loss[i] else _num(loss[i]) for i in idx], "values": values,
+            "alarms": list(stats._alarms)}
+
+
+def monitor_bundle(rep):
+    """The MIME bundle of a monitor.v1 report: the report, its SVG, one line of text."""
+    steps = rep["start"] + (rep["n"] - 1) * rep["every"] + 1 if rep["n"] else 0
+    kinds = sorted({a["kind"] for a in rep["alarms"]})
+    text = (f"<workbench gradient monitor {rep['title']!r}: {steps} steps, {len(rep['layers'])} layers, "
+            f"{len(rep['alarms'])} alarms{' (' + ', '.join(kinds) + ')' if kinds else ''}>")
+    return {MONITOR_MIME: rep, "text/html": render_monitor_svg(rep), "text/plain": text}

@@ -10,7 +10,7 @@ import traitlets
 from . import _assets
 from .gradstats import METRICS, GradStats
 from .snapshot import MIME, to_json
-from .views import in_ipython
+from .views import Snapshot, in_ipython, monitor_bundle, monitor_report
 
 
 def _esm():
@@ -26,18 +26,24 @@ class _Base(anywidget.AnyWidget):
     height = traitlets.Int(0).tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
 
+    _handle = None  # the IPython DisplayHandle of the last show(), so the saved view can be refreshed
+
     def show(self):
         """Display the widget in the notebook; a plain script has nowhere to draw one, so it prints one line."""
         if not in_ipython():
-            print(self.summary())
+            print(self.static_bundle()["text/plain"])
             return
         from IPython.display import display  # optional: only notebooks have it
 
-        display(self)
+        self._handle = display(self, display_id=True)
 
-    def summary(self):
-        """One line saying what this view holds (what ``show()`` prints outside a notebook)."""
-        return f"workbench {self.view}: {self.title}"
+    def _repr_mimebundle_(self, **kwargs):
+        # the widget view for a live kernel, and beside it the kernel-free view (each view's
+        # static_bundle(), a MIME bundle drawn without Python): JupyterLab's workbench
+        # renderer shows the widget while its model lives and the static view otherwise (a saved
+        # notebook, an untrusted copy); nbconvert, GitHub and VS Code without a kernel take text/html
+        data, metadata = super()._repr_mimebundle_(**kwargs)  # anywidget: (bundle, metadata)
+        return {**data, **self.static_bundle()}, metadata
 
 
 class TapeWidget(_Base):
@@ -54,6 +60,9 @@ class TapeWidget(_Base):
     def __init__(self, snap, **kw):
         super().__init__(snapshot=snap.to_dict() if hasattr(snap, "to_dict") else snap, view="tape", **kw)
 
+    def static_bundle(self):
+        return Snapshot(self.snapshot)._repr_mimebundle_()
+
 
 class DebuggerWidget(_Base):
     """``wb.viz.debug(...)``: the view "debugger", driven by a ``Stepper`` in this kernel.
@@ -68,7 +77,18 @@ class DebuggerWidget(_Base):
         super().__init__(snapshot=stepper.snapshot, view="debugger", height=height,
                          title=stepper.snapshot["title"])
         self.stepper = stepper
+        self._static = None
         self.on_msg(self._on_msg)
+
+    def static_bundle(self):
+        """The recorded replay (tape.v1 with every step's summaries): steps through with no kernel."""
+        if self._static is None:
+            snap = self.stepper.replay_snapshot()
+            steps = len(snap["trace"]["steps"]) if snap["trace"] else 0
+            self._static = Snapshot(snap)._repr_mimebundle_()
+            self._static["text/plain"] = (f"<workbench debugger {snap['title']!r}: {len(snap['nodes'])} nodes, "
+                                          f"replay of {steps} backward steps>")
+        return self._static
 
     # --- Python API (the same actions the buttons take) ------------------------------------------
     @property
@@ -171,12 +191,35 @@ class Monitor(_Base):
     >>> mon.detach(); mon.history["grad_norm/fc1.weight"]   # doctest: +SKIP
     """
 
-    def __init__(self, model, title="", plot_on_detach=True, **kw):
+    def __init__(self, model, title="", plot_on_detach=False, **kw):
         super().__init__(view="monitor", title=title)
         self.stats = GradStats(model, **kw)
         self.plot_on_detach = plot_on_detach
         self.stats.listeners.append(self._relay)
+        self._shown_rows = 0
+        self._ip_events = None
         self.on_msg(self._on_msg)
+
+    def static_bundle(self):
+        """The charts and alarms so far as a monitor.v1 report (drawn with no kernel), SVG and a line of text."""
+        return monitor_bundle(monitor_report(self.stats, self.title or "gradient monitor"))
+
+    def show(self):
+        super().show()
+        if self._handle is not None and self._ip_events is None:
+            # the saved view follows the run: after each cell that trained, the output is re-published
+            # with the charts so far (the widget itself re-syncs; the static part is what a saved
+            # notebook keeps)
+            from IPython import get_ipython  # optional: show() only gets here inside IPython
+
+            self._ip_events = get_ipython().events
+            self._ip_events.register("post_run_cell", self._refresh_saved_view)
+
+    def _refresh_saved_view(self, *_):
+        self.stats.flush()
+        if self._handle is not None and self.stats._rows.n != self._shown_rows:
+            self._shown_rows = self.stats._rows.n
+            self._handle.update(self)
 
     # --- what the collector offers, under the names users know ------------------------------------
     layers = property(lambda self: self.stats.layers, doc="Parameter paths, in model order.")
@@ -209,9 +252,17 @@ class Monitor(_Base):
         self.stats.resume()
 
     def detach(self, display=None):
-        """Remove every hook; flush; show the static gradient-flow picture for readers without a kernel."""
+        """Remove every hook and flush; the output keeps the charts and alarms for readers without a kernel.
+
+        ``display=True`` (or ``watch(..., plot_on_detach=True)``) also shows ``plot()``'s PNG below.
+        """
         attached = self.stats._attached
         self.stats.detach()
+        if self._ip_events is not None:
+            self._ip_events.unregister("post_run_cell", self._refresh_saved_view)
+            self._ip_events = None
+        if attached:
+            self._refresh_saved_view()
         if attached and (self.plot_on_detach if display is None else display) and self.stats._rows.n and in_ipython():
             from IPython.display import display as ipy_display  # optional: only notebooks have it
 
