@@ -358,3 +358,20 @@ def test_seen_in_the_viewer_and_the_debugger(fake_cuda):
         assert node["device"].startswith("cuda")
     finally:
         del SWISH._backend_fns["cuda"]
+
+
+def test_factory_ops_dispatch_on_their_device_argument(fake_cuda):
+    lib = wb.library.Library("wbtestfac", "FRAGMENT")
+    lib.define("full(SymInt[] size, float v, *, Device? device=None) -> Tensor")
+    seen = []
+
+    @wb.library.impl("wbtestfac::full", "cpu")
+    def _(size, v, device=None):
+        seen.append(device)
+        return wb.full(size, v, device=device)
+
+    assert wb.ops.wbtestfac.full(3, 1.5).tolist() == [1.5] * 3  # int[] takes one int; no device: the CPU kernel
+    wb.library.register_kernel("wbtestfac::full", "cuda", lambda size, v, device=None: wb.full(size, v, device=device))
+    y = wb.ops.wbtestfac.full([2, 2], 2.0, device="cuda")
+    assert y.device.type == "cuda" and y.shape == (2, 2)
+    assert seen == [None, wb.device("cpu")]  # on the fake cupy the CPU reference ran, told device cpu

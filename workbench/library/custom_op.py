@@ -173,7 +173,7 @@ class CustomOpDef:
         pos, kw = schema.bind(self._qualname, args, kwargs)
         tensors = _tensors_of(pos, kw)
         device = self._device(tensors, pos, kw)
-        direct = self._direct_fns.get(device.type if device is not None else None) or self._direct_fns.get(None)
+        direct = self._direct_fns.get(device.type if device is not None else "cpu") or self._direct_fns.get(None)
         if direct is not None:  # a kernel that records its own autograd (CompositeImplicitAutograd)
             return direct(*pos, **kw)
         if schema.is_mutable:
@@ -195,9 +195,9 @@ class CustomOpDef:
                         "first.")
             return dev
         for a, v in zip(self._schema_obj.arguments, list(pos) + list(kw.values())):
-            if a.type == "Device":
+            if a.type in ("Device", "Device?") and v is not None:
                 return v
-        return None
+        return None  # no tensor and no device: the CPU (or default) kernel runs
 
     def _check_mutation(self, pos, kw):
         if not STATE.enabled:
@@ -235,7 +235,7 @@ class CustomOpDef:
         and wrote."""
         tensors = _tensors_of(pos, kw)
         device = self._device(tensors, pos, kw)
-        dtype_ = device.type if device is not None else None
+        dtype_ = device.type if device is not None else "cpu"
         with no_grad():
             if dtype_ == "cuda" and "cuda" in self._backend_fns and "cuda" not in self._disabled_kernel:
                 ref = self._reference()
@@ -344,7 +344,7 @@ def _run_on_host(ref, pos, kw, device, mutated):
             return Tensor._make(_backend.to_device(v._data, _backend.CPU).copy())
         if isinstance(v, list):
             return [host(x) for x in v]
-        return v
+        return _backend.CPU if isinstance(v, _backend.device) else v  # a factory's device argument, too
 
     hpos = [host(v) for v in pos]
     hkw = {k: host(v) for k, v in kw.items()}
