@@ -227,7 +227,7 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                     elif create_graph:
                         buf[nr] = buf[nr] + g
                     else:  # nothing records this sum: add the arrays (shape and dtype conformed above)
-                        buf[nr] = _make(nxt.xp.add(buf[nr]._data, g._data))
+                        buf[nr] = _add_grads(nxt.xp, buf[nr], g)
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
@@ -253,6 +253,12 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     if hooks:
         for h in list(hooks):
             h("end", roots)
+
+
+def _add_grads(xp, a, b):
+    # two gradient contributions for one output, summed on the arrays (a function of its own: the
+    # compiler's trace records it)
+    return _make(xp.add(a._data, b._data))
 
 
 def _skip_subgraph(node, deps, buffers, ready):
