@@ -1,22 +1,39 @@
 # Every target sets itself up: a .venv in the checkout, installed once and again when pyproject.toml changes.
-VENV   := .venv
-PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
-PYTEST := $(PY) -m pytest
+# `make lab` installs only what the notebooks need (the [lab] extra); the test targets install [dev].
+VENV      := .venv
+PY        := $(VENV)/bin/python
+STAMP     := $(VENV)/.installed
+LAB_STAMP := $(VENV)/.installed-lab
+PYTEST    := $(PY) -m pytest
+DEPS      := pyproject.toml extensions/package.json extensions/package-lock.json
 
 .PHONY: setup lab test test-fast test-gpu bench bench-gpu gpu-check browser-deps clean
 
-$(STAMP): pyproject.toml extensions/package.json extensions/package-lock.json
-	test -x $(PY) || python3 -m venv $(VENV)
+$(PY):
+	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+
+$(LAB_STAMP): $(DEPS) | $(PY)
+	$(PY) -m pip install -q -e ".[lab]"
+	touch $(LAB_STAMP)
+
+# [dev] holds [lab], so a test set-up also serves `make lab`
+$(STAMP): $(DEPS) | $(PY)
 	$(PY) -m pip install -q -e ".[dev]"
-	touch $(STAMP)
+	touch $(STAMP) $(LAB_STAMP)
 
 setup: $(STAMP)
 
-# the main job: JupyterLab on the notebooks, opened on the tour
-lab: setup
-	cd notebooks && ../$(VENV)/bin/jupyter lab 01_tour.ipynb
+# The main job: JupyterLab on the notebooks, opened on the tour (the printed URL is the tour's).
+#   make lab PORT=8899   or   JUPYTER_PORT=8899 make lab     a port of your own (Jupyter reads JUPYTER_PORT)
+#   make lab NO_BROWSER=1                                   print the URL, open no browser (BROWSER=... works too)
+# As root (containers, cloud notebooks, CI images) Jupyter refuses to start without --allow-root; it is
+# passed only then.
+LAB_ARGS := --LabApp.default_url=/lab/tree/01_tour.ipynb \
+	$(if $(PORT),--ServerApp.port=$(PORT)) $(if $(NO_BROWSER),--no-browser) \
+	$(if $(filter 0,$(shell id -u)),--allow-root)
+lab: $(LAB_STAMP)
+	cd notebooks && exec ../$(VENV)/bin/jupyter lab $(LAB_ARGS)
 
 # Debian's chromium for the real-browser tests (never a downloaded browser); skipped when not root
 browser-deps:
@@ -35,8 +52,9 @@ test-gpu: setup
 	$(PY) -m pip install -q -e ".[cuda]" || true
 	WORKBENCH_TEST_GPU=1 $(PYTEST) -q -m gpu
 
+# make bench BENCH_ARGS=--smoke: every script once on tiny sizes (the README test runs it so)
 bench: setup
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
 
 bench-gpu: setup
 	$(PY) benchmarks/run_all.py --gpu

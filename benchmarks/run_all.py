@@ -1,18 +1,33 @@
-"""make bench / make bench-gpu: every benchmark script in one go, each printing its ratios."""
+"""make bench / make bench-gpu: every benchmark script in one go, each printing its ratios.
+
+    python benchmarks/run_all.py [--gpu] [--smoke]
+
+``--smoke`` runs each CPU script once on its smallest setting: a check that the scripts run (the README
+test does this), not a measurement.
+"""
 import pathlib
 import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-CPU = ["op_overhead.py", "train_cpu.py", "monitor_overhead.py"]
+# each CPU script, with the arguments of its smoke run
+CPU = {
+    "op_overhead.py": ["--quick"],
+    "train_cpu.py": ["--steps", "2", "--rounds", "1"],
+    "monitor_overhead.py": ["--steps", "60"],
+}
 
 
 def main():
-    scripts = ["gpu.py"] if "--gpu" in sys.argv else CPU
+    smoke = "--smoke" in sys.argv
+    if "--gpu" in sys.argv:
+        runs = {"gpu.py": ["--smoke"] if smoke else []}
+    else:
+        runs = {s: (args if smoke else []) for s, args in CPU.items()}
     failed = []
-    for s in scripts:
-        print(f"\n=== {s} ===", flush=True)
-        if subprocess.run([sys.executable, str(HERE / s)]).returncode:
+    for s, args in runs.items():
+        print(f"\n=== {s} {' '.join(args)} ===", flush=True)
+        if subprocess.run([sys.executable, str(HERE / s), *args]).returncode:
             failed.append(s)
     if failed:
         sys.exit(f"benchmarks failed: {failed}")

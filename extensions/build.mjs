@@ -2,6 +2,7 @@
 //   ../workbench/static/widget.js      anywidget ESM entry (saved widget state embeds it: keep it small)
 //   ../workbench/static/standalone.js  IIFE inlined by Python into single-file HTML exports
 //   lib/mime.js                        JupyterLab MIME renderer, then packaged by `jupyter labextension build`
+//   lib/plugin.js                      JupyterLab plugin that lends the renderer the application shell
 // The layout worker is bundled first and inlined as a string, so every host gets a Blob worker
 // without serving a second file.
 import * as esbuild from "esbuild";
@@ -43,9 +44,11 @@ await Promise.all([
   // JupyterLab provides these as shared singletons; webpack (labextension build) resolves them.
   esbuild.build({ ...common, entryPoints: [`${here}src/labext/mime.ts`], outfile: `${here}lib/mime.js`, format: "esm",
     external: ["@jupyterlab/*", "@lumino/*"] }),
+  esbuild.build({ ...common, entryPoints: [`${here}src/labext/plugin.ts`], outfile: `${here}lib/plugin.js`, format: "esm",
+    external: ["@jupyterlab/*", "@lumino/*"] }),
 ]);
 
-for (const f of [`${staticDir}/widget.js`, `${staticDir}/standalone.js`, `${here}lib/mime.js`]) {
+for (const f of [`${staticDir}/widget.js`, `${staticDir}/standalone.js`, `${here}lib/mime.js`, `${here}lib/plugin.js`]) {
   console.log(`${f.replace(here, "")}: ${(statSync(f).size / 1024).toFixed(1)} KB`);
 }
 console.log(`layout worker (inlined): ${(workerSource.length / 1024).toFixed(1)} KB`);

@@ -291,7 +291,7 @@ class Tensor:
         if force:
             return _backend.to_device(self._data, _backend.CPU).copy() if self.device.type != "cpu" else \
                 self._data
-        if self._rg:
+        if self._rg and STATE.enabled:  # as PyTorch: allowed under no_grad (custom op kernels run there)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self.device.type != "cpu":
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
@@ -604,7 +604,7 @@ def replay_view(vf, base):
 
 def _view_inplace(view, opname, fn, args):
     """In-place op on a view of a tensor that requires grad: rewrite the base (PyTorch's CopySlices)."""
-    from .ops.shape import _scatter_view
+    from .ops.views import _scatter_view
 
     base = view._base
     base_old = Tensor._make(base._data, base._rg, base.grad_fn, base._output_nr, base._vbox, None)

@@ -2,6 +2,7 @@
 // "Standalone HTML"): renders every embedded snapshot, replay stepping included, with no server.
 import { render } from "./core/viewer";
 import { renderMonitor } from "./monitor/monitor";
+import { renderReport } from "./monitor/report";
 
 function mountAll(doc: Document) {
   for (const script of doc.querySelectorAll<HTMLScriptElement>('script[type="application/json"][data-workbench-tape]')) {
@@ -14,6 +15,6 @@ function mountAll(doc: Document) {
   }
 }
 
-(globalThis as { workbench?: object }).workbench = { render, renderMonitor };
+(globalThis as { workbench?: object }).workbench = { render, renderMonitor, renderReport };
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => mountAll(document));
 else mountAll(document);

@@ -21,23 +21,30 @@ beforeAll(() => {
 afterEach(() => document.body.replaceChildren());
 
 describe("gradient monitor", () => {
-  it("draws a loss chart, one chart and heatmap per layer, and appends without rebuilding", () => {
+  it("draws the loss and a layer x step overview, appends without rebuilding, and opens a layer's detail on demand", () => {
     const el = document.createElement("div");
     const mon = renderMonitor(el, { title: "training" });
     mon.append(...stepsMessage(0, 5));
-    expect(el.querySelectorAll(".wb-chart")).toHaveLength(3);
-    expect(el.querySelectorAll("canvas.wb-heat")).toHaveLength(2);
-    const line = el.querySelectorAll("polyline")[1];
-    const before = line.getAttribute("points")!.split(" ").length;
-    expect(before).toBe(5);
+    // One loss chart and one overview row per layer; no per-layer chart until one is asked for.
+    expect(el.querySelectorAll(".wb-chart")).toHaveLength(1);
+    expect([...el.querySelectorAll(".wb-ov-label")].map((b) => b.textContent)).toEqual(layers);
+    const line = el.querySelector("polyline")!;
+    expect(line.getAttribute("points")!.split(" ")).toHaveLength(5);
     mon.append(...stepsMessage(5, 3));
-    // Same element, more points: appended, not re-rendered.
-    expect(el.querySelectorAll("polyline")[1]).toBe(line);
+    expect(el.querySelector("polyline")).toBe(line);
     expect(line.getAttribute("points")!.split(" ")).toHaveLength(8);
     expect(el.querySelector(".wb-status")!.textContent).toContain("8 steps");
     // A re-sync that replays history does not duplicate points.
     mon.append(...stepsMessage(0, 8));
     expect(line.getAttribute("points")!.split(" ")).toHaveLength(8);
+    // Real axes: round step ticks along x.
+    expect([...el.querySelectorAll(".wb-chart svg text")].map((t) => t.textContent)).toContain("4");
+    (el.querySelectorAll(".wb-ov-label")[1] as HTMLButtonElement).click();
+    const detail = el.querySelector(".wb-mon-detail")!;
+    expect(detail.textContent).toContain("head.weight");
+    expect(detail.querySelectorAll("polyline")).toHaveLength(3);
+    expect(detail.querySelectorAll("polyline")[0].getAttribute("points")!.split(" ")).toHaveLength(8);
+    expect(detail.querySelectorAll("canvas.wb-heat")).toHaveLength(1);
   });
 
   it("places rows recorded every k steps at their step numbers", () => {
@@ -47,12 +54,12 @@ describe("gradient monitor", () => {
     mon.append({ ...head, every: 10 } as MonitorMessage, bufs);
     const [head2, bufs2] = stepsMessage(40, 2);
     mon.append({ ...head2, every: 10 } as MonitorMessage, bufs2);
-    expect(el.querySelectorAll("polyline")[1].getAttribute("points")!.split(" ")).toHaveLength(6);
+    expect(el.querySelector("polyline")!.getAttribute("points")!.split(" ")).toHaveLength(6);
     expect(el.querySelector(".wb-chart")!.textContent).toContain("step 50");
     // A re-sync resending steps 0..50 adds nothing.
     const [head3, bufs3] = stepsMessage(0, 6);
     mon.append({ ...head3, every: 10 } as MonitorMessage, bufs3);
-    expect(el.querySelectorAll("polyline")[1].getAttribute("points")!.split(" ")).toHaveLength(6);
+    expect(el.querySelector("polyline")!.getAttribute("points")!.split(" ")).toHaveLength(6);
   });
 
   it("lists alarms with layer, op and source line, marked by icon", () => {
@@ -65,6 +72,8 @@ describe("gradient monitor", () => {
     const items = [...el.querySelectorAll(".wb-alarms li")].map((li) => li.textContent);
     expect(items[0]).toContain("⚠ NaN");
     expect(items[0]).toContain("step 12 · head.weight · log at train.py:40");
+    expect(el.querySelectorAll(".wb-alarms li")[0].className).toBe("wb-bad-nan");
+    expect(el.querySelectorAll(".wb-alarms li")[1].className).toBe("wb-bad-inf");
     expect(items[1]).toContain("dead ReLU");
     mon.append({ type: "monitor", event: "reset" });
     expect(el.querySelectorAll(".wb-alarms li")).toHaveLength(0);

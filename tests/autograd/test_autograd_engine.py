@@ -151,3 +151,57 @@ def test_leaves_steal_fresh_gradients_and_copy_ones_others_hold(monkeypatch):
         y.register_hook(lambda g: mine)  # a hook's result that its author keeps
         y.sum().backward()
     assert mine.tolist() == [5.0, 5.0, 5.0] and a.grad.tolist() == [10.0, 10.0, 10.0]
+
+
+def test_run_peeks_the_node_each_step_runs():
+    x = wb.tensor([1.0, 2.0], requires_grad=True)
+    w = wb.tensor([3.0, 4.0], requires_grad=True)
+    y = ((x * w).exp() + x).sum()
+    run = iter_backward([y], [wb.tensor(1.0)])
+    seen = []
+    while run.peek() is not None:
+        nxt = run.peek()
+        step = next(run)
+        assert step.node is nxt
+        seen.append(step.node)
+    assert run.peek() is None and list(run) == []
+    assert seen[0] is y.grad_fn and len(seen) == len(graph.walk(graph.roots_of([y])))
+
+
+def test_bad_roots_raise_when_the_run_is_made():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        iter_backward([wb.ones(2).sum()], [wb.tensor(1.0)])
+
+
+def test_free_after_step_keeps_saved_tensors_until_the_step_is_consumed():
+    x = wb.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    mul = y.grad_fn.next_functions[0][0]
+    run = iter_backward([y], [wb.tensor(1.0)], retain_graph=False, free_after_step=True)
+    assert not run.retain_graph
+    assert next(run).node is y.grad_fn
+    step = next(run)
+    assert step.node is mul and mul._saved is not None  # the consumer may still read them
+    next(run)
+    assert mul._saved is None
+    with pytest.raises(RuntimeError, match="second time.*freed by the backward"):
+        y.backward()
+
+
+def test_run_free_names_the_call_site():
+    x = wb.tensor([1.0], requires_grad=True)
+    y = (x * x).sum()
+    run = iter_backward([y], [wb.tensor(1.0)], retain_graph=True)
+    mul = y.grad_fn.next_functions[0][0]
+    run.free(mul)
+    with pytest.raises(RuntimeError, match="test_autograd_engine.py"):
+        y.backward()
+
+
+def test_gradient_edge_and_roots_of():
+    x = wb.tensor([1.0, 2.0], requires_grad=True)
+    a, b = x.unbind()
+    assert graph.gradient_edge(b) == (b.grad_fn, b._output_nr)
+    assert graph.gradient_edge(x) == (graph.accumulator(x), 0)
+    assert graph.gradient_edge(wb.ones(1)) == (None, 0)
+    assert graph.roots_of([a, a, x, wb.ones(1)]) == [a.grad_fn, graph.accumulator(x)]

@@ -1,6 +1,6 @@
 """The gradient monitor in a real JupyterLab: charts grow while the training cell is still running
-(comm messages go out on iopub mid-cell), a NaN alarm appears when a NaN is injected, and the static
-PNG stays behind after detach."""
+(comm messages go out on iopub mid-cell), the overview has a row per layer and a layer's detail
+opens on click, and a NaN alarm appears when a NaN is injected."""
 import re
 import time
 
@@ -59,12 +59,17 @@ def test_monitor_updates_live_and_raises_nan_alarm(lab, page):
     deadline = time.monotonic() + 20
     while mon.evaluate(count) < 70 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert mon.evaluate(count) == 70
-    assert mon.locator(".wb-chart").count() >= 1 + 4  # loss + one per layer
+    assert mon.evaluate(count) == 70  # the loss: NaN from step 70 on
+    labels = mon.locator(".wb-ov-label")
+    assert labels.count() == 4  # one overview row per parameter
+    labels.nth(3).click()
+    detail = mon.locator(".wb-mon-detail")
+    detail.locator("polyline").first.wait_for(timeout=10_000)
+    assert "head.bias" in detail.inner_text()
+    assert detail.evaluate(count.replace(".wb-chart polyline", "polyline")) == 70  # ‖grad‖ of head.bias
     alarms = mon.locator(".wb-alarms li")
     alarms.first.wait_for(timeout=10_000)
     # (a view's monitor_sync is answered with every alarm so far, so the list may repeat them)
     nan = sorted({t for t in alarms.all_inner_texts() if "NaN" in t})
     assert len(nan) == 1 and "step 70" in nan[0] and "head.bias" in nan[0] and "models.py" in nan[0]
-    page.locator(".jp-OutputArea-output img[src^='data:image/png']").first.wait_for(timeout=20_000)
     assert page_errors(page) == []

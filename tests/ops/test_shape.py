@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.ops.shape import pad
+from workbench.ops.pad import pad
 
 from _op_errors import assert_same_error
 

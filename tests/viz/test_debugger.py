@@ -8,7 +8,7 @@ import pytest
 import workbench as wb
 from models import MLP, mse
 from workbench.autograd import engine
-from workbench.viz.debugger import Stepper
+from workbench.viz.stepper import Stepper
 
 
 def _mlp_loss(seed=0, nan=False):

@@ -56,7 +56,7 @@ def test_numbers_equal_a_hand_computation():
             a = a[a > 0]
             idx = (edges[None, :] < a[:, None]).sum(1)
             np.testing.assert_array_equal(h[f"hist/{name}"][k], np.bincount(idx, minlength=bins))
-    assert graph.BACKWARD_HOOKS == [] and mon._on_op not in graph.LISTENERS
+    assert graph.BACKWARD_HOOKS == [] and mon.stats._on_op not in graph.LISTENERS
 
 
 def test_every_and_detail_every_and_log():
@@ -175,7 +175,7 @@ def _hand_hist(g, lo, hi, bins):
 
 
 def test_rows_across_blocks_and_flushes_and_repeated_histograms(monkeypatch):
-    from workbench.viz import monitor
+    from workbench.viz import gradstats as monitor
 
     monkeypatch.setattr(monitor, "_BLOCK", 3)  # rows span several device blocks and partial flushes
     m = MLP()
@@ -207,7 +207,7 @@ def test_rows_across_blocks_and_flushes_and_repeated_histograms(monkeypatch):
 
 
 def test_auto_detail_steps_stretch_to_multiples_of_ten_within_the_budget(monkeypatch):
-    from workbench.viz import monitor
+    from workbench.viz import gradstats as monitor
 
     monkeypatch.setattr(monitor, "DETAIL_BUDGET", 1e-12)  # any cost is over budget: the gap doubles
     m = MLP()
@@ -242,7 +242,7 @@ def test_rows_reach_the_widget_after_the_loop_stops():
 
 
 def test_auto_histograms_every_step_at_first_then_within_the_budget(monkeypatch):
-    from workbench.viz import monitor
+    from workbench.viz import gradstats as monitor
 
     monkeypatch.setattr(monitor, "HIST_BUDGET", 1e-12)  # any cost is over budget
     m = MLP()
@@ -250,5 +250,5 @@ def test_auto_histograms_every_step_at_first_then_within_the_budget(monkeypatch)
     _train(m, 70)
     mon.detach()
     # a short run's heatmap is complete (WARMUP steps); then the interval doubles at most per histogram
-    assert mon._hsteps.view().tolist() == list(range(51)) + [52, 56, 64]
+    assert mon.stats._hsteps.view().tolist() == list(range(51)) + [52, 56, 64]
     assert mon.history[f"hist/{mon.layers[0]}"].shape[0] == 70

@@ -176,3 +176,26 @@ def data_ptr(arr):
     if type(arr) is ndarray or isinstance(arr, ndarray):
         return arr.__array_interface__["data"][0]
     return arr.data.ptr
+
+
+def scipy_special(xp, name, op):
+    """Function ``name`` of ``scipy.special`` (of ``cupyx.scipy.special`` for CuPy arrays).
+
+    SciPy is an optional dependency: only the Bessel J/Y/K functions, airy_ai and gammainc need it (every
+    other special function is computed in array ops). Without it, ModuleNotFoundError names the op.
+    """
+    real_cupy = xp is not numpy and not getattr(xp, "__fake__", False)
+    try:
+        if real_cupy:
+            import cupyx.scipy.special as sp
+        else:
+            import scipy.special as sp
+    except ImportError:
+        pkg = "cupyx.scipy (part of CuPy)" if real_cupy else "SciPy (pip install scipy)"
+        raise ModuleNotFoundError(f"{op} needs {pkg}: workbench computes it with that library's "
+                                  f"special.{name}") from None
+    fn = getattr(sp, name)
+    if xp is numpy or real_cupy:
+        return fn
+    # the fake cupy used in CPU tests: compute on the host copy, hand back a device array
+    return lambda *args: xp.asarray(fn(*[xp.asnumpy(a) if hasattr(a, "shape") else a for a in args]))

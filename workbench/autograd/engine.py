@@ -14,7 +14,7 @@ import warnings
 from .. import _backend
 from . import graph
 from .grad_mode import STATE, count_backward
-from .graph import AccumulateGrad
+from .graph import AccumulateGrad, gradient_edge
 
 _Tensor = None  # bound by workbench.tensor
 _make = None
@@ -53,14 +53,6 @@ class BackwardStep(tuple):
         return f"<BackwardStep {self[4]}: {self[0].name()}>"
 
 
-def _start_node(t):
-    if t.grad_fn is not None:
-        return t.grad_fn, t._output_nr
-    if t._rg:
-        return graph.accumulator(t), 0
-    return None, 0
-
-
 def no_grad_error(t, what="tensors"):
     """The 'element 0 ... does not require grad' error, saying where this tensor's graph was cut."""
     desc = f"a {t.dtype.name} tensor of shape {list(t.shape)}"
@@ -82,15 +74,60 @@ def no_grad_error(t, what="tensors"):
     )
 
 
+class BackwardRun:
+    """One backward pass under way, as ``iter_backward`` returns it: iterating it runs the graph one node
+    per BackwardStep (the walk ``backward()`` drains), and it answers what a debugger asks between steps.
+
+    peek()         the node that runs next (None once the run is over)
+    retain_graph   the freeing policy: when False, each node's saved tensors are freed as it runs (with
+                   ``free_after_step``: once its step has been consumed, so the consumer can still read them)
+    free(node)     free a node's saved tensors as a retain_graph=False run does, naming the backward call site
+    close()        stop here; nodes not yet run keep their saved tensors
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> run = wb.autograd.iter_backward([(x * 3).sum()], [wb.tensor(1.)])
+    >>> run.peek().name(), next(run).node.name(), run.peek().name()
+    ('SumBackward0', 'SumBackward0', 'MulBackward0')
+    >>> [s.node.name() for s in run], run.peek()
+    (['MulBackward0', 'AccumulateGrad'], None)
+    """
+
+    __slots__ = ("_gen", "_ready", "retain_graph", "_freed_by")
+
+    def __iter__(self):
+        return self._gen
+
+    def __next__(self):
+        return next(self._gen)
+
+    def peek(self):
+        """The node the run executes next, or None when nothing is left."""
+        ready = self._ready
+        return ready[0][2] if ready else None
+
+    def free(self, node):
+        """Free ``node``'s saved tensors: a later backward through it raises, naming this run's call site."""
+        if node._saved is not None:
+            node._saved = None
+            node._freed = self._freed_by or graph.user_site(2) or True
+
+    def close(self):
+        """End the run where it stands (a generator's close)."""
+        self._gen.close()
+
+
 def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inputs=None, accumulate=True,
-                  captured=None, keep_before=False, _drain=False):
-    """Walk the graph from ``roots`` backwards, yielding a BackwardStep per node executed.
+                  captured=None, keep_before=False, free_after_step=False, _drain=False):
+    """Walk the graph from ``roots`` backwards: a BackwardRun that yields a BackwardStep per node executed.
 
     With ``inputs``, only the nodes on paths to those tensors run; if ``accumulate`` is False their
     gradients go into ``captured`` (a list aligned with inputs) instead of ``.grad``. ``keep_before``
     keeps a copy of each leaf's ``.grad`` before accumulation in the step (for the debugger).
-    ``_drain`` is for callers that never pause (backward(), grad()): steps yield None, and the
-    caller's grad mode is not restored between steps (no user code runs there).
+    ``free_after_step`` (with retain_graph=False) frees a node's saved tensors only when the run resumes
+    after its step, so the consumer may read them (the recorder). ``_drain`` is for callers that never
+    pause (backward(), grad()): steps yield None, and the caller's grad mode is not restored between
+    steps (no user code runs there). Bad roots and inputs raise here, before any node runs.
 
     >>> import workbench as wb
     >>> x = wb.ones(2, requires_grad=True)
@@ -104,7 +141,7 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     shared_ids = set()
     starts = []
     for t, g in zip(roots, grad_roots):
-        node, nr = _start_node(t)
+        node, nr = gradient_edge(t)
         if node is None:
             raise no_grad_error(t)
         starts.append(node)
@@ -134,7 +171,7 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     if inputs is not None:
         capture = {}
         for k, t in enumerate(inputs):
-            node, nr = t if t.__class__ is tuple else _start_node(t)  # a tensor, or an edge (node, nr)
+            node, nr = t if t.__class__ is tuple else gradient_edge(t)  # a tensor, or an edge (node, nr)
             if node is None:
                 raise RuntimeError(f"One of the differentiated Tensors (input {k}, shape {list(t.shape)}) does not "
                                    "require grad. Set requires_grad=True on it before computing the output.")
@@ -144,12 +181,25 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
         if accumulate:  # backward(inputs=...): the leaves among the inputs accumulate as usual
             needed.update(n for n in targets if n.__class__ is AccumulateGrad)
 
-    freed_by = None if retain_graph else (graph.user_site(2) or True)
     ready = []
     for n in starts:
         if n not in deps:
             heapq.heappush(ready, (-n._seq, id(n), n))
-    hooks = graph.BACKWARD_HOOKS if accumulate and inputs is None else None
+    run = BackwardRun()
+    run._ready = ready
+    run.retain_graph = retain_graph
+    run._freed_by = None if retain_graph else (graph.user_site(1) or True)
+    run._gen = _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captured, create_graph,
+                      accumulate and inputs is None, accumulate, keep_before, free_after_step, _drain)
+    return run
+
+
+def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captured, create_graph, call_hooks,
+           accumulate, keep_before, free_after_step, _drain):
+    # the walk itself: iter_backward's generator (it runs the backward-hooks' begin/end around the walk)
+    freed_by = None if free_after_step else run._freed_by
+    late_free = run._freed_by if free_after_step else None
+    hooks = graph.BACKWARD_HOOKS if call_hooks else None
     if hooks:
         for h in list(hooks):
             h("begin", roots)
@@ -242,6 +292,9 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
             count_backward(-1)
             running = False
             yield _step(BackwardStep, (node, tuple(grads), grad_inputs, (), index))
+            if late_free is not None and node._saved is not None:
+                node._saved = None
+                node._freed = late_free
             STATE.enabled = create_graph
             count_backward(1)
             running = True
@@ -489,5 +542,5 @@ def _check_nan(node, grad_inputs):
 def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True, captured=None):
     """Drain iter_backward: what ``Tensor.backward`` and ``autograd.grad`` do."""
     for _ in iter_backward(roots, grad_roots, retain_graph, create_graph, inputs, accumulate, captured,
-                           _drain=True):
+                           _drain=True)._gen:
         pass

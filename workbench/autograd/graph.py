@@ -5,6 +5,7 @@ engine needs (edges, saved tensors) plus what the visualizer shows (op name, sco
 all cheap to record: no tensor statistics here, they are computed when a viewer asks.
 """
 import contextvars
+import functools
 import itertools
 import os
 import sys
@@ -235,6 +236,53 @@ def accumulator(t):
     return node
 
 
+
+def gradient_edge(t):
+    """(node, output_nr) where a gradient for ``t`` enters the graph: its grad_fn, else, for a leaf that
+    requires grad, the leaf's AccumulateGrad; (None, 0) for a tensor that takes no gradient.
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> gradient_edge(x)[0].name(), gradient_edge(x * 2)[0].name(), gradient_edge(wb.ones(2))
+    ('AccumulateGrad', 'MulBackward0', (None, 0))
+    """
+    if t.grad_fn is not None:
+        return t.grad_fn, t._output_nr
+    if t._rg:
+        return accumulator(t), 0
+    return None, 0
+
+
+def roots_of(tensors):
+    """The distinct nodes where gradients for ``tensors`` enter the graph, in order (none for a tensor
+    that takes no gradient).
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> [n.name() for n in roots_of([x * 2, x, wb.ones(1)])]
+    ['MulBackward0', 'AccumulateGrad']
+    """
+    return [n for n in dict.fromkeys(gradient_edge(t)[0] for t in tensors) if n is not None]
+
+
+def walk(starts):
+    """Every node reachable from the nodes ``starts`` through next_functions, each once (iterative: a
+    100,000-node chain is fine; starts first, then in discovery order).
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2, requires_grad=True)
+    >>> sorted(n.name() for n in walk([(x * x).sum().grad_fn]))
+    ['AccumulateGrad', 'MulBackward0', 'SumBackward0']
+    """
+    seen = dict.fromkeys(starts)
+    stack = list(seen)
+    while stack:
+        for nxt, _ in stack.pop().next_functions:
+            if nxt is not None and nxt not in seen:
+                seen[nxt] = None
+                stack.append(nxt)
+    return list(seen)
+
 def anomaly_record(node):
     """In anomaly mode every node keeps the forward stack that created it, for backward errors."""
     import traceback
@@ -267,6 +315,26 @@ def group(name):
     'softmax'
     """
     return _Push(GROUP, name, False)
+
+
+_group_ids = itertools.count()
+
+
+def composite(name):
+    """Decorator: the nodes a composite op records form one group, ``name#k``, that the visualizer
+    collapses into a box (only the outermost composite names the group)."""
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if GROUP.get() is not None:
+                return fn(*args, **kwargs)
+            with group(f"{name}#{next(_group_ids)}"):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    return deco
 
 
 class _Push:

@@ -14,17 +14,18 @@ from ..ops.activation import (alpha_dropout, celu, celu_, dropout, dropout1d, dr
                               prelu, relu, relu6, relu_, rrelu, rrelu_, selu, selu_, sigmoid, silu, softmax, softmin,
                               softplus, softshrink, softsign, tanh, tanhshrink, threshold, threshold_)
 from ..ops.attention import multi_head_attention_forward, scaled_dot_product_attention
-from ..ops.conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
+from ..ops.conv import (conv1d, conv2d, conv3d, conv_tbc, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold,
+                        unfold)
+from ..ops.linear import bilinear, linear
+from ..ops.pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
                         adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
-                        adaptive_max_pool3d, adaptive_max_pool3d_with_indices, affine_grid, avg_pool1d, avg_pool2d,
-                        avg_pool3d, bilinear, channel_shuffle, conv1d, conv2d, conv3d, conv_tbc, conv_transpose1d,
-                        conv_transpose2d, conv_transpose3d, fold, fractional_max_pool2d,
-                        fractional_max_pool2d_with_indices, fractional_max_pool3d,
-                        fractional_max_pool3d_with_indices, grid_sample, interpolate, linear, lp_pool1d,
-                        lp_pool2d, lp_pool3d, max_pool1d, max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices,
-                        max_pool3d, max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d,
-                        native_channel_shuffle, pixel_shuffle,
-                        pixel_unshuffle, unfold, upsample, upsample_bilinear, upsample_nearest)
+                        adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool1d, avg_pool2d, avg_pool3d,
+                        fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+                        fractional_max_pool3d_with_indices, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d,
+                        max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices, max_pool3d,
+                        max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d)
+from ..ops.resample import (affine_grid, channel_shuffle, grid_sample, interpolate, native_channel_shuffle,
+                            pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear, upsample_nearest)
 from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
                         cosine_similarity, cross_entropy, ctc_loss, embedding, embedding_bag, gaussian_nll_loss,
                         hinge_embedding_loss, huber_loss, kl_div, l1_loss, linear_cross_entropy, margin_ranking_loss,
@@ -32,6 +33,6 @@ from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, 
                         one_hot, pairwise_distance, pdist, poisson_nll_loss, smooth_l1_loss, soft_margin_loss,
                         triplet_margin_loss, triplet_margin_with_distance_loss)
 from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
-from ..ops.shape import pad
+from ..ops.pad import pad
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -13,8 +13,9 @@ import importlib
 
 from ..tensor import Tensor
 
-FAMILIES = ["convert", "elementwise", "reduce", "shape", "index", "linalg_core", "linalg", "conv", "activation",
-            "normalization", "loss", "attention", "misc"]
+FAMILIES = ["convert", "elementwise", "reduce", "views", "index", "slicing", "join", "pad", "arrange", "linalg_core",
+            "linalg", "linear", "conv", "pool", "resample", "activation", "normalization", "loss", "attention", "misc",
+            "special"]
 __all__ = []
 
 

@@ -1,6 +1,9 @@
-"""Helpers shared by the op families: dtype promotion on raw operands, dim normalisation."""
+"""Helpers shared by the op families: dtype promotion on raw operands, dim and size arguments, out=,
+dtype errors, ufunc.at on raw arrays, dropout's uniform samples."""
 from .. import _backend
 from .._backend import dtypes as _dt
+from ..autograd.grad_mode import STATE
+from ..tensor import Tensor
 
 np = _backend.numpy
 _np_generic = np.generic
@@ -9,6 +12,9 @@ _FROM_NP = _dt._FROM_NP
 _DEFAULT = _dt._default  # [the default float dtype]
 _CACHE = {}
 _SCALAR_CACHE = {}  # (array dtype, Python scalar type, default dtype) -> result dtype
+_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+                "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _key(x):
@@ -117,3 +123,105 @@ def wrap_dim(dim, ndim):
     if dim < -n or dim >= n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n
+
+
+def ntuple(v, n, what, op):
+    """An int or a sequence of n ints as a tuple of n ints."""
+    if isinstance(v, Tensor):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1:
+            v = tuple(v) * n
+        if len(v) != n:
+            raise RuntimeError(f"{op}: expected {what} to be a single integer value or a list of {n} values to "
+                               f"match the convolution dimensions, but got {what}={list(v)}")
+        return tuple(int(a) for a in v)
+    return (int(v),) * n
+
+
+def _check_float(op, *ts):
+    for t in ts:
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected a Tensor, got {type(t).__name__}")
+    ds = {t.dtype for t in ts if t is not None}
+    if len(ds) > 1:
+        names = " and ".join(str(d).replace("workbench.", "") for d in ds)
+        raise RuntimeError(f"{op}: expected all tensors to have the same dtype, but got {names}. "
+                           "Cast them with .to(dtype) first.")
+
+
+def _shape_args(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return shape
+
+
+def ufunc_at(xp, name, out, key, values):
+    """``xp.<name>.at(out, key, values)``: unbuffered in-place scatter where repeated indices all count.
+
+    >>> import numpy as np
+    >>> out = np.zeros(2); ufunc_at(np, "add", out, np.array([1, 1]), 1.0); out
+    array([0., 2.])
+    """
+    at = getattr(getattr(xp, name), "at", None)
+    if at is not None:
+        if xp is _backend.numpy:
+            at(out, key, values)
+            return
+        try:
+            at(out, key, values)
+            return
+        except NotImplementedError:  # CuPy implements ufunc.at for add/subtract/maximum/minimum only
+            pass
+    np = _backend.numpy
+    if getattr(xp, "__fake__", False):  # NumPy's ufuncs dispatch to the fake device arrays
+        getattr(np, name).at(out, key, values)
+        return
+    # a CuPy without this ufunc.at: do it on the host (correct, slower)
+    hkey = tuple(k.get() if hasattr(k, "get") else k for k in key) if isinstance(key, tuple) else (
+        key.get() if hasattr(key, "get") else key)
+    host = out.get()
+    getattr(np, name).at(host, hkey, values.get() if hasattr(values, "get") else values)
+    out[...] = xp.asarray(host)
+
+
+def _check_scatter_src(op, region, src):
+    if tuple(region.shape) != tuple(src.shape):
+        raise RuntimeError(f"{op}: expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region.shape)}")
+
+
+def _out(r, out):
+    """Write ``r`` into ``out=`` (PyTorch's out arguments), which must not need autograd."""
+    if out is None:
+        return r
+    if STATE.enabled and (out._rg or r._rg):
+        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one of "
+                           "the arguments requires grad. Call it under workbench.no_grad() or drop out=.")
+    if out._data.shape != r._data.shape:
+        if out._data.size:
+            raise RuntimeError(f"out= has shape {list(out.shape)} but the result has shape {list(r.shape)}; "
+                               "pass an empty tensor or one of the result's shape")
+        out._data = r._data.astype(out._data.dtype, copy=True)
+    else:
+        out._data[...] = r._data
+    out._vbox[0] += 1
+    return out
+
+
+def dtype_error(kernel, npd):
+    """The error PyTorch raises when an op has no kernel for a dtype (NotImplementedError, a RuntimeError)."""
+    name = _TORCH_NAMES.get(str(npd), str(npd))
+    return NotImplementedError(f'"{kernel}" not implemented for \'{name}\': convert the input first, e.g. '
+                               f"x.float() for math functions or x.long() for integer ops")
+
+
+def _uniform(like, shape):
+    """U[0, 1) samples of ``shape`` from the default generator, on like's device, as like's dtype."""
+    from .. import random as _random
+
+    dev = like.device
+    rs = _random.default_generator._stream(dev)
+    with _backend.on_device(dev):
+        u = rs.random(shape) if dev.type == "cpu" else rs.random_sample(shape)
+    return _backend.xp_of(like._data).asarray(u)

@@ -10,11 +10,11 @@ import struct
 import warnings
 
 from .. import _backend
-from .._backend import kernels as _k
-from .._backend import dtypes as _dt
+from .._backend import dtypes as _dt, kernels as _k
 from ..autograd.function import Function
+from ..autograd.graph import composite
 from ..tensor import Tensor
-from .conv import composite
+from ._util import _uniform
 
 
 def _like(mask, x):
@@ -710,17 +710,6 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 # --- dropout ---------------------------------------------------------------------------------------
-def _uniform(like, shape):
-    """U[0, 1) samples of ``shape`` from the default generator, on like's device, as like's dtype."""
-    from .. import random as _random
-
-    dev = like.device
-    rs = _random.default_generator._stream(dev)
-    with _backend.on_device(dev):
-        u = rs.random(shape) if dev.type == "cpu" else rs.random_sample(shape)
-    return _backend.xp_of(like._data).asarray(u)
-
-
 def _check_p(name, p):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"{name} probability has to be between 0 and 1, but got {p}")

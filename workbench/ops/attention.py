@@ -11,7 +11,8 @@ from .._backend import kernels as _k
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
-from .activation import Softmax, SoftmaxBackward, _uniform
+from ._util import _uniform
+from .activation import Softmax, SoftmaxBackward
 
 
 class Attention(Function):
@@ -155,7 +156,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     >>> out.shape, w.shape
     (workbench.Size([3, 1, 4]), workbench.Size([1, 3, 3]))
     """
-    from .conv import linear
+    from .linear import linear
     from .activation import dropout, softmax
 
     batched = query.ndim == 3
@@ -184,7 +185,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
-    from .shape import cat
+    from .join import cat
 
     if attn_mask is not None and attn_mask.ndim == 2:
         attn_mask = attn_mask.unsqueeze(0)
@@ -231,7 +232,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 def _pad_last(mask):
     if mask is None:
         return None
-    from .shape import pad
+    from .pad import pad
 
     if mask.dtype == _bool_dtype():
         return pad(mask.to(_f32()), (0, 1)).to(_bool_dtype())

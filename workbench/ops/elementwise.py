@@ -14,19 +14,9 @@ from .._backend import dtypes as _dt
 from ..autograd.function import Function, binary_operator, unary_operator
 from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
-from ._util import cast, float_np, result_dtype, to_float
+from ._util import _TORCH_NAMES, _out, cast, dtype_error, float_np, result_dtype, to_float
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
-_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-                "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
-def dtype_error(kernel, npd):
-    """The error PyTorch raises when an op has no kernel for a dtype (NotImplementedError, a RuntimeError)."""
-    name = _TORCH_NAMES.get(str(npd), str(npd))
-    return NotImplementedError(f'"{kernel}" not implemented for \'{name}\': convert the input first, e.g. '
-                               f"x.float() for math functions or x.long() for integer ops")
 
 
 def _isarr(x):
@@ -39,24 +29,6 @@ def _is_bool(x):
 
 def _t(x):
     return x._data if isinstance(x, Tensor) else x
-
-
-def _out(r, out):
-    """Write ``r`` into ``out=`` (PyTorch's out arguments), which must not need autograd."""
-    if out is None:
-        return r
-    if STATE.enabled and (out._rg or r._rg):
-        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one of "
-                           "the arguments requires grad. Call it under workbench.no_grad() or drop out=.")
-    if out._data.shape != r._data.shape:
-        if out._data.size:
-            raise RuntimeError(f"out= has shape {list(out.shape)} but the result has shape {list(r.shape)}; "
-                               "pass an empty tensor or one of the result's shape")
-        out._data = r._data.astype(out._data.dtype, copy=True)
-    else:
-        out._data[...] = r._data
-    out._vbox[0] += 1
-    return out
 
 
 # --- arithmetic ----------------------------------------------------------------------------------

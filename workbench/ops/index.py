@@ -1,7 +1,8 @@
-"""Indexing ops: gather/scatter, index_*, masked_*, take, put, sort/topk, unique, searchsorted, bincount.
+"""Indexing ops: x[key], x[key] = v, index_put, gather/scatter, index_*, masked_*, take, put, sort/topk,
+unique, searchsorted, bincount; TakeRows/PutRows, the row gather/scatter of pooling, embedding and nll.
 
-Most are the keyed get/put primitives of ``shape.py`` (``GetItem``/``IndexPut``) with an index key
-built here, under their own op name: one gradient rule (scatter-add back, repeated indices
+Most are the keyed get/put primitives (``GetItem``/``IndexPut``, also ``x[key]`` and ``x[key] = v``) with
+an index key built here, under their own op name: one gradient rule (scatter-add back, repeated indices
 accumulating) serves them all. Ops that return indices (sort, nonzero, unique...) give integer tensors
 that take no gradient.
 """
@@ -11,8 +12,8 @@ from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import wrap_dim
-from .shape import GetItem, IndexPut, reshape, ufunc_at
+from ._util import _out, ufunc_at, wrap_dim
+from .views import Expand, broadcast_shapes, broadcast_tensors, reshape
 
 
 def _named(name, fields):
@@ -24,6 +25,238 @@ def _named(name, fields):
 SortResult = _named("sort", ["values", "indices"])
 TopkResult = _named("topk", ["values", "indices"])
 KthvalueResult = _named("kthvalue", ["values", "indices"])
+
+
+# --- x[key] and x[key] = v: the keyed get/put primitives ------------------------------------------
+def _convert_key(key, x):
+    """A Python/Tensor index as one the array library understands (Tensors become arrays)."""
+    if type(key) is list and len(key) < 32 and any(
+            isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis for k in key):
+        import warnings
+
+        # PyTorch's legacy rule: such a list indexes like a tuple (NumPy would make one array of it)
+        warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+                      "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted "
+                      "as tensor index, x[torch.tensor(seq)], which will result either in an error or a different "
+                      "result", UserWarning, stacklevel=4)
+        key = tuple(key)
+    if isinstance(key, tuple):
+        return tuple(_convert_key1(k, x) for k in key)
+    return _convert_key1(key, x)
+
+
+def _convert_key1(k, x):
+    if isinstance(k, Tensor):
+        if k.device != x.device and not (k.device.type == "cpu" and x.device.type == "cuda"):
+            raise RuntimeError(f"indices should be either on cpu or on the same device as the indexed tensor "
+                               f"({x.device})")
+        d = k._data
+        if k.device != x.device:
+            from .. import _backend
+
+            d = _backend.to_device(d, x.device)
+        if d.dtype.kind not in "biu":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return d
+    if isinstance(k, list):
+        from .. import _backend
+
+        xp = _backend.xp_of(x._data)
+        arr = xp.asarray(_backend.numpy.asarray(k))
+        if arr.dtype.kind not in "biu" and arr.size:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return arr.astype(_backend.numpy.int64) if arr.size == 0 else arr
+    if k is None or k is Ellipsis or isinstance(k, (int, slice)):
+        if isinstance(k, slice) and k.step is not None and k.step <= 0:
+            raise ValueError("step must be greater than zero")
+        return k
+    if hasattr(k, "dtype") and hasattr(k, "shape"):  # a NumPy/CuPy array (already converted)
+        return k
+    if hasattr(k, "__index__"):
+        return k.__index__()
+    raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                     f"valid indices (got {type(k).__name__})")
+
+
+def _is_basic(key):
+    ks = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in ks)
+
+
+class GetItem(Function):
+    _raw = True
+    _view = True
+    op_name = "index"
+
+    @staticmethod
+    def forward(ctx, x, key):
+        ctx.in_shape = x.shape
+        ctx.key = key
+        try:
+            return x[key]
+        except IndexError as e:
+            raise IndexError(f"{e} (indexing a tensor of shape {list(x.shape)})") from None
+
+    @staticmethod
+    def backward(ctx, g):
+        return IndexBackward.apply(g, ctx.in_shape, ctx.key), None
+
+
+class IndexBackward(Function):
+    """Scatter a gradient back into a zero tensor of the input's shape (accumulating repeats)."""
+
+    _raw = True
+    op_name = "index_backward"
+
+    @staticmethod
+    def forward(ctx, g, shape, key):
+        xp = ctx.xp
+        ctx.key = key
+        out = xp.zeros(shape, dtype=g.dtype)
+        if _is_basic(key):
+            out[key] = g
+        else:
+            ufunc_at(xp, "add", out, key, g)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return gg[ctx.key], None, None
+
+
+def getitem(input, key):
+    """NumPy-style indexing: basic indices give views, advanced ones copies; both differentiable.
+
+    >>> import workbench as wb
+    >>> wb.arange(6).view(2, 3)[1, ::2]
+    tensor([3, 5])
+    """
+    key = _convert_key(key, input)
+    if _is_basic(key):  # a trailing Ellipsis makes NumPy return a 0-d view rather than a scalar copy
+        ks = key if isinstance(key, tuple) else (key,)
+        if Ellipsis not in ks:
+            key = ks + (Ellipsis,)
+    return GetItem.apply(input, key)
+
+
+class IndexPut(Function):
+    """out = input with out[key] = value (or += value when accumulate); the out-of-place form."""
+
+    _raw = True
+    op_name = "index_put"
+
+    @staticmethod
+    def forward(ctx, x, key, v, accumulate=False):
+        xp = ctx.xp
+        out = xp.array(x, copy=True)
+        ctx.key = key
+        ctx.accumulate = accumulate
+        vv = v if not hasattr(v, "dtype") else v.astype(x.dtype, copy=False)
+        if accumulate:
+            ufunc_at(xp, "add", out, key, xp.broadcast_to(vv, out[key].shape) if hasattr(vv, "shape") else vv)
+        else:
+            try:
+                out[key] = vv
+            except ValueError as e:
+                raise RuntimeError(f"shape mismatch: value tensor of shape {list(getattr(v, 'shape', ()))} "
+                                   f"cannot be broadcast to indexing result of shape {list(out[key].shape)} "
+                                   f"({e})") from None
+        ctx.v_shape = getattr(v, "shape", None)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.accumulate:
+            gx = g
+        else:
+            gx = IndexPut.apply(g, ctx.key, 0.0)
+        gv = g[ctx.key] if ctx.needs_input_grad[2] else None
+        return gx, None, gv, None
+
+
+def index_put(input, indices, values, accumulate=False):
+    """Out-of-place ``input[indices] = values`` (``+=`` with accumulate=True, repeats accumulating).
+
+    >>> import workbench as wb
+    >>> wb.zeros(3).index_put((wb.tensor([0, 0]),), wb.tensor(1.), accumulate=True)
+    tensor([2., 0., 0.])
+    """
+    key = _convert_key(tuple(indices), input)
+    return IndexPut.apply(input, key, values, accumulate)
+
+
+def setitem(self, key, value):
+    """``self[key] = value`` in place (values broadcast and cast; differentiable w.r.t. both).
+
+    >>> import workbench as wb
+    >>> x = wb.zeros(2, 2); x[:, 1] = 5.; x
+    tensor([[0., 5.],
+            [0., 5.]])
+    """
+    k = _convert_key(key, self)
+    if isinstance(value, Tensor) and value.device != self.device:
+        if value.ndim == 0 and value.device.type == "cpu":
+            value = value.item()
+        else:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{self.device} and {value.device}! (in __setitem__)")
+    if isinstance(value, (list, tuple)):
+        from ..creation import tensor as _tensor
+
+        value = _tensor(value, dtype=self.dtype, device=self.device)
+    self._inplace("__setitem__", lambda x, v: IndexPut.apply(x, k, v), value)
+
+
+# --- gather / scatter of rows (max pooling, embedding, nll) ---------------------------------------
+def _put_rows(xp, g, idx, nrows):
+    """zeros(nrows, D) with g's rows added at idx (repeats accumulate); g: idx.shape + (D,)."""
+    d = g.shape[-1] if g.ndim > idx.ndim else 1
+    flat = idx.reshape(-1)
+    if d == 1:
+        out = xp.bincount(flat, weights=g.reshape(-1), minlength=nrows)
+        return out.astype(g.dtype, copy=False).reshape((nrows,) + g.shape[idx.ndim:])
+    pos = (flat[:, None] * d + xp.arange(d)).reshape(-1)
+    out = xp.bincount(pos, weights=g.reshape(-1), minlength=nrows * d)
+    return out.astype(g.dtype, copy=False).reshape(nrows, d)
+
+
+class TakeRows(Function):
+    """x.reshape(R, D)[idx]: rows of a 2-D view at integer positions (gradient: PutRows)."""
+
+    _raw = True
+    op_name = "take_rows"
+
+    @staticmethod
+    def forward(ctx, x, idx):
+        ctx.nrows = x.shape[0]
+        ctx.save_for_backward(idx)
+        return x[idx]
+
+    @staticmethod
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        return PutRows.apply(g, idx, ctx.nrows), None
+
+
+class PutRows(Function):
+    """zeros(R, D) with g's rows summed into positions idx (gradient: TakeRows)."""
+
+    _raw = True
+    op_name = "put_rows"
+
+    @staticmethod
+    def forward(ctx, g, idx, nrows, unique=False):
+        ctx.save_for_backward(idx)
+        if unique and g.ndim == idx.ndim:  # no repeated index: a plain scatter
+            out = ctx.xp.zeros(nrows, dtype=g.dtype)
+            out[idx.reshape(-1)] = g.reshape(-1)
+            return out
+        return _put_rows(ctx.xp, g, idx, nrows)
+
+    @staticmethod
+    def backward(ctx, gg):
+        (idx,) = ctx.saved_tensors
+        return TakeRows.apply(gg, idx), None, None, None
 
 
 # --- keyed primitives under their PyTorch names ---------------------------------------------------
@@ -149,7 +382,6 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     tensor([[1, 1],
             [4, 3]])
     """
-    from .elementwise import _out
 
     d = _check_gather_like("gather", input, dim, index)
     if input.ndim == 0:
@@ -338,7 +570,6 @@ def index_select(input, dim, index, *, out=None):
     tensor([[3, 4],
             [3, 4]])
     """
-    from .elementwise import _out
 
     d = _check_index_op("index_select", input, dim, index)
     if input.ndim == 0:
@@ -411,7 +642,6 @@ def masked_fill(input, mask, value):
             value = value.to(input.dtype)
     else:
         value = Tensor._make(_backend.xp_of(input._data).asarray(value).astype(input._data.dtype))
-    from .shape import broadcast_shapes
 
     if tuple(broadcast_shapes(mask.shape, input.shape)) != tuple(input.shape):
         raise RuntimeError(f"masked_fill: the mask of shape {list(mask.shape)} must be broadcastable to the input "
@@ -433,7 +663,6 @@ def masked_select(input, mask):
     >>> wb.masked_select(wb.tensor([1, 2, 3]), wb.tensor([True, False, True]))
     tensor([1, 3])
     """
-    from .shape import broadcast_tensors
 
     _check_mask(mask, "masked_select")
     x, m = broadcast_tensors(input, mask)
@@ -485,7 +714,6 @@ def take_along_dim(input, indices, dim=None):
     >>> wb.take_along_dim(x, x.argsort(dim=1), dim=1)
     tensor([[10, 20, 30]])
     """
-    from .shape import Expand
 
     if dim is None:
         return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
@@ -524,7 +752,7 @@ def put(input, index, source, accumulate=False):
     return reshape(out, tuple(input.shape))
 
 
-# --- index-returning ops ---------------------------------------------------------------------------
+# --- index-returning ops --------------------------------------------------------------------------
 def nonzero(input, *, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or one 1-D tensor per dim with as_tuple.
 
@@ -790,7 +1018,6 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     >>> wb.histc(wb.tensor([1., 2., 1.]), bins=4, min=0, max=3)
     tensor([0., 2., 1., 0.])
     """
-    from .elementwise import _out
 
     if not input.is_floating_point():
         raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype.name.capitalize()}' (histc needs a "
@@ -862,8 +1089,9 @@ def _put_(self, index, source, accumulate=False):
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_copy",
            "index_fill", "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "put",
            "nonzero", "argwhere", "sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
-           "searchsorted", "bucketize", "bincount", "histc", "index_reduce", "nonzero_static", "index_put_"]
+           "searchsorted", "bucketize", "bincount", "histc", "index_reduce", "nonzero_static", "index_put",
+           "index_put_"]
 METHODS = {name: globals()[name] for name in __all__ if name not in ("searchsorted", "bucketize", "index_put_")}
-METHODS["put_"] = _put_
-INPLACE = ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_fill",
-           "masked_scatter", "index_reduce")
+METHODS.update({"put_": _put_, "__getitem__": getitem, "__setitem__": setitem})
+INPLACE = ("index_put", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill",
+           "masked_fill", "masked_scatter", "index_reduce")

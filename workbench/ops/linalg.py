@@ -9,7 +9,7 @@ import collections
 from .. import _backend
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import cast, norm_dims, result_dtype_n, wrap_dim
+from ._util import cast, norm_dims, _out, result_dtype_n, wrap_dim
 from .linalg_core import matmul
 
 
@@ -150,7 +150,7 @@ class Einsum(Function):
 
 
 def _embed_repeated(gk, uniq, s, like):
-    from .shape import IndexPut
+    from .index import IndexPut
 
     xp = _backend.xp_of(gk._data)
     key = []
@@ -205,7 +205,6 @@ def tensordot(a, b, dims=2, out=None):
     >>> wb.tensordot(wb.ones(2, 3, 4), wb.ones(3, 4, 5)).shape
     workbench.Size([2, 5])
     """
-    from .elementwise import _out
 
     if isinstance(dims, Tensor):
         dims = dims.tolist()
@@ -238,7 +237,6 @@ def tensordot(a, b, dims=2, out=None):
 
 def kron(input, other, *, out=None):
     """Kronecker product.  >>> wb.kron(wb.eye(2), wb.ones(2, 2)).shape  ->  workbench.Size([4, 4])"""
-    from .elementwise import _out
 
     n = max(input.ndim, other.ndim)
     a = input.reshape((1,) * (n - input.ndim) + tuple(input.shape))
@@ -252,7 +250,8 @@ def kron(input, other, *, out=None):
 
 
 def _cross(input, other, dim, op):
-    from .shape import broadcast_tensors, stack
+    from .views import broadcast_tensors
+    from .join import stack
 
     if input.ndim != other.ndim:
         raise RuntimeError(f"{op}: inputs dimensions must match, got {input.ndim} and {other.ndim}")
@@ -273,7 +272,6 @@ def cross(input, other, dim=None, *, out=None):
     >>> wb.cross(wb.tensor([1., 0., 0.]), wb.tensor([0., 1., 0.]), dim=0)
     tensor([0., 0., 1.])
     """
-    from .elementwise import _out
 
     if dim is None:
         import warnings
@@ -295,7 +293,6 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     >>> wb.linalg.cross(wb.tensor([1., 0., 0.]), wb.tensor([0., 1., 0.]))
     tensor([0., 0., 1.])
     """
-    from .elementwise import _out
 
     return _out(_cross(input, other, dim, "linalg.cross"), out)
 
@@ -368,7 +365,6 @@ class Inv(Function):
 
 def inv(A, *, out=None):
     """The inverse of a square matrix (or batch).  >>> wb.linalg.inv(wb.eye(2) * 2)"""
-    from .elementwise import _out
 
     _check_matrix(A, "linalg.inv")
     return _out(Inv.apply(A), out)
@@ -403,7 +399,6 @@ class Det(Function):
 
 def det(A, *, out=None):
     """The determinant of a square matrix (or batch).  >>> wb.linalg.det(wb.eye(2) * 2)  ->  tensor(4.)"""
-    from .elementwise import _out
 
     _check_matrix(A, "linalg.det")
     return _out(Det.apply(A), out)
@@ -477,7 +472,6 @@ def solve(A, B, *, left=True, out=None):
     >>> wb.linalg.solve(wb.eye(2) * 2, wb.tensor([2., 4.]))
     tensor([1., 2.])
     """
-    from .elementwise import _out
 
     _check_matrix(A, "linalg.solve")
     if A.dtype != B.dtype:
@@ -510,7 +504,6 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     tensor([[1.],
             [1.]])
     """
-    from .elementwise import _out
 
     _check_matrix(A, "linalg.solve_triangular")
     T = A.triu() if upper else A.tril()
@@ -554,7 +547,6 @@ def linalg_cholesky(A, *, upper=False, out=None):
     tensor([[2., 0.],
             [0., 2.]])
     """
-    from .elementwise import _out
 
     _check_matrix(A, "linalg.cholesky")
     L = Cholesky.apply(A)
@@ -605,7 +597,7 @@ def linalg_qr(A, mode="reduced", *, out=None):
     if m >= n:
         Q, R = QRSquare.apply(A, "complete" if mode == "complete" else "reduced")
     else:  # wide: Q, U = qr(X) on the first m columns, R = [U, Q^H Y]
-        from .shape import cat
+        from .join import cat
 
         X, Y = A[..., :m], A[..., m:]
         Q, U = QRSquare.apply(X, "reduced")
@@ -676,7 +668,6 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
 
 def svdvals(A, *, driver=None, out=None):
     """The singular values, descending.  >>> wb.linalg.svdvals(wb.tensor([[3., 0.], [0., 4.]]))  ->  tensor([4., 3.])"""
-    from .elementwise import _out
 
     _check_matrix(A, "linalg.svdvals", square=False)
     return _out(SVD.apply(A, False)[1], out)
@@ -722,7 +713,6 @@ def eigh(A, UPLO="L", *, out=None):
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a Hermitian matrix.  >>> wb.linalg.eigvalsh(wb.eye(2))  ->  tensor([1., 1.])"""
-    from .elementwise import _out
 
     _check_matrix(A, "linalg.eigvalsh")
     return _out(Eigh.apply(A, _uplo(UPLO, "linalg.eigvalsh"))[0], out)
@@ -828,7 +818,6 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     tensor([[0.5000, 0.0000],
             [0.0000, 0.0000]])
     """
-    from .elementwise import _out
 
     _check_matrix(A, "linalg.pinv", square=False)
     a, r = _tols(A, atol, rtol, "linalg.pinv")
@@ -895,7 +884,6 @@ def matrix_power(A, n, *, out=None):
     tensor([[1., 3.],
             [0., 1.]])
     """
-    from .elementwise import _out
 
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
@@ -921,7 +909,6 @@ def multi_dot(tensors, *, out=None):
     >>> wb.linalg.multi_dot([wb.ones(2), wb.ones(2, 3), wb.ones(3)])
     tensor(6.)
     """
-    from .elementwise import _out
 
     ts = list(tensors)
     if len(ts) < 2:
@@ -1011,7 +998,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     >>> wb.linalg.vector_norm(wb.tensor([3., 4.]))
     tensor(5.)
     """
-    from .elementwise import _out
 
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
@@ -1037,7 +1023,6 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     >>> wb.linalg.matrix_norm(wb.tensor([[3., 0.], [0., 4.]]), 2)
     tensor(4.)
     """
-    from .elementwise import _out
 
     if A.ndim < 2:
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got shape "
@@ -1106,7 +1091,6 @@ def cond(A, p=None, *, out=None):
     >>> wb.linalg.cond(wb.tensor([[1., 0.], [0., 4.]]))
     tensor(4.)
     """
-    from .elementwise import _out
 
     _check_matrix(A, "linalg.cond", square=False)
     if p in (None, 2, -2):
@@ -1121,7 +1105,6 @@ def cond(A, p=None, *, out=None):
 
 def vecdot(x, y, *, dim=-1, out=None):
     """Dot product of vectors along ``dim`` (x conjugated), broadcast.  >>> wb.linalg.vecdot(wb.ones(2, 3), wb.ones(3))"""
-    from .elementwise import _out
 
     xx = x.conj() if x.is_complex() else x
     return _out((xx * y).sum(dim), out)
@@ -1140,7 +1123,7 @@ def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 # --- variants that report failure in an ``info`` tensor instead of raising ----------------------------
 def _with_info(A, fn, info_of, check_errors):
     """(fn(A), info): info is 0 per matrix where fn succeeded; failed matrices give NaN results."""
-    from .shape import stack
+    from .join import stack
 
     xp = _backend.xp_of(A._data)
     batch = tuple(A.shape[:-2])
@@ -1244,7 +1227,6 @@ def tensorinv(A, ind=2, *, out=None):
     >>> wb.linalg.tensorinv(wb.eye(4).reshape(4, 2, 2), ind=1).shape
     workbench.Size([2, 2, 4])
     """
-    from .elementwise import _out
 
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
@@ -1268,7 +1250,6 @@ def tensorsolve(A, B, dims=None, *, out=None):
     >>> wb.linalg.tensorsolve(wb.eye(4).reshape(2, 2, 4), wb.ones(2, 2)).shape
     workbench.Size([4])
     """
-    from .elementwise import _out
 
     if dims is not None:
         dims = [wrap_dim(d, A.ndim) for d in dims]
@@ -1286,7 +1267,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 
 def _powers(x, N):
-    from .shape import stack
+    from .join import stack
 
     cols = [x * 0 + 1]
     for _ in range(1, N):
@@ -1364,7 +1345,6 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     tensor([[0.2500],
             [0.2500]])
     """
-    from .elementwise import _out
 
     Lo = _mH(L) if upper else L
     return _out(Solve.apply(_mH(Lo), Solve.apply(Lo, B)), out)
@@ -1378,7 +1358,6 @@ def cholesky_inverse(L, upper=False, *, out=None):
     tensor([[0.2500, 0.0000],
             [0.0000, 0.2500]])
     """
-    from .elementwise import _out
 
     Lo = _mH(L) if upper else L
     return _out(inv(Lo @ _mH(Lo)), out)
@@ -1487,7 +1466,7 @@ def linalg_lu(A, *, pivot=True, out=None):
     tensor([[3.0000, 4.0000],
             [0.0000, 0.6667]])
     """
-    from .shape import cat
+    from .join import cat
 
     _check_matrix(A, "linalg.lu", square=False)
     if not pivot:
@@ -1516,7 +1495,7 @@ def lu_factor(A, *, pivot=True, out=None):
     >>> wb.linalg.lu_factor(wb.tensor([[1., 2.], [3., 4.]])).pivots
     tensor([2, 2], dtype=workbench.int32)
     """
-    from .shape import ConstantPad
+    from .pad import ConstantPad
 
     _check_matrix(A, "linalg.lu_factor", square=False)
     P, L, U = linalg_lu(A, pivot=pivot)
@@ -1599,7 +1578,6 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     tensor([[1.],
             [2.]])
     """
-    from .elementwise import _out
 
     if LU.ndim < 2 or LU.shape[-1] != LU.shape[-2]:
         raise RuntimeError(f"linalg.lu_solve: Expected LU to be batches of square matrices, got shape "

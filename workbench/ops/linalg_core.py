@@ -1,6 +1,6 @@
 """matmul and its relatives, the ops most models spend their time in."""
 from ..autograd.function import Function
-from ._util import cast, result_dtype
+from ._util import cast, _out, result_dtype
 
 
 class Matmul(Function):
@@ -61,7 +61,6 @@ def matmul(input, other, *, out=None):
     >>> wb.matmul(wb.ones(2, 3), wb.ones(3)).shape
     workbench.Size([2])
     """
-    from .elementwise import _out
 
     return _out(Matmul.apply(input, other), out)
 
@@ -137,7 +136,6 @@ def inner(input, other, *, out=None):
     >>> wb.inner(wb.ones(2, 3), wb.ones(4, 3)).shape
     workbench.Size([2, 4])
     """
-    from .elementwise import _out
 
     if input.ndim == 0 or other.ndim == 0:
         return _out(input * other, out)
@@ -151,7 +149,6 @@ def inner(input, other, *, out=None):
 
 def outer(input, vec2, *, out=None):
     """Outer product of two 1-D tensors.  >>> wb.outer(wb.tensor([1, 2]), wb.tensor([1, 10]))"""
-    from .elementwise import _out
 
     if input.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"outer: expected 1-D tensors, got {input.ndim}-D and {vec2.ndim}-D")
@@ -163,7 +160,7 @@ ger = outer
 
 def _add_scaled(input, prod, beta, alpha, op):
     # beta * input + alpha * prod; beta == 0 ignores input's values (NaN included), as PyTorch does
-    from .shape import broadcast_shapes
+    from .views import broadcast_shapes
 
     try:
         broadcast_shapes(input.shape, prod.shape)
@@ -194,35 +191,30 @@ class _Ignored(Function):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat1 @ mat2).  >>> wb.addmm(wb.zeros(2, 2), wb.eye(2), wb.eye(2))"""
-    from .elementwise import _out
 
     return _out(_add_scaled(input, mm(mat1, mat2), beta, alpha, "addmm"), out)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec).  >>> wb.addmv(wb.zeros(2), wb.eye(2), wb.ones(2))"""
-    from .elementwise import _out
 
     return _out(_add_scaled(input, mv(mat, vec), beta, alpha, "addmv"), out)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * outer(vec1, vec2).  >>> wb.addr(wb.zeros(2, 2), wb.ones(2), wb.ones(2))"""
-    from .elementwise import _out
 
     return _out(_add_scaled(input, outer(vec1, vec2), beta, alpha, "addr"), out)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * bmm(batch1, batch2).  >>> wb.baddbmm(wb.zeros(1, 2, 2), wb.ones(1, 2, 3), wb.ones(1, 3, 2))"""
-    from .elementwise import _out
 
     return _out(_add_scaled(input, bmm(batch1, batch2), beta, alpha, "baddbmm"), out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * sum_b(batch1[b] @ batch2[b]).  >>> wb.addbmm(wb.zeros(2, 2), wb.ones(3, 2, 4), wb.ones(3, 4, 2))"""
-    from .elementwise import _out
 
     return _out(_add_scaled(input, bmm(batch1, batch2).sum(0), beta, alpha, "addbmm"), out)
 

@@ -12,9 +12,10 @@ from .. import _backend
 from .._backend import kernels as _k
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
+from ..autograd.graph import composite
 from ..tensor import Tensor
 from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
-from .conv import PutRows, TakeRows, composite
+from .index import PutRows, TakeRows
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -830,7 +831,7 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     if input.shape[-1] != linear_weight.shape[-1]:
         raise RuntimeError(f"expected equal input and linear_weight last dimensions (in_features), got "
                            f"{input.shape[-1]} and {linear_weight.shape[-1]}, respectively")
-    from .conv import linear
+    from .linear import linear
 
     logits = linear(input, linear_weight, linear_bias)
     return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None else ignore_index,

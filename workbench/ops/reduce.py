@@ -15,10 +15,10 @@ from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
+from ..autograd.graph import composite
 from ..tensor import Tensor
-from ._util import norm_dims, to_float, wrap_dim
-from .conv import composite
-from .elementwise import _out, isnan, where
+from ._util import _out, norm_dims, to_float, wrap_dim
+from .elementwise import isnan, where
 
 _np = _backend.numpy
 _INT64 = _np.dtype("int64")
@@ -390,7 +390,7 @@ class _Pick(Function):
 
     @staticmethod
     def backward(ctx, g, gi):
-        from .shape import IndexBackward
+        from .index import IndexBackward
 
         if ctx.scalar:
             g = g.reshape((1,))

@@ -1,5 +1,10 @@
 """See the tape: snapshots of the recorded graph, a backward debugger, and a live gradient monitor.
 
+The modules form one stack, each importing only those before it: ``recorder`` (forward recording)
+-> ``summary``, ``classroom`` -> ``snapshot`` (tape -> tape.v1) -> ``replay`` (backward recorder),
+``stepper``, ``gradstats`` -> ``static_svg`` -> ``views`` (MIME bundles) -> ``widgets`` -> the
+factories below.
+
 >>> import workbench as wb
 >>> w = wb.tensor([1.0, 2.0], requires_grad=True)
 >>> with wb.viz.record():
@@ -7,10 +12,96 @@
 >>> snap = wb.viz.snapshot(loss)          # wb.viz.show(loss) displays it in a notebook
 >>> snap.save("tape.html")                # doctest: +SKIP
 """
-from .debugger import Step, Stepper, debug, grad_norm_above, on_nan
-from .monitor import Monitor, watch
+from .gradstats import GradStats
 from .recorder import Recorder, record, trace
-from .snapshot import MIME, Snapshot, show, snapshot
+from .replay import fill_grads, record_backward
+from .snapshot import MIME, as_roots, build
+from .stepper import Step, Stepper, grad_norm_above, on_nan
+from .views import Snapshot
+from .widgets import DebuggerWidget, Monitor
 
 __all__ = ["record", "trace", "snapshot", "show", "Snapshot", "MIME", "debug", "on_nan", "grad_norm_above",
-           "Stepper", "Step", "watch", "Monitor", "Recorder"]
+           "Stepper", "Step", "watch", "Monitor", "GradStats", "Recorder"]
+
+
+def snapshot(roots, model=None, *, names=None, title=None, trace=False, retain_graph=False, values=True,
+             grads=True, gradient=None):
+    """A ``Snapshot`` of the tape behind ``roots`` (a loss tensor, or several tensors).
+
+    ``model`` names parameters by their path (``encoder.0.weight``) and supplies the module tree;
+    ``names={"x": x}`` names other tensors (variables of the calling frame are found by themselves).
+    ``trace=True`` runs the backward pass now (it replaces ``loss.backward()``; pass
+    ``retain_graph=True`` to keep the graph) and stores a summary of every engine step so the viewer
+    can replay it without a kernel.
+
+    >>> import workbench as wb
+    >>> w = wb.tensor([2.0, -1.0], requires_grad=True)
+    >>> loss = (w * w).sum()
+    >>> snap = wb.viz.snapshot(loss, trace=True)
+    >>> [s["node"] for s in snap.to_dict()["trace"]["steps"]]
+    ['n2', 'n1', 'n0']
+    >>> w.grad
+    tensor([ 4., -2.])
+    """
+    snap, b = build(roots, model, names, title, values, grads)
+    if trace:
+        snap["trace"] = {"steps": record_backward(as_roots(roots), b, gradient, retain_graph)}
+        fill_grads(snap)
+    return Snapshot(snap)
+
+
+def show(roots, model=None, **kw):
+    """Display the tape behind ``roots`` in the notebook: interactive viewer, SVG elsewhere.
+
+    Takes ``snapshot()``'s arguments (``trace=True`` runs the backward pass for replay stepping);
+    ``wb.viz.snapshot(...)`` gives the object itself (to save it). Outside IPython it prints one line.
+
+    >>> import workbench as wb
+    >>> w = wb.ones(2, requires_grad=True)
+    >>> wb.viz.show((w * 2).sum())   # doctest: +ELLIPSIS
+    <workbench tape ...>
+    """
+    snapshot(roots, model, **kw).show()  # returns None, so a cell ending in show() displays once
+
+
+def debug(roots, model=None, breakpoints=(), classroom=False, *, gradient=None, names=None, nan_break=True,
+          height=0, display=True):
+    """Step through the backward pass of ``roots`` in the notebook, node by node.
+
+    Returns the widget; ``dbg.current`` is the step shown (``node``, ``grad_output``, ``grad_inputs``,
+    ``leaves`` as workbench tensors); ``dbg.step()``, ``dbg.step_over()``, ``dbg.continue_()`` and
+    ``dbg.restart()`` drive it from Python too. Breakpoints: node ids, tensors, or conditions such as
+    ``wb.viz.on_nan`` and ``wb.viz.grad_norm_above(1e3)``; NaN/Inf stop ``continue`` by default.
+    Build the model and loss under ``with wb.viz.trace():`` so a NaN points at its forward line.
+    After the last step every ``.grad`` equals what ``loss.backward()`` gives.
+
+    >>> import workbench as wb
+    >>> a = wb.tensor(2.0, requires_grad=True)
+    >>> dbg = wb.viz.debug((a * a).sum(), display=False)
+    >>> dbg.step().node.name()
+    'SumBackward0'
+    """
+    st = Stepper(roots, model, breakpoints, gradient, names, nan_break, classroom)
+    w = DebuggerWidget(st, height=height)
+    if display:
+        w.show()
+    return w
+
+
+def watch(model, every=1, histograms=True, *, display=True, **kw):
+    """Attach a live gradient monitor to ``model``; it updates while the training loop runs.
+
+    Per layer: gradient norm, weight norm, update/weight ratio, log10|grad| histograms; the loss (the
+    backward root, or ``mon.log(loss=...)``); alarms for NaN/Inf (layer, op, source line), exploding
+    and vanishing gradients and dead ReLUs. ``mon.detach()`` removes every hook and leaves a PNG.
+
+    >>> import workbench as wb
+    >>> mon = wb.viz.watch(model)                       # doctest: +SKIP
+    >>> for step in range(100):                         # doctest: +SKIP
+    ...     opt.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); opt.step()
+    >>> mon.detach()                                    # doctest: +SKIP
+    """
+    mon = Monitor(model, every=every, histograms=histograms, **kw)
+    if display:
+        mon.show()
+    return mon

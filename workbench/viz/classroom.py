@@ -8,6 +8,7 @@ For ``mul`` the step that sends gradients to ``a`` and ``b`` reads::
 Numbers appear where the tensors involved hold a single element; otherwise the rule is written with
 names and shapes only. Only the saved tensors of the node and the step's gradients are read.
 """
+import re
 
 # op -> (forward formula, local derivative per input position, what the operands are called)
 #   operands: "ab" = saved (a, b); "a" = saved input; "out" = saved output; "" = none needed
@@ -128,8 +129,6 @@ def derivation(node, grad_outputs, grad_inputs, labels, out_label="out"):
 
 
 def _rename(text, names, out_label):
-    import re
-
     def sub(m):
         w = m.group(0)
         if w == "out":

@@ -8,9 +8,12 @@ weakly: recording keeps no tensor alive and never reads a tensor's values (no GP
 """
 import collections
 import itertools
+import sys
 import weakref
 
+from .. import _backend
 from ..autograd import graph
+from ..tensor import Tensor
 
 _ACTIVE = []  # recorders inside their ``with`` block, innermost last
 _KNOWN = weakref.WeakSet()  # every recorder not yet garbage: snapshot() consults them all
@@ -38,8 +41,6 @@ class Export:
     __slots__ = ("host", "site", "source")
 
     def __init__(self, t, site):
-        from .. import _backend
-
         # a host copy (small tensors only) lets snapshot() recognise the values when they come back
         self.host = _backend.to_device(t._data, _backend.CPU).copy() if t._data.size <= 65536 else None
         self.site = site
@@ -49,11 +50,8 @@ class Export:
 
 def _source_ref(t):
     # what the cut hangs off in the graph: the producing node, or the leaf's accumulator
-    if t.grad_fn is not None:
-        return weakref.ref(t.grad_fn), t._output_nr
-    if t._rg:
-        return weakref.ref(graph.accumulator(t)), 0
-    return None
+    node, nr = graph.gradient_edge(t)
+    return None if node is None else (weakref.ref(node), nr)
 
 
 class Recorder:
@@ -97,8 +95,6 @@ class Recorder:
 
     def _listen(self, node, args, results):
         consts = None
-        from ..tensor import Tensor
-
         for i, a in enumerate(args):
             if isinstance(a, Tensor) and not a._rg:
                 if consts is None:
@@ -118,12 +114,6 @@ class Recorder:
         c = ConstInput(t, mark)
         self._consts[id(t)] = c
         return c
-
-    def snapshot(self, roots, **kw):
-        """``wb.viz.snapshot(roots, **kw)``; kept for symmetry (every recorder is consulted anyway)."""
-        from .snapshot import snapshot
-
-        return snapshot(roots, **kw)
 
 
 def _mark_cut(t, reason, source):
@@ -190,3 +180,42 @@ def exports():
     for rec in list(_KNOWN):
         out.extend(rec.exports)
     return out
+
+
+def _cell_of(filename):
+    # IPython compiles each cell to a temporary file and remembers which execution count it was
+    ipy = sys.modules.get("IPython")
+    ip = ipy.get_ipython() if ipy is not None else None
+    fmap = getattr(getattr(ip, "compile", None), "_filename_map", None)
+    return fmap.get(filename) if isinstance(fmap, dict) else None
+
+
+def site_file(site):
+    """The file of a site as the user knows it: ``Cell In[3]`` for a notebook cell, else the path.
+
+    >>> site_file(("train.py", 10, "step"))
+    'train.py'
+    """
+    n = _cell_of(site[0])
+    return f"Cell In[{n}]" if n is not None else str(site[0])
+
+
+def site_text(site):
+    """A source site written as IPython writes it: ``Cell In[3], line 10`` or ``train.py:10 in step``.
+
+    >>> site_text(("train.py", 10, "step"))
+    'train.py:10 in step'
+    """
+    if not site:
+        return "<unknown location>"
+    f = site_file(site)
+    if f.startswith("Cell In["):
+        return f"{f}, line {site[1]}"
+    return f"{f}:{site[1]} in {site[2]}"
+
+
+def site_dict(site):
+    """The tape.v1 ``site`` object of a site tuple (None for None)."""
+    if not site:
+        return None
+    return {"file": site_file(site), "line": int(site[1] or 0), "function": str(site[2])}

@@ -1,75 +1,36 @@
 """tape -> tape.v1: the snapshot of a recorded graph that every viewer reads.
 
-``snapshot(loss)`` walks ``grad_fn`` / ``next_functions`` iteratively from the roots and writes the
+``build(roots)`` walks ``grad_fn`` / ``next_functions`` iteratively from the roots and writes the
 JSON object described by ``tape.v1.schema.json``: one node per backward node (ops and the leaves'
 AccumulateGrad), named, scoped and summarised; with ``record()`` active during the forward pass it
-also shows data inputs and where the graph was cut. ``trace=True`` runs the backward pass through
-the engine's generator and keeps a summary of every step, so the viewer can replay it without a
-kernel.
+also shows data inputs and where the graph was cut. ``replay.py`` adds the backward trace;
+``views.Snapshot`` displays and saves the result.
 """
-import html
 import json
-import os
 import sys
 
 from .. import _backend
 from ..autograd import graph
-from ..autograd.graph import AccumulateGrad
+from ..autograd.function import _Out
+from ..autograd.graph import AccumulateGrad, walk
+from ..tensor import Tensor
 from . import recorder
+from .recorder import site_dict, site_text
 from .summary import summarize, summarize_array
 
 MIME = "application/vnd.workbench.tape.v1+json"
 _INPUT_NAMES = ("self", "other", "third", "fourth")
 
 
-def _tensor_cls():
-    from ..tensor import Tensor
-
-    return Tensor
-
-
-def _as_roots(x):
-    T = _tensor_cls()
-    if isinstance(x, T):
+def as_roots(x):
+    """A list of root tensors from a Tensor or a sequence of Tensors (TypeError otherwise)."""
+    if isinstance(x, Tensor):
         return [x]
     roots = list(x)
     for r in roots:
-        if not isinstance(r, T):
+        if not isinstance(r, Tensor):
             raise TypeError(f"snapshot() expects a Tensor or a sequence of Tensors, got {type(r).__name__}")
     return roots
-
-
-def _start(t):
-    if t.grad_fn is not None:
-        return t.grad_fn
-    if t._rg:
-        return graph.accumulator(t)
-    return None
-
-
-def walk(starts):
-    """Every node reachable from ``starts`` through next_functions (iterative; order unspecified).
-
-    >>> import workbench as wb
-    >>> x = wb.ones(2, requires_grad=True)
-    >>> sorted(n.name() for n in walk([(x * x).sum().grad_fn]))
-    ['AccumulateGrad', 'MulBackward0', 'SumBackward0']
-    """
-    seen = dict.fromkeys(starts)
-    stack = list(seen)
-    while stack:
-        n = stack.pop()
-        for nxt, _ in n.next_functions:
-            if nxt is not None and nxt not in seen:
-                seen[nxt] = None
-                stack.append(nxt)
-    return list(seen)
-
-
-def _site(site):
-    if not site:
-        return None
-    return {"file": str(site[0]), "line": int(site[1] or 0), "function": str(site[2])}
 
 
 def _dtype_name(npd):
@@ -78,7 +39,6 @@ def _dtype_name(npd):
 
 def _caller_names():
     """id(tensor) -> variable name, from the user's frames (so leaves show as "w", "x")."""
-    T = _tensor_cls()
     names = {}
     f = sys._getframe(1)
     while f is not None and "/workbench/" in f.f_code.co_filename.replace("\\", "/") and \
@@ -88,7 +48,7 @@ def _caller_names():
         return names
     for scope in (f.f_locals, f.f_globals):
         for k, v in list(scope.items()):
-            if isinstance(v, T) and not k.startswith("_"):
+            if isinstance(v, Tensor) and not k.startswith("_"):
                 names.setdefault(id(v), k)
                 if v.grad_fn is not None and v._output_nr == 0:
                     names.setdefault(id(v.grad_fn), k)
@@ -96,8 +56,6 @@ def _caller_names():
 
 
 def _saved_list(node):
-    from ..autograd.function import _Out
-
     saved = node._saved
     out = []
     if not saved:
@@ -155,8 +113,6 @@ class _Builder:
         arr = self.saved_values.get((node, nr))
         if arr is not None:
             return arr
-        from ..autograd.function import _Out
-
         for entry in node._saved or ():
             e = entry[0] if type(entry) is tuple else entry
             if type(e) is _Out and e.i == nr:
@@ -164,20 +120,17 @@ class _Builder:
         return None
 
     def _index_saved(self, nodes):
-        from ..autograd.function import _Out
-
-        T = _tensor_cls()
         for n in nodes:
             for entry in n._saved or ():
                 e = entry[0] if type(entry) is tuple else entry
-                if isinstance(e, T) and e.grad_fn is not None:
+                if isinstance(e, Tensor) and e.grad_fn is not None:
                     self.saved_values.setdefault((e.grad_fn, e._output_nr), e._data)
                 elif type(e) is _Out:
                     self.saved_values.setdefault((n, e.i), e.data)
 
     # --- nodes --------------------------------------------------------------------------------
     def build(self, extra_roots=()):
-        starts = [s for s in (_start(r) for r in self.roots) if s is not None]
+        starts = graph.roots_of(self.roots)
         if not starts:
             raise RuntimeError(
                 "snapshot(): none of the given tensors has a graph (grad_fn is None and requires_grad is "
@@ -284,7 +237,7 @@ class _Builder:
         if c.cut:
             reason, site, src = c.cut[:3]
             op_name = c.cut[3] if len(c.cut) > 3 else None
-            where = f" at {graph.format_site(site)}" if site else ""
+            where = f" at {site_text(site)}" if site else ""
             kind, op = "cut", reason
             snode = src[0]() if src else None
             if snode is not None and type(snode) is AccumulateGrad:
@@ -303,7 +256,7 @@ class _Builder:
             if ex is not None:
                 c.cut = ("numpy", ex.site, ex.source, None)
                 kind, op = "cut", "numpy"
-                where = f" at {graph.format_site(ex.site)}" if ex.site else ""
+                where = f" at {site_text(ex.site)}" if ex.site else ""
                 cut = {"reason": "numpy", "detail": f"values left workbench through .numpy()/.item()/.tolist(){where} "
                                                     "and came back as a new tensor: the graph is cut here"}
         d = self._base(i, kind, op, name or (op or "input"), shape=c.shape, dtype=_dtype_name(c.dtype),
@@ -322,7 +275,7 @@ class _Builder:
         device = str(_backend.device_of(arr)) if arr is not None else ("cpu" if n.xp is _backend.numpy else "cuda")
         group = n.group
         d = self._base(i, "output" if is_root else "op", n._op or n.name(), n.name(), n.scope or "",
-                       None if group is None else str(group), _site(n.site), shape,
+                       None if group is None else str(group), site_dict(n.site), shape,
                        _dtype_name(dt) if dt is not None else "", device)
         label = self.names.get(id(n))
         if label:
@@ -376,10 +329,10 @@ def _match_export(t, exports):
 
 def build(roots, model=None, names=None, title=None, values=True, grads=True):
     """The tape.v1 dict of the graph behind ``roots`` and the builder's id map (used by the debugger)."""
-    roots = _as_roots(roots)
+    roots = as_roots(roots)
     b = _Builder(roots, model, names, values, grads)
     b.build()
-    root_ids = [b.ids[s] for s in (_start(r) for r in roots) if s is not None and s in b.ids]
+    root_ids = [b.ids[s] for s in graph.roots_of(roots) if s in b.ids]
     if title is None:
         title = _default_title(b, roots)
     snap = {"format": "workbench.tape", "version": 1, "title": title, "nodes": b.nodes, "edges": b.edges,
@@ -395,136 +348,6 @@ def _default_title(b, roots):
     return f"{name or 'tensor'} ({op}, {n} nodes)"
 
 
-def snapshot(roots, model=None, *, names=None, title=None, trace=False, retain_graph=False, values=True,
-             grads=True, gradient=None):
-    """A ``Snapshot`` of the tape behind ``roots`` (a loss tensor, or several tensors).
-
-    ``model`` names parameters by their path (``encoder.0.weight``) and supplies the module tree;
-    ``names={"x": x}`` names other tensors (variables of the calling frame are found by themselves).
-    ``trace=True`` runs the backward pass now (it replaces ``loss.backward()``; pass
-    ``retain_graph=True`` to keep the graph) and stores a summary of every engine step so the viewer
-    can replay it without a kernel.
-
-    >>> import workbench as wb
-    >>> w = wb.tensor([2.0, -1.0], requires_grad=True)
-    >>> loss = (w * w).sum()
-    >>> snap = wb.viz.snapshot(loss, trace=True)
-    >>> [s["node"] for s in snap.to_dict()["trace"]["steps"]]
-    ['n2', 'n1', 'n0']
-    >>> w.grad
-    tensor([ 4., -2.])
-    """
-    snap, b = build(roots, model, names, title, values, grads)
-    if trace:
-        from .debugger import run_trace
-
-        snap["trace"] = {"steps": run_trace(_as_roots(roots), b, gradient, retain_graph)}
-        _fill_grads_from_trace(snap)
-    return Snapshot(snap)
-
-
-def _fill_grads_from_trace(snap):
-    by_id = {n["id"]: n for n in snap["nodes"]}
-    for st in snap["trace"]["steps"]:
-        n = by_id[st["node"]]
-        if n["kind"] in ("op", "output") and st["grad_outputs"]:
-            n["grad"] = st["grad_outputs"][0]
-        for leaf in st["leaves"]:
-            by_id[leaf["node"]]["grad"] = leaf["after"]
-
-
 def to_json(snap, indent=None):
     """Strict JSON text of a tape.v1 dict (no NaN/Infinity literals)."""
     return json.dumps(snap, allow_nan=False, indent=indent)
-
-
-class Snapshot:
-    """A tape.v1 snapshot: shown as the interactive viewer in JupyterLab, as an SVG elsewhere.
-
-    >>> import workbench as wb
-    >>> x = wb.ones(2, requires_grad=True)
-    >>> snap = wb.viz.snapshot((x * 3).sum())
-    >>> sorted(snap._repr_mimebundle_())
-    ['application/vnd.workbench.tape.v1+json', 'text/html', 'text/plain']
-    """
-
-    def __init__(self, data):
-        self.data = data
-
-    def to_dict(self):
-        """The tape.v1 object (a dict ready for ``json.dumps(allow_nan=False)``)."""
-        return self.data
-
-    def to_json(self, indent=None):
-        """The snapshot as strict JSON text.  >>> snap.to_json()[:30]"""
-        return to_json(self.data, indent)
-
-    def svg(self, **kw):
-        """The static SVG drawing (pure Python layout).  >>> snap.svg()[:4]  ->  '<svg'"""
-        from .static_svg import render_svg
-
-        return render_svg(self.data, **kw)
-
-    def __repr__(self):
-        d = self.data
-        kinds = {}
-        for n in d["nodes"]:
-            kinds[n["kind"]] = kinds.get(n["kind"], 0) + 1
-        parts = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
-        tr = f", trace of {len(d['trace']['steps'])} steps" if d["trace"] else ""
-        return f"<workbench tape {d['title']!r}: {len(d['nodes'])} nodes ({parts}), {len(d['edges'])} edges{tr}>"
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return {MIME: self.data, "text/html": self.svg(), "text/plain": repr(self)}
-
-    def save(self, path):
-        """Write ``.json`` (the snapshot), ``.html`` (standalone offline viewer) or ``.svg``.
-
-        >>> snap.save("tape.html")   # doctest: +SKIP
-        """
-        path = os.fspath(path)
-        ext = os.path.splitext(path)[1].lower()
-        if ext == ".json":
-            text = self.to_json(indent=1)
-        elif ext in (".html", ".htm"):
-            text = standalone_html(self.data)
-        elif ext == ".svg":
-            text = '<?xml version="1.0" encoding="UTF-8"?>\n' + self.svg(standalone=True)
-        else:
-            raise ValueError(f"Snapshot.save: unknown file type {ext!r} for {path!r}; use .json, .html or .svg")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return path
-
-    def show(self):
-        """Display in the notebook (the MIME bundle, raw).  >>> snap.show()  # doctest: +SKIP"""
-        from IPython.display import display
-
-        display(self._repr_mimebundle_(), raw=True)
-
-
-def standalone_html(snap, height=640):
-    """One offline HTML page that renders ``snap`` with the standalone bundle (no server, no network)."""
-    from . import _assets
-
-    js = _assets.standalone_js().replace("</script", "<\\/script")
-    payload = to_json(snap).replace("</", "<\\/")
-    title = html.escape(snap.get("title") or "workbench tape")
-    return (f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{title}</title>\n'
-            '<meta name="viewport" content="width=device-width, initial-scale=1"></head>\n'
-            f'<body style="margin:0">\n<div id="wb-tape-1" style="height:{int(height)}px"></div>\n'
-            f'<script type="application/json" data-workbench-tape="wb-tape-1" data-height="{int(height)}">'
-            f'{payload}</script>\n<script>{js}</script>\n</body></html>\n')
-
-
-def show(roots, model=None, **kw):
-    """Display the tape behind ``roots`` in the notebook: interactive viewer, SVG elsewhere.
-
-    Takes ``snapshot()``'s arguments (``trace=True`` runs the backward pass for replay stepping);
-    ``wb.viz.snapshot(...)`` gives the object itself (to save it).
-
-    >>> import workbench as wb
-    >>> w = wb.ones(2, requires_grad=True)
-    >>> wb.viz.show((w * 2).sum())   # doctest: +SKIP
-    """
-    snapshot(roots, model, **kw).show()  # returns None, so a cell ending in show() displays once

@@ -13,7 +13,8 @@ BINS = 16
 MAX_VALUES = 16
 
 
-def _json_number(v):
+def json_number(v):
+    """A float as tape.v1 JSON carries it: NaN/Inf become "NaN", "Infinity", "-Infinity"."""
     if v != v:
         return "NaN"
     if v in (math.inf, -math.inf):
@@ -82,9 +83,7 @@ def summarize_array(arr, *, values=True):
     >>> (s["min"], s["max"], s["inf"], s["values"])
     (1.0, 2.0, 1, [1.0, 2.0, 'Infinity'])
     """
-    from .._backend import dtypes
-
-    dtype = dtypes.from_numpy_dtype(arr.dtype).name
+    dtype = _backend.dtypes.from_numpy_dtype(arr.dtype).name
     numel = int(arr.size)
     small = values and numel <= MAX_VALUES
     vec = device_stats(arr)
@@ -103,7 +102,7 @@ def _from_host(h, shape, dtype, numel, is_bool, small):
     hist = None
     if has and not is_bool:
         hist = {"lo": float(h[8]), "hi": float(h[9]), "counts": [int(c) for c in h[10:10 + BINS]]}
-    vals = [_json_number(v) for v in h[10 + BINS:10 + BINS + numel]] if small else None
+    vals = [json_number(v) for v in h[10 + BINS:10 + BINS + numel]] if small else None
     if small and is_bool:
         vals = [int(v) for v in vals]
     return {"shape": shape, "dtype": dtype, "numel": numel, **stats, "nan": nan, "inf": inf, "hist": hist,

@@ -1,13 +1,16 @@
 """The anywidget classes: the tape viewer, the live debugger and the gradient monitor's widget.
 
 Traits and messages follow extensions/PROTOCOL.md. The front-end bundle is
-``workbench/static/widget.js`` (built by ``pip install -e .``).
+``workbench/static/widget.js`` (built by ``pip install -e .``). The widgets only show and relay:
+the debugger drives a ``stepper.Stepper``, the monitor shows what a ``gradstats.GradStats`` collects.
 """
 import anywidget
 import traitlets
 
 from . import _assets
+from .gradstats import METRICS, GradStats
 from .snapshot import MIME, to_json
+from .views import Snapshot, in_ipython, monitor_bundle, monitor_report
 
 
 def _esm():
@@ -23,15 +26,24 @@ class _Base(anywidget.AnyWidget):
     height = traitlets.Int(0).tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
 
+    _handle = None  # the IPython DisplayHandle of the last show(), so the saved view can be refreshed
+
     def show(self):
-        """Display the widget in the notebook (no-op outside IPython)."""
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-        except ImportError:
+        """Display the widget in the notebook; a plain script has nowhere to draw one, so it prints one line."""
+        if not in_ipython():
+            print(self.static_bundle()["text/plain"])
             return
-        if get_ipython() is not None:  # a plain script has nowhere to draw a widget
-            display(self)
+        from IPython.display import display  # optional: only notebooks have it
+
+        self._handle = display(self, display_id=True)
+
+    def _repr_mimebundle_(self, **kwargs):
+        # the widget view for a live kernel, and beside it the kernel-free view (each view's
+        # static_bundle(), a MIME bundle drawn without Python): JupyterLab's workbench
+        # renderer shows the widget while its model lives and the static view otherwise (a saved
+        # notebook, an untrusted copy); nbconvert, GitHub and VS Code without a kernel take text/html
+        data, metadata = super()._repr_mimebundle_(**kwargs)  # anywidget: (bundle, metadata)
+        return {**data, **self.static_bundle()}, metadata
 
 
 class TapeWidget(_Base):
@@ -48,6 +60,9 @@ class TapeWidget(_Base):
     def __init__(self, snap, **kw):
         super().__init__(snapshot=snap.to_dict() if hasattr(snap, "to_dict") else snap, view="tape", **kw)
 
+    def static_bundle(self):
+        return Snapshot(self.snapshot)._repr_mimebundle_()
+
 
 class DebuggerWidget(_Base):
     """``wb.viz.debug(...)``: the view "debugger", driven by a ``Stepper`` in this kernel.
@@ -62,7 +77,18 @@ class DebuggerWidget(_Base):
         super().__init__(snapshot=stepper.snapshot, view="debugger", height=height,
                          title=stepper.snapshot["title"])
         self.stepper = stepper
+        self._static = None
         self.on_msg(self._on_msg)
+
+    def static_bundle(self):
+        """The recorded replay (tape.v1 with every step's summaries): steps through with no kernel."""
+        if self._static is None:
+            snap = self.stepper.replay_snapshot()
+            steps = len(snap["trace"]["steps"]) if snap["trace"] else 0
+            self._static = Snapshot(snap)._repr_mimebundle_()
+            self._static["text/plain"] = (f"<workbench debugger {snap['title']!r}: {len(snap['nodes'])} nodes, "
+                                          f"replay of {steps} backward steps>")
+        return self._static
 
     # --- Python API (the same actions the buttons take) ------------------------------------------
     @property
@@ -155,6 +181,134 @@ class DebuggerWidget(_Base):
                 raise
 
 
+class Monitor(_Base):
+    """``wb.viz.watch(model)``: the gradient monitor widget (view "monitor"), showing a ``GradStats``.
+
+    >>> import workbench as wb
+    >>> mon = wb.viz.watch(model, display=False)      # doctest: +SKIP
+    >>> for x, y in loader:                           # doctest: +SKIP
+    ...     loss = loss_fn(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
+    >>> mon.detach(); mon.history["grad_norm/fc1.weight"]   # doctest: +SKIP
+    """
+
+    def __init__(self, model, title="", plot_on_detach=False, **kw):
+        super().__init__(view="monitor", title=title)
+        self.stats = GradStats(model, **kw)
+        self.plot_on_detach = plot_on_detach
+        self.stats.listeners.append(self._relay)
+        self._shown_rows = 0
+        self._ip_events = None
+        self.on_msg(self._on_msg)
+
+    def static_bundle(self):
+        """The charts and alarms so far as a monitor.v1 report (drawn with no kernel), SVG and a line of text."""
+        return monitor_bundle(monitor_report(self.stats, self.title or "gradient monitor"))
+
+    def show(self):
+        super().show()
+        if self._handle is not None and self._ip_events is None:
+            # the saved view follows the run: after each cell that trained, the output is re-published
+            # with the charts so far (the widget itself re-syncs; the static part is what a saved
+            # notebook keeps)
+            from IPython import get_ipython  # optional: show() only gets here inside IPython
+
+            self._ip_events = get_ipython().events
+            self._ip_events.register("post_run_cell", self._refresh_saved_view)
+
+    def _refresh_saved_view(self, *_):
+        self.stats.flush()
+        if self._handle is not None and self.stats._rows.n != self._shown_rows:
+            self._shown_rows = self.stats._rows.n
+            self._handle.update(self)
+
+    # --- what the collector offers, under the names users know ------------------------------------
+    layers = property(lambda self: self.stats.layers, doc="Parameter paths, in model order.")
+    step = property(lambda self: self.stats.step, doc="Training steps seen so far.")
+    history = property(lambda self: self.stats.history, doc=GradStats.history.__doc__)
+    alarms = property(lambda self: self.stats.alarms, doc=GradStats.alarms.__doc__)
+
+    def log(self, loss=None):
+        """Record the loss of the latest step (a number or a one-element tensor)."""
+        self.stats.log(loss)
+
+    def flush(self):
+        """Copy queued rows to the host, check alarms, and send them to the browser now."""
+        self.stats.flush()
+
+    def history_frame(self):
+        """``history`` as a pandas DataFrame indexed by step (scalar series only); needs pandas."""
+        return self.stats.history_frame()
+
+    def plot(self, path=None):
+        """A static PNG of the gradient flow; see ``GradStats.plot``."""
+        return self.stats.plot(path)
+
+    def pause(self):
+        """Stop watching for a while (e.g. during validation); ``resume()`` picks up at the next step."""
+        self.stats.pause()
+
+    def resume(self):
+        """Watch again after ``pause()``."""
+        self.stats.resume()
+
+    def detach(self, display=None):
+        """Remove every hook and flush; the output keeps the charts and alarms for readers without a kernel.
+
+        ``display=True`` (or ``watch(..., plot_on_detach=True)``) also shows ``plot()``'s PNG below.
+        """
+        attached = self.stats._attached
+        self.stats.detach()
+        if self._ip_events is not None:
+            self._ip_events.unregister("post_run_cell", self._refresh_saved_view)
+            self._ip_events = None
+        if attached:
+            self._refresh_saved_view()
+        if attached and (self.plot_on_detach if display is None else display) and self.stats._rows.n and in_ipython():
+            from IPython.display import display as ipy_display  # optional: only notebooks have it
+
+            try:
+                ipy_display(self.plot())
+            except ImportError:  # no matplotlib: the numbers are still in mon.history
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
+        return False
+
+    # --- protocol (PROTOCOL.md section 4) ------------------------------------------------------------
+    def _relay(self, event, *args):
+        if event == "reset":
+            self._post({"type": "monitor", "event": "reset"})
+        elif event == "alarms":
+            self._post({"type": "monitor", "event": "alarms", "alarms": args[0]})
+        elif event == "rows":
+            a, b, norms = args
+            if b <= a:
+                return
+            loss, metrics, counts = self.stats.block(a, b, norms)
+            bufs = [loss.tobytes(), metrics.tobytes()]
+            hist = None
+            if counts is not None:
+                bufs.append(counts.astype("<u4").tobytes())
+                lo, hi = self.stats.hist_range
+                hist = {"bins": self.stats.bins, "lo": lo, "hi": hi}
+            self._post({"type": "monitor", "event": "steps", "layers": self.stats.layers, "metrics": list(METRICS),
+                        "start": int(a), "n": b - a, "hist": hist}, bufs)
+
+    def _post(self, msg, buffers=None):
+        try:
+            self.send(msg, buffers)
+        except Exception:  # no front-end (a script, a closed comm): the history still has everything
+            pass
+
+    def _on_msg(self, _w, content, _buffers):
+        if isinstance(content, dict) and content.get("type") == "monitor_sync":
+            self.stats.replay(self._relay)
+
+
 def tape_widget(snap):
     """The widget form of a snapshot (for hosts that show widgets but not custom MIME types).
 
@@ -166,4 +320,4 @@ def tape_widget(snap):
     return TapeWidget(snap)
 
 
-__all__ = ["TapeWidget", "DebuggerWidget", "tape_widget", "MIME"]
+__all__ = ["TapeWidget", "DebuggerWidget", "Monitor", "tape_widget", "MIME"]

@@ -36,3 +36,13 @@ export function inlineValues(s: Summary | null | undefined, max = 4): string | n
   if (s.shape.length === 0) return fmt(s.values[0]);
   return `[${s.values.map(fmt).join(", ")}]`;
 }
+
+/** About `n` round tick values covering [lo, hi] (1, 2, 2.5 or 5 times a power of ten apart). */
+export function niceTicks(lo: number, hi: number, n = 5): number[] {
+  if (!(hi > lo)) return [lo];
+  const raw = (hi - lo) / n, mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((v) => v >= raw)!;
+  const out: number[] = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
+  return out;
+}

@@ -2,7 +2,7 @@
 import numpy as np
 
 import workbench as wb
-from workbench.ops.shape import pad as wb_pad
+from workbench.ops.pad import pad as wb_pad
 from workbench.testing.op_specs import Sample, arr, spec
 
 

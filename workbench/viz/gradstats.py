@@ -1,6 +1,6 @@
-"""The live gradient monitor: per-layer gradient statistics while a model trains, in the notebook.
+"""Gradient statistics while a model trains: the collector under the gradient monitor (no widget, no comm).
 
-``watch(model)`` registers one backward hook (``graph.BACKWARD_HOOKS``): when a backward pass that
+``GradStats(model)`` registers one backward hook (``graph.BACKWARD_HOOKS``): when a backward pass that
 accumulates into ``.grad`` ends, it computes, on the parameters' device and without a host sync,
 
 * every step, every layer's (parameter path's) gradient norm (one BLAS dot per parameter),
@@ -15,21 +15,20 @@ accumulates into ``.grad`` ends, it computes, on the parameters' device and with
 
 Each step's numbers are written straight into a row of a preallocated device block (no stack or
 concatenate per step; rows start as NaN, so a step writes only what it has); the blocks are copied to
-the host together, at most ``rate`` times a second, then sent to the widget as binary buffers
-(PROTOCOL.md section 4) and checked for alarms: the first NaN/Inf gradient (layer, op, forward line),
+the host together, at most ``rate`` times a second, handed to the listeners (the monitor widget
+sends them to the browser, PROTOCOL.md section 4) and checked for alarms: the first NaN/Inf gradient (layer, op, forward line),
 exploding and vanishing gradients, dead ReLU units (a listener on the tape counts, per ReLU call, the
 units that are zero for the whole batch, on the forward pass of every detail step).
 """
+import io
 import math
 import threading
 import time
+import warnings
 
 from .. import _backend
 from ..autograd import graph
-from ..autograd.graph import AccumulateGrad
-from .widgets import _Base
-
-import traitlets  # noqa: E402  (after widgets: anywidget first)
+from ..autograd.graph import AccumulateGrad, walk
 
 METRICS = ("grad_norm", "weight_norm", "update_ratio")
 
@@ -38,22 +37,24 @@ def _host(arr):
     return _backend.to_device(arr, _backend.CPU)
 
 
-class Monitor(_Base):
-    """``wb.viz.watch(model)``: the gradient monitor widget (view "monitor").
+class GradStats:
+    """Per-layer gradient statistics of ``model``, collected at the end of every backward pass.
+
+    ``listeners`` are called on the flushing thread as ``fn("rows", start, end, norms)`` (host rows
+    ``start..end-1`` are ready) and ``fn("alarms", alarms)``; ``history`` and ``alarms`` hold
+    everything. ``wb.viz.watch`` shows it in a widget; used alone it needs no notebook.
 
     >>> import workbench as wb
-    >>> mon = wb.viz.watch(model, display=False)      # doctest: +SKIP
-    >>> for x, y in loader:                           # doctest: +SKIP
-    ...     loss = loss_fn(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
-    >>> mon.detach(); mon.history["grad_norm/fc1.weight"]   # doctest: +SKIP
+    >>> model = wb.nn.Linear(3, 1)
+    >>> stats = GradStats(model)
+    >>> model(wb.ones(2, 3)).sum().backward()
+    >>> stats.detach(); stats.history["grad_norm/weight"].shape
+    (1,)
     """
 
-    view = traitlets.Unicode("monitor").tag(sync=True)
-
     def __init__(self, model, every=1, histograms=True, bins=32, hist_range=(-10.0, 2.0), detail_every="auto",
-                 hist_every="auto", sample=1024, rate=10.0, dead_relu=True, explode_at=1e3, vanish_ratio=1e-3, dead_fraction=0.5,
-                 title="", plot_on_detach=True):
-        super().__init__(view="monitor", title=title)
+                 hist_every="auto", sample=1024, rate=10.0, dead_relu=True, explode_at=1e3, vanish_ratio=1e-3,
+                 dead_fraction=0.5):
         if every < 1 or detail_every != "auto" and (not isinstance(detail_every, int) or detail_every < 1):
             raise ValueError(f"watch(): every must be >= 1 and detail_every 'auto' or an int >= 1, got {every} and "
                              f"{detail_every!r}")
@@ -70,7 +71,7 @@ class Monitor(_Base):
         self.sample = int(sample)
         self.rate = float(rate)
         self.explode_at, self.vanish_ratio, self.dead_fraction = explode_at, vanish_ratio, dead_fraction
-        self.plot_on_detach = plot_on_detach
+        self.listeners = []
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         # device side: step k is row k. Rows [loss, |grad|^2 x L, |w|^2 x L, |dw|^2 x L] are written
@@ -126,7 +127,6 @@ class Monitor(_Base):
         self._listener_on = False
         if self._listening:
             self._toggle_listener(True)  # step 0 is a detail step
-        self.on_msg(self._on_msg)
 
     # --- hooks (the hot path: no host sync here) ------------------------------------------------
     def _on_backward(self, phase, roots):
@@ -178,9 +178,7 @@ class Monitor(_Base):
             elif not self._wake.is_set():
                 self._schedule()
         except Exception as e:  # the monitor must never break the training loop it watches
-            import warnings
-
-            self.detach(display=False)
+            self.detach()
             warnings.warn(f"wb.viz.watch: the gradient monitor stopped after an error and detached itself: "
                           f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
 
@@ -394,7 +392,7 @@ class Monitor(_Base):
                 self._prev_norm = prev[k]
                 new_alarms += self._check(start + int(k), host[k])
             self._prev_norm = gn[-1].copy()
-            self._send_rows(start, end, norms)
+            self._emit("rows", start, end, norms)
         for step, scope, dead, units, site in dead_pending:
             d = dead if type(dead) is int else int(_host(dead))
             self._dead.setdefault(scope, []).append((step, d, units))
@@ -406,7 +404,11 @@ class Monitor(_Base):
                                          f"{d} of {units} units are zero for the whole batch"))
         if new_alarms:
             self._alarms += new_alarms
-            self._post({"type": "monitor", "event": "alarms", "alarms": new_alarms})
+            self._emit("alarms", new_alarms)
+
+    def _emit(self, *event):
+        for fn in list(self.listeners):
+            fn(*event)
 
     def _split(self, row):
         L = len(self.layers)
@@ -484,38 +486,25 @@ class Monitor(_Base):
                                       f"(layers {self.layers[first]} … {self.layers[last]})"))
         return out
 
-    def _send_rows(self, a, b, norms=None):
-        if b <= a:
-            return
+    def block(self, a, b, norms=None):
+        """Host rows ``a..b-1`` as (loss [n] float32, metrics [n, L, 3] float32, hist counts [n, L, bins] or None)."""
         rows = self._rows.view()[a:b]
-        loss = rows[:, 0].astype("<f4")
-        metrics = self._metrics(rows, norms, "<f4")
-        bufs = [loss.tobytes(), metrics.tobytes()]
-        hist = None
-        if self.bins:
-            counts = self._counts(a, b).astype("<u4")
-            bufs.append(counts.tobytes())
-            hist = {"bins": self.bins, "lo": self.hist_range[0], "hi": self.hist_range[1]}
-        header = {"type": "monitor", "event": "steps", "layers": self.layers, "metrics": list(METRICS),
-                  "start": int(a), "n": b - a, "hist": hist}
-        self._post(header, bufs)
+        counts = self._counts(a, b) if self.bins else None
+        return rows[:, 0].astype("<f4"), self._metrics(rows, norms, "<f4"), counts
 
-    def _post(self, msg, buffers=None):
-        try:
-            self.send(msg, buffers)
-        except Exception:  # no front-end (a script, a closed comm): the history still has everything
-            pass
+    def replay(self, fn):
+        """Flush, then call ``fn("reset")``, ``fn("rows", 0, n, None)`` and ``fn("alarms", all)`` under the flush lock.
 
-    def _on_msg(self, _w, content, _buffers):
-        if isinstance(content, dict) and content.get("type") == "monitor_sync":
-            # a view that (re)connects gets the whole history from a clean slate: live messages it may
-            # have caught before asking would otherwise overlap the replay (a lost or doubled step)
-            with self._flush_lock:
-                self._flush()
-                self._post({"type": "monitor", "event": "reset"})
-                self._send_rows(0, self._rows.n)
-                if self._alarms:
-                    self._post({"type": "monitor", "event": "alarms", "alarms": list(self._alarms)})
+        A view that (re)connects gets the whole history from a clean slate: live events it may have
+        caught before asking would otherwise overlap the replay (a lost or doubled step).
+        """
+        with self._flush_lock:
+            self._flush()
+            fn("reset")
+            if self._rows.n:
+                fn("rows", 0, self._rows.n, None)
+            if self._alarms:
+                fn("alarms", list(self._alarms))
 
     # --- public API --------------------------------------------------------------------------------
     def log(self, loss=None):
@@ -584,7 +573,6 @@ class Monitor(_Base):
             import matplotlib.pyplot as plt
         except ImportError:
             raise ImportError("plot() needs matplotlib (pip install matplotlib)") from None
-        import io
 
         h = self.history
         steps = h["step"]
@@ -644,8 +632,8 @@ class Monitor(_Base):
             self._toggle_listener(True)
         self._tick_t = None  # the pause is no training step
 
-    def detach(self, display=None):
-        """Remove every hook; flush; show the static gradient-flow picture for readers without a kernel."""
+    def detach(self):
+        """Remove every hook and flush what is queued (the statistics stay readable)."""
         if not self._attached:
             return
         self._attached = False
@@ -655,18 +643,6 @@ class Monitor(_Base):
             self._site_pending = False
         self._wake.set()  # the flusher thread sees _attached False and ends
         self.flush()
-        show = self.plot_on_detach if display is None else display
-        if show and self._rows.n:
-            try:
-                from IPython import get_ipython
-                from IPython.display import display as ipy_display
-            except ImportError:
-                return
-            if get_ipython() is not None:
-                try:
-                    ipy_display(self.plot())
-                except ImportError:  # no matplotlib: the numbers are still in mon.history
-                    pass
 
     def __enter__(self):
         return self
@@ -729,10 +705,8 @@ def _alarm(step, layer, kind, op, site, value, detail):
 
 def _consumers_of(roots, params, layers):
     """parameter path -> (op, site) of the op that consumed it (found once, on the first backward)."""
-    from .snapshot import _start, walk
-
     path_of = {id(p): name for name, p in zip(layers, params)}
-    starts = [s for s in (_start(r) for r in roots) if s is not None]
+    starts = graph.roots_of(roots)
     out = {}
     for n in walk(starts):
         if type(n) is AccumulateGrad:
@@ -744,22 +718,3 @@ def _consumers_of(roots, params, layers):
                 if name is not None and name not in out:
                     out[name] = (n._op or n.name(), n.site)
     return out
-
-
-def watch(model, every=1, histograms=True, *, display=True, **kw):
-    """Attach a live gradient monitor to ``model``; it updates while the training loop runs.
-
-    Per layer: gradient norm, weight norm, update/weight ratio, log10|grad| histograms; the loss (the
-    backward root, or ``mon.log(loss=...)``); alarms for NaN/Inf (layer, op, source line), exploding
-    and vanishing gradients and dead ReLUs. ``mon.detach()`` removes every hook and leaves a PNG.
-
-    >>> import workbench as wb
-    >>> mon = wb.viz.watch(model)                       # doctest: +SKIP
-    >>> for step in range(100):                         # doctest: +SKIP
-    ...     opt.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); opt.step()
-    >>> mon.detach()                                    # doctest: +SKIP
-    """
-    mon = Monitor(model, every=every, histograms=histograms, **kw)
-    if display:
-        mon.show()
-    return mon

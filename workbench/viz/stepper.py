@@ -1,14 +1,16 @@
-"""The backward debugger: the engine's generator, advanced one node at a time.
+"""The backward stepper: the engine's generator, advanced one node at a time, with breakpoints.
 
-``Stepper`` owns one ``iter_backward(..., keep_before=True)`` generator (the same one ``backward()``
-drains) and turns each ``BackwardStep`` into a tape.v1 step record. ``debug()`` wraps it in the
-anywidget "debugger" view (extensions/PROTOCOL.md, section 3). ``run_trace`` drains a generator the
-same way for ``snapshot(trace=True)``.
+``Stepper`` owns one ``iter_backward(..., keep_before=True)`` run (the same generator ``backward()``
+drains) and turns each ``BackwardStep`` into a tape.v1 step record through the backward recorder
+(``replay.py``). It needs no browser: the debugger widget (``widgets.DebuggerWidget``) drives it
+with the messages of extensions/PROTOCOL.md, section 3.
 """
+
 from ..autograd import engine, graph
 from ..autograd.graph import AccumulateGrad
-from . import classroom
-from .summary import summarize
+from ..tensor import Tensor
+from .replay import default_grads, fill_grads, flag_first_nonfinite, make_record, nonfinite, record_backward
+from .snapshot import as_roots, build
 
 
 # --- conditions --------------------------------------------------------------------------------
@@ -67,101 +69,10 @@ class Step:
 
     def nonfinite(self):
         """'NaN in grad_inputs[0] (sent to n3)'-style text when the step produced NaN/Inf, else None."""
-        rec = self.record
-        for gi in rec["grad_inputs"]:
-            g = gi["grad"]
-            if g is not None and (g["nan"] or g["inf"]):
-                what = "NaN" if g["nan"] else "Inf"
-                return f"{what} in grad_inputs[{gi['index']}] (sent to {gi['target']})"
-        for leaf in rec["leaves"]:
-            a = leaf["after"]
-            if a["nan"] or a["inf"]:
-                return f"{'NaN' if a['nan'] else 'Inf'} in the .grad of {leaf['node']}"
-        return None
+        return nonfinite(self.record)
 
     def __repr__(self):
         return f"<Step {self.index}: {self.node.name()} ({self.node_id})>"
-
-
-# --- records -----------------------------------------------------------------------------------
-def _label(snap_nodes, nid, labels=None):
-    n = snap_nodes.get(nid)
-    if n is None:
-        return str(nid)
-    if n["kind"] in ("leaf", "param", "input", "cut"):
-        return n.get("param") or n["name"]
-    return (labels or {}).get(nid) or n["op"] or nid
-
-
-def make_record(bstep, ids, snap_nodes, classroom_text=True, labels=None):
-    """The tape.v1 step record of an engine ``BackwardStep`` (summaries computed on the device)."""
-    node = bstep.node
-    nid = ids[node]
-    rec = {"index": bstep.index, "node": nid,
-           "grad_outputs": [summarize(g) for g in bstep.grad_outputs],
-           "grad_inputs": [], "leaves": [], "derivation": None, "breakpoint": None}
-    tpos = getattr(node, "_tensor_pos", ())
-    names = labels
-    labels = []
-    for k, ((nxt, _), g) in enumerate(zip(node.next_functions, bstep.grad_inputs)):
-        labels.append(_label(snap_nodes, ids.get(nxt), names) if nxt is not None else f"input{k}")
-        if nxt is None or nxt not in ids:
-            continue
-        rec["grad_inputs"].append({"target": ids[nxt], "index": int(tpos[k]) if k < len(tpos) else k,
-                                   "grad": summarize(g)})
-    for t, before, after in bstep.leaves:
-        rec["leaves"].append({"node": nid, "before": summarize(before), "after": summarize(after)})
-    if classroom_text:
-        if type(node) is AccumulateGrad:
-            labels = [_label(snap_nodes, nid)]
-        rec["derivation"] = classroom.derivation(node, bstep.grad_outputs, bstep.grad_inputs, labels,
-                                                 _label(snap_nodes, nid, names) if type(node) is not AccumulateGrad else "out")
-    return rec
-
-
-def _flag_first_nonfinite(rec, step_obj, seen_bad):
-    # the recorder flags the first step where NaN/Inf appears, so `continue` stops there by itself
-    reason = step_obj.nonfinite()
-    if reason is None:
-        return False
-    incoming = any(g is not None and (g["nan"] or g["inf"]) for g in rec["grad_outputs"])
-    if not incoming and not seen_bad:
-        site = step_obj.node.site
-        where = f"; forward: {graph.format_site(site)}" if site else \
-            "; record the forward pass under `with wb.viz.trace():` to see its source line"
-        rec["breakpoint"] = {"reason": f"{reason} by {step_obj.node.name()}{where}"}
-    return True
-
-
-def _default_grads(roots, gradient):
-    from ..autograd import _make_grads
-
-    grads = None if gradient is None else ([gradient] if len(roots) == 1 else list(gradient))
-    return _make_grads(roots, grads, False)
-
-
-def run_trace(roots, builder, gradient=None, retain_graph=False):
-    """Run the backward pass through ``iter_backward`` and return the tape.v1 step records."""
-    for r in roots:
-        if not r._rg:
-            raise engine.no_grad_error(r, "tensors")
-    grads = _default_grads(roots, gradient)
-    nodes = {n["id"]: n for n in builder.nodes}
-    steps = []
-    bad = False
-    for bstep in engine.iter_backward(roots, grads, retain_graph=True, keep_before=True):
-        rec = make_record(bstep, builder.ids, nodes, True, builder.labels)
-        bad = _flag_first_nonfinite(rec, Step(bstep, rec, rec["node"]), bad) or bad
-        steps.append(rec)
-        if not retain_graph and type(bstep.node) is not AccumulateGrad and bstep.node._saved is not None:
-            _free(bstep.node)
-    return steps
-
-
-def _free(node):
-    # what iter_backward does itself with retain_graph=False; done here after the step's text was made
-    node._saved = None
-    node._freed = graph.user_site(2) or True
 
 
 # --- the stepper -------------------------------------------------------------------------------
@@ -178,9 +89,7 @@ class Stepper:
     """
 
     def __init__(self, roots, model=None, breakpoints=(), gradient=None, names=None, nan_break=True, classroom=True):
-        from .snapshot import _as_roots, build
-
-        self.roots = _as_roots(roots)
+        self.roots = as_roots(roots)
         for r in self.roots:
             if not r._rg:
                 raise engine.no_grad_error(r, "tensors")
@@ -192,7 +101,7 @@ class Stepper:
         self.by_id = {v: k for k, v in self.ids.items()}
         self.nodes = {n["id"]: n for n in self.snapshot["nodes"]}
         self.scopes = self.builder.scopes
-        self.grads = _default_grads(self.roots, gradient)
+        self.grads = default_grads(self.roots, gradient)
         self.classroom = classroom
         self.nan_break = nan_break
         self.node_breaks = set()
@@ -204,10 +113,33 @@ class Stepper:
         self._before = [(t, None if t._grad is None else t._grad.detach().clone()) for t in leaves]
         # steps this backward executes: every node reachable (an unreached branch ends the run early)
         self.total = len(self.builder.main)
+        self.replay = self._record_replay(gradient)
         self._start()
 
+    def _record_replay(self, gradient):
+        # the whole backward once, recorded and then undone: what a saved notebook replays with no
+        # kernel (the debugger's output carries it), and what the session knows before the first step
+        try:
+            return record_backward(self.roots, self.builder, gradient, retain_graph=True)
+        except Exception:  # the same error meets the user when the live stepping reaches it
+            return None
+        finally:
+            self._restore_grads()
+
+    def _restore_grads(self):
+        for t, g in self._before:
+            t._grad = None if g is None else g.clone()
+
+    def replay_snapshot(self):
+        """The tape.v1 dict with the recorded replay as its trace (None steps: the backward failed)."""
+        snap = dict(self.snapshot, nodes=[dict(n) for n in self.snapshot["nodes"]],
+                    trace={"steps": self.replay} if self.replay is not None else None)
+        if self.replay is not None:
+            fill_grads(snap)
+        return snap
+
     def _start(self):
-        self._gen = engine.iter_backward(self.roots, self.grads, retain_graph=True, keep_before=True)
+        self._backward = engine.iter_backward(self.roots, self.grads, retain_graph=True, keep_before=True)
         self.position = 0
         self.records = []
         self.current = None
@@ -219,8 +151,6 @@ class Stepper:
     # --- breakpoints ---------------------------------------------------------------------------
     def add_breakpoint(self, b):
         """A node id ("n3"), a backward Node, a Tensor (its grad_fn), or a condition ``cond(step) -> bool``."""
-        from ..tensor import Tensor
-
         if isinstance(b, str):
             if b not in self.by_id:
                 raise KeyError(f"no node {b!r} in this graph (ids are n0..n{len(self.by_id) - 1})")
@@ -255,7 +185,7 @@ class Stepper:
             self.paused_reason = "end"
             return None
         try:
-            bstep = next(self._gen)
+            bstep = next(self._backward)
         except StopIteration:
             self.done = True
             self.total = self.position
@@ -268,7 +198,7 @@ class Stepper:
             raise
         rec = make_record(bstep, self.ids, self.nodes, self.classroom, self.builder.labels)
         cur = Step(bstep, rec, rec["node"])
-        self._bad = _flag_first_nonfinite(rec, cur, self._bad) or self._bad
+        self._bad = flag_first_nonfinite(rec, bstep.node, self._bad) or self._bad
         self.records.append(rec)
         self.current = cur
         self.position += 1
@@ -280,7 +210,7 @@ class Stepper:
     def _peek_end(self):
         # the counted total is reached: let the generator finish (runs the engine's epilogue)
         try:
-            next(self._gen)
+            next(self._backward)
         except StopIteration:
             self.done = True
             self.paused_reason = "end"
@@ -345,61 +275,22 @@ class Stepper:
         return self._run(inside)
 
     def peek(self):
-        """The node the engine runs next (read from the suspended generator's ready queue), or None."""
-        import inspect
-
-        if inspect.getgeneratorstate(self._gen) == inspect.GEN_CREATED:  # not started: the newest root
-            from .snapshot import _start
-
-            starts = [n for n in (_start(r) for r in self.roots) if n is not None]
-            return max(starts, key=lambda n: n._seq) if starts else None
-        frame = self._gen.gi_frame
-        if frame is None:
-            return None
-        ready = frame.f_locals.get("ready")
-        return ready[0][2] if ready else None
+        """The node the engine runs next (the run's own answer), or None."""
+        return self._backward.peek()
 
     def restart(self):
         """Back to before the first step: .grad restored, the graph (retained) run again from the start."""
         if self._broken and "closed" in self._broken:
             raise RuntimeError(self._broken)
-        self._gen.close()
-        for t, g in self._before:
-            t._grad = None if g is None else g.clone()
+        self._backward.close()
+        self._restore_grads()
         self.total = len(self.builder.main)
         self._start()
 
     def close(self):
         """End the session: the generator is closed and the graph's saved tensors are freed."""
-        self._gen.close()
+        self._backward.close()
         for n in self.builder.main:
-            if type(n) is not AccumulateGrad and n._saved is not None:
-                _free(n)
+            self._backward.free(n)
         self.done = True
         self._broken = "this debugger session was closed (dbg.close()); start another with wb.viz.debug(...)"
-
-
-def debug(roots, model=None, breakpoints=(), classroom=False, *, gradient=None, names=None, nan_break=True,
-          height=0, display=True):
-    """Step through the backward pass of ``roots`` in the notebook, node by node.
-
-    Returns the widget; ``dbg.current`` is the step shown (``node``, ``grad_output``, ``grad_inputs``,
-    ``leaves`` as workbench tensors); ``dbg.step()``, ``dbg.step_over()``, ``dbg.continue_()`` and
-    ``dbg.restart()`` drive it from Python too. Breakpoints: node ids, tensors, or conditions such as
-    ``wb.viz.on_nan`` and ``wb.viz.grad_norm_above(1e3)``; NaN/Inf stop ``continue`` by default.
-    Build the model and loss under ``with wb.viz.trace():`` so a NaN points at its forward line.
-    After the last step every ``.grad`` equals what ``loss.backward()`` gives.
-
-    >>> import workbench as wb
-    >>> a = wb.tensor(2.0, requires_grad=True)
-    >>> dbg = wb.viz.debug((a * a).sum(), display=False)
-    >>> dbg.step().node.name()
-    'SumBackward0'
-    """
-    from .widgets import DebuggerWidget
-
-    st = Stepper(roots, model, breakpoints, gradient, names, nan_break, classroom)
-    w = DebuggerWidget(st, height=height)
-    if display:
-        w.show()
-    return w

@@ -1,0 +1,108 @@
+"""The README works as written: every Python block runs, every command it shows is run by a test (except
+`make test`, which is what runs this, and the targets that need a GPU), every link stays in the repository.
+
+`make lab` itself is started, opened in Chromium and stopped by tests/browser/test_make_lab.py.
+"""
+import os
+import re
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+INLINE_CMD = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:make|pip|python -m pip) [^`]+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+# commands the README shows that no test here runs, and why
+NOT_RUN = {
+    "make test": "it is the command running this test",
+    "make test-gpu": "needs an NVIDIA GPU",
+    "make bench-gpu": "needs an NVIDIA GPU",
+    "make gpu-check": "needs an NVIDIA GPU and a GPU image",
+    'pip install -e ".[cuda]"': "installs CuPy for a GPU",
+}
+RUN_BY = {  # command -> the test that runs it
+    "make lab": "tests/browser/test_make_lab.py",
+    "make lab PORT=8899": "tests/browser/test_make_lab.py",
+    "JUPYTER_PORT=8899 make lab": "tests/browser/test_make_lab.py",
+    "make lab NO_BROWSER=1": "tests/browser/test_make_lab.py",
+    "make bench": "test_make_bench_runs",
+    "pip install -e .": "test_pip_install_editable",
+}
+
+
+def python_blocks():
+    return [code for lang, code in FENCE.findall(README) if lang == "python"]
+
+
+def commands():
+    """Every shell command the README shows: lines of un-tagged/shell blocks and inline `make ...` spans."""
+    cmds = []
+    for lang, code in FENCE.findall(README):
+        if lang in ("", "sh", "bash", "shell", "console"):
+            for line in code.splitlines():
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    cmds.append(line)
+    flat = re.sub(r"\s*\n\s*", " ", README)  # an inline span may wrap over a line break
+    cmds += [m.strip() for m in INLINE_CMD.findall(flat)]
+    return cmds
+
+
+def test_readme_shows_python_and_commands():
+    assert len(python_blocks()) >= 2
+    assert {"make lab", "make test"} <= set(commands())
+
+
+def test_every_command_is_run_or_exempt():
+    unchecked = [c for c in commands() if c not in NOT_RUN and c not in RUN_BY]
+    assert not unchecked, (f"README.md shows commands no test runs: {unchecked}. Run them in tests/test_readme.py "
+                           "(RUN_BY) or say in NOT_RUN why they cannot run here.")
+
+
+def test_links_stay_in_the_repository():
+    for target in LINK.findall(README):
+        if re.match(r"[a-z]+:|#", target):
+            continue
+        path = (REPO / target.split("#")[0]).resolve()
+        assert path.is_relative_to(REPO), f"README links {target}, outside the repository (a clone lacks it)"
+        assert path.exists(), f"README links {target}, which does not exist"
+
+
+@pytest.mark.parametrize("code", python_blocks(), ids=lambda c: c.strip().splitlines()[0][:40])
+def test_python_block_runs(code, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, f"README block failed:\n{code}\n--- stderr ---\n{r.stderr[-3000:]}"
+
+
+@pytest.mark.slow
+def test_make_bench_runs():
+    """`make bench` as the README says, each script once on its smallest setting (a run check, no figures)."""
+    r = subprocess.run(["make", "bench", "BENCH_ARGS=--smoke"], cwd=REPO, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for script in ("op_overhead.py", "train_cpu.py", "monitor_overhead.py"):
+        assert f"=== {script}" in r.stdout
+    assert "ratio" in r.stdout
+
+
+@pytest.mark.slow
+def test_pip_install_editable(tmp_path):
+    """`pip install -e .` into a fresh virtualenv gives an importable workbench that computes."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    py = env_dir / "bin" / "python"
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "-e", "."], cwd=REPO, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = subprocess.run([str(py), "-c", "import workbench as wb; print(wb.ones(3).sum().item())"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "3.0", r.stderr
