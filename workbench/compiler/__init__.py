@@ -20,7 +20,7 @@ _BACKENDS = ("inductor", "eager", "aot_eager", "cudagraphs", "workbench")
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None, name=None,
+def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=None, options=None, name=None,
             disable=False, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
     """Compile a module or function for replay; the signature is ``torch.compile``'s.
 
@@ -49,7 +49,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if mode not in _MODES:
         raise RuntimeError(f"Unrecognized mode={mode!r}, should be one of: {', '.join(m for m in _MODES if m)}")
-    if isinstance(backend, str) and backend not in _BACKENDS:
+    if isinstance(backend, str) and backend not in _BACKENDS:  # None: the default (PyTorch: inductor)
         raise RuntimeError(f"workbench.compile: unknown backend {backend!r}; known backends: {', '.join(_BACKENDS)} "
                            "(a callable backend is accepted too: the replay is the same)")
     if options is not None and not isinstance(options, dict):
@@ -113,7 +113,14 @@ def explain(fn):
     >>> print(wb.compiler.explain(f).reasons[0][:46])
     a tensor's value was read on the host (.item()
     """
-    target = fn.__dict__["_compiled_call"] if isinstance(fn, OptimizedModule) else fn
+    from ..nn.module import Module
+
+    if isinstance(fn, OptimizedModule):
+        target = fn.__dict__["_compiled_call"]
+    elif isinstance(fn, Module):  # compiled in place by Module.compile()
+        target = fn.__dict__.get("forward")
+    else:
+        target = fn
     if not isinstance(target, CompiledFunction):
         raise TypeError(f"workbench.compiler.explain expects what workbench.compile returned, got "
                         f"{type(fn).__name__}")
