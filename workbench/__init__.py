@@ -67,8 +67,8 @@ def numel(input):
     return input.numel()
 
 # Subpackages load on first use, so `import workbench` stays fast (and never imports cupy).
-_SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "special", "fft", "testing", "library", "jit",
-               "backends", "compiler"}
+_SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "distributed", "special", "fft", "testing",
+               "library", "jit", "backends", "compiler"}
 _LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg", "compile": "compiler"}
 
 

@@ -12,12 +12,12 @@ import sys
 import warnings
 
 from .. import _backend
+from .._core import Tensor
 from . import graph
 from .grad_mode import STATE, count_backward
 from .graph import AccumulateGrad, gradient_edge
 
-_Tensor = None  # bound by workbench.tensor
-_make = None
+_make = Tensor._make
 _step = tuple.__new__  # BackwardStep's constructor without a Python-level call
 xp_of = _backend.xp_of
 
@@ -412,7 +412,7 @@ def _call_backward_anomaly(node, grads):
 def _conform(node, nxt, nr, g, shape, dt):
     # the gradient for an input must match that input's shape and dtype: sum over broadcast dims
     # (as PyTorch's validate_outputs does) and cast, or fail naming the node
-    if not isinstance(g, _Tensor):
+    if not isinstance(g, Tensor):
         raise TypeError(f"function {node.name()} returned a {type(g).__name__} as a gradient; expected a Tensor "
                         "or None")
     if g._data.shape != shape:
@@ -445,11 +445,11 @@ def _run_tensor_pre_hooks(node, grads):
             if g is not None:
                 r = h(g)
                 if r is not None:
-                    if not isinstance(r, _Tensor) or r.shape != g.shape:
+                    if not isinstance(r, Tensor) or r.shape != g.shape:
                         raise RuntimeError(
                             f"hook '{getattr(h, '__name__', h)}' registered on a tensor (gradient of "
                             f"{node.name()}) has changed the gradient from shape {list(g.shape)} to "
-                            f"{list(r.shape) if isinstance(r, _Tensor) else type(r).__name__}; a tensor hook "
+                            f"{list(r.shape) if isinstance(r, Tensor) else type(r).__name__}; a tensor hook "
                             "must return None or a tensor of the gradient's shape")
                     grads[nr] = r
     if node._retain is not None:

@@ -16,13 +16,13 @@ benchmarks/op_overhead.py for what it costs against PyTorch).
 import functools
 
 from .. import _backend
+from .._core import _INFERENCE_BOX
+from .._core import Tensor as _Tensor  # hot paths bind it to a local (Tensor = _Tensor)
 from . import graph
 from .grad_mode import BACKWARD_ACTIVE, INFERENCE_ACTIVE, STATE, no_grad
 from .graph import CUTS, GROUP, LISTENERS, SCOPE, TRACE, Node, _seq, accumulator
 
-_Tensor = None  # workbench.tensor.Tensor, bound at import time of workbench.tensor
-_make = None  # Tensor._make, bound likewise
-_INFERENCE_BOX = [None]  # [the version box all inference tensors share], bound likewise
+_make = _Tensor._make
 _ndarray = _backend.ndarray
 _numpy = _backend.numpy
 _new = object.__new__
@@ -387,7 +387,7 @@ def _resolve_xp(cls, args):
 def _mark_inference(res):
     for t in (res if type(res) is tuple else (res,)):
         if isinstance(t, _Tensor):
-            t._vbox = _INFERENCE_BOX[0]
+            t._vbox = _INFERENCE_BOX
 
 
 def _view_of(cls, args, out, xp):
@@ -510,7 +510,7 @@ def _resolve_saved_raw(saved, args, datas, outs, results):
             if d is x and isinstance(args[k], _Tensor):  # raw arrays passed as plain arguments have no box
                 t = args[k]
                 box = t._vbox
-                if box is _INFERENCE_BOX[0]:
+                if box is _INFERENCE_BOX:
                     _saved_entry(t)  # raises
                 entries.append((t, box, box[0]))
                 break
@@ -531,7 +531,7 @@ def _resolve_saved_raw(saved, args, datas, outs, results):
 
 def _saved_entry(t):
     box = t._vbox
-    if box is _INFERENCE_BOX[0]:
+    if box is _INFERENCE_BOX:
         raise RuntimeError(
             "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
             "normal tensor (outside inference_mode) and use it in autograd.")

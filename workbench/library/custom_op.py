@@ -423,43 +423,42 @@ def _make_function(opdef):
 
 
 # --- torch.ops.<namespace>.<name> ---------------------------------------------------------------------------
-class OpOverload:
-    """``wb.ops.mylib.swish.default``: the operator's one overload (what opcheck and a compiler see)."""
+class _OpHandle:
+    # what wb.ops.<ns>.<name> and its .default share: calling the operator, PyTorch's printed forms
+    _kind = ""
 
     def __init__(self, opdef):
         self._opdef = opdef
         self._schema = opdef._schema_obj
-        self._namespace, self._opname, self._overloadname = opdef._namespace, opdef._name, "default"
+        self._namespace, self._opname = opdef._namespace, opdef._name
 
     def __call__(self, *args, **kwargs):
         return self._opdef(*args, **kwargs)
 
     def __repr__(self):
-        return f"<OpOverload(op='{self._namespace}.{self._opname}', overload='default')>"
+        return f"<{type(self).__name__}(op='{self._namespace}.{self._opname}'{self._kind})>"
 
     def __str__(self):
-        return f"{self._namespace}.{self._opname}.default"
+        return f"{self._namespace}.{self._opname}" + (".default" if self._kind else "")
 
 
-class OpOverloadPacket:
+class OpOverload(_OpHandle):
+    """``wb.ops.mylib.swish.default``: the operator's one overload (what opcheck and a compiler see)."""
+
+    _kind = ", overload='default'"
+    _overloadname = "default"
+
+
+class OpOverloadPacket(_OpHandle):
     """``wb.ops.mylib.swish``: calls the operator; ``.default`` is its overload."""
 
     def __init__(self, opdef):
-        self._opdef = opdef
+        super().__init__(opdef)
         self.default = opdef._opoverload
         self._qualified_op_name = opdef._qualname
 
-    def __call__(self, *args, **kwargs):
-        return self._opdef(*args, **kwargs)
-
     def overloads(self):
         return ["default"]
-
-    def __repr__(self):
-        return f"<OpOverloadPacket(op='{self._opdef._namespace}.{self._opdef._name}')>"
-
-    def __str__(self):
-        return f"{self._opdef._namespace}.{self._opdef._name}"
 
 
 class _Namespace:

@@ -13,7 +13,7 @@ from .. import _backend
 from .._backend import dtypes as _dt, kernels as _k
 from ..autograd.function import Function
 from ..autograd.graph import composite
-from ..tensor import Tensor
+from .._core import Tensor
 from ._util import _uniform, _uniform_array, array_step
 
 

@@ -10,7 +10,7 @@ from .. import _backend
 from .._backend import kernels as _k
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from ..tensor import Tensor
+from .._core import Tensor
 from ._util import _uniform_array, array_step
 from .activation import Softmax, SoftmaxBackward
 

@@ -16,7 +16,7 @@ import math
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from ..tensor import Tensor
+from .._core import Tensor
 from ._util import _check_float, ntuple
 from ._windows import _col2im, _out_size, _pad, _windows
 

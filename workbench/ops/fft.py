@@ -11,7 +11,7 @@ conjugate partner).
 """
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
-from ..tensor import Tensor
+from .._core import Tensor
 from ._util import wrap_dim
 from .elementwise import _out
 

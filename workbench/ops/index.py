@@ -11,7 +11,7 @@ import collections
 from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
-from ..tensor import Tensor
+from .._core import Tensor
 from ._util import _out, ufunc_at, wrap_dim
 from .views import Expand, broadcast_shapes, broadcast_tensors, reshape
 

@@ -13,7 +13,7 @@ from .._backend import kernels as _k
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
-from ..tensor import Tensor
+from .._core import Tensor
 from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
 from ._util import array_step
 from .index import PutRows, TakeRows

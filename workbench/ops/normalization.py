@@ -12,7 +12,7 @@ from .._backend import kernels as _k
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
-from ..tensor import Tensor
+from .._core import Tensor
 
 _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
         "float64": 2.220446049250313e-16}
