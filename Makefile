@@ -7,7 +7,7 @@ LAB_STAMP := $(VENV)/.installed-lab
 PYTEST    := $(PY) -m pytest
 DEPS      := pyproject.toml extensions/package.json extensions/package-lock.json
 
-.PHONY: setup lab test test-fast test-gpu bench bench-gpu gpu-check browser-deps clean
+.PHONY: setup pyi lab test test-fast test-gpu bench bench-gpu gpu-check browser-deps clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -23,6 +23,10 @@ $(STAMP): $(DEPS) | $(PY)
 	touch $(STAMP) $(LAB_STAMP)
 
 setup: $(STAMP)
+
+# workbench/tensor.pyi (Tensor's methods for editors and type checkers), regenerated from the registry
+pyi: setup
+	$(PY) -m workbench.testing.tensor_stub
 
 # The main job: JupyterLab on the notebooks, opened on the tour (the printed URL is the tour's).
 #   make lab PORT=8899   or   JUPYTER_PORT=8899 make lab     a port of your own (Jupyter reads JUPYTER_PORT)

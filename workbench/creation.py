@@ -3,7 +3,7 @@ import warnings
 
 from . import _backend
 from ._backend import dtypes as _dt
-from .tensor import _INFERENCE_BOX, Tensor
+from ._core import _INFERENCE_BOX, Tensor
 
 np = _backend.numpy
 
@@ -359,8 +359,11 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, lay
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
 
-Tensor.new_zeros = _new(zeros)
-Tensor.new_ones = _new(ones)
-Tensor.new_empty = _new(empty)
-Tensor.new_full = _new_full
-Tensor.new_tensor = _new_tensor
+def _legacy_init(self, *args, device=None):
+    # the legacy constructor: Tensor(data) or Tensor(*sizes) makes a default-dtype tensor
+    Tensor._init_from(self, _legacy_construct(args, device)._data)
+
+
+# attached to Tensor by the registry in workbench/tensor.py
+METHODS = {"__init__": _legacy_init, "new_zeros": _new(zeros), "new_ones": _new(ones), "new_empty": _new(empty),
+           "new_full": _new_full, "new_tensor": _new_tensor}

@@ -5,7 +5,7 @@ from it, so samples are drawn where the tensor lives (no host-to-device copy).
 """
 from . import _backend
 from ._backend import dtypes as _dt
-from .tensor import Tensor
+from ._core import Tensor
 
 np = _backend.numpy
 
@@ -303,5 +303,5 @@ def random_(self, from_=0, to=None, *, generator=None):
     return _fill_from(self, arr, "random_")
 
 
-for _fn in (normal_, uniform_, bernoulli_, exponential_, random_):
-    setattr(Tensor, _fn.__name__, _fn)
+# attached to Tensor by the registry in workbench/tensor.py
+METHODS = {fn.__name__: fn for fn in (normal_, uniform_, bernoulli_, exponential_, random_)}

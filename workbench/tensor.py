@@ -1,99 +1,33 @@
-"""The Tensor: an array (numpy or cupy) plus what autograd needs to know about it.
+"""Tensor, complete: the core (``_core.py``) plus every method, attached here from one registry.
 
-Operators and methods are bound by ``workbench.ops`` (each op lives with its backward there); this
-file holds the tensor's own state: storage and views, devices and dtypes, autograd metadata, hooks,
-in-place bookkeeping and interop.
+The registry (``REGISTRY``: name -> the module that provides it) is fed, in this order, by the methods
+below (autograd state, interop, in-place machinery), each op family's tables (``METHODS``, ``INPLACE``;
+see ``workbench/ops/__init__.py``), creation (``new_*``, the legacy constructor), random (``normal_``...)
+and multiprocessing (pickling, ``share_memory_``). A name registered twice is an error, so the whole
+surface is listed in one place; ``workbench/tensor.pyi`` is generated from it
+(``python tools/gen_tensor_pyi.py``) for editors and type checkers.
 """
-import warnings
+import sys
+import weakref
 
 from . import _backend
 from ._backend import dtypes as _dt
 from . import autograd as _autograd
-from .autograd import engine as _engine
-from .autograd import function as _function
+from . import creation as _creation
+from . import ops as _ops
+from . import random as _random
+from ._core import _INFERENCE_BOX, SUBCLASS_HOOKS, Size, Tensor
+from ._format import format_tensor
 from .autograd import graph as _graph
-from .autograd.grad_mode import STATE
+from .autograd.grad_mode import STATE, no_grad
+from .multiprocessing import reductions as _reductions
+from .ops.views import _scatter_view, replay_view
 
-_FROM_NP = _dt._FROM_NP
-_new = object.__new__
-_ndarray = _backend.ndarray
-_np_generic = _backend.numpy.generic
-
-
-class Size(tuple):
-    """A tensor's shape: a tuple with ``numel()``.
-
-    >>> import workbench as wb
-    >>> wb.zeros(2, 3).shape
-    workbench.Size([2, 3])
-    """
-
-    def numel(self):
-        n = 1
-        for s in self:
-            n *= s
-        return n
-
-    def __repr__(self):
-        return f"workbench.Size({list(self)})"
-
-    def __getitem__(self, k):
-        r = tuple.__getitem__(self, k)
-        return Size(r) if isinstance(k, slice) else r
+__all__ = ["Tensor", "Size"]
 
 
-class Tensor:
-    """A multi-dimensional array on a device, recorded on the autograd tape when it requires grad.
-
-    >>> import workbench as wb
-    >>> x = wb.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
-    >>> (x * x).sum().backward()
-    >>> x.grad
-    tensor([[2., 4.],
-            [6., 8.]])
-    """
-
-    # slots for what every tensor sets; rarely used state falls back to the class-level defaults below
-    # and lives in the instance __dict__ only once set (keeps Tensor._make, run once per op, short)
-    # _cut is set (never initialised, read with getattr) only where the graph was cut: detach(), or an
-    # op run under no_grad on inputs that require grad; the 'does not require grad' error reads it
-    __slots__ = ("_data", "_rg", "grad_fn", "_output_nr", "_vbox", "_base", "_cut", "__dict__", "__weakref__")
-    __array_priority__ = 1000  # numpy defers to our reflected operators
-    _grad = None
-    _acc = None  # the AccumulateGrad node of a leaf that requires grad
-    _post_acc_hooks = None
-    _retains_grad = False
-    _view_fn = None  # how this view is replayed from its base: (Function, other args, parent view_fn)
-
-    def __init__(self, *args, device=None):
-        # the legacy constructor: Tensor(data) or Tensor(*sizes) makes a default-dtype tensor
-        from .creation import _legacy_construct
-
-        t = _legacy_construct(args, device)
-        Tensor._init_from(self, t._data)
-
-    @staticmethod
-    def _init_from(self, data, requires_grad=False, grad_fn=None, output_nr=0, vbox=None, base=None):
-        self._data = data
-        self._rg = requires_grad
-        self.grad_fn = grad_fn
-        self._output_nr = output_nr
-        self._vbox = [0, None] if vbox is None else vbox
-        self._base = base
-
-    @staticmethod
-    def _make(data, requires_grad=False, grad_fn=None, output_nr=0, vbox=None, base=None):
-        """Wrap an array (no copy): the one constructor every op result goes through."""
-        if data.__class__ is not _ndarray and isinstance(data, _np_generic):
-            data = _backend.numpy.asarray(data)  # NumPy ufuncs on 0-d arrays return scalars
-        t = _new(Tensor)
-        t._data = data
-        t._rg = requires_grad
-        t.grad_fn = grad_fn
-        t._output_nr = output_nr
-        t._vbox = [0, None] if vbox is None else vbox
-        t._base = base
-        return t
+class _Methods:
+    """Tensor's methods that reach into autograd, the ops or the formatter (attached by the registry)."""
 
     # --- metadata ------------------------------------------------------------------------------
     @property
@@ -109,118 +43,10 @@ class Tensor:
         if self._acc is not None:  # the engine checks gradients against the leaf's shape and dtype
             self._acc._out_meta = ((value._data.shape, value._data.dtype),)
 
-    @property
-    def shape(self):
-        return Size(self._data.shape)
-
-    def size(self, dim=None):
-        """The shape, or its length along ``dim``.  >>> wb.zeros(2, 3).size(-1)  ->  3"""
-        if dim is None:
-            return Size(self._data.shape)
-        return self._data.shape[self._wrap_dim(dim)]
-
-    @property
-    def dtype(self):
-        return _FROM_NP[self._data.dtype]
-
-    @property
-    def device(self):
-        return _backend.device_of(self._data)
-
-    @property
-    def is_cuda(self):
-        return self.device.type == "cuda"
-
-    @property
-    def is_cpu(self):
-        return self.device.type == "cpu"
-
-    @property
-    def ndim(self):
-        return self._data.ndim
-
-    def dim(self):
-        return self._data.ndim
-
-    ndimension = dim
-
-    def numel(self):
-        return int(self._data.size)
-
-    nelement = numel
-
-    def element_size(self):
-        return self._data.itemsize
-
-    @property
-    def itemsize(self):
-        return self._data.itemsize
-
-    @property
-    def nbytes(self):
-        return int(self._data.nbytes)
-
-    def _wrap_dim(self, dim, ndim=None):
-        n = self._data.ndim if ndim is None else ndim
-        lo, hi = (-1, 0) if n == 0 else (-n, n - 1)
-        if not isinstance(dim, int) or isinstance(dim, bool):
-            raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-        if dim < lo or dim > hi:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
-        return dim % n if n else 0
-
-    def stride(self, dim=None):
-        """Strides in elements, as in PyTorch (NumPy's are in bytes)."""
-        it = self._data.itemsize
-        st = tuple(s // it for s in self._data.strides)
-        return st if dim is None else st[self._wrap_dim(dim)]
-
-    def data_ptr(self):
-        return _backend.data_ptr(self._data)
-
-    def storage_offset(self):
-        root = self._base._data if self._base is not None else self._data
-        return (_backend.data_ptr(self._data) - _backend.data_ptr(root)) // self._data.itemsize
-
-    def untyped_storage(self):
-        root = self._base if self._base is not None else self
-        return _Storage(root)
-
-    def is_contiguous(self, memory_format=None):
-        return bool(self._data.flags.c_contiguous)
-
-    def is_floating_point(self):
-        return self.dtype.category == _dt._FLOAT
-
-    def is_complex(self):
-        return self.dtype.category == _dt._COMPLEX
-
-    def is_inference(self):
-        return self._vbox is _INFERENCE_BOX or getattr(self, "_inference", False)
-
-    def is_shared(self):
-        root = self._base if self._base is not None else self
-        return getattr(root, "_shm", None) is not None or self.device.type == "cuda"
-
-    def share_memory_(self):
-        """Move the storage into shared memory in place (see workbench.multiprocessing); returns self.
-
-        >>> import workbench as wb
-        >>> wb.zeros(2).share_memory_().is_shared()
-        True
-        """
-        from .multiprocessing.reductions import share_memory_
-
-        return share_memory_(self)
-
-    def is_pinned(self):
-        """Whether the tensor lives in page-locked host memory (``pin_memory()``)."""
-        return bool(getattr(self, "_pinned", False))
-
     def pin_memory(self):
         """A copy in page-locked host memory, which ``.to("cuda", non_blocking=True)`` copies asynchronously;
         self if already pinned. Needs CUDA (RuntimeError otherwise, as PyTorch)."""
-        if self._data.__class__ is not _ndarray:
+        if self._data.__class__ is not _backend.ndarray:
             raise RuntimeError(f"cannot pin a {self.device} tensor: only dense CPU tensors can be pinned")
         if self.is_pinned():
             return self
@@ -229,56 +55,13 @@ class Tensor:
         out._pinned = True
         return out
 
-    @property
-    def _version(self):
-        return self._vbox[0]
-
-    def __len__(self):
-        if self._data.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
-
     def __iter__(self):
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    __hash__ = object.__hash__
-
-    def __bool__(self):
-        if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is ambiguous; "
-                               "use .any() or .all()")
-        return bool(self._data.reshape(()).item())
-
-    def __index__(self):
-        if self._data.size != 1 or self.dtype.category not in (_dt._INT, _dt._BOOL):
-            raise TypeError("only integer tensors of a single element can be converted to an index")
-        return int(self._data.reshape(()).item())
-
-    def __int__(self):
-        return int(self.item())
-
-    def __float__(self):
-        return float(self.item())
-
-    def __complex__(self):
-        return complex(self.item())
-
     def __repr__(self):
-        from ._format import format_tensor
-
         return format_tensor(self)
-
-    def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
-            return format(self.item(), spec)
-        return repr(self) if not spec else object.__format__(self, spec)
-
-    def __reduce_ex__(self, proto):
-        from .multiprocessing.reductions import reduce_tensor
-
-        return reduce_tensor(self)
 
     # --- interop -------------------------------------------------------------------------------
     def numpy(self, *, force=False):
@@ -324,96 +107,7 @@ class Tensor:
             d = d.astype("float32")
         return d.tolist()
 
-    def __array__(self, dtype=None, copy=None):
-        if self.device.type != "cpu":
-            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
-                            "tensor to host memory first.")
-        d = self._data
-        return d if dtype is None else d.astype(dtype, copy=False)
-
-    def __dlpack__(self, stream=None, **kwargs):
-        if self._rg:
-            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
-        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
-
-    def __dlpack_device__(self):
-        return self._data.__dlpack_device__()
-
-    # --- autograd state ------------------------------------------------------------------------
-    @property
-    def requires_grad(self):
-        return self._rg
-
-    @requires_grad.setter
-    def requires_grad(self, value):
-        self.requires_grad_(value)
-
-    def requires_grad_(self, requires_grad=True):
-        """Set whether autograd records ops on this leaf tensor; returns self.
-
-        >>> import workbench as wb
-        >>> wb.zeros(2).requires_grad_().requires_grad
-        True
-        """
-        requires_grad = bool(requires_grad)
-        if self.grad_fn is not None:
-            if requires_grad:
-                return self
-            raise RuntimeError(
-                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
-                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
-            )
-        if requires_grad and self.dtype.category < _dt._FLOAT:
-            raise RuntimeError(
-                f"only Tensors of floating point and complex dtype can require gradients (got {self.dtype})"
-            )
-        self._rg = requires_grad
-        return self
-
-    @property
-    def is_leaf(self):
-        return self.grad_fn is None
-
-    @property
-    def grad(self):
-        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
-            warnings.warn(
-                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
-                "attribute won't be populated during autograd.backward(). If you indeed want the .grad field to "
-                "be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access "
-                "the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. (This tensor is the "
-                f"output of {self.grad_fn.name()}" + (f" in module '{self.grad_fn.scope}'" if self.grad_fn.scope
-                                                      else "") + ".)",
-                UserWarning, stacklevel=2)
-        return self._grad
-
-    @grad.setter
-    def grad(self, value):
-        if value is not None:
-            if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
-            if value._data.shape != self._data.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: {list(value.shape)} "
-                                   f"vs the tensor's {list(self.shape)}")
-            if value._data.dtype != self._data.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} vs {self.dtype}")
-            if value.device != self.device:
-                raise RuntimeError(f"assigned grad has data located on a different device: {value.device} "
-                                   f"vs {self.device}")
-        self._grad = value
-
-    @grad.deleter
-    def grad(self):
-        self._grad = None
-
-    @property
-    def retains_grad(self):
-        return self._retains_grad
-
-    @property
-    def output_nr(self):
-        return self._output_nr
-
+    # --- autograd ------------------------------------------------------------------------------
     def retain_grad(self):
         """Populate ``.grad`` of this non-leaf tensor during backward (a no-op on leaves).
 
@@ -428,8 +122,6 @@ class Tensor:
             return
         if self._retains_grad:
             return
-        import weakref
-
         node = self.grad_fn
         if node._retain is None:
             node._retain = {}
@@ -536,8 +228,6 @@ class Tensor:
         """Make ``self`` hold ``fn(self, *args)``: the generic in-place op, autograd included."""
         self._check_inplace(opname)
         if not STATE.enabled or not (self._rg or any(isinstance(a, Tensor) and a._rg for a in args)):
-            from .autograd.grad_mode import no_grad
-
             with no_grad():
                 r = fn(self, *args)
             self._write(r, opname)
@@ -589,23 +279,9 @@ def _detach_saved(saved, old):
     return tuple(out)
 
 
-def _xp_copy(self):
-    return _backend.xp_of(self._data).array(self._data, copy=True)
-
-
-Tensor.xp_copy = _xp_copy
-
-
-def replay_view(vf, base):
-    """Apply a recorded chain of view ops ``(cls, rest_args, parent)`` to ``base``."""
-    cls, rest, parent = vf
-    return cls.apply(base if parent is None else replay_view(parent, base), *rest)
-
 
 def _view_inplace(view, opname, fn, args):
     """In-place op on a view of a tensor that requires grad: rewrite the base (PyTorch's CopySlices)."""
-    from .ops.views import _scatter_view
-
     base = view._base
     base_old = Tensor._make(base._data, base._rg, base.grad_fn, base._output_nr, base._vbox, None)
     old_view = replay_view(view._view_fn, base_old)
@@ -628,24 +304,50 @@ def _view_inplace(view, opname, fn, args):
     return view
 
 
-class _Storage:
-    """What ``untyped_storage()`` returns: enough to compare storages and read their size."""
-
-    def __init__(self, root):
-        self._root = root
-
-    def data_ptr(self):
-        return self._root.data_ptr()
-
-    def nbytes(self):
-        return self._root.nbytes
-
-    def size(self):
-        return self._root.nbytes
+# --- the registry ------------------------------------------------------------------------------------
+REGISTRY = {}  # method name -> the module whose table provides it
 
 
-_INFERENCE_BOX = [0, None]
+def _inplace_method(name, fn):
+    # x.name_(*args): the generic in-place op (autograd included) around the out-of-place function
+    def method(self, *args, **kwargs):
+        return self._inplace(name, lambda x, *a: fn(x, *a, **kwargs), *args)
 
-_function._Tensor = _engine._Tensor = Tensor
-_function._make = _engine._make = Tensor._make
-_function._INFERENCE_BOX[0] = _INFERENCE_BOX
+    method.__name__ = name
+    method.__qualname__ = "Tensor." + name
+    method.__doc__ = f"In-place version of {name[:-1]}."
+    return method
+
+
+def _register(provider, methods, inplace=()):
+    table = dict(methods)
+    for name in inplace:
+        table[name + "_"] = _inplace_method(name + "_", methods.get(name) or getattr(provider, name))
+    for name, fn in table.items():
+        if name in REGISTRY:
+            raise RuntimeError(f"Tensor.{name} is registered by both {REGISTRY[name]} and {provider.__name__}: "
+                               "one op family must own it")
+        REGISTRY[name] = provider.__name__
+        setattr(Tensor, name, fn)
+
+
+def _own_methods(cls):
+    out = {}
+    for name, v in vars(cls).items():
+        if name in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
+            continue
+        if callable(v) and hasattr(v, "__qualname__"):
+            v.__qualname__ = "Tensor." + name
+        out[name] = v
+    return out
+
+
+_register(sys.modules[__name__], _own_methods(_Methods))
+for _family in _ops.MODULES:
+    _register(_family, getattr(_family, "METHODS", {}), getattr(_family, "INPLACE", ()))
+_register(_creation, _creation.METHODS)
+_register(_random, _random.METHODS)
+_register(_reductions, _reductions.METHODS)
+SUBCLASS_HOOKS.append(_reductions.register_pickler)
+_reductions.register_pickler(Tensor)
+del _family

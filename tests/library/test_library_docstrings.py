@@ -7,7 +7,8 @@ import pytest
 import workbench as wb
 
 MODULES = ["workbench.library", "workbench.library.schema", "workbench.library.custom_op",
-           "workbench.library.registration", "workbench.library.opcheck"]
+           "workbench.library.registration", "workbench.library.opcheck", "workbench.utils.cpp_extension",
+           "workbench.testing.custom_ops", "workbench.cuda"]
 
 
 @pytest.mark.parametrize("name", MODULES)

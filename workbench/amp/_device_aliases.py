@@ -39,6 +39,7 @@ def _module(device, default_dtype, qualname):
             super().__init__(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
 
     autocast.__module__ = GradScaler.__module__ = qualname
+    autocast.__qualname__, GradScaler.__qualname__ = "autocast", "GradScaler"
     mod.autocast, mod.GradScaler = autocast, GradScaler
     mod.custom_fwd = functools.partial(_am.custom_fwd, device_type=device)
     mod.custom_bwd = functools.partial(_am.custom_bwd, device_type=device)

@@ -5,6 +5,7 @@
 >>> wb.autograd.grad((x * x).sum(), x)
 (tensor([2., 4.]),)
 """
+from .._core import Tensor
 from . import engine, functional, graph
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from .engine import BackwardRun, BackwardStep, iter_backward
@@ -22,13 +23,12 @@ __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_e
 def _as_list(x):
     if x is None:
         return None
-    if isinstance(x, engine._Tensor):
+    if isinstance(x, Tensor):
         return [x]
     return list(x)
 
 
 def _make_grads(outputs, grads, create_graph):
-    Tensor = engine._Tensor
     if grads is None:
         grads = [None] * len(outputs)
     if len(grads) != len(outputs):

@@ -12,12 +12,12 @@ import sys
 import warnings
 
 from .. import _backend
+from .._core import Tensor
 from . import graph
 from .grad_mode import STATE, count_backward
 from .graph import AccumulateGrad, gradient_edge
 
-_Tensor = None  # bound by workbench.tensor
-_make = None
+_make = Tensor._make
 _step = tuple.__new__  # BackwardStep's constructor without a Python-level call
 xp_of = _backend.xp_of
 
@@ -277,7 +277,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                     elif create_graph:
                         buf[nr] = buf[nr] + g
                     else:  # nothing records this sum: add the arrays (shape and dtype conformed above)
-                        buf[nr] = _make(nxt.xp.add(buf[nr]._data, g._data))
+                        buf[nr] = _add_grads(nxt.xp, buf[nr], g)
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
@@ -306,6 +306,12 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
     if hooks:
         for h in list(hooks):
             h("end", roots)
+
+
+def _add_grads(xp, a, b):
+    # two gradient contributions for one output, summed on the arrays (a function of its own: the
+    # compiler's trace records it)
+    return _make(xp.add(a._data, b._data))
 
 
 def _skip_subgraph(node, deps, buffers, ready):
@@ -406,7 +412,7 @@ def _call_backward_anomaly(node, grads):
 def _conform(node, nxt, nr, g, shape, dt):
     # the gradient for an input must match that input's shape and dtype: sum over broadcast dims
     # (as PyTorch's validate_outputs does) and cast, or fail naming the node
-    if not isinstance(g, _Tensor):
+    if not isinstance(g, Tensor):
         raise TypeError(f"function {node.name()} returned a {type(g).__name__} as a gradient; expected a Tensor "
                         "or None")
     if g._data.shape != shape:
@@ -439,11 +445,11 @@ def _run_tensor_pre_hooks(node, grads):
             if g is not None:
                 r = h(g)
                 if r is not None:
-                    if not isinstance(r, _Tensor) or r.shape != g.shape:
+                    if not isinstance(r, Tensor) or r.shape != g.shape:
                         raise RuntimeError(
                             f"hook '{getattr(h, '__name__', h)}' registered on a tensor (gradient of "
                             f"{node.name()}) has changed the gradient from shape {list(g.shape)} to "
-                            f"{list(r.shape) if isinstance(r, _Tensor) else type(r).__name__}; a tensor hook "
+                            f"{list(r.shape) if isinstance(r, Tensor) else type(r).__name__}; a tensor hook "
                             "must return None or a tensor of the gradient's shape")
                     grads[nr] = r
     if node._retain is not None:

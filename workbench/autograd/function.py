@@ -16,13 +16,13 @@ benchmarks/op_overhead.py for what it costs against PyTorch).
 import functools
 
 from .. import _backend
+from .._core import _INFERENCE_BOX
+from .._core import Tensor as _Tensor  # hot paths bind it to a local (Tensor = _Tensor)
 from . import graph
 from .grad_mode import BACKWARD_ACTIVE, INFERENCE_ACTIVE, STATE, no_grad
 from .graph import CUTS, GROUP, LISTENERS, SCOPE, TRACE, Node, _seq, accumulator
 
-_Tensor = None  # workbench.tensor.Tensor, bound at import time of workbench.tensor
-_make = None  # Tensor._make, bound likewise
-_INFERENCE_BOX = [None]  # [the version box all inference tensors share], bound likewise
+_make = _Tensor._make
 _ndarray = _backend.ndarray
 _numpy = _backend.numpy
 _new = object.__new__
@@ -266,7 +266,7 @@ def _apply_raw(cls, *args):
             return _record_raw(cls, args, datas, xp)
         out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
     if out.__class__ is tuple:
-        res = tuple([_make(o) for o in out])
+        res = _plain_tuple(out, cls, args)
     elif cls._view:
         res = _view_of(cls, args, out, xp)
     else:  # the common case, one fresh array
@@ -303,6 +303,11 @@ def _plain(out, rg, cls, args):
     return res
 
 
+def _plain_tuple(out, cls, args):
+    """The Tensors for a primitive's tuple of array results when nothing was recorded."""
+    return tuple([_make(o) for o in out])
+
+
 def binary_operator(cls, general, reflected=False):
     """A Tensor operator (``__mul__``, ``__rsub__``...) for primitive ``cls``, which has a ``_ufunc``.
 
@@ -325,7 +330,10 @@ def binary_operator(cls, general, reflected=False):
             rg = self._rg
             ok = other.__class__ is float or other.__class__ is int
         if ok and a.__class__ is _ndarray and a.dtype.kind in "fc" and not (rg and STATE.enabled):
-            return _plain(uf(b, a) if reflected else uf(a, b), rg, cls, (self, other))
+            # the operands go to _plain in the ufunc's order (the compiler's trace replays that call)
+            if reflected:
+                return _plain(uf(b, a), rg, cls, (other, self))
+            return _plain(uf(a, b), rg, cls, (self, other))
         return general(self, other)
 
     return operator
@@ -379,7 +387,7 @@ def _resolve_xp(cls, args):
 def _mark_inference(res):
     for t in (res if type(res) is tuple else (res,)):
         if isinstance(t, _Tensor):
-            t._vbox = _INFERENCE_BOX[0]
+            t._vbox = _INFERENCE_BOX
 
 
 def _view_of(cls, args, out, xp):
@@ -502,7 +510,7 @@ def _resolve_saved_raw(saved, args, datas, outs, results):
             if d is x and isinstance(args[k], _Tensor):  # raw arrays passed as plain arguments have no box
                 t = args[k]
                 box = t._vbox
-                if box is _INFERENCE_BOX[0]:
+                if box is _INFERENCE_BOX:
                     _saved_entry(t)  # raises
                 entries.append((t, box, box[0]))
                 break
@@ -523,7 +531,7 @@ def _resolve_saved_raw(saved, args, datas, outs, results):
 
 def _saved_entry(t):
     box = t._vbox
-    if box is _INFERENCE_BOX[0]:
+    if box is _INFERENCE_BOX:
         raise RuntimeError(
             "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
             "normal tensor (outside inference_mode) and use it in autograd.")

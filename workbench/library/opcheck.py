@@ -1,14 +1,14 @@
 """``opcheck``: does an operator behave as registered? Schema (what it mutates and returns), autograd registration,
 the fake function against the real kernel, a replay of its tape node (what ``workbench.compile`` does), and a
 float64 gradcheck of the registered backward."""
-import numpy
-
 from .. import _backend, autograd
 from ..autograd import graph
 from ..autograd.gradcheck import gradcheck
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .custom_op import _Layout, _outputs_list, resolve
+
+numpy = _backend.numpy
 
 DEFAULT_TEST_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic",
                       "test_gradcheck")

@@ -20,7 +20,7 @@ from multiprocessing import reduction as _mp_reduction
 
 from .. import _backend
 from .._backend import dtypes as _dt
-from ..tensor import Tensor
+from .._core import Tensor
 
 np = _backend.numpy
 _MAPPED = weakref.WeakValueDictionary()  # (st_dev, st_ino) -> _Segment: one mapping per shared file
@@ -272,26 +272,25 @@ def rebuild_tensor(cls, array, requires_grad, device=None):
     return t
 
 
-def _register(cls):
-    _mp_reduction.ForkingPickler.register(cls, reduce_tensor_shared)
-    for sub in cls.__subclasses__():
-        _register(sub)
-
-
-_prev_init_subclass = Tensor.__dict__.get("__init_subclass__")
-if getattr(getattr(_prev_init_subclass, "__func__", None), "registers_reducer", False):
-    _prev_init_subclass = None  # ours, from an earlier import of this module (importlib.reload)
-
-
-def _init_subclass(cls, **kwargs):
-    # nn.Parameter and other Tensor subclasses defined later are shared too (the pickler's table is per type)
-    if _prev_init_subclass is not None:
-        _prev_init_subclass.__func__(cls, **kwargs)
-    else:
-        super(Tensor, cls).__init_subclass__(**kwargs)
+def register_pickler(cls):
+    """Share ``cls``'s tensors through multiprocessing (its pickler's table is keyed by exact type); the
+    registry in workbench/tensor.py calls this for Tensor and for every subclass defined later."""
     _mp_reduction.ForkingPickler.register(cls, reduce_tensor_shared)
 
 
-_init_subclass.registers_reducer = True
-_register(Tensor)
-Tensor.__init_subclass__ = classmethod(_init_subclass)
+def _share_memory_method(self):
+    """Move the storage into shared memory in place (see workbench.multiprocessing); returns self.
+
+    >>> import workbench as wb
+    >>> wb.zeros(2).share_memory_().is_shared()
+    True
+    """
+    return share_memory_(self)
+
+
+def _reduce_ex(self, proto):
+    return reduce_tensor(self)
+
+
+# attached to Tensor by the registry in workbench/tensor.py
+METHODS = {"share_memory_": _share_memory_method, "__reduce_ex__": _reduce_ex}

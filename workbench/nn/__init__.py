@@ -11,5 +11,7 @@ from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from . import utils
+from . import parallel
+from .parallel import DataParallel
 
-__all__ = ["Module", "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "functional", "init", "utils"] + list(_modules_all)
+__all__ = ["Module", "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "functional", "init", "utils", "parallel", "DataParallel"] + list(_modules_all)

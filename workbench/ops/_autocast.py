@@ -15,7 +15,7 @@ outermost autocast region exits, as PyTorch does, so a weight used by several op
 public face (``autocast``, the get/set functions) is workbench/amp/autocast_mode.py.
 """
 from .._backend import dtypes as _dt
-from ..tensor import Tensor
+from .._core import Tensor
 
 AUTOCAST = [False]  # True while autocast is enabled for some device type
 ENABLED = {"cpu": False, "cuda": False}

@@ -3,7 +3,7 @@ diagonal embedding (diag, diag_embed, diagflat, diagonal_scatter), tri indices a
 from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
-from ..tensor import Tensor
+from .._core import Tensor
 from ._util import _check_scatter_src, _shape_args, wrap_dim
 from .views import Expand, StorageMap, diagonal, flatten, reshape, transpose, unsqueeze
 

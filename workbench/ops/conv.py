@@ -16,7 +16,7 @@ import math
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from ..tensor import Tensor
+from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _check_float, gemm, ntuple

@@ -3,7 +3,7 @@ from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from ..tensor import Tensor
+from .._core import Tensor
 
 
 class ToCopy(Function):

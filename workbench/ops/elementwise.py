@@ -13,7 +13,7 @@ from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function, binary_operator, unary_operator
 from ..autograd.grad_mode import STATE
-from ..tensor import Tensor
+from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _TORCH_NAMES, _out, cast, dtype_error, float_np, result_dtype, to_float
@@ -1213,6 +1213,9 @@ METHODS = {
     "__xor__": bitwise_xor, "__rxor__": _r(bitwise_xor), "__lshift__": bitwise_left_shift,
     "__rlshift__": _r(bitwise_left_shift), "__rshift__": bitwise_right_shift,
     "__rrshift__": _r(bitwise_right_shift),
+    # augmented assignment is in-place, as in PyTorch
+    "__iadd__": _inplace_op("add_"), "__isub__": _inplace_op("sub_"), "__imul__": _inplace_op("mul_"),
+    "__itruediv__": _inplace_op("div_"), "__ipow__": _inplace_op("pow_"),
     "__ifloordiv__": _inplace_op("floor_divide_"), "__imod__": _inplace_op("remainder_"),
     "__iand__": _inplace_op("bitwise_and_"), "__ior__": _inplace_op("bitwise_or_"),
     "__ixor__": _inplace_op("bitwise_xor_"), "__ilshift__": _inplace_op("bitwise_left_shift_"),

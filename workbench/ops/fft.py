@@ -11,7 +11,7 @@ conjugate partner).
 """
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
-from ..tensor import Tensor
+from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, wrap_dim

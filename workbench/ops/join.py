@@ -1,6 +1,6 @@
 """Joins: cat, stack and their h/v/d/column variants, atleast_nd, meshgrid, cartesian_prod, block_diag."""
 from ..autograd.function import Function
-from ..tensor import Tensor
+from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, result_dtype_n, wrap_dim

@@ -8,7 +8,7 @@ import collections
 
 from .. import _backend
 from ..autograd.function import Function
-from ..tensor import Tensor
+from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import cast, norm_dims, _out, result_dtype_n, wrap_dim

@@ -9,7 +9,7 @@ import math
 from .. import _backend
 from ..autograd.function import Function
 from ..autograd.graph import composite
-from ..tensor import Tensor
+from .._core import Tensor
 from ._util import _uniform, ntuple
 from ._windows import _pad, _sep_apply, _windows
 from .index import PutRows, TakeRows

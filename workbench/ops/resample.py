@@ -9,7 +9,7 @@ import warnings
 
 from .. import _backend
 from ..autograd.graph import composite
-from ..tensor import Tensor
+from .._core import Tensor
 from ._windows import _sep_apply
 from .index import TakeRows
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d

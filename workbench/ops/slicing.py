@@ -1,5 +1,5 @@
 """Slices and splits: narrow, select, split, chunk, unbind, tensor_split, and the *_scatter ops that embed a slice."""
-from ..tensor import Tensor
+from .._core import Tensor
 from ._util import _check_scatter_src, wrap_dim
 from .index import GetItem, IndexPut
 from .views import ScatterView, as_strided

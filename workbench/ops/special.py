@@ -21,7 +21,7 @@ from fractions import Fraction
 
 from .. import _backend
 from ..autograd.function import Function
-from ..tensor import Tensor
+from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, dtype_error, result_dtype, to_float

@@ -5,6 +5,7 @@ every as_strided-style view is one storage-map primitive (``StorageMap``). Writi
 ``ScatterView``.
 """
 from .. import _backend
+from .._core import Size
 from ..autograd.function import Function
 from ._util import _shape_args, ufunc_at, wrap_dim
 
@@ -268,6 +269,12 @@ def unsqueeze(input, dim):
     return Unsqueeze.apply(input, wrap_dim(dim, input._data.ndim + 1))
 
 
+def replay_view(vf, base):
+    """Apply a recorded chain of view ops ``(cls, rest_args, parent)`` to ``base``."""
+    cls, rest, parent = vf
+    return cls.apply(base if parent is None else replay_view(parent, base), *rest)
+
+
 def _scatter_view(base, value, vf):
     """base with the region of view chain ``vf`` replaced by ``value`` (for in-place ops on views)."""
     return ScatterView.apply(base, value, vf)
@@ -287,8 +294,6 @@ class ScatterView(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from ..tensor import replay_view
-
         # the chain may hold as_strided, which addresses storage: replay it on a contiguous gradient
         g = g.contiguous()
         gb = _scatter_view(g, 0.0, ctx.vf) if ctx.needs_input_grad[0] else None
@@ -585,8 +590,6 @@ moveaxis = movedim
 
 def broadcast_shapes(*shapes):
     """The shape all ``shapes`` broadcast to.  >>> wb.broadcast_shapes((2, 1), (3,))  ->  Size([2, 3])"""
-    from ..tensor import Size
-
     out = []
     for shp in shapes:
         shp = (shp,) if isinstance(shp, int) else tuple(shp)
@@ -657,4 +660,6 @@ METHODS = {
     "transpose_": _metadata_inplace("transpose_", transpose), "swapaxes_": _metadata_inplace("swapaxes_", transpose),
     "swapdims_": _metadata_inplace("swapdims_", transpose), "t_": _metadata_inplace("t_", t),
     "as_strided_": _metadata_inplace("as_strided_", as_strided),
+    "T": property(lambda self: self.permute(*reversed(range(self.ndim))), doc="All dims reversed (a view)."),
+    "mT": property(lambda self: self.transpose(-2, -1), doc="The last two dims swapped (a view)."),
 }

@@ -6,7 +6,7 @@
 """
 import importlib
 
-_SUBMODULES = ("data", "checkpoint")
+_SUBMODULES = ("data", "checkpoint", "cpp_extension")
 
 
 def __getattr__(name):
