@@ -197,7 +197,8 @@ def _start_server(port, world_size, timeout):
     # run as a file, not `-m workbench...`: it needs only the standard library, so it starts in milliseconds
     proc = subprocess.Popen(
         [sys.executable, _rendezvous.__file__, "--port", str(port), "--world-size", str(world_size),
-         "--join-timeout", str(timeout)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+         "--join-timeout", str(timeout)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
     line = proc.stdout.readline().decode().strip()
     proc.stdout.close()
     if line != "ready":
