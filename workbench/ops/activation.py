@@ -14,6 +14,8 @@ from .._backend import dtypes as _dt, kernels as _k
 from ..autograd.function import Function
 from ..autograd.graph import composite
 from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import _uniform, _uniform_array, array_step
 
 
@@ -278,6 +280,8 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> F.softplus(wb.tensor([0.0]))
     tensor([0.6931])
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("softplus", input)
     return _Softplus.apply(input, beta, threshold)
 
 
@@ -447,6 +451,8 @@ def prelu(input, weight):
     >>> wb.prelu(wb.tensor([-2.0, 1.0]), wb.tensor([0.25]))
     tensor([-0.5000,  1.0000])
     """
+    if _AUTOCAST[0]:
+        input, weight = _autocast_cast("prelu", input, weight)
     if weight.numel() != 1:
         c = input.shape[1] if input.ndim >= 2 else input.shape[0]
         if weight.numel() != c:
@@ -631,6 +637,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     >>> wb.softmax(wb.tensor([0.0, 0.0]), dim=0)
     tensor([0.5000, 0.5000])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("softmax", input)
     if isinstance(_stacklevel, _dt.dtype):
         dtype = _stacklevel
     return _softmax("softmax", input, dim, dtype, False)
@@ -643,6 +651,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     >>> wb.log_softmax(wb.tensor([0.0, 0.0]), dim=0)
     tensor([-0.6931, -0.6931])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("log_softmax", input)
     if isinstance(_stacklevel, _dt.dtype):
         dtype = _stacklevel
     return _softmax("log_softmax", input, dim, dtype, True)
@@ -657,6 +667,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     >>> F.softmin(wb.tensor([0.0, 0.0]), dim=0)
     tensor([0.5000, 0.5000])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("softmin", input)
     if isinstance(_stacklevel, _dt.dtype):
         dtype = _stacklevel
     return _softmax("softmin", input, dim, dtype, False, neg=True)
@@ -694,6 +706,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     >>> F.normalize(wb.tensor([[3.0, 4.0]]))
     tensor([[0.6000, 0.8000]])
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("normalize", input)
     if p == 2:
         norm = (input * input).sum(dim, keepdim=True).sqrt()
     elif p == 1:

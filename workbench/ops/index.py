@@ -13,6 +13,8 @@ from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import _out, ufunc_at, wrap_dim
 from .views import Expand, broadcast_shapes, broadcast_tensors, reshape
 
@@ -440,6 +442,8 @@ def scatter_add(input, dim, index, src):
     >>> wb.zeros(3).scatter_add(0, wb.tensor([0, 0, 2]), wb.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
+    if _AUTOCAST[0]:
+        input, src = _autocast_cast("scatter_add", input, src)
     d = _check_gather_like("scatter_add", input, dim, index, src)
     if src.dtype != input.dtype:
         raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
@@ -601,6 +605,8 @@ def index_copy(input, dim, index, source):
     >>> wb.zeros(3).index_copy(0, wb.tensor([2]), wb.tensor([5.]))
     tensor([0., 0., 5.])
     """
+    if _AUTOCAST[0]:
+        input, source = _autocast_cast("index_copy", input, source)
     d = _check_index_op("index_copy", input, dim, index, source)
     if source.dtype != input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
