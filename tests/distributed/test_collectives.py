@@ -18,10 +18,12 @@ def expected(devices):
     return want | {(0, "objects"), (1, "objects"), (1, "new_group")}
 
 
-@pytest.mark.parametrize("backend", ["gloo", "mpi"])
+@pytest.mark.parametrize("backend", ["gloo", "mpi", "nccl"])
 def test_every_collective_matches_numpy_on_cpu_and_fake_cuda(backend):
-    devices = ["cpu", "cuda"] if backend == "gloo" else ["cpu"]
+    """gloo: CPU and CUDA tensors over MPI; mpi: CPU; nccl: CUDA tensors through (fake) cupy.cuda.nccl, and DDP."""
+    devices = {"gloo": ["cpu", "cuda"], "mpi": ["cpu"], "nccl": ["cuda"]}[backend]
     rc, out = run("workers/collectives.py", backend, *devices)
     assert rc == 0, out
-    missing = expected(devices) - oks(out)
+    want = expected(devices) | ({(0, "ddp-nccl"), (1, "ddp-nccl")} if backend == "nccl" else set())
+    missing = want - oks(out)
     assert not missing, f"checks that did not run: {sorted(missing)[:10]}\n{out[-3000:]}"

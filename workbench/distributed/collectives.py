@@ -33,8 +33,8 @@ def _start(op, group, tensors, fingerprint=None, collective=True):
     devs = {t.device for t in tensors}
     if len(devs) > 1:
         raise ValueError(f"{op}: all tensors must be on one device, got {sorted(map(str, devs))}")
-    dev = next(iter(devs)).type if devs else "cpu"
-    backend = pg.backends.get(dev)
+    dev = next(iter(devs)).type if devs else None
+    backend = pg.backends.get(dev) if dev else "mpi"  # no tensors (objects, barrier): the MPI communicator
     if backend is None:
         raise RuntimeError(f"{op}: no backend type associated with device type {dev}: the group's backend is "
                            f"'{pg.backend_name()}'. Use backend='gloo' (or 'cpu:gloo,cuda:nccl') for {dev} tensors.")

@@ -197,7 +197,8 @@ def _start_server(port, world_size, timeout):
     # run as a file, not `-m workbench...`: it needs only the standard library, so it starts in milliseconds
     proc = subprocess.Popen(
         [sys.executable, _rendezvous.__file__, "--port", str(port), "--world-size", str(world_size),
-         "--join-timeout", str(timeout)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+         "--join-timeout", str(timeout)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
     line = proc.stdout.readline().decode().strip()
     proc.stdout.close()
     if line != "ready":
@@ -247,7 +248,7 @@ def _join_world(init_method, rank, world_size, seconds):
         MPI = _mpi.load()
         _watch.install(MPI.COMM_WORLD.Get_rank(), None)
     else:
-        if _mpi.loaded() is not None:
+        if _mpi.loaded() is not None or _mpi.initialized_elsewhere():
             raise RuntimeError(
                 "init_process_group: MPI was already initialised in this process (mpi4py.MPI was imported) before "
                 "the process group was set up, so it cannot join other ranks; import mpi4py.MPI only after "
@@ -264,6 +265,9 @@ def _join_world(init_method, rank, world_size, seconds):
             watcher = _watch.connect(addr, port, rank, seconds)
             _watch.install(rank, watcher)
             MPI = _mpi.load(pmi=(addr, port, rank))
+            if MPI.COMM_WORLD.Get_size() != world_size:
+                raise RuntimeError(f"init_process_group: MPI formed a world of {MPI.COMM_WORLD.Get_size()} ranks, "
+                                   f"not the {world_size} asked for (was MPI initialised before?)")
             MPI.COMM_WORLD.Barrier()  # every rank has mapped the node's shared memory: its names can go
             _watch.unlink_mpi_shm()
     world = MPI.COMM_WORLD

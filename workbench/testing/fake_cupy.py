@@ -4,8 +4,8 @@ Arrays are ``ndarray`` subclasses that remember their device; module functions a
 results re-tagged as device arrays. It is faithful where workbench depends on CuPy's behaviour:
 ``.get()`` to copy to the host, ``cupy.asnumpy``/``asarray`` for transfers, ``cuda.Device`` as the
 current-device context, ``cuda.runtime.getDeviceCount``, memory-pool accounting, streams and
-events, and a refusal to convert implicitly to NumPy (``numpy.asarray(cupy_array)`` raises
-TypeError in real CuPy).
+events, ``cuda.nccl`` (``fake_nccl``: NCCL's collectives across real processes), and a refusal to
+convert implicitly to NumPy (``numpy.asarray(cupy_array)`` raises TypeError in real CuPy).
 
 Use ``install()`` (or the ``fake_cuda`` pytest fixture) to route workbench's "cuda" to it.
 """
@@ -16,6 +16,8 @@ import types
 import weakref
 
 import numpy
+
+from . import fake_nccl
 
 N_DEVICES = 2
 _current = [0]
@@ -258,6 +260,7 @@ cuda = types.SimpleNamespace(
     runtime=types.SimpleNamespace(getDeviceCount=lambda: N_DEVICES, deviceSynchronize=lambda: None),
     get_current_stream=lambda: Stream(),
     MemoryPool=_MemoryPool,
+    nccl=fake_nccl,
 )
 Stream.null = Stream()
 
@@ -334,7 +337,7 @@ class _Module(types.ModuleType):
 
 _module = _Module("cupy", __doc__)
 for _k, _v in list(globals().items()):
-    if not _k.startswith("__") and _k not in ("numpy", "types", "time", "contextlib", "weakref", "_Module"):
+    if not _k.startswith("__") and _k not in ("numpy", "types", "time", "contextlib", "weakref", "_Module", "fake_nccl"):
         setattr(_module, _k, _v)
 _module.__fake__ = True
 # dtypes and scalar types are NumPy's, as in real CuPy
