@@ -14,6 +14,8 @@ from .._backend import dtypes as _dt
 from ..autograd.function import Function, binary_operator, unary_operator
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import _TORCH_NAMES, _out, cast, dtype_error, float_np, result_dtype, to_float
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -307,6 +309,8 @@ class Pow(Function):
 
 def pow(input, exponent, *, out=None):
     """input ** exponent; either may be a Python number.  >>> wb.pow(wb.tensor([2., 3.]), 2)  ->  tensor([4., 9.])"""
+    if _AUTOCAST[0]:
+        input, exponent = _autocast_cast("pow", input, exponent)
     return _out(Pow.apply(input, exponent), out)
 
 
@@ -385,6 +389,8 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
     apply = cls.apply
 
     def public(input, *, out=None):
+        if _AUTOCAST[0]:
+            input, = _autocast_cast(name, input)
         return apply(input) if out is None else _out(apply(input), out)
 
     public.__name__ = public.__qualname__ = name
