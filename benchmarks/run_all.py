@@ -15,6 +15,7 @@ CPU = {
     "op_overhead.py": ["--quick"],
     "train_cpu.py": ["--steps", "2", "--rounds", "1"],
     "monitor_overhead.py": ["--steps", "60"],
+    "custom_op_overhead.py": ["--quick"],
 }
 
 

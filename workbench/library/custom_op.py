@@ -11,7 +11,7 @@ import inspect
 from .. import _backend, ops
 from ..autograd import graph
 from ..autograd.function import Function
-from ..autograd.grad_mode import STATE, no_grad
+from ..autograd.grad_mode import STATE
 from ..autograd.graph import Node
 from ..tensor import Tensor
 from .schema import Schema, infer_schema
@@ -171,11 +171,11 @@ class CustomOpDef:
     def __call__(self, *args, **kwargs):
         schema = self._schema_obj
         pos, kw = schema.bind(self._qualname, args, kwargs)
-        tensors = _tensors_of(pos, kw)
-        device = self._device(tensors, pos, kw)
-        direct = self._direct_fns.get(device.type if device is not None else "cpu") or self._direct_fns.get(None)
-        if direct is not None:  # a kernel that records its own autograd (CompositeImplicitAutograd)
-            return direct(*pos, **kw)
+        if self._direct_fns:  # a kernel that records its own autograd (CompositeImplicitAutograd)
+            device = self._device(_tensors_of(pos, kw), pos, kw)
+            direct = self._direct_fns.get(device.type if device is not None else "cpu") or self._direct_fns.get(None)
+            if direct is not None:
+                return direct(*pos, **kw)
         if schema.is_mutable:
             self._check_mutation(pos, kw)
         flat, lengths = schema.flatten(pos, kw)
@@ -236,19 +236,20 @@ class CustomOpDef:
         tensors = _tensors_of(pos, kw)
         device = self._device(tensors, pos, kw)
         dtype_ = device.type if device is not None else "cpu"
-        with no_grad():
-            if dtype_ == "cuda" and "cuda" in self._backend_fns and "cuda" not in self._disabled_kernel:
-                ref = self._reference()
-                if getattr(_backend.cupy(), "__fake__", False):
-                    out = _run_on_host(ref, pos, kw, device, _mutated(self._schema_obj, pos, kw))
-                else:
-                    out = self._backend_fns["cuda"](*pos, **kw)
+        # below autograd: Function.apply runs forward under no_grad
+        if dtype_ == "cuda" and "cuda" in self._backend_fns and "cuda" not in self._disabled_kernel:
+            ref = self._reference()
+            if getattr(_backend.cupy(), "__fake__", False):
+                out = _run_on_host(ref, pos, kw, device, _mutated(self._schema_obj, pos, kw))
             else:
-                out = self._kernel(dtype_)(*pos, **kw)
+                out = self._backend_fns["cuda"](*pos, **kw)
+        else:
+            out = self._kernel(dtype_)(*pos, **kw)
         self._check_outputs(out, tensors, device)
-        for _, t in _mutated(self._schema_obj, pos, kw):
-            t._vbox[0] += 1
-            t._vbox[1] = (self._qualname, graph.SCOPE.get(), graph.user_site(3))
+        if self._schema_obj.is_mutable:
+            for _, t in _mutated(self._schema_obj, pos, kw):
+                t._vbox[0] += 1
+                t._vbox[1] = (self._qualname, graph.SCOPE.get(), graph.user_site(3))
         return out
 
     def _check_outputs(self, out, tensors, device):

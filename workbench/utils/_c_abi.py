@@ -316,6 +316,36 @@ class CFunction:
         return f"<extension function {self._module}.{self.__name__}: {self._sig}>"
 
     def __call__(self, *args):
+        params = self._sig.params
+        if len(args) == len(params):
+            conv = self._fast_args(params, args)
+            if conv is not None:  # the usual call: contiguous CPU buffers of the declared dtypes, plain numbers
+                out = self._cfn(*conv)
+                _bump(self._module + "." + self.__name__, [a for p, a in zip(params, args)
+                                                           if p.pointer and not p.const and a.__class__ is Tensor])
+                return out
+        return self._call_checked(args)
+
+    @staticmethod
+    def _fast_args(params, args):
+        # raw pointers and numbers for the common case; None (take the checked path) for anything else
+        conv = []
+        for p, a in zip(params, args):
+            if p.pointer:
+                arr = a._data if a.__class__ is Tensor else a
+                if arr.__class__ is not np.ndarray or p.type == "wb_tensor" or not arr.flags.c_contiguous or (
+                        _TYPES[p.type][1] is not None and arr.dtype != _TYPES[p.type][1]):
+                    return None
+                if not p.const and (not arr.flags.writeable or (a.__class__ is Tensor and a._rg and STATE.enabled)):
+                    return None
+                conv.append(arr.__array_interface__["data"][0])
+            elif a.__class__ is int or (a.__class__ is float and p.type in _FLOAT_TYPES):
+                conv.append(a)
+            else:
+                return None
+        return conv
+
+    def _call_checked(self, args):
         fname = f"{self._module}.{self.__name__}"
         values, written, keep = _bind_args(fname, self._sig, args, "cpu")
         conv = []

@@ -13,6 +13,7 @@ from .. import _backend
 from ..autograd import graph
 from ..autograd.function import _Out
 from ..autograd.graph import AccumulateGrad, walk
+from ..nn.module import CallScope
 from ..tensor import Tensor
 from . import recorder
 from .recorder import site_dict, site_text
@@ -98,6 +99,7 @@ class _Builder:
                 self.names[id(v)] = k
         self.model = model
         self.saved_values = {}  # (node, nr) -> array, from consumers' saved tensors
+        self._call_ids = {}  # CallScope.call -> its number in this snapshot
         self.main = set()  # the nodes a backward from the roots executes (not the cut-off subgraphs)
         self._cut_edges = set()
 
@@ -164,7 +166,7 @@ class _Builder:
                     self._add_leaf(nxt)
             for pos, c in sorted((consts.get(n) or {}).items()):
                 if c not in self.ids:
-                    self._add_const(c, exports)
+                    self._add_const(c, exports, n)
             self._add_op(n, id(n) in root_nodes)
         for s in starts:  # a leaf given as a root
             if s not in self.ids:
@@ -229,7 +231,7 @@ class _Builder:
         self.scopes[i] = d["scope"]
         self.nodes.append(d)
 
-    def _add_const(self, c, exports):
+    def _add_const(self, c, exports, consumer):
         i = self._new_id(c)
         t = c.ref()
         name = self.names.get(id(t)) if t is not None else None
@@ -264,7 +266,16 @@ class _Builder:
         d["cut"] = cut
         if t is not None and self.values:
             d["value"] = summarize(t)
-        self.scopes[i] = ""
+        if kind == "input" and name is None and (consumer.scope or consumer.group is not None):
+            # made inside a module or composite op (a pooling matrix, a mask): an implementation
+            # detail of that call, so it sits inside its box instead of among the user's inputs
+            d["name"] = "constant"
+            d["scope"] = str(consumer.scope or "")
+            d["group"] = None if consumer.group is None else str(consumer.group)
+            calls = self._calls(consumer.scope)
+            if calls is not None:
+                d["calls"] = calls
+        self.scopes[i] = d["scope"]
         self.nodes.append(d)
 
     def _add_op(self, n, is_root):
@@ -274,9 +285,12 @@ class _Builder:
         arr = self._value_array(n) if self.values else None
         device = str(_backend.device_of(arr)) if arr is not None else ("cpu" if n.xp is _backend.numpy else "cuda")
         group = n.group
-        d = self._base(i, "output" if is_root else "op", n._op or n.name(), n.name(), n.scope or "",
+        d = self._base(i, "output" if is_root else "op", n._op or n.name(), n.name(), str(n.scope or ""),
                        None if group is None else str(group), site_dict(n.site), shape,
                        _dtype_name(dt) if dt is not None else "", device)
+        calls = self._calls(n.scope)
+        if calls is not None:
+            d["calls"] = calls
         label = self.names.get(id(n))
         if label:
             self.labels[i] = label
@@ -290,6 +304,22 @@ class _Builder:
                     d["grad"] = summarize(t._grad)
         self.scopes[i] = d["scope"]
         self.nodes.append(d)
+
+    def _calls(self, scope):
+        # which call of each dotted part of the scope this node ran in, numbered in order of appearance
+        if not isinstance(scope, CallScope):
+            return None
+        chain = {}
+        c = scope
+        while c is not None:
+            chain.setdefault(str(c), c.call)
+            c = c.parent
+        parts = str(scope).split(".")
+        out = []
+        for k in range(len(parts)):
+            cid = chain.get(".".join(parts[:k + 1]))
+            out.append(None if cid is None else self._call_ids.setdefault(cid, len(self._call_ids)))
+        return out
 
     def modules(self):
         if self.model is None or not hasattr(self.model, "named_modules"):

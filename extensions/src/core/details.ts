@@ -78,9 +78,9 @@ export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
 export function containerDetails(c: Container, model: TapeModel, reveal: (id: string) => void): HTMLElement {
   const bad = c.members.map((id) => model.nodes.get(id)!).filter((n) => health(n.value, n.grad) !== "ok");
   return h("section", { "aria-label": "selected module" },
-    h("h3", {}, c.label, " ", h("span", { class: "wb-muted" }, c.kind === "module" ? c.type : "composite op")),
+    h("h3", {}, c.label, " ", h("span", { class: "wb-muted" }, c.type)),
     dl([
-      ["kind", c.kind === "module" ? "module" : "composite op"],
+      ["kind", c.kind === "module" ? "module call" : c.kind === "series" ? "repeated calls of one module" : "composite op"],
       ["scope", c.path || "(top level)"],
       ["nodes", String(c.members.length)],
     ]),

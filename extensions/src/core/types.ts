@@ -26,6 +26,8 @@ export interface TapeNode {
   op: string;
   name: string;
   scope: string;
+  /** Per dotted part of `scope`, which call of it the node ran in (optional; null: not known). */
+  calls?: (number | null)[];
   group: string | null;
   site: { file: string; line: number; function: string } | null;
   shape: number[];

@@ -257,8 +257,8 @@ class Viewer {
     let title: string, sub: string, inline: string | null = null, bad: ReturnType<typeof health> = "ok", cut = false;
     if (type === "box") {
       const c = this.model.containers.get(id)!;
-      title = `▸ ${c.kind === "module" ? c.path : c.label}`;
-      sub = `${c.kind === "module" ? c.type : "composite op"} · ${c.members.length} nodes`;
+      title = `▸ ${c.label}`;
+      sub = `${c.type} · ${c.members.length} nodes`;
       for (const m of c.members) {
         const n = this.model.nodes.get(m)!;
         const hh = health(n.value, n.grad);
@@ -396,9 +396,9 @@ class Viewer {
       const head = s("g", { class: "wb-cluster-head", "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": "true",
         "aria-label": `${info.path || info.label} ${info.type}, open; Enter closes it` },
         s("rect", { x, y, width: Math.min(b.width, 260), height: 20, class: "wb-cluster-label" }),
-        s("title", {}, `${info.kind === "module" ? `${info.path} · ${info.type}` : `${info.label} (composite op)`}: click to close`),
+        s("title", {}, `${info.label} · ${info.type}: click to close`),
         s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" },
-          ellipsize(`▾ ${info.kind === "module" ? `${info.path} · ${info.type}` : `${info.label} (composite op)`}`, Math.floor((Math.min(b.width, 260) - 12) / SUB_W))));
+          ellipsize(`▾ ${info.label} · ${info.type}`, Math.floor((Math.min(b.width, 260) - 12) / SUB_W))));
       clusters.append(s("rect", { x, y, width: b.width, height: b.height, rx: 6, class: "wb-cluster-rect" }), head);
       this.#els.set(id, head);
     }
