@@ -330,3 +330,27 @@ def test_whole_pytorch_modules_allowlisted_by_their_workbench_classes(tmp_path):
     torch.save({"opt": torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1)}, p)
     with pytest.raises(pickle.UnpicklingError, match="torch.optim.sgd.SGD, a PyTorch object workbench has no"):
         wb.load(p, weights_only=False)
+
+
+def test_serialization_config(tmp_path, monkeypatch):
+    import mmap
+
+    cfg = wb.utils.serialization.config
+    assert (cfg.load.mmap, cfg.save.storage_alignment) == (torch.utils.serialization.config.load.mmap,
+                                                           torch.utils.serialization.config.save.storage_alignment)
+    p = tmp_path / "t.pt"
+    monkeypatch.setattr(cfg.save, "storage_alignment", 4096)
+    wb.save({"x": wb.arange(3.0)}, p, _use_new_zipfile_serialization=True)
+    with zipfile.ZipFile(p) as zf:
+        assert zf.read("archive/.storage_alignment") == b"4096"
+        info = zf.getinfo("archive/data/0")
+    name_len, extra_len = struct.unpack_from("<HH", p.read_bytes(), info.header_offset + 26)
+    assert (info.header_offset + 30 + name_len + extra_len) % 4096 == 0
+    assert torch.load(p)["x"].tolist() == [0.0, 1.0, 2.0]
+    monkeypatch.setattr(cfg.load, "mmap", True)
+    monkeypatch.setattr(cfg.load, "mmap_flags", mmap.MAP_SHARED)
+    back = wb.load(p)  # mmap=None follows config.load.mmap; MAP_SHARED writes reach the file
+    back["x"][0] = 7.0
+    del back
+    monkeypatch.setattr(cfg.load, "mmap_flags", mmap.MAP_PRIVATE)
+    assert wb.load(p)["x"].tolist() == [7.0, 1.0, 2.0]  # (mapped: the zip's CRC is the old bytes' now)
