@@ -29,7 +29,14 @@ from .random import (Generator, bernoulli, default_generator, get_rng_state, ini
                      multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm, seed,
                      set_rng_state)
 from .ops import *  # noqa: F401,F403 - every op family's public functions
-from . import autograd, cuda
+from . import autograd, cuda, cpu
+from .amp.autocast_mode import (autocast, autocast_decrement_nesting, autocast_increment_nesting,
+                                clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+                                is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype,
+                                set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled,
+                                set_autocast_gpu_dtype)
+from .amp.grad_scaler import GradScaler
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64

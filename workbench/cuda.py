@@ -1,5 +1,9 @@
 """``workbench.cuda``: CUDA devices through CuPy (imported only when first needed), and elementwise kernels."""
+import sys as _sys
+
 from . import _backend
+from ._backend.dtypes import float16 as _float16
+from .amp._device_aliases import _module as _amp_module
 from .tensor import Tensor
 
 
@@ -238,3 +242,8 @@ def elementwise(in_params, out_params, body, name, **kwargs):
     if k is None:
         k = _ELEMENTWISE[key] = ElementwiseKernel(in_params, out_params, body, name, **kwargs)
     return k
+
+
+# torch.cuda.amp (autocast, GradScaler), importable as a submodule as in PyTorch
+amp = _amp_module("cuda", _float16, __name__ + ".amp")
+_sys.modules[amp.__name__] = amp

@@ -58,7 +58,7 @@ class CustomOpDef:
     (tensor([2., 2.]), tensor([2.]))
     """
 
-    def __init__(self, namespace, name, schema, fn=None, tags=()):
+    def __init__(self, namespace, name, schema, fn=None, tags=None):
         self._namespace, self._name = namespace, name
         self._schema_obj = Schema.parse(schema)
         self._schema = str(self._schema_obj)

@@ -155,14 +155,18 @@ def register_autograd(op, backward, /, *, setup_context=None, lib=None):
     resolve(op).register_autograd(backward, setup_context=setup_context)
 
 
-def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
+def register_fake(op, func=None, /, *, lib=None, _stacklevel=1, allow_override=True):
     """``register_fake("mylib::foo", fn)``: the shape-and-dtype function; usable as a decorator."""
     d = resolve(op)
 
     def register(fn):
+        if d._abstract_fn is not None and not allow_override:
+            raise RuntimeError(f"register_fake: {d._qualname} already has a fake function (allow_override=False)")
         return d.register_fake(fn)
 
     return register if func is None else register(func)
 
 
-impl_abstract = register_fake
+def impl_abstract(qualname, func=None, *, lib=None, _stacklevel=1):
+    """The former name of ``register_fake``."""
+    return register_fake(qualname, func, lib=lib)

@@ -14,6 +14,8 @@ from .._backend import dtypes as _dt, kernels as _k
 from ..autograd.function import Function
 from ..autograd.graph import composite
 from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import _uniform, _uniform_array, array_step
 
 
@@ -278,6 +280,8 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> F.softplus(wb.tensor([0.0]))
     tensor([0.6931])
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("softplus", input)
     return _Softplus.apply(input, beta, threshold)
 
 
@@ -447,6 +451,8 @@ def prelu(input, weight):
     >>> wb.prelu(wb.tensor([-2.0, 1.0]), wb.tensor([0.25]))
     tensor([-0.5000,  1.0000])
     """
+    if _AUTOCAST[0]:
+        input, weight = _autocast_cast("prelu", input, weight)
     if weight.numel() != 1:
         c = input.shape[1] if input.ndim >= 2 else input.shape[0]
         if weight.numel() != c:
@@ -631,6 +637,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     >>> wb.softmax(wb.tensor([0.0, 0.0]), dim=0)
     tensor([0.5000, 0.5000])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("softmax", input)
     if isinstance(_stacklevel, _dt.dtype):
         dtype = _stacklevel
     return _softmax("softmax", input, dim, dtype, False)
@@ -643,6 +651,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     >>> wb.log_softmax(wb.tensor([0.0, 0.0]), dim=0)
     tensor([-0.6931, -0.6931])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("log_softmax", input)
     if isinstance(_stacklevel, _dt.dtype):
         dtype = _stacklevel
     return _softmax("log_softmax", input, dim, dtype, True)
@@ -657,6 +667,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     >>> F.softmin(wb.tensor([0.0, 0.0]), dim=0)
     tensor([0.5000, 0.5000])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("softmin", input)
     if isinstance(_stacklevel, _dt.dtype):
         dtype = _stacklevel
     return _softmax("softmin", input, dim, dtype, False, neg=True)
@@ -694,6 +706,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     >>> F.normalize(wb.tensor([[3.0, 4.0]]))
     tensor([[0.6000, 0.8000]])
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("normalize", input)
     if p == 2:
         norm = (input * input).sum(dim, keepdim=True).sqrt()
     elif p == 1:
@@ -771,7 +785,25 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     >>> F.dropout2d(wb.ones(1, 2, 3, 3), training=False).shape
     workbench.Size([1, 2, 3, 3])
     """
-    return _feature_dropout("dropout2d", input, p, training, inplace, 2)
+    _check_p("dropout2d", p)
+    if input.ndim not in (3, 4):  # PyTorch warns and proceeds, masking per (dim 0, dim 1) entry
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      "inputs).", UserWarning, stacklevel=2)
+    if input.ndim == 3:  # PyTorch's historical reading of 3-D input: (N, C, L), not an unbatched (C, H, W)
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", UserWarning, stacklevel=2)
+    if input.ndim < 2:
+        raise RuntimeError(f"dropout2d: Feature dropout requires at least 2 dimensions in the input, got shape "
+                           f"{list(input.shape)}")
+    if not training or p == 0.0:
+        return input
+    return _mask_mul("dropout2d", input, tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
@@ -782,7 +814,17 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     >>> F.dropout3d(wb.ones(1, 2, 2, 2, 2), training=False).shape
     workbench.Size([1, 2, 2, 2, 2])
     """
-    return _feature_dropout("dropout3d", input, p, training, inplace, 3)
+    _check_p("dropout3d", p)
+    if input.ndim not in (4, 5):  # PyTorch warns and proceeds, reading any non-5-D input as unbatched
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                      "inputs).", UserWarning, stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    lead = 2 if input.ndim == 5 else 1
+    return _mask_mul("dropout3d", input, tuple(input.shape[:lead]) + (1,) * (input.ndim - lead), p, inplace)
 
 
 def _alpha_dropout(name, input, p, training, inplace, feature):

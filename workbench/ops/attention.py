@@ -11,7 +11,9 @@ from .._backend import kernels as _k
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
-from ._util import _uniform_array, array_step
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
+from ._util import array_step, gemm, _uniform_array
 from .activation import Softmax, SoftmaxBackward
 
 
@@ -22,7 +24,7 @@ class Attention(Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, scale, keep):
         xp = ctx.xp
-        s = q @ xp.swapaxes(k, -1, -2)
+        s = gemm(q, xp.swapaxes(k, -1, -2))
         s *= scale
         if bias is not None:
             s = s + bias
@@ -30,7 +32,7 @@ class Attention(Function):
         pd = p * keep if keep is not None else p
         ctx.scale = scale
         ctx.save_for_backward(q, k, v, bias, p, keep)
-        return (pd @ v).astype(q.dtype, copy=False)
+        return gemm(pd, v).astype(q.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
@@ -81,6 +83,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     >>> F.scaled_dot_product_attention(q, q, q, is_causal=True).shape
     workbench.Size([1, 2, 3, 4])
     """
+    if _AUTOCAST[0]:
+        query, key, value, attn_mask = _autocast_cast("scaled_dot_product_attention", query, key, value, attn_mask)
     op = "scaled_dot_product_attention"
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):

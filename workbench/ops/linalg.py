@@ -9,6 +9,8 @@ import collections
 from .. import _backend
 from ..autograd.function import Function
 from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import cast, norm_dims, _out, result_dtype_n, wrap_dim
 from .linalg_core import matmul
 
@@ -205,6 +207,8 @@ def tensordot(a, b, dims=2, out=None):
     >>> wb.tensordot(wb.ones(2, 3, 4), wb.ones(3, 4, 5)).shape
     workbench.Size([2, 5])
     """
+    if _AUTOCAST[0]:
+        a, b = _autocast_cast("tensordot", a, b)
 
     if isinstance(dims, Tensor):
         dims = dims.tolist()
@@ -272,6 +276,8 @@ def cross(input, other, dim=None, *, out=None):
     >>> wb.cross(wb.tensor([1., 0., 0.]), wb.tensor([0., 1., 0.]), dim=0)
     tensor([0., 0., 1.])
     """
+    if _AUTOCAST[0]:
+        input, other = _autocast_cast("cross", input, other)
 
     if dim is None:
         import warnings
@@ -365,6 +371,8 @@ class Inv(Function):
 
 def inv(A, *, out=None):
     """The inverse of a square matrix (or batch).  >>> wb.linalg.inv(wb.eye(2) * 2)"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.inv")
     return _out(Inv.apply(A), out)
@@ -472,6 +480,8 @@ def solve(A, B, *, left=True, out=None):
     >>> wb.linalg.solve(wb.eye(2) * 2, wb.tensor([2., 4.]))
     tensor([1., 2.])
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
 
     _check_matrix(A, "linalg.solve")
     if A.dtype != B.dtype:
@@ -909,6 +919,8 @@ def multi_dot(tensors, *, out=None):
     >>> wb.linalg.multi_dot([wb.ones(2), wb.ones(2, 3), wb.ones(3)])
     tensor(6.)
     """
+    if _AUTOCAST[0]:
+        tensors, = _autocast_cast("multi_dot", tensors)
 
     ts = list(tensors)
     if len(ts) < 2:
@@ -998,6 +1010,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     >>> wb.linalg.vector_norm(wb.tensor([3., 4.]))
     tensor(5.)
     """
+    if _AUTOCAST[0] and dtype is None:
+        x, = _autocast_cast("vector_norm", x)
 
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
@@ -1023,6 +1037,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     >>> wb.linalg.matrix_norm(wb.tensor([[3., 0.], [0., 4.]]), 2)
     tensor(4.)
     """
+    if _AUTOCAST[0] and dtype is None:
+        A, = _autocast_cast("matrix_norm", A)
 
     if A.ndim < 2:
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got shape "
@@ -1105,6 +1121,8 @@ def cond(A, p=None, *, out=None):
 
 def vecdot(x, y, *, dim=-1, out=None):
     """Dot product of vectors along ``dim`` (x conjugated), broadcast.  >>> wb.linalg.vecdot(wb.ones(2, 3), wb.ones(3))"""
+    if _AUTOCAST[0]:
+        x, y = _autocast_cast("vecdot", x, y)
 
     xx = x.conj() if x.is_complex() else x
     return _out((xx * y).sum(dim), out)
@@ -1381,6 +1399,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     >>> wb.cdist(wb.tensor([[0., 0.]]), wb.tensor([[3., 4.], [0., 1.]]))
     tensor([[5., 1.]])
     """
+    if _AUTOCAST[0]:
+        x1, x2 = _autocast_cast("cdist", x1, x2)
     if x1.ndim < 2 or x2.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D, X2 got: {x2.ndim}D")
     if x1.shape[-1] != x2.shape[-1]:
@@ -1621,6 +1641,8 @@ def qr(input, some=True, *, out=None):
 
 def cholesky(input, upper=False, *, out=None):
     """torch.cholesky (deprecated in PyTorch in favour of linalg.cholesky).  >>> wb.cholesky(wb.eye(2))"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("cholesky", input)
     import warnings
 
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "

@@ -14,6 +14,8 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
 from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
 from ._util import array_step
 from .index import PutRows, TakeRows
@@ -174,6 +176,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     >>> F.cross_entropy(wb.tensor([[0.0, 0.0]]), wb.tensor([1]))
     tensor(0.6931)
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("cross_entropy", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -219,6 +223,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     >>> F.nll_loss(wb.tensor([[-1.0, -2.0]]), wb.tensor([1]))
     tensor(2.)
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("nll_loss", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     t = _class_targets("nll_loss", input, target, ignore_index)
@@ -260,6 +266,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     >>> F.binary_cross_entropy(wb.tensor([0.5]), wb.tensor([1.0]))
     tensor(0.6931)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("binary_cross_entropy", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -284,6 +292,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     >>> F.binary_cross_entropy_with_logits(wb.tensor([0.0]), wb.tensor([1.0]))
     tensor(0.6931)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("binary_cross_entropy_with_logits", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -303,6 +313,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def _pointwise_loss(name, fn):
     @composite(name)
     def loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+        if _AUTOCAST[0]:
+            input, target = _autocast_cast(name, input, target)
         reduction = _legacy_reduction(size_average, reduce, reduction)
         _check_reduction(reduction)
         _check_same_size(name, input, target)
@@ -362,6 +374,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     >>> F.mse_loss(wb.tensor([1.0, 3.0]), wb.tensor([0.0, 0.0]))
     tensor(5.)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("mse_loss", input, target)
     if (size_average is None and reduce is None and weight is None and reduction in ("mean", "sum")
             and isinstance(input, Tensor) and isinstance(target, Tensor) and input.shape == target.shape
             and input._data.dtype == target._data.dtype and input._data.dtype.char in "fd" and input.numel() > 0):
@@ -392,6 +406,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     >>> F.smooth_l1_loss(wb.tensor([0.5, 3.0]), wb.tensor([0.0, 0.0]))
     tensor(1.3125)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("smooth_l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -411,6 +427,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     >>> F.huber_loss(wb.tensor([0.5, 3.0]), wb.tensor([0.0, 0.0]))
     tensor(1.3125)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("huber_loss", input, target)
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta, got {delta}")
@@ -438,6 +456,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     >>> F.kl_div(wb.tensor([0.0]), wb.tensor([1.0]), reduction="sum")
     tensor(0.)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("kl_div", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, ("batchmean",))
     if reduction == "mean":
@@ -464,6 +484,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     >>> F.poisson_nll_loss(wb.tensor([0.0]), wb.tensor([1.0]))
     tensor(1.)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("poisson_nll_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     v = input.exp() - target * input if log_input else input - target * (input + eps).log()
@@ -483,6 +505,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     >>> F.gaussian_nll_loss(wb.tensor([0.0]), wb.tensor([0.0]), wb.tensor([1.0]))
     tensor(0.)
     """
+    if _AUTOCAST[0]:
+        input, target, var = _autocast_cast("gaussian_nll_loss", input, target, var)
     _check_reduction(reduction)
     if not isinstance(var, Tensor):
         var = Tensor._make(_xp(input).full(tuple(input.shape), float(var), dtype=input._data.dtype))
@@ -537,6 +561,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     >>> F.cosine_similarity(wb.tensor([[1.0, 0.0]]), wb.tensor([[1.0, 1.0]]))
     tensor([0.7071])
     """
+    if _AUTOCAST[0]:
+        x1, x2 = _autocast_cast("cosine_similarity", x1, x2)
     n1 = (x1 * x1).sum(dim, keepdim=True).sqrt()
     n2 = (x2 * x2).sum(dim, keepdim=True).sqrt()
     # clamp the values only (PyTorch clamps under no_grad)
@@ -554,6 +580,8 @@ def pdist(input, p=2):
     >>> F.pdist(wb.tensor([[0.0, 0.0], [3.0, 4.0]]))
     tensor([5.])
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("pdist", input)
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     xp = _xp(input)
@@ -667,6 +695,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     >>> F.cosine_embedding_loss(wb.tensor([[1.0, 0.0]]), wb.tensor([[1.0, 0.0]]), wb.tensor([1]))
     tensor(0.)
     """
+    if _AUTOCAST[0]:
+        input1, input2 = _autocast_cast("cosine_embedding_loss", input1, input2)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     dim = input1.ndim - 1
@@ -690,6 +720,8 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     >>> F.margin_ranking_loss(wb.tensor([1.0]), wb.tensor([2.0]), wb.tensor([1.0]))
     tensor(1.)
     """
+    if _AUTOCAST[0]:
+        input1, input2, target = _autocast_cast("margin_ranking_loss", input1, input2, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not (input1.ndim == input2.ndim == target.ndim):
@@ -708,6 +740,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     >>> F.triplet_margin_loss(wb.zeros(1, 2), wb.zeros(1, 2), wb.ones(1, 2) * 3).item()
     0.0
     """
+    if _AUTOCAST[0]:
+        anchor, positive, negative = _autocast_cast("triplet_margin_loss", anchor, positive, negative)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not (anchor.ndim == positive.ndim == negative.ndim):
@@ -756,6 +790,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     >>> F.hinge_embedding_loss(wb.tensor([0.3, 0.3]), wb.tensor([1.0, -1.0]))
     tensor(0.5000)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("hinge_embedding_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     not_pos = (target != 1).to(input.dtype)
@@ -773,6 +809,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     >>> F.soft_margin_loss(wb.tensor([0.0]), wb.tensor([1.0]))
     tensor(0.6931)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("soft_margin_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     return _reduce(-_Logsigmoid.apply(target * input), reduction)
@@ -807,6 +845,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     >>> F.multi_margin_loss(wb.tensor([[0.1, 0.8]]), wb.tensor([1]))
     tensor(0.1500)
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("multi_margin_loss", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if p not in (1, 2):
@@ -864,6 +904,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> F.multilabel_margin_loss(wb.tensor([[0.1, 0.2, 0.4, 0.8]]), wb.tensor([[3, 0, -1, 1]]))
     tensor(0.8500)
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("multilabel_margin_loss", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     x = input if input.ndim == 2 else input.reshape(1, -1)
@@ -1069,6 +1111,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     >>> round(F.ctc_loss(lp, wb.tensor([[1]]), [2], [1]).item(), 4)
     0.2747
     """
+    if _AUTOCAST[0]:
+        log_probs, = _autocast_cast("ctc_loss", log_probs)
     _check_reduction(reduction)
     batched = log_probs.ndim == 3
     lp = log_probs if batched else log_probs.unsqueeze(1)

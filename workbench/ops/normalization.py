@@ -13,6 +13,8 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
 from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 
 _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
         "float64": 2.220446049250313e-16}
@@ -164,6 +166,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     >>> wb.group_norm(wb.tensor([[1.0, 3.0]]), 1)
     tensor([[-1.0000,  1.0000]])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("group_norm", input, weight, bias)
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected at least 2D input (N, C, ...), got {input.ndim}D")
     n, c = input.shape[:2]
@@ -253,6 +257,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     >>> wb.layer_norm(wb.tensor([[1.0, 3.0]]), (2,))
     tensor([[-1.0000,  1.0000]])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("layer_norm", input, weight, bias)
     _, k = _norm_shape("layer_norm", input, normalized_shape, (weight, "weight"), (bias, "bias"))
     return LayerNorm.apply(input, weight, bias, k, eps)
 

@@ -1,0 +1,139 @@
+"""Autocast's state and cast policies, consulted by the ops on PyTorch's autocast lists.
+
+An op on a list starts with ``if AUTOCAST[0]: args = cast("<op>", *args)``: one list lookup when
+autocast is off everywhere (the common case). ``cast`` looks the op up for the device type of its
+tensors and applies PyTorch's policy (aten/src/ATen/autocast_mode.cpp, torch 2.13):
+
+* ``lower``:   floating inputs (not float64) run in the autocast dtype (matmul, linear, conv...);
+* ``fp32``:    floating inputs run in float32 (exp/log/pow/softmax/norms/losses on CUDA; losses, fft and
+               linalg on the CPU);
+* ``promote``: mixed floating inputs run in the widest of their dtypes (cat, stack...);
+* ``banned``:  the op refuses to run under autocast (binary_cross_entropy on CUDA).
+
+Casts of leaf tensors that require grad (the parameters) to the autocast dtype are cached until the
+outermost autocast region exits, as PyTorch does, so a weight used by several ops is cast once. The
+public face (``autocast``, the get/set functions) is workbench/amp/autocast_mode.py.
+"""
+from .._backend import dtypes as _dt
+from .._core import Tensor
+
+AUTOCAST = [False]  # True while autocast is enabled for some device type
+ENABLED = {"cpu": False, "cuda": False}
+DTYPE = {"cpu": _dt.bfloat16, "cuda": _dt.float16}
+CACHE_ENABLED = [True]
+NESTING = [0]
+_CACHE = {}  # id(leaf) -> (leaf, its version, the cast copy)
+
+_CUDA_LOWER = ("matmul", "mm", "bmm", "mv", "einsum", "vecdot", "baddbmm", "addmm", "addbmm", "addmv", "addr", "chain_matmul",
+               "multi_dot", "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+               "conv_transpose3d", "prelu", "scaled_dot_product_attention")
+_CUDA_FP32 = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt",
+              "sinh", "tan", "pow", "softplus", "layer_norm", "group_norm", "norm", "vector_norm", "matrix_norm",
+              "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss", "hinge_embedding_loss",
+              "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss", "margin_ranking_loss",
+              "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
+              "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "logsumexp", "cross_entropy",
+              "softmax", "log_softmax", "softmin", "sum", "prod", "cumsum", "cumprod", "normalize", "gaussian_nll_loss",
+              "ctc_loss")
+_CUDA_PROMOTE = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "tensordot", "scatter_add", "index_put",
+                 "cat", "stack", "index_copy")
+_CPU_LOWER = ("conv1d", "conv2d", "conv3d", "bmm", "mm", "vecdot", "baddbmm", "addmm", "addbmm", "linear", "matmul",
+              "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu", "scaled_dot_product_attention")
+_CPU_FP32 = ("binary_cross_entropy", "prod", "cdist", "trace", "cholesky", "inv", "solve", "mse_loss",
+             "cosine_embedding_loss", "nll_loss", "hinge_embedding_loss", "poisson_nll_loss", "smooth_l1_loss",
+             "cross_entropy", "l1_loss", "huber_loss", "margin_ranking_loss", "soft_margin_loss", "triplet_margin_loss",
+             "multi_margin_loss", "ctc_loss", "kl_div", "multilabel_margin_loss", "binary_cross_entropy_with_logits",
+             "fft", "linalg")
+_CPU_PROMOTE = ("cat", "stack", "index_copy")
+
+POLICY = {
+    "cuda": {**{n: "lower" for n in _CUDA_LOWER}, **{n: "fp32" for n in _CUDA_FP32},
+             **{n: "promote" for n in _CUDA_PROMOTE}, "binary_cross_entropy": "banned"},
+    "cpu": {**{n: "lower" for n in _CPU_LOWER}, **{n: "fp32" for n in _CPU_FP32}, **{n: "promote" for n in _CPU_PROMOTE}},
+}
+
+_BANNED = ("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+           "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+           "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+           "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+           "safe to autocast.")
+
+
+def _eligible(t, device_type):
+    # PyTorch's is_eligible: a floating tensor on the autocast device that is not float64
+    return (isinstance(t, Tensor) and t.device.type == device_type and t.dtype.is_floating_point
+            and t.dtype is not _dt.float64)
+
+
+def _to(t, dtype):
+    if t.dtype is dtype:
+        return t
+    if CACHE_ENABLED[0] and t.is_leaf and t.requires_grad and dtype is not _dt.float32:
+        hit = _CACHE.get(id(t))
+        if hit is not None and hit[0] is t and hit[1] == t._version:
+            return hit[2]
+        out = t.to(dtype)
+        _CACHE[id(t)] = (t, t._version, out)
+        return out
+    return t.to(dtype)
+
+
+def _device_type(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            return a.device.type
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor):
+                    return b.device.type
+    return None
+
+
+def cast(op, *args):
+    """args with the tensors cast as autocast's policy for ``op`` says (a tuple, same length).
+
+    A list or tuple argument (cat's tensors) is cast element by element and keeps its type.
+    """
+    dev = _device_type(args)
+    if dev is None or not ENABLED.get(dev):
+        return args
+    policy = POLICY[dev].get(op)
+    if policy is None:
+        return args
+    if policy == "banned":
+        raise RuntimeError(_BANNED)
+    if policy == "promote":
+        widest = None
+        for t in _flat(args):
+            if _eligible(t, dev) or isinstance(t, Tensor) and t.dtype is _dt.float64:
+                widest = t.dtype if widest is None else _dt.promote_types(widest, t.dtype)
+        if widest is None:
+            return args
+        target = widest
+    else:
+        target = DTYPE[dev] if policy == "lower" else _dt.float32
+    return tuple(_cast_arg(a, dev, target) for a in args)
+
+
+def _flat(args):
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from a
+        else:
+            yield a
+
+
+def _cast_arg(a, dev, target):
+    if isinstance(a, (list, tuple)):
+        return type(a)(_to(t, target) if _eligible(t, dev) else t for t in a)
+    return _to(a, target) if _eligible(a, dev) else a
+
+
+def clear_cache():
+    """Drop the cached casts (PyTorch does this when the outermost autocast region exits)."""
+    _CACHE.clear()
+
+
+def refresh():
+    """Recompute the one flag ops check, after ENABLED changed."""
+    AUTOCAST[0] = any(ENABLED.values())
