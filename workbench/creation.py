@@ -1,4 +1,5 @@
 """Making tensors: from data (tensor, as_tensor, from_numpy) and by shape (zeros, arange, eye...)."""
+import collections.abc
 import warnings
 
 from . import _backend
@@ -39,16 +40,21 @@ def _dev(device):
     return _backend.resolve_device(device) if device is not None else _backend.CPU
 
 
+def _is_sequence(x):
+    # deque, range, array.array...: PyTorch takes any sequence (not text) as it takes lists
+    return isinstance(x, collections.abc.Sequence) and not isinstance(x, (str, bytes, Tensor))
+
+
 def _infer_dtype(data):
     """PyTorch's dtype for Python data: bool, int64, the default float, or complex."""
-    if isinstance(data, (list, tuple)) and len(data) == 0:
+    if (isinstance(data, (list, tuple)) or _is_sequence(data)) and len(data) == 0:
         return _dt.get_default_dtype()
     kind = _dt._BOOL
     stack = [data]
     found_np = None
     while stack:
         x = stack.pop()
-        if isinstance(x, (list, tuple)):
+        if isinstance(x, (list, tuple)) or _is_sequence(x):
             stack.extend(x)
         elif isinstance(x, Tensor):
             if x.ndim == 0 and not isinstance(data, Tensor):
@@ -66,8 +72,11 @@ def _infer_dtype(data):
         elif hasattr(x, "__array__") or hasattr(x, "__cuda_array_interface__"):
             d = _dt.from_numpy_dtype(np.dtype(x.dtype))
             found_np = d if found_np is None else _dt.promote_types(found_np, d)
-        else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+        elif isinstance(x, str):
+            raise TypeError(f"new(): invalid data type 'str' (workbench.tensor takes numbers, not text)")
+        else:  # PyTorch's error type
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}: workbench.tensor takes numbers, "
+                               "nested sequences of numbers, arrays or tensors")
     scalar = {_dt._BOOL: _dt.bool_, _dt._INT: _dt.int64, _dt._FLOAT: _dt.get_default_dtype(),
               _dt._COMPLEX: _dt.get_default_dtype().to_complex()}[kind]
     if found_np is None:
@@ -81,7 +90,7 @@ def _host_array(data):
     """data as a NumPy array (Tensors and CuPy arrays inside lists are brought to the host)."""
     if isinstance(data, Tensor):
         return data.detach().cpu()._data
-    if isinstance(data, (list, tuple)):
+    if isinstance(data, (list, tuple)) or _is_sequence(data):
         if any(isinstance(x, Tensor) for x in data):
             return np.stack([_host_array(x) for x in data]) if data else np.asarray(data)
         try:

@@ -328,7 +328,7 @@ def _register(provider, methods, inplace=()):
             raise RuntimeError(f"Tensor.{name} is registered by both {REGISTRY[name]} and {provider.__name__}: "
                                "one op family must own it")
         REGISTRY[name] = provider.__name__
-        setattr(Tensor, name, fn)
+        setattr(Tensor, name, _ops.numpy_names(fn))  # x.sum(1, keepdims=True), as PyTorch's parser takes it
 
 
 def _own_methods(cls):

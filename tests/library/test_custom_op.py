@@ -298,6 +298,18 @@ def test_library_define_impl():
     wb.library.impl("wbtestlib2::twice", "CompositeImplicitAutograd", lambda x: x + x)
     y = wb.ops.wbtestlib2.twice(wb.ones(2, requires_grad=True))
     assert y.grad_fn.name() == "AddBackward0"  # its own ops record autograd: no node of its own
+    old = wb.library.Library("wbtestlib4", "DEF")
+
+    @wb.library.define(old, "inc(Tensor x) -> Tensor")
+    def inc(x):
+        return x + 1
+
+    @wb.library.impl(old, "inc", "CPU")
+    def inc_cpu(x):
+        return x + 2
+
+    assert inc(wb.ones(1)).tolist() == [2.0]
+    assert wb.ops.wbtestlib4.inc(wb.ones(1)).tolist() == [3.0]  # a CPU kernel wins over CompositeImplicitAutograd
     with pytest.raises(ValueError, match="Unsupported kind"):
         wb.library.Library("wbtestlib3", "BOGUS")
 

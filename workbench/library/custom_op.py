@@ -17,7 +17,6 @@ from ..tensor import Tensor
 from .schema import Schema, infer_schema
 
 OPDEFS = {}  # "ns::name" -> CustomOpDef, every operator defined in this process
-_DIRECT_KEYS = ("CompositeImplicitAutograd", "Autograd", "AutogradCPU", "AutogradCUDA")
 
 
 class _Layout(tuple):
@@ -58,14 +57,17 @@ class CustomOpDef:
     (tensor([2., 2.]), tensor([2.]))
     """
 
-    def __init__(self, namespace, name, schema, fn=None, tags=()):
+    def __init__(self, namespace, name, schema, fn=None, tags=None):
         self._namespace, self._name = namespace, name
         self._schema_obj = Schema.parse(schema)
         self._schema = str(self._schema_obj)
         self._tags = tuple(tags or ())
         self._init_fn = fn
         self._backend_fns = {}  # None (every device), "cpu", "cuda" -> kernel
-        self._direct_fns = {}  # Library.impl kernels that do their own autograd (CompositeImplicitAutograd...)
+        # Library.impl kernels whose own ops record autograd: an Autograd key's always run; a
+        # CompositeImplicitAutograd one only where no backend (or CompositeExplicitAutograd) kernel exists
+        self._direct_fns = {}  # None, "cpu", "cuda" -> kernel
+        self._composite_fns = {}
         self._abstract_fn = None
         self._backward_fn = None
         self._setup_context_fn = None
@@ -171,9 +173,12 @@ class CustomOpDef:
     def __call__(self, *args, **kwargs):
         schema = self._schema_obj
         pos, kw = schema.bind(self._qualname, args, kwargs)
-        if self._direct_fns:  # a kernel that records its own autograd (CompositeImplicitAutograd)
+        if self._direct_fns or self._composite_fns:
             device = self._device(_tensors_of(pos, kw), pos, kw)
-            direct = self._direct_fns.get(device.type if device is not None else "cpu") or self._direct_fns.get(None)
+            t = device.type if device is not None else "cpu"
+            direct = self._direct_fns.get(t) or self._direct_fns.get(None)
+            if direct is None and self._backend_fns.get(t) is None and self._backend_fns.get(None) is None:
+                direct = self._composite_fns.get(None)
             if direct is not None:
                 return direct(*pos, **kw)
         if schema.is_mutable:

@@ -785,7 +785,25 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     >>> F.dropout2d(wb.ones(1, 2, 3, 3), training=False).shape
     workbench.Size([1, 2, 3, 3])
     """
-    return _feature_dropout("dropout2d", input, p, training, inplace, 2)
+    _check_p("dropout2d", p)
+    if input.ndim not in (3, 4):  # PyTorch warns and proceeds, masking per (dim 0, dim 1) entry
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      "inputs).", UserWarning, stacklevel=2)
+    if input.ndim == 3:  # PyTorch's historical reading of 3-D input: (N, C, L), not an unbatched (C, H, W)
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", UserWarning, stacklevel=2)
+    if input.ndim < 2:
+        raise RuntimeError(f"dropout2d: Feature dropout requires at least 2 dimensions in the input, got shape "
+                           f"{list(input.shape)}")
+    if not training or p == 0.0:
+        return input
+    return _mask_mul("dropout2d", input, tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
@@ -796,7 +814,17 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     >>> F.dropout3d(wb.ones(1, 2, 2, 2, 2), training=False).shape
     workbench.Size([1, 2, 2, 2, 2])
     """
-    return _feature_dropout("dropout3d", input, p, training, inplace, 3)
+    _check_p("dropout3d", p)
+    if input.ndim not in (4, 5):  # PyTorch warns and proceeds, reading any non-5-D input as unbatched
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                      "inputs).", UserWarning, stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    lead = 2 if input.ndim == 5 else 1
+    return _mask_mul("dropout3d", input, tuple(input.shape[:lead]) + (1,) * (input.ndim - lead), p, inplace)
 
 
 def _alpha_dropout(name, input, p, training, inplace, feature):

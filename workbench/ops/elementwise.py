@@ -259,6 +259,12 @@ def positive(input):
     return input
 
 
+# scalar exponents computed with products and roots, as PyTorch's pow kernel does (NumPy's generic pow
+# is 5-50x slower for these)
+_POW_FAST = {2.0: lambda xp, a: a * a, 3.0: lambda xp, a: a * a * a, 0.5: lambda xp, a: xp.sqrt(a),
+             -0.5: lambda xp, a: 1 / xp.sqrt(a), -1.0: lambda xp, a: 1 / a, -2.0: lambda xp, a: 1 / (a * a)}
+
+
 class Pow(Function):
     _raw = True
 
@@ -273,6 +279,8 @@ class Pow(Function):
             if _isarr(b):
                 raise dtype_error("pow", rd)
             r = a2 | (not b2)
+        elif rd.kind == "f" and not _isarr(b2) and _isarr(a2) and float(b2) in _POW_FAST:
+            r = _POW_FAST[float(b2)](xp, a2)
         else:
             r = xp.power(a2, b2)
         ctx.save_for_backward(a if _isarr(a) else None, b if _isarr(b) else None,
@@ -423,9 +431,9 @@ Log1p, log1p = _unary("log1p", "log1p", lambda g, x, y: g / (x + 1), "x",
 Sqrt, sqrt = _unary("sqrt", "sqrt", lambda g, x, y: g / (2 * y), "y",
                     "Square root.  >>> wb.sqrt(wb.tensor([4.0]))  ->  tensor([2.])",
                     raw=lambda xp, g, x, y: g / (2 * y))
-Rsqrt, rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, x, y: -0.5 * g * y ** 3, "y",
+Rsqrt, rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, x, y: -0.5 * g * y * y * y, "y",
                       "1 / sqrt(input).  >>> wb.rsqrt(wb.tensor([4.0]))  ->  tensor([0.5000])",
-                      raw=lambda xp, g, x, y: -0.5 * g * y ** 3)
+                      raw=lambda xp, g, x, y: -0.5 * g * y * y * y)
 Reciprocal, reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, lambda g, x, y: -g * y * y, "y",
                                 "1 / input.  >>> wb.reciprocal(wb.tensor([4]))  ->  tensor([0.2500])",
                                 raw=lambda xp, g, x, y: -g * y * y)

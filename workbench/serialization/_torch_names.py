@@ -227,6 +227,30 @@ def names():
     return table
 
 
+_NN_ALIASES = {"NonDynamicallyQuantizableLinear": "Linear"}  # MultiheadAttention's out_proj: a plain Linear
+
+
+def counterpart(full_path):
+    """The workbench object standing for a PyTorch ``nn`` module class (``torch.nn.modules.linear.Linear`` ->
+    ``workbench.nn.Linear``) or function (``torch.nn.functional.relu``, ``torch.tanh``), or None. A whole
+    module pickled by PyTorch then loads as workbench's: its state (attributes, ``_parameters``,
+    ``_buffers``, ``_modules``) uses the same names."""
+    import workbench
+
+    from .. import nn  # the package above nn.parameter: loaded by now whenever a checkpoint names a module
+
+    if full_path == "torch._C._VariableFunctionsClass":  # torch.tanh & co. pickle as getattr(this, "tanh")
+        return workbench
+    module, _, name = full_path.rpartition(".")
+    if module == "torch.nn" or module.startswith("torch.nn.modules"):
+        cls = getattr(nn, _NN_ALIASES.get(name, name), None)
+        return cls if isinstance(cls, type) and issubclass(cls, nn.Module) else None
+    owner = {"torch.nn.functional": nn.functional, "torch._C._nn": nn.functional, "torch": workbench,
+             "torch._C._VariableFunctions": workbench}.get(module)  # where PyTorch's functions pickle from
+    fn = getattr(owner, name, None) if owner is not None else None
+    return fn if callable(fn) and not isinstance(fn, type) else None
+
+
 def missing_dtype_message(obj):
     """The error for a name that stands for a PyTorch dtype workbench lacks (None for any other object)."""
     if isinstance(obj, _MissingDtype):
