@@ -12,6 +12,7 @@ conjugate partner).
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from .._core import Tensor
+from ..creation import tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, wrap_dim
@@ -320,8 +321,6 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
 
 
 def _freq_tensor(values, dtype, device, requires_grad):
-    from ..creation import tensor
-
     dt = dtype or _dt.get_default_dtype()
     return tensor(values, dtype=dt, device=device, requires_grad=requires_grad)
 
