@@ -49,6 +49,12 @@ FAMILIES = {
         (torch if D is torch.distributions else wb).tensor(0.5, dtype=a.dtype), probs=a), SIMPLEX[::-1].copy()),
     "MixtureSameFamily": ([SIMPLEX[:, :3], REAL, POS], lambda D, w, a, b: D.MixtureSameFamily(
         D.Categorical(probs=w), D.Normal(a, b)), REAL[:, 0]),
+    "HalfCauchy": ([POS], lambda D, a: D.HalfCauchy(a), POS2),
+    "Pareto": ([POS, POS2 + 2], lambda D, a, b: D.Pareto(a, b), POS + POS2),
+    "Weibull": ([POS, POS2], lambda D, a, b: D.Weibull(a, b), POS2),
+    "InverseGamma": ([POS + 2, POS2], lambda D, a, b: D.InverseGamma(a, b), POS2),
+    "Multinomial": ([SIMPLEX], lambda D, a: D.Multinomial(6, probs=a), np.array([[1.0, 2, 0, 3], [0, 0, 6, 0]])),
+    "NegativeBinomial": ([POS, PROB], lambda D, a, b: D.NegativeBinomial(a, probs=b), np.floor(POS2 * 2)),
     "TransformedDistribution": ([REAL, POS], lambda D, a, b: D.TransformedDistribution(
         D.Normal(a, b), [D.transforms.TanhTransform(), D.transforms.AffineTransform(1.0, 2.0)]), REAL * 0.3 + 1),
 }
@@ -86,7 +92,7 @@ def test_values_match_torch(name):
     _cmp(wd.log_prob(vw), td.log_prob(vt), what="log_prob")
     calls = [(m, lambda d, m=m: getattr(d, m)) for m in METHODS] + [("entropy", lambda d: d.entropy())]
     if name in ("Normal", "Uniform", "Laplace", "Exponential", "Cauchy", "HalfNormal", "LogNormal", "Gamma",
-                "TransformedDistribution", "MixtureSameFamily"):
+                "TransformedDistribution", "MixtureSameFamily", "HalfCauchy", "Pareto", "Weibull"):
         calls.append(("cdf", lambda d: d.cdf(vt if isinstance(d, torch.distributions.Distribution) else vw)))
     if name in ("Normal", "Uniform", "Laplace", "Exponential", "Cauchy", "HalfNormal", "LogNormal"):
         q = np.clip(PROB, 0.05, 0.95)
@@ -121,7 +127,7 @@ def test_gradients_of_log_prob_and_entropy_match_torch(name):
             _cmp(a, b, rtol=1e-7, atol=1e-9, what=f"{name} grad")
 
 
-@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in ("Cauchy", "RelaxedOneHotCategorical",
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in ("Cauchy", "RelaxedOneHotCategorical", "HalfCauchy",
                                                                     "RelaxedBernoulli", "TransformedDistribution")])
 def test_sample_statistics_and_shapes(name):
     wb.manual_seed(0)

@@ -97,6 +97,41 @@ TRANSFORMS = [
 ]
 
 
+@pytest.mark.parametrize("constraint", ["real", "positive", "nonnegative", "unit_interval", "simplex",
+                                        "lower_cholesky", "greater_than", "less_than", "interval", "real_vector"])
+def test_biject_to_and_transform_to_match_torch(constraint):
+    def get(C):
+        c = getattr(C, constraint)
+        return c(1.5) if constraint in ("greater_than", "less_than") else c(-1.0, 2.0) if constraint == "interval" else c
+
+    x = RNG.standard_normal((3, 3))
+    for reg in ("biject_to", "transform_to"):
+        if reg == "biject_to" and constraint == "lower_cholesky":  # PyTorch registers transform_to only
+            with pytest.raises(NotImplementedError):
+                D.biject_to(D.constraints.lower_cholesky)
+            continue
+        tt = getattr(TD, reg)(get(TD.constraints))
+        wt = getattr(D, reg)(get(D.constraints))
+        ty, wy = tt(torch.tensor(x)), wt(wb.tensor(x))
+        np.testing.assert_allclose(wy.numpy(), ty.numpy(), rtol=1e-10, err_msg=reg)
+        assert bool(get(D.constraints).check(wy).all())
+    with pytest.raises(NotImplementedError, match="Cannot transform _Boolean constraints"):
+        D.biject_to(D.constraints.boolean)
+
+
+def test_straight_through_and_module_paths():
+    p = wb.tensor([0.2, 0.5, 0.3], requires_grad=True)
+    d = D.OneHotCategoricalStraightThrough(probs=p)
+    s = d.rsample((4,))
+    assert s.detach().sum(-1).tolist() == [1.0] * 4
+    (g,) = wb.autograd.grad((s * wb.tensor([1.0, 2.0, 3.0])).sum(), p)
+    assert np.isfinite(g.numpy()).all()
+    from workbench.distributions.categorical import Categorical
+    from workbench.distributions.normal import Normal
+
+    assert Normal is D.Normal and Categorical is D.Categorical
+
+
 @pytest.mark.parametrize("case", TRANSFORMS, ids=[c[0] for c in TRANSFORMS])
 def test_transforms_match_torch(case):
     _, make, x = case

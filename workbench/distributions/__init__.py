@@ -13,17 +13,20 @@ gradients; Gamma, Chi2, Beta, Dirichlet and StudentT use exact implicit gradient
 >>> x.mean().backward(); round(loc.grad.item(), 6)
 1.0
 """
-from . import constraints, transforms
+from . import constraint_registry, constraints, transforms
+from .constraint_registry import biject_to, transform_to
 from .continuous import Beta, Cauchy, Chi2, Dirichlet, Exponential, Gamma, Laplace, Normal, StudentT, Uniform
-from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
+from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial, NegativeBinomial, OneHotCategorical,
+                       OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution, ExponentialFamily
 from .kl import kl_divergence, register_kl
 from .mixture_same_family import MixtureSameFamily
 from .multivariate_normal import MultivariateNormal
-from .transformed_distribution import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent, LogitRelaxedBernoulli,
-                                       LogNormal, RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution)
+from .transformed_distribution import (ExpRelaxedCategorical, Gumbel, HalfCauchy, HalfNormal, Independent, InverseGamma,
+                                       LogitRelaxedBernoulli, LogNormal, Pareto, RelaxedBernoulli,
+                                       RelaxedOneHotCategorical, TransformedDistribution, Weibull)
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, CumulativeDistributionTransform,
-                         ExpTransform, IndependentTransform, PowerTransform, ReshapeTransform, SigmoidTransform,
+                         ExpTransform, IndependentTransform, LowerCholeskyTransform, PowerTransform, ReshapeTransform, SigmoidTransform,
                          SoftmaxTransform, SoftplusTransform, StickBreakingTransform, TanhTransform, Transform,
                          identity_transform)
 
@@ -32,10 +35,11 @@ _ALIASES = {"bernoulli": [Bernoulli], "beta": [Beta], "binomial": [Binomial], "c
             "cauchy": [Cauchy], "chi2": [Chi2], "dirichlet": [Dirichlet], "exp_family": [ExponentialFamily],
             "exponential": [Exponential], "gamma": [Gamma], "geometric": [Geometric], "gumbel": [Gumbel],
             "half_normal": [HalfNormal], "independent": [Independent], "laplace": [Laplace],
-            "log_normal": [LogNormal], "normal": [Normal], "one_hot_categorical": [OneHotCategorical],
+            "log_normal": [LogNormal], "normal": [Normal], "one_hot_categorical": [OneHotCategorical, OneHotCategoricalStraightThrough],
             "poisson": [Poisson], "relaxed_bernoulli": [LogitRelaxedBernoulli, RelaxedBernoulli],
             "relaxed_categorical": [ExpRelaxedCategorical, RelaxedOneHotCategorical], "studentT": [StudentT],
-            "uniform": [Uniform]}
+            "uniform": [Uniform], "half_cauchy": [HalfCauchy], "pareto": [Pareto], "weibull": [Weibull],
+            "inverse_gamma": [InverseGamma], "multinomial": [Multinomial], "negative_binomial": [NegativeBinomial]}
 
 
 def _alias_modules():
@@ -53,7 +57,9 @@ def _alias_modules():
 
 _alias_modules()
 
-__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "HalfCauchy", "InverseGamma", "LowerCholeskyTransform",
+           "Multinomial", "NegativeBinomial", "OneHotCategoricalStraightThrough", "Pareto", "Weibull", "biject_to",
+           "constraint_registry", "transform_to", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "CumulativeDistributionTransform", "Dirichlet", "Distribution",
            "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily", "Gamma", "Geometric",
            "Gumbel", "HalfNormal", "Independent", "IndependentTransform", "Laplace", "LogNormal",

@@ -2,23 +2,13 @@
 import numbers
 
 import workbench as _wb
+import workbench.nn.functional as _F
 from workbench.random import default_generator
 
 from . import constraints
+from .continuous import Gamma
 from .distribution import Distribution, ExponentialFamily
 from .utils import _tiny, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
-
-_F = None
-
-
-def _f():
-    global _F
-    if _F is None:
-        import workbench.nn.functional as F
-
-        _F = F
-    return _F
-
 
 def _probs_or_logits(probs, logits):
     if (probs is None) == (logits is None):
@@ -103,10 +93,10 @@ class Bernoulli(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return -_f().binary_cross_entropy_with_logits(logits, value.to(logits.dtype), reduction="none")
+        return -_F.binary_cross_entropy_with_logits(logits, value.to(logits.dtype), reduction="none")
 
     def entropy(self):
-        return _f().binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+        return _F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand=True):
         values = _wb.arange(2, dtype=self._param.dtype, device=self._param.device)
@@ -269,7 +259,7 @@ class OneHotCategorical(Distribution):
     @property
     def mode(self):
         probs = self._categorical.probs
-        return _f().one_hot(probs.argmax(dim=-1), probs.shape[-1]).to(probs.dtype)
+        return _F.one_hot(probs.argmax(dim=-1), probs.shape[-1]).to(probs.dtype)
 
     @property
     def variance(self):
@@ -283,7 +273,7 @@ class OneHotCategorical(Distribution):
         probs = self._categorical.probs
         num_events = self._categorical._num_events
         indices = self._categorical.sample(sample_shape)
-        return _f().one_hot(indices, num_events).to(probs.dtype)
+        return _F.one_hot(indices, num_events).to(probs.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -532,7 +522,175 @@ class Geometric(Distribution):
         return value * (-probs).log1p() + self.probs.log()
 
     def entropy(self):
-        return _f().binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
+        return _F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
 
 
-__all__ = ["Bernoulli", "Binomial", "Categorical", "Geometric", "OneHotCategorical", "Poisson"]
+
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose rsample passes gradients straight through to probs (Bengio et al. 2013)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
+
+
+class Multinomial(Distribution):
+    """Counts of total_count draws from a Categorical(probs or logits), event shape (K,).
+
+    >>> import workbench as wb
+    >>> wb.distributions.Multinomial(probs=wb.ones(4)).log_prob(wb.tensor([1.0, 0.0, 2.0, 1.0]))
+    tensor(-2.5903)
+    """
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+
+    @property
+    def mean(self):
+        return self.probs * self.total_count
+
+    @property
+    def variance(self):
+        return self.total_count * self.probs * (1 - self.probs)
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        if not isinstance(total_count, int):
+            raise NotImplementedError("inhomogeneous total_count is not supported")
+        self.total_count = total_count
+        self._categorical = Categorical(probs=probs, logits=logits)
+        self._binomial = Binomial(total_count=total_count, probs=self.probs)
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Multinomial, _instance)
+        batch_shape = _wb.Size(batch_shape)
+        new.total_count = self.total_count
+        new._categorical = self._categorical.expand(batch_shape)
+        new._binomial = Binomial(total_count=self.total_count, probs=new._categorical.probs)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property(is_discrete=True, event_dim=1)
+    def support(self):
+        return constraints.multinomial(self.total_count)
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    def sample(self, sample_shape=()):
+        sample_shape = _wb.Size(sample_shape)
+        samples = self._categorical.sample(_wb.Size((self.total_count,)) + sample_shape)
+        order = list(range(samples.ndim))
+        order.append(order.pop(0))
+        samples = samples.permute(*order)
+        counts = _wb.zeros(tuple(self._extended_shape(sample_shape)), dtype=samples.dtype, device=samples.device)
+        counts.scatter_add_(-1, samples, _wb.ones_like(samples))
+        return counts.to(self.probs.dtype)
+
+    def entropy(self):
+        n = _wb.tensor(self.total_count, device=self.probs.device)  # an integer tensor, as PyTorch's
+        term1 = n * self._categorical.entropy() - _wb.lgamma(n + 1)
+        support = self._binomial.enumerate_support(expand=False)[1:]
+        binomial_probs = _wb.exp(self._binomial.log_prob(support))
+        weights = _wb.lgamma(support + 1)
+        return term1 + (binomial_probs * weights).sum([0, -1])
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        log_factorial_n = _wb.lgamma(value.sum(-1) + 1)
+        log_factorial_xs = _wb.lgamma(value + 1).sum(-1)
+        logits = _wb.where((value == 0) & (logits == -float("inf")), 0.0, logits)
+        return log_factorial_n - log_factorial_xs + (logits * value).sum(-1)
+
+
+class NegativeBinomial(Distribution):
+    """Successes before total_count failures of Bernoulli(probs) trials (a Gamma-Poisson mixture).
+
+    >>> import workbench as wb
+    >>> wb.distributions.NegativeBinomial(3.0, probs=wb.tensor(0.5)).mean
+    tensor(3.)
+    """
+
+    arg_constraints = {"total_count": constraints.greater_than_eq(0),
+                       "probs": constraints.half_open_interval(0.0, 1.0), "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None):
+        _probs_or_logits(probs, logits)
+        if probs is not None:
+            self.total_count, self.probs = broadcast_all(total_count, probs)
+            self.total_count = self.total_count.to(self.probs.dtype)
+        else:
+            self.total_count, self.logits = broadcast_all(total_count, logits)
+            self.total_count = self.total_count.to(self.logits.dtype)
+        self._param = self.probs if probs is not None else self.logits
+        super().__init__(self._param.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(NegativeBinomial, _instance)
+        batch_shape = _wb.Size(batch_shape)
+        new.total_count = self.total_count.expand(batch_shape)
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(batch_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(batch_shape)
+            new._param = new.logits
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.total_count * _wb.exp(self.logits)
+
+    @property
+    def mode(self):
+        return ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0)
+
+    @property
+    def variance(self):
+        return self.mean / _wb.sigmoid(-self.logits)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.shape
+
+    def sample(self, sample_shape=()):
+        with _wb.no_grad():
+            rate = Gamma(self.total_count, _wb.exp(-self.logits), validate_args=False).sample(sample_shape)
+            return _draw(rate, lambda rs: rs.poisson(rate._data).astype(rate._data.dtype))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        log_unnormalized = self.total_count * _F.logsigmoid(-self.logits) + value * _F.logsigmoid(self.logits)
+        log_normalization = (-_wb.lgamma(self.total_count + value) + _wb.lgamma(1.0 + value)
+                             + _wb.lgamma(self.total_count))
+        log_normalization = _wb.where(self.total_count + value == 0.0, 0.0, log_normalization)
+        return log_unnormalized - log_normalization
