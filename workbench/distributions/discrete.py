@@ -543,7 +543,7 @@ class Multinomial(Distribution):
     """Counts of total_count draws from a Categorical(probs or logits), event shape (K,).
 
     >>> import workbench as wb
-    >>> wb.distributions.Multinomial(probs=wb.ones(4)).log_prob(wb.tensor([1.0, 0.0, 2.0, 1.0]))
+    >>> wb.distributions.Multinomial(4, probs=wb.ones(4)).log_prob(wb.tensor([1.0, 0.0, 2.0, 1.0]))
     tensor(-2.5903)
     """
 
