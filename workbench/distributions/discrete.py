@@ -544,7 +544,7 @@ class Multinomial(Distribution):
 
     >>> import workbench as wb
     >>> wb.distributions.Multinomial(4, probs=wb.ones(4)).log_prob(wb.tensor([1.0, 0.0, 2.0, 1.0]))
-    tensor(-2.5903)
+    tensor(-3.0603)
     """
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
