@@ -15,7 +15,8 @@ gradients; Gamma, Chi2, Beta, Dirichlet and StudentT use exact implicit gradient
 """
 from . import constraint_registry, constraints, transforms
 from .constraint_registry import biject_to, transform_to
-from .continuous import Beta, Cauchy, Chi2, Dirichlet, Exponential, Gamma, Laplace, Normal, StudentT, Uniform
+from .continuous import (Beta, Cauchy, Chi2, Dirichlet, Exponential, FisherSnedecor, Gamma, GeneralizedPareto, Laplace,
+                         Normal, StudentT, Uniform)
 from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial, NegativeBinomial, OneHotCategorical,
                        OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution, ExponentialFamily
@@ -23,7 +24,7 @@ from .kl import kl_divergence, register_kl
 from .mixture_same_family import MixtureSameFamily
 from .multivariate_normal import MultivariateNormal
 from .transformed_distribution import (ExpRelaxedCategorical, Gumbel, HalfCauchy, HalfNormal, Independent, InverseGamma,
-                                       LogitRelaxedBernoulli, LogNormal, Pareto, RelaxedBernoulli,
+                                       Kumaraswamy, LogisticNormal, LogitRelaxedBernoulli, LogNormal, Pareto, RelaxedBernoulli,
                                        RelaxedOneHotCategorical, TransformedDistribution, Weibull)
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, CumulativeDistributionTransform,
                          ExpTransform, IndependentTransform, LowerCholeskyTransform, PowerTransform, ReshapeTransform, SigmoidTransform,
@@ -39,7 +40,8 @@ _ALIASES = {"bernoulli": [Bernoulli], "beta": [Beta], "binomial": [Binomial], "c
             "poisson": [Poisson], "relaxed_bernoulli": [LogitRelaxedBernoulli, RelaxedBernoulli],
             "relaxed_categorical": [ExpRelaxedCategorical, RelaxedOneHotCategorical], "studentT": [StudentT],
             "uniform": [Uniform], "half_cauchy": [HalfCauchy], "pareto": [Pareto], "weibull": [Weibull],
-            "inverse_gamma": [InverseGamma], "multinomial": [Multinomial], "negative_binomial": [NegativeBinomial]}
+            "inverse_gamma": [InverseGamma], "fishersnedecor": [FisherSnedecor],
+            "generalized_pareto": [GeneralizedPareto], "kumaraswamy": [Kumaraswamy], "logistic_normal": [LogisticNormal], "multinomial": [Multinomial], "negative_binomial": [NegativeBinomial]}
 
 
 def _alias_modules():
@@ -57,7 +59,8 @@ def _alias_modules():
 
 _alias_modules()
 
-__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "HalfCauchy", "InverseGamma", "LowerCholeskyTransform",
+__all__ = ["FisherSnedecor", "GeneralizedPareto", "Kumaraswamy", "LogisticNormal", "AbsTransform", "AffineTransform",
+           "Bernoulli", "HalfCauchy", "InverseGamma", "LowerCholeskyTransform",
            "Multinomial", "NegativeBinomial", "OneHotCategoricalStraightThrough", "Pareto", "Weibull", "biject_to",
            "constraint_registry", "transform_to", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "CumulativeDistributionTransform", "Dirichlet", "Distribution",

@@ -1,5 +1,5 @@
 """The continuous univariate families and Dirichlet: Normal, Uniform, Laplace, Exponential, Gamma, Chi2, Beta,
-Dirichlet, StudentT, Cauchy (PyTorch's formulas, so values agree to rounding)."""
+Dirichlet, StudentT, Cauchy, FisherSnedecor, GeneralizedPareto (PyTorch's formulas, so values agree to rounding)."""
 import math
 import numbers
 
@@ -614,3 +614,132 @@ class Cauchy(Distribution):
 
     def entropy(self):
         return math.log(4 * math.pi) + self.scale.log()
+
+
+class FisherSnedecor(Distribution):
+    """Fisher-Snedecor's F distribution: (Chi2(df1) / df1) / (Chi2(df2) / df2).  >>> wb.distributions.FisherSnedecor(4., 6.).mean  ->  tensor(1.5000)"""
+
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, df1, df2, validate_args=None):
+        self.df1, self.df2 = broadcast_all(df1, df2)
+        self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
+        self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
+        batch_shape = () if _num(df1, df2) else self.df1.shape
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        def extra(new, shape):
+            new._gamma1 = self._gamma1.expand(shape)
+            new._gamma2 = self._gamma2.expand(shape)
+
+        return _expand(self, FisherSnedecor, batch_shape, _instance, ("df1", "df2"), extra)
+
+    @property
+    def mean(self):
+        df2 = _wb.where(self.df2 <= 2, float("nan"), self.df2)
+        return df2 / (df2 - 2)
+
+    @property
+    def mode(self):
+        mode = (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2)
+        return _wb.where(self.df1 <= 2, float("nan"), mode)
+
+    @property
+    def variance(self):
+        df2 = _wb.where(self.df2 <= 4, float("nan"), self.df2)
+        return 2 * df2.pow(2) * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2).pow(2) * (df2 - 4))
+
+    def rsample(self, sample_shape=()):
+        shape = tuple(self._extended_shape(sample_shape))
+        x1 = self._gamma1.rsample(sample_shape).reshape(shape)
+        x2 = self._gamma2.rsample(sample_shape).reshape(shape)
+        tiny = _tiny(x2.dtype)
+        return (x1 / x2.clamp(min=tiny)).clamp(min=tiny)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        ct1, ct2 = self.df1 * 0.5, self.df2 * 0.5
+        ct3 = self.df1 / self.df2
+        t1 = (ct1 + ct2).lgamma() - ct1.lgamma() - ct2.lgamma()
+        t2 = ct1 * ct3.log() + (ct1 - 1) * _wb.log(value)
+        t3 = (ct1 + ct2) * _wb.log1p(ct3 * value)
+        return t1 + t2 - t3
+
+
+class GeneralizedPareto(Distribution):
+    """The generalized Pareto distribution (peaks over thresholds).  >>> wb.distributions.GeneralizedPareto(0., 1., 0.).mean  ->  tensor(1.)"""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive, "concentration": constraints.real}
+    has_rsample = True
+
+    def __init__(self, loc, scale, concentration, validate_args=None):
+        self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
+        batch_shape = () if _num(loc, scale, concentration) else self.loc.shape
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return _expand(self, GeneralizedPareto, batch_shape, _instance, ("loc", "scale", "concentration"))
+
+    def _safe(self):
+        eq_zero = _wb.isclose(self.concentration, _wb.zeros_like(self.concentration))
+        return eq_zero, _wb.where(eq_zero, 1.0, self.concentration)
+
+    def rsample(self, sample_shape=()):
+        return self.icdf(_rand(self._extended_shape(sample_shape), self.loc))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        eq_zero, safe = self._safe()
+        y = 1 / safe + _wb.ones_like(z)
+        where_nonzero = _wb.where(y == 0, y, y * _wb.log1p(safe * z))
+        return -self.scale.log() - _wb.where(eq_zero, z, where_nonzero)
+
+    def log_survival_function(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        eq_zero, safe = self._safe()
+        return _wb.where(eq_zero, -z, -_wb.log1p(safe * z) / safe)
+
+    def log_cdf(self, value):
+        return _wb.log1p(-_wb.exp(self.log_survival_function(value)))
+
+    def cdf(self, value):
+        return _wb.exp(self.log_cdf(value))
+
+    def icdf(self, value):
+        eq_zero, safe = self._safe()
+        logu = _wb.log1p(-value)
+        return _wb.where(eq_zero, self.loc - self.scale * logu,
+                         self.loc + self.scale / safe * _wb.expm1(-safe * logu))
+
+    @property
+    def mean(self):
+        valid = self.concentration < 1
+        safe = _wb.where(valid, self.concentration, 0.5)
+        return _wb.where(valid, self.loc + self.scale / (1 - safe), float("nan"))
+
+    @property
+    def variance(self):
+        valid = self.concentration < 0.5
+        safe = _wb.where(valid, self.concentration, 0.25)
+        return _wb.where(valid, self.scale ** 2 / ((1 - safe) ** 2 * (1 - 2 * safe)), float("nan"))
+
+    def entropy(self):
+        return (_wb.log(self.scale) + self.concentration + 1).broadcast_to(tuple(self._batch_shape))
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        lower = self.loc
+        upper = _wb.where(self.concentration < 0, lower - self.scale / self.concentration, float("inf"))
+        return constraints.interval(lower, upper)
