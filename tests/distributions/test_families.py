@@ -58,6 +58,11 @@ FAMILIES = {
     "FisherSnedecor": ([POS + 4, POS2 + 4], lambda D, a, b: D.FisherSnedecor(a, b), POS2),
     "Kumaraswamy": ([POS, POS2], lambda D, a, b: D.Kumaraswamy(a, b), PROB),
     "LogisticNormal": ([REAL, POS], lambda D, a, b: D.LogisticNormal(a, b), SIMPLEX),
+    "LowRankMultivariateNormal": ([REAL, RNG.standard_normal((2, 3, 2)), POS],
+                                  lambda D, a, w, d: D.LowRankMultivariateNormal(a, w, d), REAL[::-1].copy()),
+    "ContinuousBernoulli": ([PROB], lambda D, a: D.ContinuousBernoulli(probs=a), PROB[::-1].copy()),
+    "ContinuousBernoulli_logits": ([REAL * 0.001], lambda D, a: D.ContinuousBernoulli(logits=a), PROB),
+    "VonMises": ([REAL, POS], lambda D, a, b: D.VonMises(a, b), REAL * 2),
     "TransformedDistribution": ([REAL, POS], lambda D, a, b: D.TransformedDistribution(
         D.Normal(a, b), [D.transforms.TanhTransform(), D.transforms.AffineTransform(1.0, 2.0)]), REAL * 0.3 + 1),
 }
@@ -88,16 +93,17 @@ def _try(f):
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_values_match_torch(name):
     td, wd, _, _, value = _pair(name)
+    tol = 1e-6 if name == "VonMises" else 1e-8  # PyTorch's log I0 for VonMises is a float32-grade polynomial
     assert tuple(wd.batch_shape) == tuple(td.batch_shape) and tuple(wd.event_shape) == tuple(td.event_shape)
     assert wd.has_rsample == td.has_rsample
     vt = torch.tensor(value, dtype=torch.float64 if value.dtype.kind == "f" else torch.int64)
     vw = wb.tensor(value, dtype=wb.float64 if value.dtype.kind == "f" else wb.int64)
-    _cmp(wd.log_prob(vw), td.log_prob(vt), what="log_prob")
+    _cmp(wd.log_prob(vw), td.log_prob(vt), rtol=tol, atol=tol, what="log_prob")
     calls = [(m, lambda d, m=m: getattr(d, m)) for m in METHODS] + [("entropy", lambda d: d.entropy())]
     if name in ("Normal", "Uniform", "Laplace", "Exponential", "Cauchy", "HalfNormal", "LogNormal", "Gamma",
-                "TransformedDistribution", "MixtureSameFamily", "HalfCauchy", "Pareto", "Weibull"):
+                "TransformedDistribution", "MixtureSameFamily", "HalfCauchy", "Pareto", "Weibull", "ContinuousBernoulli"):
         calls.append(("cdf", lambda d: d.cdf(vt if isinstance(d, torch.distributions.Distribution) else vw)))
-    if name in ("Normal", "Uniform", "Laplace", "Exponential", "Cauchy", "HalfNormal", "LogNormal"):
+    if name in ("Normal", "Uniform", "Laplace", "Exponential", "Cauchy", "HalfNormal", "LogNormal", "ContinuousBernoulli"):
         q = np.clip(PROB, 0.05, 0.95)
         calls.append(("icdf", lambda d: d.icdf(torch.tensor(q) if isinstance(d, torch.distributions.Distribution)
                                                else wb.tensor(q))))
@@ -108,7 +114,7 @@ def test_values_match_torch(name):
             assert werr is not None and type(werr) is type(terr), (what, terr, werr)
             continue
         assert werr is None, (what, werr)
-        _cmp(w, t, rtol=1e-8, what=what)
+        _cmp(w, t, rtol=tol, atol=max(tol, 1e-10), what=what)
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
@@ -127,11 +133,12 @@ def test_gradients_of_log_prob_and_entropy_match_torch(name):
         for a, b in zip(wg, tg):
             if b is None:
                 continue
-            _cmp(a, b, rtol=1e-7, atol=1e-9, what=f"{name} grad")
+            tol = 1e-5 if name == "VonMises" else 1e-7
+            _cmp(a, b, rtol=tol, atol=tol * 1e-2, what=f"{name} grad")
 
 
 @pytest.mark.parametrize("name", [n for n in FAMILIES if n not in ("Cauchy", "RelaxedOneHotCategorical", "HalfCauchy",
-                                                                    "LogisticNormal", "GeneralizedPareto",
+                                                                    "LogisticNormal", "VonMises",
                                                                     "RelaxedBernoulli", "TransformedDistribution")])
 def test_sample_statistics_and_shapes(name):
     wb.manual_seed(0)
@@ -206,3 +213,15 @@ def test_log_prob_and_entropy_gradcheck_float64(name):
         assert wb.autograd.gradcheck(lambda *a: make(D, *a).entropy(), ps)
     finally:
         D.Distribution.set_default_validate_args(True)
+
+
+def test_von_mises_samples_have_the_circular_moments():
+    wb.manual_seed(0)
+    loc, kappa = np.array([0.5, -2.8, 3.0]), np.array([0.3, 2.0, 8.0])
+    s = wb.distributions.VonMises(wb.tensor(loc), wb.tensor(kappa)).sample((40000,)).numpy()
+    assert (np.abs(s) <= np.pi).all()
+    r = np.exp(1j * s).mean(0)  # E[exp(i x)] = I1(kappa) / I0(kappa) * exp(i loc)
+    import scipy.special as sp
+
+    np.testing.assert_allclose(np.abs(r), sp.i1e(kappa) / sp.i0e(kappa), atol=0.01)
+    np.testing.assert_allclose(np.angle(r[1:]), loc[1:], atol=0.02)

@@ -15,14 +15,14 @@ gradients; Gamma, Chi2, Beta, Dirichlet and StudentT use exact implicit gradient
 """
 from . import constraint_registry, constraints, transforms
 from .constraint_registry import biject_to, transform_to
-from .continuous import (Beta, Cauchy, Chi2, Dirichlet, Exponential, FisherSnedecor, Gamma, GeneralizedPareto, Laplace,
-                         Normal, StudentT, Uniform)
+from .continuous import (Beta, Cauchy, Chi2, ContinuousBernoulli, Dirichlet, Exponential, FisherSnedecor, Gamma,
+                         GeneralizedPareto, Laplace, Normal, StudentT, Uniform, VonMises)
 from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial, NegativeBinomial, OneHotCategorical,
                        OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution, ExponentialFamily
 from .kl import kl_divergence, register_kl
 from .mixture_same_family import MixtureSameFamily
-from .multivariate_normal import MultivariateNormal
+from .multivariate_normal import LowRankMultivariateNormal, MultivariateNormal
 from .transformed_distribution import (ExpRelaxedCategorical, Gumbel, HalfCauchy, HalfNormal, Independent, InverseGamma,
                                        Kumaraswamy, LogisticNormal, LogitRelaxedBernoulli, LogNormal, Pareto, RelaxedBernoulli,
                                        RelaxedOneHotCategorical, TransformedDistribution, Weibull)
@@ -41,7 +41,8 @@ _ALIASES = {"bernoulli": [Bernoulli], "beta": [Beta], "binomial": [Binomial], "c
             "relaxed_categorical": [ExpRelaxedCategorical, RelaxedOneHotCategorical], "studentT": [StudentT],
             "uniform": [Uniform], "half_cauchy": [HalfCauchy], "pareto": [Pareto], "weibull": [Weibull],
             "inverse_gamma": [InverseGamma], "fishersnedecor": [FisherSnedecor],
-            "generalized_pareto": [GeneralizedPareto], "kumaraswamy": [Kumaraswamy], "logistic_normal": [LogisticNormal], "multinomial": [Multinomial], "negative_binomial": [NegativeBinomial]}
+            "generalized_pareto": [GeneralizedPareto], "von_mises": [VonMises],
+            "continuous_bernoulli": [ContinuousBernoulli], "lowrank_multivariate_normal": [LowRankMultivariateNormal], "kumaraswamy": [Kumaraswamy], "logistic_normal": [LogisticNormal], "multinomial": [Multinomial], "negative_binomial": [NegativeBinomial]}
 
 
 def _alias_modules():
@@ -59,7 +60,7 @@ def _alias_modules():
 
 _alias_modules()
 
-__all__ = ["FisherSnedecor", "GeneralizedPareto", "Kumaraswamy", "LogisticNormal", "AbsTransform", "AffineTransform",
+__all__ = ["ContinuousBernoulli", "LowRankMultivariateNormal", "VonMises", "FisherSnedecor", "GeneralizedPareto", "Kumaraswamy", "LogisticNormal", "AbsTransform", "AffineTransform",
            "Bernoulli", "HalfCauchy", "InverseGamma", "LowerCholeskyTransform",
            "Multinomial", "NegativeBinomial", "OneHotCategoricalStraightThrough", "Pareto", "Weibull", "biject_to",
            "constraint_registry", "transform_to", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",

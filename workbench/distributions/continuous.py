@@ -1,5 +1,5 @@
 """The continuous univariate families and Dirichlet: Normal, Uniform, Laplace, Exponential, Gamma, Chi2, Beta,
-Dirichlet, StudentT, Cauchy, FisherSnedecor, GeneralizedPareto (PyTorch's formulas, so values agree to rounding)."""
+Dirichlet, StudentT, Cauchy, FisherSnedecor, GeneralizedPareto, VonMises, ContinuousBernoulli (PyTorch's formulas, so values agree to rounding)."""
 import math
 import numbers
 
@@ -8,7 +8,7 @@ from workbench.ops.sampling import standard_gamma
 
 from . import constraints
 from .distribution import Distribution, ExponentialFamily
-from .utils import _eps, _tiny, broadcast_all
+from .utils import _eps, _tiny, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 
@@ -743,3 +743,207 @@ class GeneralizedPareto(Distribution):
         lower = self.loc
         upper = _wb.where(self.concentration < 0, lower - self.scale / self.concentration, float("inf"))
         return constraints.interval(lower, upper)
+
+
+def _log_i0(x):
+    # log I0(x) = log(i0e(x)) + |x|, exact to rounding (PyTorch uses a float32-grade polynomial here)
+    return _wb.special.i0e(x).log() + x.abs()
+
+
+class VonMises(Distribution):
+    """The von Mises distribution on the circle (mean direction loc, concentration kappa); samples by
+    Best and Fisher's rejection scheme in float64.
+
+    >>> import workbench as wb
+    >>> wb.distributions.VonMises(0.0, 1.0).log_prob(wb.tensor(0.0))
+    tensor(-1.0738)
+    """
+
+    arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
+    support = constraints.real
+    has_rsample = False
+
+    def __init__(self, loc, concentration, validate_args=None):
+        self.loc, self.concentration = broadcast_all(loc, concentration)
+        super().__init__(self.loc.shape, (), validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return _expand(self, VonMises, batch_shape, _instance, ("loc", "concentration"))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return (self.concentration * _wb.cos(value - self.loc) - math.log(2 * math.pi)
+                - _log_i0(self.concentration))
+
+    def _proposal_r(self, kappa):
+        tau = 1 + (1 + 4 * kappa ** 2).sqrt()
+        rho = (tau - (2 * tau).sqrt()) / (2 * kappa)
+        return _wb.where(kappa < 1e-5, 1 / kappa + kappa, (1 + rho ** 2) / (2 * rho))
+
+    def sample(self, sample_shape=()):
+        shape = tuple(self._extended_shape(sample_shape))
+        with _wb.no_grad():
+            loc = self.loc.detach().double().expand(shape)
+            kappa = self.concentration.detach().double().expand(shape)
+            r = self._proposal_r(kappa)
+            x = _wb.zeros(shape, dtype=_wb.float64, device=loc.device)
+            done = _wb.zeros(shape, dtype=_wb.bool, device=loc.device)
+            while not bool(done.all()):
+                u1, u2, u3 = _wb.rand((3,) + shape, dtype=_wb.float64, device=loc.device).unbind()
+                z = _wb.cos(math.pi * u1)
+                f = (1 + r * z) / (r + z)
+                c = kappa * (r - f)
+                accept = ((c * (2 - c) - u2 > 0) | ((c / u2).log() + 1 - c >= 0)) & ~done
+                x = _wb.where(accept, (u3 - 0.5).sign() * f.acos(), x)
+                done = done | accept
+            return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @lazy_property
+    def variance(self):
+        return 1 - _wb.special.i1e(self.concentration) / _wb.special.i0e(self.concentration)
+
+
+class ContinuousBernoulli(ExponentialFamily):
+    """The continuous Bernoulli distribution on [0, 1] (Loaiza-Ganem and Cunningham 2019), with a Taylor
+    expansion of its normalizer near probs = 0.5 (``lims``), as PyTorch.
+
+    >>> import workbench as wb
+    >>> wb.distributions.ContinuousBernoulli(probs=wb.tensor(0.2)).mean
+    tensor(0.3880)
+    """
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+    _mean_carrier_measure = 0
+    has_rsample = True
+
+    def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            is_scalar = isinstance(probs, numbers.Number)
+            (self.probs,) = broadcast_all(probs)
+            if validate_args is not None and not bool(self.arg_constraints["probs"].check(self.probs).all()):
+                raise ValueError("The parameter probs has invalid values")
+            self.probs = clamp_probs(self.probs)
+        else:
+            is_scalar = isinstance(logits, numbers.Number)
+            (self.logits,) = broadcast_all(logits)
+        self._param = self.probs if probs is not None else self.logits
+        self._lims = lims
+        super().__init__(() if is_scalar else self._param.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(ContinuousBernoulli, _instance)
+        new._lims = self._lims
+        batch_shape = _wb.Size(batch_shape)
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(batch_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(batch_shape)
+            new._param = new.logits
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _outside_unstable_region(self):
+        return _wb.le(self.probs, self._lims[0]) | _wb.gt(self.probs, self._lims[1])
+
+    def _cut_probs(self):
+        return _wb.where(self._outside_unstable_region(), self.probs, self._lims[0])
+
+    def _cont_bern_log_norm(self):
+        cut = self._cut_probs()
+        below = _wb.where(cut <= 0.5, cut, 0.0)
+        above = _wb.where(cut >= 0.5, cut, 1.0)
+        log_norm = (_wb.log(_wb.abs(_wb.log1p(-cut) - _wb.log(cut)))
+                    - _wb.where(cut <= 0.5, _wb.log1p(-2.0 * below), _wb.log(2.0 * above - 1.0)))
+        x = (self.probs - 0.5) ** 2
+        taylor = math.log(2.0) + (4.0 / 3.0 + 104.0 / 45.0 * x) * x
+        return _wb.where(self._outside_unstable_region(), log_norm, taylor)
+
+    @property
+    def mean(self):
+        cut = self._cut_probs()
+        mus = cut / (2.0 * cut - 1.0) + 1.0 / (_wb.log1p(-cut) - _wb.log(cut))
+        x = self.probs - 0.5
+        taylor = 0.5 + (1.0 / 3.0 + 16.0 / 45.0 * x ** 2) * x
+        return _wb.where(self._outside_unstable_region(), mus, taylor)
+
+    @property
+    def stddev(self):
+        return _wb.sqrt(self.variance)
+
+    @property
+    def variance(self):
+        cut = self._cut_probs()
+        vs = cut * (cut - 1.0) / (1.0 - 2.0 * cut) ** 2 + 1.0 / (_wb.log1p(-cut) - _wb.log(cut)) ** 2
+        x = (self.probs - 0.5) ** 2
+        taylor = 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x
+        return _wb.where(self._outside_unstable_region(), vs, taylor)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return clamp_probs(logits_to_probs(self.logits, is_binary=True))
+
+    @property
+    def param_shape(self):
+        return self._param.shape
+
+    def sample(self, sample_shape=()):
+        u = _rand(self._extended_shape(sample_shape), self.probs)
+        with _wb.no_grad():
+            return self.icdf(u)
+
+    def rsample(self, sample_shape=()):
+        return self.icdf(_rand(self._extended_shape(sample_shape), self.probs))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        bce = _wb.nn.functional.binary_cross_entropy_with_logits(logits, value, reduction="none")
+        return -bce + self._cont_bern_log_norm()
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        cut = self._cut_probs()
+        cdfs = (cut ** value * (1.0 - cut) ** (1.0 - value) + cut - 1.0) / (2.0 * cut - 1.0)
+        unbounded = _wb.where(self._outside_unstable_region(), cdfs, value)
+        return _wb.where(value <= 0.0, 0.0, _wb.where(value >= 1.0, 1.0, unbounded))
+
+    def icdf(self, value):
+        cut = self._cut_probs()
+        inv = (_wb.log1p(-cut + value * (2.0 * cut - 1.0)) - _wb.log1p(-cut)) / (_wb.log(cut) - _wb.log1p(-cut))
+        return _wb.where(self._outside_unstable_region(), inv, value)
+
+    def entropy(self):
+        log_probs0 = _wb.log1p(-self.probs)
+        log_probs1 = _wb.log(self.probs)
+        return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        out = _wb.le(x, self._lims[0] - 0.5) | _wb.gt(x, self._lims[1] - 0.5)
+        cut = _wb.where(out, x, self._lims[0] - 0.5)
+        log_norm = _wb.log(_wb.abs(_wb.expm1(cut))) - _wb.log(_wb.abs(cut))
+        taylor = 0.5 * x + x ** 2 / 24.0 - x ** 4 / 2880.0
+        return _wb.where(out, log_norm, taylor)
