@@ -63,6 +63,8 @@ FAMILIES = {
     "ContinuousBernoulli": ([PROB], lambda D, a: D.ContinuousBernoulli(probs=a), PROB[::-1].copy()),
     "ContinuousBernoulli_logits": ([REAL * 0.001], lambda D, a: D.ContinuousBernoulli(logits=a), PROB),
     "VonMises": ([REAL, POS], lambda D, a, b: D.VonMises(a, b), REAL * 2),
+    "LKJCholesky": ([POS[0]], lambda D, c: D.LKJCholesky(3, c),
+                    np.linalg.cholesky(np.array([[1.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 1.0]]))),
     "TransformedDistribution": ([REAL, POS], lambda D, a, b: D.TransformedDistribution(
         D.Normal(a, b), [D.transforms.TanhTransform(), D.transforms.AffineTransform(1.0, 2.0)]), REAL * 0.3 + 1),
 }
@@ -138,7 +140,7 @@ def test_gradients_of_log_prob_and_entropy_match_torch(name):
 
 
 @pytest.mark.parametrize("name", [n for n in FAMILIES if n not in ("Cauchy", "RelaxedOneHotCategorical", "HalfCauchy",
-                                                                    "LogisticNormal", "VonMises",
+                                                                    "LogisticNormal", "VonMises", "LKJCholesky",
                                                                     "RelaxedBernoulli", "TransformedDistribution")])
 def test_sample_statistics_and_shapes(name):
     wb.manual_seed(0)
@@ -225,3 +227,15 @@ def test_von_mises_samples_have_the_circular_moments():
 
     np.testing.assert_allclose(np.abs(r), sp.i1e(kappa) / sp.i0e(kappa), atol=0.01)
     np.testing.assert_allclose(np.angle(r[1:]), loc[1:], atol=0.02)
+
+
+def test_lkj_samples_are_correlation_factors_with_torch_marginals():
+    wb.manual_seed(0)
+    L = wb.distributions.LKJCholesky(3, 2.0).sample((20000,))
+    assert bool(wb.distributions.constraints.corr_cholesky.check(L).all())
+    corr = (L @ L.mT).numpy()
+    np.testing.assert_allclose(np.diagonal(corr, axis1=-2, axis2=-1), 1.0, atol=1e-6)
+    torch.manual_seed(0)
+    tc = torch.distributions.LKJCholesky(3, 2.0).sample((20000,))
+    tc = (tc @ tc.mT).numpy()
+    np.testing.assert_allclose(corr[:, 0, 1].var(), tc[:, 0, 1].var(), rtol=0.05)  # LKJ(eta=2): var 1/(2+3)=0.2

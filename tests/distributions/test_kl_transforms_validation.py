@@ -94,21 +94,25 @@ TRANSFORMS = [
     ("Compose", lambda T: T.ComposeTransform([T.TanhTransform(), T.AffineTransform(0.5, 3.0), T.ExpTransform()]), X),
     ("StickBreaking", lambda T: T.StickBreakingTransform(), X),
     ("Inverse", lambda T: T.ExpTransform().inv, A),
+    ("CorrCholesky", lambda T: T.CorrCholeskyTransform(), np.concatenate([X, Y])),
+    ("Cat", lambda T: T.CatTransform([T.ExpTransform(), T.AffineTransform(1.0, 3.0)], dim=0, lengths=[2, 1]), X),
+    ("Stack", lambda T: T.StackTransform([T.ExpTransform(), T.TanhTransform(), T.SigmoidTransform()], dim=0), X),
 ]
 
 
 @pytest.mark.parametrize("constraint", ["real", "positive", "nonnegative", "unit_interval", "simplex",
-                                        "lower_cholesky", "greater_than", "less_than", "interval", "real_vector"])
+                                        "lower_cholesky", "greater_than", "less_than", "interval", "real_vector",
+                                        "positive_definite", "corr_cholesky"])
 def test_biject_to_and_transform_to_match_torch(constraint):
     def get(C):
         c = getattr(C, constraint)
         return c(1.5) if constraint in ("greater_than", "less_than") else c(-1.0, 2.0) if constraint == "interval" else c
 
-    x = RNG.standard_normal((3, 3))
+    x = RNG.standard_normal((2, 3) if constraint == "corr_cholesky" else (3, 3))
     for reg in ("biject_to", "transform_to"):
-        if reg == "biject_to" and constraint == "lower_cholesky":  # PyTorch registers transform_to only
+        if reg == "biject_to" and constraint in ("lower_cholesky", "positive_definite"):  # transform_to only
             with pytest.raises(NotImplementedError):
-                D.biject_to(D.constraints.lower_cholesky)
+                D.biject_to(getattr(D.constraints, constraint))
             continue
         tt = getattr(TD, reg)(get(TD.constraints))
         wt = getattr(D, reg)(get(D.constraints))
@@ -142,7 +146,9 @@ def test_transforms_match_torch(case):
     np.testing.assert_allclose(wt.log_abs_det_jacobian(wb.tensor(x), wy).numpy(),
                                tt.log_abs_det_jacobian(torch.tensor(x), ty).numpy(), rtol=1e-7, atol=1e-12)
     assert wt.bijective == tt.bijective
-    assert repr(wt.domain) == repr(tt.domain) and repr(wt.codomain) == repr(tt.codomain)
+    if not isinstance(tt, (TD.transforms.CatTransform, TD.transforms.StackTransform)):
+        assert repr(wt.domain) == repr(tt.domain) and repr(wt.codomain) == repr(tt.codomain)
+    assert bool(wt.codomain.check(wy).all())
 
 
 def test_transformed_distribution_log_prob_matches_autograd_jacobian():

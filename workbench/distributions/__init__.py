@@ -22,11 +22,12 @@ from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
 from .distribution import Distribution, ExponentialFamily
 from .kl import kl_divergence, register_kl
 from .mixture_same_family import MixtureSameFamily
-from .multivariate_normal import LowRankMultivariateNormal, MultivariateNormal
+from .multivariate_normal import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal
 from .transformed_distribution import (ExpRelaxedCategorical, Gumbel, HalfCauchy, HalfNormal, Independent, InverseGamma,
                                        Kumaraswamy, LogisticNormal, LogitRelaxedBernoulli, LogNormal, Pareto, RelaxedBernoulli,
                                        RelaxedOneHotCategorical, TransformedDistribution, Weibull)
-from .transforms import (AbsTransform, AffineTransform, ComposeTransform, CumulativeDistributionTransform,
+from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform, CorrCholeskyTransform,
+                         CumulativeDistributionTransform, PositiveDefiniteTransform, StackTransform,
                          ExpTransform, IndependentTransform, LowerCholeskyTransform, PowerTransform, ReshapeTransform, SigmoidTransform,
                          SoftmaxTransform, SoftplusTransform, StickBreakingTransform, TanhTransform, Transform,
                          identity_transform)
@@ -42,7 +43,8 @@ _ALIASES = {"bernoulli": [Bernoulli], "beta": [Beta], "binomial": [Binomial], "c
             "uniform": [Uniform], "half_cauchy": [HalfCauchy], "pareto": [Pareto], "weibull": [Weibull],
             "inverse_gamma": [InverseGamma], "fishersnedecor": [FisherSnedecor],
             "generalized_pareto": [GeneralizedPareto], "von_mises": [VonMises],
-            "continuous_bernoulli": [ContinuousBernoulli], "lowrank_multivariate_normal": [LowRankMultivariateNormal], "kumaraswamy": [Kumaraswamy], "logistic_normal": [LogisticNormal], "multinomial": [Multinomial], "negative_binomial": [NegativeBinomial]}
+            "continuous_bernoulli": [ContinuousBernoulli], "lowrank_multivariate_normal": [LowRankMultivariateNormal],
+            "lkj_cholesky": [LKJCholesky], "kumaraswamy": [Kumaraswamy], "logistic_normal": [LogisticNormal], "multinomial": [Multinomial], "negative_binomial": [NegativeBinomial]}
 
 
 def _alias_modules():
@@ -60,7 +62,8 @@ def _alias_modules():
 
 _alias_modules()
 
-__all__ = ["ContinuousBernoulli", "LowRankMultivariateNormal", "VonMises", "FisherSnedecor", "GeneralizedPareto", "Kumaraswamy", "LogisticNormal", "AbsTransform", "AffineTransform",
+__all__ = ["LKJCholesky", "CatTransform", "CorrCholeskyTransform", "PositiveDefiniteTransform", "StackTransform",
+           "ContinuousBernoulli", "LowRankMultivariateNormal", "VonMises", "FisherSnedecor", "GeneralizedPareto", "Kumaraswamy", "LogisticNormal", "AbsTransform", "AffineTransform",
            "Bernoulli", "HalfCauchy", "InverseGamma", "LowerCholeskyTransform",
            "Multinomial", "NegativeBinomial", "OneHotCategoricalStraightThrough", "Pareto", "Weibull", "biject_to",
            "constraint_registry", "transform_to", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",

@@ -1,12 +1,13 @@
-"""MultivariateNormal, parameterized by a covariance, a precision or a lower-Cholesky scale matrix, and
-LowRankMultivariateNormal (covariance W W^T + diag(D))."""
+"""MultivariateNormal, parameterized by a covariance, a precision or a lower-Cholesky scale matrix,
+LowRankMultivariateNormal (covariance W W^T + diag(D)), and LKJCholesky over correlation Cholesky factors."""
 import math
 
 import workbench as _wb
 
 from . import constraints
+from .continuous import Beta
 from .distribution import Distribution
-from .utils import lazy_property
+from .utils import _tiny, broadcast_all, lazy_property
 
 
 def _batch_mv(bmat, bvec):
@@ -268,3 +269,60 @@ class LowRankMultivariateNormal(Distribution):
                                         self._capacitance_tril)
         H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + log_det)
         return H if len(self._batch_shape) == 0 else H.expand(tuple(self._batch_shape))
+
+
+class LKJCholesky(Distribution):
+    """The LKJ distribution over Cholesky factors of correlation matrices (onion-method sampling).
+
+    >>> import workbench as wb
+    >>> L = wb.distributions.LKJCholesky(3, 0.5).sample()
+    >>> bool(((L @ L.mT).diagonal() - 1).abs().max() < 1e-5)
+    True
+    """
+
+    arg_constraints = {"concentration": constraints.positive}
+    support = constraints.corr_cholesky
+
+    def __init__(self, dim, concentration=1.0, validate_args=None):
+        if dim < 2:
+            raise ValueError(f"Expected dim to be an integer greater than or equal to 2. Found dim={dim}.")
+        self.dim = dim
+        (self.concentration,) = broadcast_all(concentration)
+        marginal_conc = self.concentration + 0.5 * (self.dim - 2)
+        offset = _wb.arange(self.dim - 1, dtype=self.concentration.dtype, device=self.concentration.device)
+        offset = _wb.cat([offset.new_zeros((1,)), offset])
+        self._beta = Beta(offset + 0.5, marginal_conc.unsqueeze(-1) - 0.5 * offset)
+        super().__init__(self.concentration.shape, (dim, dim), validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LKJCholesky, _instance)
+        batch_shape = _wb.Size(batch_shape)
+        new.dim = self.dim
+        new.concentration = self.concentration.expand(batch_shape)
+        new._beta = self._beta.expand(batch_shape + (self.dim,))
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=()):
+        with _wb.no_grad():
+            y = self._beta.sample(sample_shape).unsqueeze(-1)
+            u = _wb.randn(tuple(self._extended_shape(sample_shape)), dtype=y.dtype, device=y.device).tril(-1)
+            u = u / u.norm(dim=-1, keepdim=True).clamp(min=_tiny(u.dtype))
+            first_row = _wb.arange(self.dim, device=y.device).reshape(-1, 1) == 0
+            u = _wb.where(first_row, 0.0, u)
+            w = _wb.sqrt(y) * u
+            diag = _wb.clamp(1 - _wb.sum(w ** 2, dim=-1), min=_tiny(w.dtype)).sqrt()
+            return w + _wb.diag_embed(diag)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        diag_elems = value.diagonal(dim1=-1, dim2=-2)[..., 1:]
+        order = _wb.arange(2, self.dim + 1, device=self.concentration.device)
+        order = 2 * (self.concentration - 1).unsqueeze(-1) + self.dim - order
+        unnormalized = _wb.sum(order * diag_elems.log(), dim=-1)
+        dm1 = self.dim - 1
+        alpha = self.concentration + 0.5 * dm1
+        normalize = 0.5 * dm1 * math.log(math.pi) + _wb.mvlgamma(alpha - 0.5, dm1) - _wb.lgamma(alpha) * dm1
+        return unnormalized - normalize

@@ -14,10 +14,11 @@ import weakref
 import workbench as _wb
 
 from . import constraints
-from .utils import _sum_rightmost, _tiny, _eps
+from .utils import _eps, _sum_rightmost, _tiny, tril_matrix_to_vec, vec_to_tril_matrix
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "CumulativeDistributionTransform",
-           "ExpTransform", "IndependentTransform", "LowerCholeskyTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+           "PositiveDefiniteTransform", "StackTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform",
            "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform",
            "identity_transform"]
 
@@ -739,3 +740,193 @@ class LowerCholeskyTransform(Transform):
 
     def _inverse(self, y):
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """Unconstrained square matrices onto positive-definite ones: L L^T with L = LowerCholeskyTransform(x)."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other):
+        return isinstance(other, PositiveDefiniteTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(_wb.linalg.cholesky(y))
+
+
+class CorrCholeskyTransform(Transform):
+    """Unconstrained vectors of length D(D-1)/2 onto Cholesky factors of D x D correlation matrices
+    (tanh, then stick breaking over each row, as in LKJ)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def _call(self, x):
+        x = _wb.tanh(x)
+        eps = _eps(x.dtype)
+        x = x.clamp(min=-1 + eps, max=1 - eps)
+        r = vec_to_tril_matrix(x, diag=-1)
+        z1m_cumprod_sqrt = (1 - r ** 2).sqrt().cumprod(-1)
+        r = r + _wb.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * _wb.nn.functional.pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_cumsum = 1 - _wb.cumsum(y * y, dim=-1)
+        y_cumsum_shifted = _wb.nn.functional.pad(y_cumsum[..., :-1], [1, 0], value=1)
+        y_vec = tril_matrix_to_vec(y, diag=-1)
+        y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
+        t = y_vec / y_cumsum_vec.sqrt()
+        return (t.log1p() - t.neg().log1p()) / 2
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        y1m_cumsum = 1 - (y * y).cumsum(dim=-1)
+        y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
+        stick_breaking_logdet = 0.5 * y1m_cumsum_tril.log().sum(-1)
+        tanh_logdet = -2 * (x + _wb.nn.functional.softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
+        return stick_breaking_logdet + tanh_logdet
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
+
+
+def _check_dim(z, dim, size, what):
+    if not -z.ndim <= dim < z.ndim:
+        raise AssertionError(f"dim {dim} out of range for tensor with {z.ndim} dimensions")
+    if z.size(dim) != size:
+        raise AssertionError(f"{what}.size({dim}) = {z.size(dim)} must equal {size}")
+
+
+class CatTransform(Transform):
+    """Transforms applied to consecutive pieces (of ``lengths``) of dim ``dim``, the results concatenated."""
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.transforms)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
+        self.dim = dim
+
+    @property
+    def event_dim(self):
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self):
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _pieces(self, z, what):
+        _check_dim(z, self.dim, self.length, what)
+        start = 0
+        for trans, length in zip(self.transforms, self.lengths):
+            yield trans, z.narrow(self.dim, start, length)
+            start += length
+
+    def _call(self, x):
+        return _wb.cat([t(piece) for t, piece in self._pieces(x, "x")], dim=self.dim)
+
+    def _inverse(self, y):
+        return _wb.cat([t.inv(piece) for t, piece in self._pieces(y, "y")], dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        logdetjacs = []
+        for (trans, xs), (_, ys) in zip(self._pieces(x, "x"), self._pieces(y, "y")):
+            ld = trans.log_abs_det_jacobian(xs, ys)
+            if trans.event_dim < self.event_dim:
+                ld = _sum_rightmost(ld, self.event_dim - trans.event_dim)
+            logdetjacs.append(ld)
+        dim = self.dim - x.ndim if self.dim >= 0 else self.dim
+        dim += self.event_dim
+        if dim < 0:
+            return _wb.cat(logdetjacs, dim=dim)
+        total = logdetjacs[0]
+        for ld in logdetjacs[1:]:
+            total = total + ld
+        return total
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """Transforms applied to the slices of dim ``dim``, the results stacked."""
+
+    def __init__(self, tseq, dim=0, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, z, what):
+        _check_dim(z, self.dim, len(self.transforms), what)
+        return [z.select(self.dim, i) for i in range(z.size(self.dim))]
+
+    def _call(self, x):
+        return _wb.stack([t(s) for s, t in zip(self._slices(x, "x"), self.transforms)], dim=self.dim)
+
+    def _inverse(self, y):
+        return _wb.stack([t.inv(s) for s, t in zip(self._slices(y, "y"), self.transforms)], dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        return _wb.stack([t.log_abs_det_jacobian(xs, ys) for xs, ys, t in
+                          zip(self._slices(x, "x"), self._slices(y, "y"), self.transforms)], dim=self.dim)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
