@@ -11,7 +11,7 @@ from workbench.testing.doctests import docstring_failures
 
 MODULES = (["workbench.amp", "workbench.amp.autocast_mode", "workbench.amp.grad_scaler", "workbench.cpu",
             "workbench.fft", "workbench.special", "workbench.ops.fft", "workbench.ops.special", "workbench.ops.stft",
-            "workbench.ops.sampling", "workbench.distributions"]
+            "workbench.ops.sampling", "workbench.signal.windows", "workbench.distributions"]
            + ["workbench.distributions." + m.name for m in pkgutil.iter_modules(workbench.distributions.__path__)])
 
 
