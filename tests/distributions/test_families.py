@@ -65,6 +65,10 @@ FAMILIES = {
     "VonMises": ([REAL, POS], lambda D, a, b: D.VonMises(a, b), REAL * 2),
     "LKJCholesky": ([POS[0]], lambda D, c: D.LKJCholesky(3, c),
                     np.linalg.cholesky(np.array([[1.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 1.0]]))),
+    "Wishart": ([POS[:, 0] + 3, COV], lambda D, df, c: D.Wishart(df, covariance_matrix=c),
+                np.stack([COV * 2, np.eye(3) + 0.5])),
+    "Wishart_tril": ([POS[:, 0] + 3, np.linalg.cholesky(COV)], lambda D, df, c: D.Wishart(df, scale_tril=c),
+                     np.stack([COV * 2, np.eye(3) + 0.5])),
     "TransformedDistribution": ([REAL, POS], lambda D, a, b: D.TransformedDistribution(
         D.Normal(a, b), [D.transforms.TanhTransform(), D.transforms.AffineTransform(1.0, 2.0)]), REAL * 0.3 + 1),
 }
@@ -141,6 +145,7 @@ def test_gradients_of_log_prob_and_entropy_match_torch(name):
 
 @pytest.mark.parametrize("name", [n for n in FAMILIES if n not in ("Cauchy", "RelaxedOneHotCategorical", "HalfCauchy",
                                                                     "LogisticNormal", "VonMises", "LKJCholesky",
+                                                                    "Wishart", "Wishart_tril",
                                                                     "RelaxedBernoulli", "TransformedDistribution")])
 def test_sample_statistics_and_shapes(name):
     wb.manual_seed(0)
@@ -239,3 +244,14 @@ def test_lkj_samples_are_correlation_factors_with_torch_marginals():
     tc = torch.distributions.LKJCholesky(3, 2.0).sample((20000,))
     tc = (tc @ tc.mT).numpy()
     np.testing.assert_allclose(corr[:, 0, 1].var(), tc[:, 0, 1].var(), rtol=0.05)  # LKJ(eta=2): var 1/(2+3)=0.2
+
+
+def test_wishart_samples_have_the_mean_and_carry_gradients():
+    wb.manual_seed(0)
+    df = wb.tensor(5.0, dtype=wb.float64, requires_grad=True)
+    d = wb.distributions.Wishart(df, covariance_matrix=wb.tensor(COV))
+    s = d.rsample((20000,))
+    assert bool(wb.distributions.constraints.positive_definite.check(s).all())
+    np.testing.assert_allclose(s.detach().numpy().mean(0), 5.0 * COV, rtol=0.05, atol=0.05)
+    (g,) = wb.autograd.grad(s.diagonal(dim1=-2, dim2=-1).sum(-1).mean(), df)  # d/d df E[tr W] = tr(Sigma)
+    assert g.item() == pytest.approx(np.trace(COV), rel=0.05)

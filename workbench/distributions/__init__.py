@@ -22,7 +22,7 @@ from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
 from .distribution import Distribution, ExponentialFamily
 from .kl import kl_divergence, register_kl
 from .mixture_same_family import MixtureSameFamily
-from .multivariate_normal import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal
+from .multivariate_normal import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal, Wishart
 from .transformed_distribution import (ExpRelaxedCategorical, Gumbel, HalfCauchy, HalfNormal, Independent, InverseGamma,
                                        Kumaraswamy, LogisticNormal, LogitRelaxedBernoulli, LogNormal, Pareto, RelaxedBernoulli,
                                        RelaxedOneHotCategorical, TransformedDistribution, Weibull)
@@ -44,7 +44,7 @@ _ALIASES = {"bernoulli": [Bernoulli], "beta": [Beta], "binomial": [Binomial], "c
             "inverse_gamma": [InverseGamma], "fishersnedecor": [FisherSnedecor],
             "generalized_pareto": [GeneralizedPareto], "von_mises": [VonMises],
             "continuous_bernoulli": [ContinuousBernoulli], "lowrank_multivariate_normal": [LowRankMultivariateNormal],
-            "lkj_cholesky": [LKJCholesky], "kumaraswamy": [Kumaraswamy], "logistic_normal": [LogisticNormal], "multinomial": [Multinomial], "negative_binomial": [NegativeBinomial]}
+            "lkj_cholesky": [LKJCholesky], "wishart": [Wishart], "kumaraswamy": [Kumaraswamy], "logistic_normal": [LogisticNormal], "multinomial": [Multinomial], "negative_binomial": [NegativeBinomial]}
 
 
 def _alias_modules():
@@ -62,7 +62,7 @@ def _alias_modules():
 
 _alias_modules()
 
-__all__ = ["LKJCholesky", "CatTransform", "CorrCholeskyTransform", "PositiveDefiniteTransform", "StackTransform",
+__all__ = ["Wishart", "LKJCholesky", "CatTransform", "CorrCholeskyTransform", "PositiveDefiniteTransform", "StackTransform",
            "ContinuousBernoulli", "LowRankMultivariateNormal", "VonMises", "FisherSnedecor", "GeneralizedPareto", "Kumaraswamy", "LogisticNormal", "AbsTransform", "AffineTransform",
            "Bernoulli", "HalfCauchy", "InverseGamma", "LowerCholeskyTransform",
            "Multinomial", "NegativeBinomial", "OneHotCategoricalStraightThrough", "Pareto", "Weibull", "biject_to",

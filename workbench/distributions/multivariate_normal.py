@@ -1,13 +1,16 @@
 """MultivariateNormal, parameterized by a covariance, a precision or a lower-Cholesky scale matrix,
-LowRankMultivariateNormal (covariance W W^T + diag(D)), and LKJCholesky over correlation Cholesky factors."""
+LowRankMultivariateNormal (covariance W W^T + diag(D)), LKJCholesky over correlation Cholesky factors, and
+Wishart over positive-definite matrices."""
 import math
+import numbers
+import warnings
 
 import workbench as _wb
 
 from . import constraints
-from .continuous import Beta
-from .distribution import Distribution
-from .utils import _tiny, broadcast_all, lazy_property
+from .continuous import Beta, Chi2
+from .distribution import Distribution, ExponentialFamily
+from .utils import _eps, _tiny, broadcast_all, lazy_property
 
 
 def _batch_mv(bmat, bvec):
@@ -326,3 +329,168 @@ class LKJCholesky(Distribution):
         alpha = self.concentration + 0.5 * dm1
         normalize = 0.5 * dm1 * math.log(math.pi) + _wb.mvlgamma(alpha - 0.5, dm1) - _wb.lgamma(alpha) * dm1
         return unnormalized - normalize
+
+
+def _mvdigamma(x, p):
+    if not bool(x.gt((p - 1) / 2).all()):
+        raise AssertionError("Wrong domain for multivariate digamma function.")
+    offsets = _wb.arange(p, dtype=x.dtype, device=x.device) / 2
+    return _wb.digamma(x.unsqueeze(-1) - offsets.expand(tuple(x.shape) + (-1,))).sum(-1)
+
+
+class Wishart(ExponentialFamily):
+    """The Wishart distribution over positive-definite matrices (df, and one of covariance_matrix,
+    precision_matrix, scale_tril); rsample by Bartlett's decomposition (gradients through the chi-squared
+    draws' implicit reparameterization).
+
+    >>> import workbench as wb
+    >>> wb.distributions.Wishart(wb.tensor(4.0), covariance_matrix=wb.eye(2)).mean
+    tensor([[4., 0.],
+            [0., 4.]])
+    """
+
+    support = constraints.positive_definite
+    has_rsample = True
+    _mean_carrier_measure = 0
+
+    @property
+    def arg_constraints(self):
+        return {"covariance_matrix": constraints.positive_definite, "precision_matrix": constraints.positive_definite,
+                "scale_tril": constraints.lower_cholesky, "df": constraints.greater_than(self.event_shape[-1] - 1)}
+
+    def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
+        if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
+            raise AssertionError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        param = next(p for p in (covariance_matrix, precision_matrix, scale_tril) if p is not None)
+        if param.ndim < 2:
+            raise ValueError("scale_tril must be at least two-dimensional, with optional leading batch dimensions")
+        if isinstance(df, numbers.Number):
+            batch_shape = _wb.Size(param.shape[:-2])
+            self.df = _wb.tensor(df, dtype=param.dtype, device=param.device)
+        else:
+            batch_shape = _wb.Size(_wb.broadcast_shapes(tuple(param.shape[:-2]), tuple(df.shape)))
+            self.df = df.expand(tuple(batch_shape))
+        event_shape = param.shape[-2:]
+        if bool(self.df.le(event_shape[-1] - 1).any()):
+            raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = {event_shape[-1] - 1}.")
+        expanded = param.expand(tuple(batch_shape) + (-1, -1))
+        if scale_tril is not None:
+            self.scale_tril = expanded
+        elif covariance_matrix is not None:
+            self.covariance_matrix = expanded
+        else:
+            self.precision_matrix = expanded
+        if bool(self.df.lt(event_shape[-1]).any()):
+            warnings.warn("Low df values detected. Singular samples are highly likely to occur for ndim - 1 < df < "
+                          "ndim.", stacklevel=2)
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = _wb.linalg.cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._dist_chi2 = self._chi2(self.df, batch_shape)
+
+    def _chi2(self, df, batch_shape):
+        p = self._unbroadcasted_scale_tril.shape[-1]
+        offsets = _wb.arange(p, dtype=df.dtype, device=df.device).expand(tuple(batch_shape) + (-1,))
+        return Chi2(df=df.unsqueeze(-1) - offsets)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Wishart, _instance)
+        batch_shape = _wb.Size(batch_shape)
+        cov_shape = tuple(batch_shape + self.event_shape)
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(cov_shape)
+        new.df = self.df.expand(tuple(batch_shape))
+        new._batch_dims = [-(x + 1) for x in range(len(batch_shape))]
+        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
+            if name in self.__dict__:
+                setattr(new, name, getattr(self, name).expand(cov_shape))
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._dist_chi2 = new._chi2(new.df, batch_shape)
+        new._validate_args = self._validate_args
+        return new
+
+    @lazy_property
+    def scale_tril(self):
+        return self._unbroadcasted_scale_tril.expand(tuple(self._batch_shape + self._event_shape))
+
+    @lazy_property
+    def covariance_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        return (L @ L.mT).expand(tuple(self._batch_shape + self._event_shape))
+
+    @lazy_property
+    def precision_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        eye = _wb.eye(self._event_shape[-1], dtype=L.dtype, device=L.device)
+        return _wb.cholesky_solve(eye, L).expand(tuple(self._batch_shape + self._event_shape))
+
+    @property
+    def mean(self):
+        return self.df.reshape(tuple(self._batch_shape) + (1, 1)) * self.covariance_matrix
+
+    @property
+    def mode(self):
+        factor = self.df - self.covariance_matrix.shape[-1] - 1
+        factor = _wb.where(factor <= 0, float("nan"), factor)
+        return factor.reshape(tuple(self._batch_shape) + (1, 1)) * self.covariance_matrix
+
+    @property
+    def variance(self):
+        V = self.covariance_matrix
+        d = V.diagonal(dim1=-2, dim2=-1)
+        return self.df.reshape(tuple(self._batch_shape) + (1, 1)) * (V.pow(2) + d.unsqueeze(-1) * d.unsqueeze(-2))
+
+    def _bartlett_sampling(self, sample_shape):
+        p = self._event_shape[-1]
+        chi = self._dist_chi2.rsample(sample_shape).sqrt()
+        chi = chi.clamp(min=_eps(chi.dtype))
+        below = _wb.randn(tuple(sample_shape) + tuple(self._batch_shape) + (p, p), dtype=chi.dtype,
+                          device=chi.device).tril(-1)
+        chol = self._unbroadcasted_scale_tril @ (_wb.diag_embed(chi) + below)
+        return chol @ chol.mT
+
+    def rsample(self, sample_shape=(), max_try_correction=None):
+        max_try_correction = 10 if max_try_correction is None else max_try_correction
+        sample_shape = _wb.Size(sample_shape)
+        sample = self._bartlett_sampling(sample_shape)
+        singular = ~self.support.check(sample)
+        if bool(singular.any()):
+            warnings.warn("Singular sample detected.", stacklevel=2)
+            for _ in range(max_try_correction):
+                sample = _wb.where(singular[..., None, None], self._bartlett_sampling(sample_shape), sample)
+                singular = ~self.support.check(sample)
+                if not bool(singular.any()):
+                    break
+        return sample
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        nu = self.df
+        p = self._event_shape[-1]
+        L = self._unbroadcasted_scale_tril
+        return (-nu * (p * math.log(2) / 2 + L.diagonal(dim1=-2, dim2=-1).log().sum(-1)) - _wb.mvlgamma(nu / 2, p)
+                + (nu - p - 1) / 2 * _wb.linalg.slogdet(value)[1]
+                - _wb.cholesky_solve(value, L).diagonal(dim1=-2, dim2=-1).sum(dim=-1) / 2)
+
+    def entropy(self):
+        nu = self.df
+        p = self._event_shape[-1]
+        L = self._unbroadcasted_scale_tril
+        return ((p + 1) * (p * math.log(2) / 2 + L.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+                + _wb.mvlgamma(nu / 2, p) - (nu - p - 1) / 2 * _mvdigamma(nu / 2, p) + nu * p / 2)
+
+    @property
+    def _natural_params(self):
+        nu = self.df
+        p = self._event_shape[-1]
+        return (-self.precision_matrix / 2, (nu - p - 1) / 2)
+
+    def _log_normalizer(self, x, y):
+        p = self._event_shape[-1]
+        return ((y + (p + 1) / 2) * (-_wb.linalg.slogdet(-2 * x)[1] + math.log(2) * p)
+                + _wb.mvlgamma(y + (p + 1) / 2, p))
