@@ -47,6 +47,16 @@ CASES = [
     ("fft of bf16", lambda m, F, t: m.fft.rfft(t(A).bfloat16())),
     ("linalg.inv of bf16", lambda m, F, t: m.linalg.inv(t(A[:4, :4]).bfloat16())),
     ("prod of bf16", lambda m, F, t: t(A).bfloat16().prod()),
+    ("linalg.svd of bf16", lambda m, F, t: m.linalg.svd(t(A).bfloat16())[1]),
+    ("linalg.qr of bf16", lambda m, F, t: m.linalg.qr(t(A).bfloat16())[1]),
+    ("linalg.eigh of bf16", lambda m, F, t: m.linalg.eigvalsh((t(A[:4, :4]) @ t(A[:4, :4]).T).bfloat16())),
+    ("cholesky_solve of bf16", lambda m, F, t: m.cholesky_solve(t(B[:4, :1]).bfloat16(), m.eye(4).bfloat16())),
+    ("einsum", lambda m, F, t: m.einsum("ij,jk->ik", t(A), t(B))),
+    ("multi_dot", lambda m, F, t: m.linalg.multi_dot([t(A), t(B)])),
+    ("tensordot", lambda m, F, t: m.tensordot(t(A), t(B), 1)),
+    ("mv not on the cpu list", lambda m, F, t: m.mv(t(A), t(B[:, 0]))),
+    ("dot not on the cpu list", lambda m, F, t: m.dot(t(A[0]), t(A[0]))),
+    ("addmv not on the cpu list", lambda m, F, t: m.addmv(t(A[:, 0]), t(A), t(B[:, 0]))),
     ("integer matmul untouched", lambda m, F, t: m.tensor([[1, 2]]) @ m.tensor([[3], [4]])),
 ]
 
@@ -150,6 +160,8 @@ def test_cuda_lists_on_the_fake_gpu(fake_cuda):
         with pytest.raises(RuntimeError, match="unsafe to autocast"):
             wb.nn.functional.binary_cross_entropy(h.sigmoid(), h.sigmoid().detach())
         assert wb.addcmul(h.float(), h, h).dtype is wb.float32  # promote
+        assert wb.einsum("ij,jk->ik", a, b).dtype is wb.float16 and wb.einsum(a, [0, 1], b, [1, 2]).dtype is wb.float16
+        assert wb.linalg.chain_matmul(a, b).dtype is wb.float16 if hasattr(wb.linalg, "chain_matmul") else True
     with wb.autocast("cuda", dtype=wb.bfloat16):
         assert (a @ b).dtype is wb.bfloat16
 

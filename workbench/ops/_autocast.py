@@ -37,8 +37,11 @@ _CUDA_FP32 = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", 
               "ctc_loss")
 _CUDA_PROMOTE = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "tensordot", "scatter_add", "index_put",
                  "cat", "stack", "index_copy")
+# einsum, chain_matmul, multi_dot and tensordot are not on PyTorch's CPU list, but they run through bmm/mm,
+# which are, so their results come out in the lower dtype too
 _CPU_LOWER = ("conv1d", "conv2d", "conv3d", "bmm", "mm", "vecdot", "baddbmm", "addmm", "addbmm", "linear", "matmul",
-              "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu", "scaled_dot_product_attention")
+              "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu", "scaled_dot_product_attention",
+              "einsum", "chain_matmul", "multi_dot", "tensordot")
 _CPU_FP32 = ("binary_cross_entropy", "prod", "cdist", "trace", "cholesky", "inv", "solve", "mse_loss",
              "cosine_embedding_loss", "nll_loss", "hinge_embedding_loss", "poisson_nll_loss", "smooth_l1_loss",
              "cross_entropy", "l1_loss", "huber_loss", "margin_ranking_loss", "soft_margin_loss", "triplet_margin_loss",

@@ -122,6 +122,8 @@ class Einsum(Function):
         ctx.save_for_backward(*ops)
         # the contraction-order search pays off for chains, and for big operands (it dispatches to BLAS)
         big = len(full) > 2 or max(x.size for x in full) > 4096
+        if rd.itemsize == 2 and rd.kind in "fV":  # no 16-bit einsum in NumPy (nor bfloat16's): float32, one rounding
+            full = [x.astype("float32") for x in full]
         r = xp.einsum(",".join(subs) + "->" + out, *full, optimize=big)
         return xp.asarray(r, dtype=rd)
 
@@ -175,6 +177,9 @@ def einsum(*args):
     >>> wb.einsum('ii', wb.eye(3))
     tensor(3.)
     """
+    if _AUTOCAST[0]:
+        args = (args[:1] + _autocast_cast("einsum", *args[1:]) if args and isinstance(args[0], str)
+                else _autocast_cast("einsum", *args))
     if not args:
         raise TypeError("einsum(): must specify the equation string and at least one operand")
     if isinstance(args[0], str):
@@ -514,6 +519,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     tensor([[1.],
             [1.]])
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
 
     _check_matrix(A, "linalg.solve_triangular")
     T = A.triu() if upper else A.tril()
@@ -557,6 +564,8 @@ def linalg_cholesky(A, *, upper=False, out=None):
     tensor([[2., 0.],
             [0., 2.]])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.cholesky")
     L = Cholesky.apply(A)
@@ -599,6 +608,8 @@ def linalg_qr(A, mode="reduced", *, out=None):
     tensor([[3., 0.],
             [4., 5.]])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.qr", square=False)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
@@ -672,12 +683,16 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     >>> wb.linalg.svd(wb.tensor([[3., 0.], [0., 4.]])).S
     tensor([4., 3.])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.svd", square=False)
     return SVDResult(*SVD.apply(A, bool(full_matrices)))
 
 
 def svdvals(A, *, driver=None, out=None):
     """The singular values, descending.  >>> wb.linalg.svdvals(wb.tensor([[3., 0.], [0., 4.]]))  ->  tensor([4., 3.])"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.svdvals", square=False)
     return _out(SVD.apply(A, False)[1], out)
@@ -717,12 +732,16 @@ def eigh(A, UPLO="L", *, out=None):
     >>> wb.linalg.eigh(wb.tensor([[2., 0.], [0., 1.]])).eigenvalues
     tensor([1., 2.])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.eigh")
     return EighResult(*Eigh.apply(A, _uplo(UPLO, "linalg.eigh")))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a Hermitian matrix.  >>> wb.linalg.eigvalsh(wb.eye(2))  ->  tensor([1., 1.])"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.eigvalsh")
     return _out(Eigh.apply(A, _uplo(UPLO, "linalg.eigvalsh"))[0], out)
@@ -767,12 +786,16 @@ def eig(A, *, out=None):
     >>> wb.linalg.eig(wb.tensor([[2., 0.], [0., 1.]])).eigenvalues.real
     tensor([2., 1.])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.eig")
     return EigResult(*Eig.apply(A))
 
 
 def eigvals(A, *, out=None):
     """Complex eigenvalues of a general square matrix.  >>> wb.linalg.eigvals(wb.eye(2)).real  ->  tensor([1., 1.])"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     return eig(A).eigenvalues
 
 
@@ -828,6 +851,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     tensor([[0.5000, 0.0000],
             [0.0000, 0.0000]])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.pinv", square=False)
     a, r = _tols(A, atol, rtol, "linalg.pinv")
@@ -836,11 +861,15 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 def pinverse(input, rcond=1e-15):
     """pinv with singular values under rcond * s_max treated as zero.  >>> wb.pinverse(wb.eye(2) * 2)"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("linalg", input)
     return pinv(input, rtol=rcond)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The number of singular values above max(atol, rtol * s_max).  >>> wb.linalg.matrix_rank(wb.eye(3))  ->  tensor(3)"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.matrix_rank", square=False)
     a, r = _tols(A, atol, rtol, "linalg.matrix_rank")
     xp = _backend.xp_of(A._data)
@@ -856,6 +885,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     >>> wb.linalg.lstsq(wb.tensor([[1.], [1.]]), wb.tensor([[1.], [3.]])).solution
     tensor([[2.0000]])
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
     _check_matrix(A, "linalg.lstsq", square=False)
     drivers = ("gels", "gelsy", "gelsd", "gelss")
     driver = driver or "gelsy"
@@ -1107,6 +1138,8 @@ def cond(A, p=None, *, out=None):
     >>> wb.linalg.cond(wb.tensor([[1., 0.], [0., 4.]]))
     tensor(4.)
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.cond", square=False)
     if p in (None, 2, -2):
@@ -1195,6 +1228,8 @@ def inv_ex(A, *, check_errors=False, out=None):
     >>> wb.linalg.inv_ex(wb.zeros(2, 2)).info
     tensor(1, dtype=workbench.int32)
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.inv_ex")
     return InvExResult(*_with_info(A, Inv.apply, _singular_info, check_errors))
 
@@ -1206,6 +1241,8 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     >>> wb.linalg.cholesky_ex(-wb.eye(2)).info
     tensor(1, dtype=workbench.int32)
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.cholesky_ex")
     L, info = _with_info(A, Cholesky.apply, _not_pd_info, check_errors)
     return CholeskyExResult(_mH(L) if upper else L, info)
@@ -1218,6 +1255,8 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     >>> wb.linalg.solve_ex(wb.eye(2), wb.ones(2)).info
     tensor(0, dtype=workbench.int32)
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
     _check_matrix(A, "linalg.solve_ex")
     try:
         r = solve(A, B, left=left)
@@ -1245,6 +1284,8 @@ def tensorinv(A, ind=2, *, out=None):
     >>> wb.linalg.tensorinv(wb.eye(4).reshape(4, 2, 2), ind=1).shape
     workbench.Size([2, 2, 4])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
@@ -1268,6 +1309,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
     >>> wb.linalg.tensorsolve(wb.eye(4).reshape(2, 2, 4), wb.ones(2, 2)).shape
     workbench.Size([4])
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
 
     if dims is not None:
         dims = [wrap_dim(d, A.ndim) for d in dims]
@@ -1363,6 +1406,8 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     tensor([[0.2500],
             [0.2500]])
     """
+    if _AUTOCAST[0]:
+        B, L = _autocast_cast("linalg", B, L)
 
     Lo = _mH(L) if upper else L
     return _out(Solve.apply(_mH(Lo), Solve.apply(Lo, B)), out)
@@ -1376,6 +1421,8 @@ def cholesky_inverse(L, upper=False, *, out=None):
     tensor([[0.2500, 0.0000],
             [0.0000, 0.2500]])
     """
+    if _AUTOCAST[0]:
+        L, = _autocast_cast("linalg", L)
 
     Lo = _mH(L) if upper else L
     return _out(inv(Lo @ _mH(Lo)), out)
@@ -1383,6 +1430,8 @@ def cholesky_inverse(L, upper=False, *, out=None):
 
 def chain_matmul(*matrices, out=None):
     """The product of 2-D matrices (deprecated in PyTorch: use linalg.multi_dot).  >>> wb.chain_matmul(wb.eye(2), wb.eye(2))"""
+    if _AUTOCAST[0]:
+        matrices = _autocast_cast("chain_matmul", *matrices)
     import warnings
 
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
@@ -1598,6 +1647,8 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     tensor([[1.],
             [2.]])
     """
+    if _AUTOCAST[0]:
+        LU, B = _autocast_cast("linalg", LU, B)
 
     if LU.ndim < 2 or LU.shape[-1] != LU.shape[-2]:
         raise RuntimeError(f"linalg.lu_solve: Expected LU to be batches of square matrices, got shape "
@@ -1615,11 +1666,15 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 # --- the legacy top-level spellings --------------------------------------------------------------
 def inverse(input, *, out=None):
     """Same as linalg.inv.  >>> wb.inverse(wb.eye(2) * 2)"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("linalg", input)
     return inv(input, out=out)
 
 
 def svd(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: (U, S, V) with V (not V^H); reduced when some=True.  >>> wb.svd(wb.eye(2)).S"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("linalg", input)
     _check_matrix(input, "svd", square=False)
     U, S, Vh = SVD.apply(input, not some)
     if not compute_uv:
@@ -1631,6 +1686,8 @@ def svd(input, some=True, compute_uv=True, *, out=None):
 
 def qr(input, some=True, *, out=None):
     """torch.qr (deprecated in PyTorch): reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("linalg", input)
     import warnings
 
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
@@ -1684,6 +1741,8 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):
     tensor([[0.5000],
             [0.5000]])
     """
+    if _AUTOCAST[0]:
+        b, LU_data = _autocast_cast("linalg", b, LU_data)
     return linalg_lu_solve(LU_data, LU_pivots, b, out=out)
 
 

@@ -65,7 +65,6 @@ def matmul(input, other, *, out=None):
     """
     if _AUTOCAST[0]:
         input, other = _autocast_cast("matmul", input, other)
-
     return _out(Matmul.apply(input, other), out)
 
 
@@ -115,7 +114,7 @@ def mv(input, vec, *, out=None):
     if input.shape[1] != vec.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({input.shape[0]}x{input.shape[1]}), "
                            f"vec ({vec.shape[0]})")
-    return matmul(input, vec, out=out)
+    return _out(Matmul.apply(input, vec), out)  # its own kernel: not lowered by CPU autocast, as PyTorch's mv
 
 
 def dot(input, tensor, *, out=None):
@@ -131,7 +130,7 @@ def dot(input, tensor, *, out=None):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
                            f"[{tensor.shape[0]}] to have the same number of elements, but got {input.shape[0]} and "
                            f"{tensor.shape[0]} elements respectively")
-    return matmul(input, tensor, out=out)
+    return _out(Matmul.apply(input, tensor), out)  # its own kernel: not lowered by CPU autocast, as PyTorch's dot
 
 
 def vdot(input, other, *, out=None):
