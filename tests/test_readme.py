@@ -26,6 +26,8 @@ NOT_RUN = {
     "make bench-gpu": "needs an NVIDIA GPU",
     "make gpu-check": "needs an NVIDIA GPU and a GPU image",
     'pip install -e ".[cuda]"': "installs CuPy for a GPU",
+    "pip install tensorboard": "an optional dependency; make test installs it with [dev] and tests the writer",
+    "pip install onnx": "an optional dependency; make test installs it with [dev] and tests the export",
 }
 RUN_BY = {  # command -> the test that runs it
     "make lab": "tests/browser/test_make_lab.py",
