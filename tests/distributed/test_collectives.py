@@ -5,7 +5,8 @@ from .launch import oks, run
 
 OPS = ["all_reduce-SUM", "all_reduce-PRODUCT", "all_reduce-MIN", "all_reduce-MAX", "all_reduce-AVG", "all_reduce-async",
        "broadcast", "reduce", "all_gather0", "all_gather1", "all_gather_into_tensor", "reduce_scatter",
-       "reduce_scatter_tensor", "scatter", "all_to_all_single", "isend_irecv"]
+       "reduce_scatter_tensor", "scatter", "all_to_all_single", "all_to_all0", "all_to_all1", "isend_irecv",
+       "batch_isend_irecv"]
 
 
 def expected(devices):

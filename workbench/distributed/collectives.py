@@ -76,6 +76,8 @@ def _nccl(pg):
 
 
 def _avg(arr, n):
+    if n == 1:
+        return
     if arr.dtype.kind == "f" or arr.dtype.kind == "c":
         arr /= n
     else:

@@ -92,6 +92,15 @@ for dev in devices:
         for q in reqs:
             q.wait()
         check(f"isend_irecv-{tag}", t, all_[(r - 1) % n])
+        outs = [T(np.zeros((2, 3))) for _ in range(n)]
+        dist.all_to_all(outs, [T(data(r, npd, offset=10 * k)) for k in range(n)])
+        for k in range(n):
+            check(f"all_to_all{k}-{tag}", outs[k], data(k, npd, offset=10 * r))
+        t = T(np.zeros((2, 3)))
+        ops = [dist.P2POp(dist.isend, T(mine), (r + 1) % n), dist.P2POp(dist.irecv, t, (r - 1) % n)]
+        for q in dist.batch_isend_irecv(ops):
+            q.wait()
+        check(f"batch_isend_irecv-{tag}", t, all_[(r - 1) % n])
         if r == 0:
             dist.send(T(mine), dst=1)
         else:
@@ -99,6 +108,7 @@ for dev in devices:
             assert dist.recv(t, src=0 if backend == "nccl" else None) == 0  # any source (MPI): the sender
             check(f"send_recv-{tag}", t, all_[0])
 dist.barrier()
+dist.monitored_barrier(wait_all_ranks=True)
 objs = [None] * n
 dist.all_gather_object(objs, {"rank": r, "name": f"r{r}"})
 assert objs == [{"rank": k, "name": f"r{k}"} for k in range(n)], objs

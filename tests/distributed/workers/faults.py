@@ -1,4 +1,4 @@
-"""Faults on 2 ranks. Usage: faults.py MODE, MODE one of kill, timeout, mismatch, unused."""
+"""Faults on 2 ranks. Usage: faults.py MODE, MODE one of kill, kill0, timeout, monitored, mismatch, unused."""
 import datetime
 import os
 import signal
@@ -19,6 +19,16 @@ if mode == "kill":
     for _ in range(1000):  # rank 0 keeps going: it must be ended, not hang
         dist.all_reduce(t)
         time.sleep(0.01)
+elif mode == "kill0":
+    if r == 0:
+        os.kill(os.getpid(), signal.SIGKILL)  # the rank that started the rendezvous server
+    for _ in range(1000):
+        dist.all_reduce(t)
+        time.sleep(0.01)
+elif mode == "monitored":
+    if r == 1:
+        time.sleep(4)
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=1))
 elif mode == "timeout":
     if r == 1:
         time.sleep(6)  # rank 1 is late: rank 0's all_reduce must give up after 2 s, naming the op

@@ -11,32 +11,174 @@ the buckets and writes the averaged gradients back.
 import contextlib
 import weakref
 
+from ... import _backend
 from ... import distributed as dist
 from ...autograd import graph as _graph
-from ...autograd.grad_mode import no_grad
+from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...tensor import Tensor
 from ..module import Module
 
 _FIRST_BUCKET_BYTES = 1024 * 1024  # PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES
-_ARMED = weakref.WeakSet()  # DDP instances expecting the end of a backward pass
+_ARMED = weakref.WeakSet()  # reducers expecting the end of a backward pass
 
 
 def _on_backward(phase, roots):
     if phase == "end":
-        for ddp in list(_ARMED):
-            ddp._finalize()
+        for reducer in list(_ARMED):
+            reducer.finalize()
+
+
+_UNUSED = ("Expected to have finished reduction in the prior iteration before starting a new one. This error "
+           "indicates that your module has parameters that were not used in producing loss. You can enable unused "
+           "parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+           "`workbench.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs "
+           "participate in calculating loss. Parameters that did not receive a gradient")
 
 
 class _Bucket:
-    __slots__ = ("params", "offsets", "buffer", "pending", "work", "launched_early")
+    __slots__ = ("params", "views", "buffer", "pending", "work", "launched_early")
 
-    def __init__(self, params):
-        self.params = params  # indices into DDP's parameter list
-        self.offsets = []
-        self.buffer = None
+    def __init__(self, params, buffer, views):
+        self.params = params  # indices into the reducer's parameter list
+        self.buffer = buffer  # a flat Tensor holding every parameter's gradient
+        self.views = views  # each parameter's slice of it, shaped like the parameter
         self.pending = 0
         self.work = None
         self.launched_early = False
+
+
+class _Reducer:
+    """The buckets of one DDP model and the state of the backward pass that fills them."""
+
+    def __init__(self, params, names, pg, cap_bytes, find_unused, as_view):
+        self.params, self.names, self.pg = params, names, pg
+        self.find_unused, self.as_view = find_unused, as_view
+        self.buckets = self._build(cap_bytes)
+        self.bucket_of = [None] * len(params)
+        for bi, b in enumerate(self.buckets):
+            for slot, i in enumerate(b.params):
+                self.bucket_of[i] = (bi, slot)
+        self.ready = [False] * len(params)
+        self.next_bucket = 0
+        self.in_backward = False
+        self.error = None
+        self.launched_in_backward = 0
+        ref = weakref.ref(self)
+        self.hooks = [p.register_post_accumulate_grad_hook(_hook(ref, i)) for i, p in enumerate(params)]
+
+    def _build(self, cap_bytes):
+        groups, current, size, key = [], [], 0, None
+        cap = min(_FIRST_BUCKET_BYTES, cap_bytes)
+        for i in reversed(range(len(self.params))):
+            p = self.params[i]
+            k = (p.dtype, p.device)
+            nbytes = p.numel() * p.element_size()
+            if current and (k != key or size + nbytes > cap):
+                groups.append(current)
+                current, size = [], 0
+                cap = cap_bytes
+            current.append(i)
+            size += nbytes
+            key = k
+        if current:
+            groups.append(current)
+        buckets = []
+        for idx in groups:
+            first = self.params[idx[0]]._data
+            flat = _array_module(first).zeros(sum(self.params[i].numel() for i in idx), first.dtype)
+            views, at = [], 0
+            for i in idx:
+                p = self.params[i]
+                views.append(flat[at:at + p.numel()].reshape(p._data.shape))
+                at += p.numel()
+            buckets.append(_Bucket(idx, Tensor._make(flat), views))
+        return buckets
+
+    def prepare(self):
+        if self.in_backward and any(self.ready):
+            names = [self.names.get(id(p), "?") for p, r in zip(self.params, self.ready) if not r]
+            raise RuntimeError(f"{_UNUSED}: {names}")
+        self.ready = [False] * len(self.params)
+        for b in self.buckets:
+            b.pending = len(b.params)
+            b.work = None
+            b.launched_early = False
+        self.next_bucket = 0
+        self.in_backward = True
+        _ARMED.add(self)
+
+    def mark_ready(self, i, early):
+        if self.ready[i]:
+            return
+        self.ready[i] = True
+        bi, slot = self.bucket_of[i]
+        b = self.buckets[bi]
+        view = b.views[slot]
+        g = self.params[i]._grad
+        if g is None:
+            view[...] = 0
+        elif not (self.as_view and _shares(g._data, view)):
+            view[...] = g._data
+        b.pending -= 1
+        buckets = self.buckets
+        while self.next_bucket < len(buckets) and buckets[self.next_bucket].pending == 0:
+            nb = buckets[self.next_bucket]
+            nb.work = dist.all_reduce(nb.buffer, op=dist.ReduceOp.AVG, group=self.pg, async_op=True)
+            nb.launched_early = early
+            self.next_bucket += 1
+        if self.next_bucket:  # let MPI move the oldest launched bucket along
+            for other in buckets[:self.next_bucket]:
+                if not other.work._done:
+                    other.work.is_completed()
+                    break
+
+    def finalize(self):
+        _ARMED.discard(self)
+        if not self.in_backward:
+            return
+        missing = [i for i, r in enumerate(self.ready) if not r]
+        used = None
+        if missing and self.find_unused:
+            gone = set(missing)
+            used = [0 if i in gone else 1 for i in range(len(self.params))]
+            for i in missing:
+                self.mark_ready(i, early=False)
+        elif missing:
+            if any(self.ready):  # else this backward did not reach the model at all
+                names = [self.names.get(id(self.params[i]), "?") for i in missing]
+                self.error = f"{_UNUSED} on rank {dist.get_rank()}: {names}"
+            return
+        if used is not None:  # used on some rank: its averaged gradient counts; unused everywhere: left alone
+            used_t = Tensor._make(_array_module(self.buckets[0].buffer._data).asarray(used))
+            dist.all_reduce(used_t, op=dist.ReduceOp.MAX, group=self.pg)
+            used = used_t._data.tolist()
+        self.launched_in_backward = sum(1 for b in self.buckets if b.launched_early)
+        for b in self.buckets:
+            b.work.wait()
+        for b in self.buckets:
+            for slot, i in enumerate(b.params):
+                if used is not None and not used[i]:
+                    continue  # unused on every rank: its .grad stays as it was (None), as in PyTorch
+                p, view = self.params[i], b.views[slot]
+                g = p._grad
+                if self.as_view:
+                    if g is None or not _shares(g._data, view):
+                        p._grad = g = Tensor._make(view)
+                elif g is None:
+                    p._grad = g = Tensor._make(view.copy())
+                else:
+                    g._data[...] = view
+                g._vbox[0] += 1  # the gradient changed in place: saved references to it are stale
+        self.in_backward = False
+
+
+def _hook(ref, i):
+    def hook(p):
+        reducer = ref()
+        if reducer is not None and reducer.in_backward:
+            reducer.mark_ready(i, early=True)
+
+    return hook
 
 
 class DistributedDataParallel(Module):
@@ -85,25 +227,20 @@ class DistributedDataParallel(Module):
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
-        self._params = params
-        self._names = {id(p): n for n, p in module.named_parameters()}
-        self._verify_shapes()
+        names = {id(p): n for n, p in module.named_parameters()}
+        self._verify_shapes(params, names)
+        self._module_buffers = list(module.buffers())  # as PyTorch, the buffers of construction time
         if init_sync:
-            self._broadcast([p for p in params] + [b for b in module.buffers()])
-        self._build_buckets()
-        self._hooks = [p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(params)]
+            self._broadcast(params + self._module_buffers)
+        self.reducer = _Reducer(params, names, self.process_group, self.bucket_bytes_cap, find_unused_parameters,
+                                gradient_as_bucket_view)
         if _on_backward not in _graph.BACKWARD_HOOKS:
             _graph.BACKWARD_HOOKS.append(_on_backward)
-        self._ready = [False] * len(params)
-        self._next_bucket = 0
-        self._in_backward = False
-        self._error = None
-        self.launched_in_backward = 0  # buckets whose all-reduce started before backward ended (last pass)
 
     # --- set-up ------------------------------------------------------------------------------
-    def _verify_shapes(self):
+    def _verify_shapes(self, params, names):
         pg = self.process_group
-        mine = [(self._names.get(id(p), "?"), tuple(p.shape), p.dtype.name) for p in self._params]
+        mine = [(names.get(id(p), "?"), tuple(p.shape), p.dtype.name) for p in params]
         everyone = [None] * pg.size()
         dist.all_gather_object(everyone, mine, group=pg)
         odd = [pg.ranks[r] for r, theirs in enumerate(everyone) if theirs != everyone[0]]
@@ -134,161 +271,30 @@ class DistributedDataParallel(Module):
                     t._bump("DistributedDataParallel broadcast")
                     at += n
 
-    def _build_buckets(self):
-        buckets, current, size, key = [], [], 0, None
-        cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
-        for i in reversed(range(len(self._params))):
-            p = self._params[i]
-            k = (p.dtype, p.device)
-            nbytes = p.numel() * p.element_size()
-            if current and (k != key or size + nbytes > cap):
-                buckets.append(current)
-                current, size = [], 0
-                cap = self.bucket_bytes_cap
-            current.append(i)
-            size += nbytes
-            key = k
-        if current:
-            buckets.append(current)
-        self._buckets = []
-        self._bucket_of = [None] * len(self._params)
-        for bi, idx in enumerate(buckets):
-            first = self._params[idx[0]]
-            b = _Bucket(idx)
-            at = 0
-            for i in idx:
-                b.offsets.append(at)
-                at += self._params[i].numel()
-                self._bucket_of[i] = (bi, len(b.offsets) - 1)
-            b.buffer = Tensor._make(_zeros_like(first._data, at))
-            self._buckets.append(b)
-
     @property
     def bucket_indices(self):
         """The parameter indices (into ``module.parameters()`` order) of each bucket, in launch order."""
-        return [list(b.params) for b in self._buckets]
+        return [list(b.params) for b in self.reducer.buckets]
+
+    @property
+    def launched_in_backward(self):
+        """How many buckets started their all-reduce before the last backward pass ended."""
+        return self.reducer.launched_in_backward
 
     # --- the step ------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
-        if self._error is not None:
-            err, self._error = self._error, None
+        reducer = self.reducer
+        if reducer.error is not None:
+            err, reducer.error = reducer.error, None
             raise RuntimeError(err)
-        from ...autograd.grad_mode import is_grad_enabled
-
-        if self.broadcast_buffers and self.require_forward_param_sync:
-            bufs = [b for b in self.module.buffers()]
-            if bufs:
-                self._broadcast(bufs)
+        if self.broadcast_buffers and self.require_forward_param_sync and self._module_buffers:
+            self._broadcast(self._module_buffers)
         if is_grad_enabled() and self.require_backward_grad_sync:
-            self._prepare()
-            _ARMED.add(self)
-        else:
-            _ARMED.discard(self)
+            reducer.prepare()
+        else:  # no_sync() or no grad: this pass's hooks must not reduce anything
+            _ARMED.discard(reducer)
+            reducer.in_backward = False
         return self.module(*inputs, **kwargs)
-
-    def _prepare(self):
-        if any(self._ready) and self._in_backward:
-            names = [self._names.get(id(p), "?") for p, r in zip(self._params, self._ready) if not r]
-            raise RuntimeError(
-                "Expected to have finished reduction in the prior iteration before starting a new one. This error "
-                "indicates that your module has parameters that were not used in producing loss. You can enable "
-                "unused parameter detection by passing the keyword argument `find_unused_parameters=True` to "
-                "`workbench.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs "
-                f"participate in calculating loss. Parameters that did not receive a gradient: {names}")
-        self._ready = [False] * len(self._params)
-        for b in self._buckets:
-            b.pending = len(b.params)
-            b.work = None
-            b.launched_early = False
-        self._next_bucket = 0
-        self._in_backward = True
-
-    def _make_hook(self, i):
-        ref = weakref.ref(self)
-
-        def hook(p):
-            ddp = ref()
-            if ddp is not None and ddp._in_backward and ddp.require_backward_grad_sync and ddp in _ARMED:
-                ddp._mark_ready(i, early=True)
-
-        return hook
-
-    def _mark_ready(self, i, early):
-        if self._ready[i]:
-            return
-        self._ready[i] = True
-        bi, slot = self._bucket_of[i]
-        b = self._buckets[bi]
-        p = self._params[i]
-        view = self._view(b, slot)
-        g = p._grad
-        if g is None:
-            view[...] = 0
-        elif g._data is not view and not _shares(g._data, view):
-            view[...] = g._data.reshape(view.shape)
-        b.pending -= 1
-        while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
-            nb = self._buckets[self._next_bucket]
-            nb.work = dist.all_reduce(nb.buffer, op=dist.ReduceOp.AVG, group=self.process_group, async_op=True)
-            nb.launched_early = early
-            self._next_bucket += 1
-        for other in self._buckets[:self._next_bucket]:  # let MPI move the launched buckets along
-            if other.work is not None and not other.work._done:
-                other.work.is_completed()
-                break
-
-    def _view(self, b, slot):
-        p = self._params[b.params[slot]]
-        at = b.offsets[slot]
-        return b.buffer._data[at:at + p.numel()].reshape(p._data.shape)
-
-    def _finalize(self):
-        _ARMED.discard(self)
-        if not self._in_backward:
-            return
-        missing = [i for i, r in enumerate(self._ready) if not r]
-        used = None
-        if missing and self.find_unused_parameters:
-            used = [0 if i in set(missing) else 1 for i in range(len(self._params))]
-            for i in missing:
-                self._mark_ready(i, early=False)
-        elif missing:
-            if not any(self._ready):  # this backward did not reach the model at all
-                return
-            names = [self._names.get(id(self._params[i]), "?") for i in missing]
-            self._error = (
-                "Expected to have finished reduction in the prior iteration before starting a new one. This error "
-                "indicates that your module has parameters that were not used in producing loss. You can enable "
-                "unused parameter detection by passing the keyword argument `find_unused_parameters=True` to "
-                "`workbench.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs "
-                f"participate in calculating loss. Parameters that did not receive a gradient on rank "
-                f"{dist.get_rank()}: {names}")
-            return
-        if used is not None:  # used on some rank: its averaged gradient counts; unused everywhere: left alone
-            used_t = Tensor._make(_array_module(self._buckets[0].buffer._data).asarray(used))
-            dist.all_reduce(used_t, op=dist.ReduceOp.MAX, group=self.process_group)
-            used = used_t._data.tolist()
-        self.launched_in_backward = sum(1 for b in self._buckets if b.launched_early)
-        for b in self._buckets:
-            b.work.wait()
-        with no_grad():
-            for bi, b in enumerate(self._buckets):
-                for slot, i in enumerate(b.params):
-                    p = self._params[i]
-                    if used is not None and not used[i]:
-                        continue  # unused on every rank: its .grad stays as it was (None), as in PyTorch
-                    view = self._view(b, slot)
-                    if self.gradient_as_bucket_view:
-                        if p._grad is None or p._grad._data is not view:
-                            p._grad = Tensor._make(view)
-                        else:
-                            p._grad._bump("DistributedDataParallel all_reduce")
-                    elif p._grad is None:
-                        p._grad = Tensor._make(view.copy())
-                    else:
-                        p._grad._data[...] = view
-                        p._grad._bump("DistributedDataParallel all_reduce")
-        self._in_backward = False
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -311,13 +317,7 @@ def _flatten(arrays, like):
     return xp.concatenate([a.reshape(-1) for a in arrays]) if arrays else xp.zeros(0, like.dtype)
 
 
-def _zeros_like(like, n):
-    return _array_module(like).zeros(n, like.dtype)
-
-
 def _array_module(a):
-    from ... import _backend
-
     return _backend.xp_of(a)
 
 
