@@ -49,8 +49,6 @@ def _open(v, text):
                              arg=[v.element_handle(), n], timeout=15_000)
 
 
-@pytest.mark.xfail(reason="open in #15: the snapshot carries the GRU's per-step calls (tests/viz/test_calls.py), "
-                   "but the opened rnn.layer0 box shows no 'step ×12' series box in the browser yet", strict=False)
 def test_gru_and_unrolled_loop_group_by_call(lab, page):
     open_and_run(page, lab, "structure.ipynb", [GRU, LOOP])
     wait_idle(page)
