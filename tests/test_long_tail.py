@@ -116,3 +116,105 @@ def test_histogram_errors():
         wb.histogram(wb.tensor([1.0]), 0)
     with pytest.raises(RuntimeError, match="min should not exceed max"):
         wb.histogram(wb.tensor([1.0]), 2, range=(3.0, 1.0))
+
+
+# --- single names: limits, constants, legacy constructors, predicates, switches --------------------------
+@pytest.mark.parametrize("name", ["float16", "float32", "float64", "bfloat16", "complex64"])
+def test_finfo_matches_pytorch(name):
+    ours, theirs = wb.finfo(getattr(wb, name)), torch.finfo(getattr(torch, name))
+    for k in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(ours, k) == getattr(theirs, k), k
+    assert repr(ours) == repr(theirs)
+    assert wb.finfo().dtype == torch.finfo().dtype
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_pytorch(name):
+    ours, theirs = wb.iinfo(getattr(wb, name)), torch.iinfo(getattr(torch, name))
+    assert (ours.bits, ours.max, ours.min, ours.dtype) == (theirs.bits, theirs.max, theirs.min, theirs.dtype)
+    with pytest.raises(TypeError):
+        wb.iinfo(wb.float32)
+    with pytest.raises(TypeError):
+        wb.finfo(wb.int32)
+
+
+def test_constants_match_pytorch():
+    for name in ("pi", "e", "inf"):
+        assert getattr(wb, name) == getattr(torch, name)
+    assert np.isnan(wb.nan) and wb.newaxis is torch.newaxis is None
+    assert wb.zeros(2, 3)[:, wb.newaxis].shape == (2, 1, 3)
+
+
+@pytest.mark.parametrize("name", ["FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"])
+def test_legacy_constructors_match_pytorch(name):
+    ours, theirs = getattr(wb, name)([1, 0, 2]), getattr(torch, name)([1, 0, 2])
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert getattr(wb, name)(2, 3).shape == (2, 3)
+    assert isinstance(ours, getattr(wb, name)) and not isinstance(ours.to(wb.float16), getattr(wb, name))
+    assert wb.ones(2, dtype=ours.dtype).new([4, 5]).dtype == ours.dtype
+    assert wb.ones(2, dtype=ours.dtype).new(3, 1).shape == (3, 1)
+
+
+def test_predicates_and_small_methods_match_pytorch():
+    a = np.arange(6.0).reshape(2, 3)
+    x, t = wb.tensor(a), torch.tensor(a)
+    for name in ("is_xpu", "is_mps", "is_meta", "is_sparse", "is_quantized", "is_nested", "is_cuda", "is_cpu"):
+        assert getattr(x, name) == getattr(t, name), name
+    assert (x.get_device(), x.is_signed(), wb.tensor([1], dtype=wb.uint8).is_signed()) == \
+        (t.get_device(), t.is_signed(), torch.tensor([1], dtype=torch.uint8).is_signed())
+    assert wb.is_nonzero(wb.tensor([0.5])) and not wb.is_nonzero(wb.tensor(0))
+    with pytest.raises(RuntimeError, match="more than one value"):
+        wb.is_nonzero(x)
+    assert x.is_same_size(wb.zeros(2, 3)) and not x.is_conj() and not wb.is_neg(x)
+    assert x.type_as(wb.tensor([1])).dtype == wb.int64
+    np.testing.assert_array_equal(x.H.numpy(), t.H.numpy())
+    np.testing.assert_array_equal(wb.ones(4, 2, 3).mH.shape, torch.ones(4, 2, 3).mH.shape)
+    with pytest.raises(RuntimeError, match="matrices"):
+        wb.ones(2, 2, 2).H
+    assert repr(x.layout) == "workbench.strided" and x.layout is wb.strided
+    assert x.contiguous(memory_format=wb.channels_last).shape == (2, 3)
+
+
+def test_function_forms_of_methods():
+    x, t = wb.tensor([-1.0, 4.0]), torch.tensor([-1.0, 4.0])
+    assert wb.relu_(x) is x and torch.relu_(t) is t
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+    np.testing.assert_array_equal(wb.clamp_(x, max=2.0).numpy(), torch.clamp_(t, max=2.0).numpy())
+    y = wb.ones(2, requires_grad=True) * 2
+    assert not wb.detach(y).requires_grad and y.requires_grad
+
+
+def test_variable_as_old_code_uses_it():
+    from workbench.autograd import Variable
+
+    base = wb.ones(2)
+    v = Variable(base, requires_grad=True)
+    assert v.is_leaf and v.requires_grad and not base.requires_grad and v.data_ptr() == base.data_ptr()
+    (v * 3).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [3.0, 3.0])
+    assert isinstance(wb.zeros(1), Variable)
+    with pytest.warns(UserWarning, match="volatile"):
+        Variable(base, volatile=True)
+
+
+def test_process_switches_round_trip_and_check_values():
+    wb.set_float32_matmul_precision("medium")
+    assert wb.get_float32_matmul_precision() == "medium"
+    wb.set_float32_matmul_precision("highest")
+    with pytest.raises(RuntimeError, match="precision"):
+        wb.set_float32_matmul_precision("fast")
+    wb.set_deterministic_debug_mode("warn")
+    assert wb.are_deterministic_algorithms_enabled() and wb.is_deterministic_algorithms_warn_only_enabled()
+    assert wb.get_deterministic_debug_mode() == 1
+    wb.use_deterministic_algorithms(False)
+    assert wb.get_deterministic_debug_mode() == 0
+    n = wb.get_num_threads()
+    wb.set_num_threads(1)
+    assert wb.get_num_threads() == 1
+    wb.set_num_threads(n)
+    with pytest.raises(RuntimeError):
+        wb.set_num_threads(0)
+    with wb.set_anomaly_enabled(True):
+        assert wb.is_anomaly_enabled()
+    assert not wb.is_anomaly_enabled()

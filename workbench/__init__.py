@@ -6,6 +6,7 @@
 >>> x.grad
 tensor([2., 4.])
 """
+import math as _math
 import warnings as _warnings
 
 from . import _backend
@@ -37,10 +38,20 @@ from .amp.autocast_mode import (autocast, autocast_decrement_nesting, autocast_i
                                 set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled,
                                 set_autocast_gpu_dtype)
 from .amp.grad_scaler import GradScaler
+# the long tail real programs use (issue 14): legacy constructors, layouts, limits, process switches
+from .creation import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
+                       IntTensor, LongTensor, ShortTensor)
+from ._layouts import (channels_last, channels_last_3d, contiguous_format, layout, legacy_contiguous_format,
+                       memory_format, preserve_format, strided)
+from ._typeinfo import finfo, iinfo
+from ._switches import *  # noqa: F401,F403 - determinism, matmul precision, threads, warn_always
+from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from .autograd.anomaly import set_detect_anomaly as set_anomaly_enabled
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
 cfloat, cdouble = complex64, complex128
+pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 __version__ = "0.1.0"
 
 

@@ -339,10 +339,36 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     return _finish(arr, requires_grad)
 
 
-def _legacy_construct(args, device):
+def _legacy_construct(args, device, dtype=None):
+    dt = dtype or _dt.get_default_dtype()
     if len(args) == 1 and not isinstance(args[0], int):
-        return tensor(args[0], dtype=_dt.get_default_dtype(), device=device)
-    return empty(*args, device=device)
+        return tensor(args[0], dtype=dt, device=device)
+    return empty(*args, dtype=dt, device=device)
+
+
+class _LegacyTensorType(type):
+    # torch.FloatTensor(2, 3), torch.LongTensor([1, 2]), isinstance(t, torch.FloatTensor): old code's habits
+    def __call__(cls, *args, device=None):
+        return _legacy_construct(args, device, cls.dtype)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+
+
+def _legacy_type(name, dtype):
+    doc = (f"The legacy constructor of CPU {dtype} tensors: ``{name}(*sizes)`` (uninitialised) or ``{name}(data)``."
+           f"\n\n>>> import workbench as wb\n>>> isinstance(wb.{name}([1]), wb.{name})\nTrue\n")
+    return _LegacyTensorType(name, (), {"dtype": dtype, "__doc__": doc, "__module__": "workbench"})
+
+
+FloatTensor, DoubleTensor, HalfTensor = (_legacy_type(n, d) for n, d in (
+    ("FloatTensor", _dt.float32), ("DoubleTensor", _dt.float64), ("HalfTensor", _dt.float16)))
+BFloat16Tensor, ByteTensor, CharTensor = (_legacy_type(n, d) for n, d in (
+    ("BFloat16Tensor", _dt.bfloat16), ("ByteTensor", _dt.uint8), ("CharTensor", _dt.int8)))
+ShortTensor, IntTensor, LongTensor, BoolTensor = (_legacy_type(n, d) for n, d in (
+    ("ShortTensor", _dt.int16), ("IntTensor", _dt.int32), ("LongTensor", _dt.int64), ("BoolTensor", _dt.bool_)))
+LEGACY_TYPES = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+                "ShortTensor", "IntTensor", "LongTensor", "BoolTensor"]
 
 
 
@@ -368,6 +394,13 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, lay
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
 
+def _new_legacy(self, *args, device=None):
+    """The legacy ``x.new(*sizes)`` / ``x.new(data)``: self's dtype and device.  >>> wb.ones(2).new([1, 2])"""
+    if not args:
+        return empty(0, dtype=self.dtype, device=device or self.device)
+    return _legacy_construct(args, device or self.device, self.dtype)
+
+
 def _legacy_init(self, *args, device=None):
     # the legacy constructor: Tensor(data) or Tensor(*sizes) makes a default-dtype tensor
     Tensor._init_from(self, _legacy_construct(args, device)._data)
@@ -375,4 +408,4 @@ def _legacy_init(self, *args, device=None):
 
 # attached to Tensor by the registry in workbench/tensor.py
 METHODS = {"__init__": _legacy_init, "new_zeros": _new(zeros), "new_ones": _new(ones), "new_empty": _new(empty),
-           "new_full": _new_full, "new_tensor": _new_tensor}
+           "new_full": _new_full, "new_tensor": _new_tensor, "new": _new_legacy}
