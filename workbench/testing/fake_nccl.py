@@ -10,6 +10,7 @@ calls complete synchronously, which is what the fake cupy's streams are.
 """
 import ast
 import ctypes
+import os
 import socket
 import struct
 import threading
@@ -81,6 +82,8 @@ class _Root:
         self.socks = {}
         self.calls = {}  # sequence number -> {rank: (header, payload)}
         self.mail = {}  # (src, dst) -> [payload, ...]
+        self.local = None  # the rank living in this process: answered last, so it cannot exit (ending
+        # this root's daemon threads) before the other ranks have their answers
         threading.Thread(target=self.accept, daemon=True).start()
 
     def accept(self):
@@ -90,6 +93,8 @@ class _Root:
             with self.cond:
                 self.socks[hello["rank"]] = sock
                 self.n = hello["ndev"]
+                if hello["pid"] == os.getpid():
+                    self.local = hello["rank"]
             threading.Thread(target=self.serve, args=(sock, hello["rank"]), daemon=True).start()
 
     def serve(self, sock, rank):
@@ -132,8 +137,8 @@ class _Root:
                                  f"than rank 0 ({first['op']}, count {first['count']})"}, b"") for r in got}
         else:
             out = {r: ({"ok": True}, res.tobytes()) for r, res in self.compute(first, arrays, n).items()}
-        for r, (h, data) in out.items():
-            _send(self.socks[r], h, data)
+        for r in sorted(out, key=lambda r: r == self.local):
+            _send(self.socks[r], *out[r])
 
     @staticmethod
     def compute(head, arrays, n):
@@ -191,7 +196,7 @@ class NcclCommunicator:
         self._ndev, self._rank, self._seq = ndev, rank, 0
         self._sock = socket.create_connection(("127.0.0.1", port))
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        _send(self._sock, {"rank": rank, "ndev": ndev})
+        _send(self._sock, {"rank": rank, "ndev": ndev, "pid": os.getpid()})
 
     def _call(self, head, payload=b""):
         if self._sock is None:
