@@ -20,7 +20,8 @@ def _label(snap_nodes, nid, labels=None):
         return str(nid)
     if n["kind"] in ("leaf", "param", "input", "cut"):
         return n.get("param") or n["name"]
-    return (labels or {}).get(nid) or n["op"] or nid
+    # an op's own name plus its node number: two "mul"s stay apart in every step's text
+    return (labels or {}).get(nid) or (n["op"] or "op") + classroom.subscript(nid)
 
 
 def make_record(bstep, ids, snap_nodes, classroom_text=True, labels=None):
@@ -42,10 +43,23 @@ def make_record(bstep, ids, snap_nodes, classroom_text=True, labels=None):
         rec["leaves"].append({"node": nid, "before": summarize(before), "after": summarize(after)})
     if classroom_text:
         leaf = type(node) is AccumulateGrad
-        rec["derivation"] = classroom.derivation(node, bstep.grad_outputs, bstep.grad_inputs,
-                                                 [_label(snap_nodes, nid)] if leaf else input_labels,
-                                                 "out" if leaf else _label(snap_nodes, nid, labels))
+        if leaf:
+            names, out = [_label(snap_nodes, nid)], "out"
+        else:
+            names = _distinct([*input_labels, _label(snap_nodes, nid, labels)],
+                              [ids.get(nxt) for nxt, _ in node.next_functions] + [nid])
+            names, out = names[:-1], names[-1]
+        shapes = [snap_nodes[ids[nxt]]["shape"] if nxt in ids else None for nxt, _ in node.next_functions]
+        rec["derivation"] = classroom.derivation(node, bstep.grad_outputs, bstep.grad_inputs, names, out, shapes)
     return rec
+
+
+def _distinct(names, node_ids):
+    # "add = mul + mul" says nothing: a name used twice gets its node's number ("mul₄ + mul₇")
+    seen = {}
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+    return [n + classroom.subscript(i) if seen[n] > 1 and i is not None else n for n, i in zip(names, node_ids)]
 
 
 def nonfinite(rec):

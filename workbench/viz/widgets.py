@@ -72,10 +72,11 @@ class DebuggerWidget(_Base):
     """
 
     snapshot = traitlets.Dict().tag(sync=True)
+    classroom = traitlets.Bool(False).tag(sync=True)
 
     def __init__(self, stepper, height=0):
         super().__init__(snapshot=stepper.snapshot, view="debugger", height=height,
-                         title=stepper.snapshot["title"])
+                         title=stepper.snapshot["title"], classroom=bool(stepper.classroom))
         self.stepper = stepper
         self._static = None
         self.on_msg(self._on_msg)
