@@ -6,8 +6,8 @@
 ...     y.backward()
 >>> print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=3))  # doctest: +SKIP
 """
-from .profiler import (ProfilerAction, ProfilerActivity, kineto_available, profile, record_function, schedule,
+from .profiler import (DeviceType, ProfilerAction, ProfilerActivity, kineto_available, profile, record_function, schedule,
                        supported_activities, tensorboard_trace_handler)
 
 __all__ = ["profile", "schedule", "supported_activities", "tensorboard_trace_handler", "ProfilerAction",
-           "ProfilerActivity", "kineto_available", "record_function"]
+           "ProfilerActivity", "kineto_available", "record_function", "DeviceType"]

@@ -4,7 +4,15 @@ The attributes and the table mirror ``torch.autograd.profiler_util`` (column nam
 sort keys), so code that reads ``prof.key_averages().table(sort_by="cpu_time_total")`` or
 ``evt.self_cpu_time_total`` works unchanged. Times are in microseconds.
 """
+import enum
 import math
+
+
+class DeviceType(enum.Enum):
+    """Where an event ran (PyTorch's torch.profiler.DeviceType; workbench has CPU and CUDA events)."""
+
+    CPU = 0
+    CUDA = 1
 
 
 def _format_time(us):
@@ -79,6 +87,7 @@ class FunctionEvent(_Times):
     node_id = -1
     overload_name = ""
     count = 1
+    device_type = DeviceType.CPU  # every event is a host range; device time is attached to it
 
     def __init__(self, id, r, use_device):
         self.id = id

@@ -15,7 +15,7 @@ import time
 from .. import _backend
 from . import collect
 from .chrome_trace import chrome_trace
-from .events import EventList, FunctionEvent
+from .events import DeviceType, EventList, FunctionEvent  # noqa: F401 - DeviceType is public here
 
 _ACTIVE = [None]  # the Collector of the profile now recording, if any
 
