@@ -174,3 +174,21 @@ def test_notebook_bundle_is_a_timeline_and_the_table():
     html = b["text/html"]
     assert html.count("<svg") == 1 and "forward" in html and "backward" in html and "0 (Linear)" in html
     assert "<script" not in html
+
+
+def test_threads_nest_their_own_ranges():
+    import threading
+
+    def work():
+        with record_function("in_thread"):
+            _ = wb.ones(8) * 2
+
+    with profile() as prof:
+        with record_function("main"):
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+            _ = wb.ones(4) + 1
+    parents = {e.name: e.cpu_parent.name if e.cpu_parent else None for e in prof.events()}
+    assert parents == {"main": None, "in_thread": None, "mul": "in_thread", "add": "main"}
+    assert "nothing recorded" in profile()._repr_mimebundle_()["text/plain"]

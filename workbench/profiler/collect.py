@@ -10,6 +10,7 @@ so profiling never syncs per op).
 """
 import os
 import sys
+import threading
 import time
 
 from .. import _backend
@@ -94,15 +95,26 @@ class Collector:
         self.record_shapes, self.profile_memory = record_shapes, profile_memory
         self.with_stack, self.with_flops, self.cuda = with_stack, with_flops, cuda
         self.ranges = []  # finished, in order of their end
-        self.open = []  # the ranges entered and not yet left, innermost last
+        self._threads = threading.local()  # per thread: the ranges entered and not yet left, innermost last
+        self._stacks = []  # every thread's stack, to close what a stop leaves open
         self.t0 = _clock()
         self.cuda_t0 = None
         self.step = None
         self._swapped = []
 
     # --- ranges -------------------------------------------------------------------------------------
+    @property
+    def open(self):
+        """The calling thread's open ranges (each thread nests its own)."""
+        st = self._threads.__dict__.get("open")
+        if st is None:
+            st = self._threads.open = []
+            self._stacks.append(st)
+        return st
+
     def begin(self, name, kind, lane=None, args=None):
-        parent = self.open[-1] if self.open else None
+        opened = self.open
+        parent = opened[-1] if opened else None
         if lane is None:
             lane = parent.lane if parent is not None else FORWARD
         r = Range(name, kind, lane, 0, parent)
@@ -118,7 +130,7 @@ class Collector:
                 r.cuda = self._cuda_event()
         if self.with_stack and kind != "module":
             r.stack = _user_stack()
-        self.open.append(r)
+        opened.append(r)
         r.start = _clock() - self.t0
         return r
 
@@ -126,10 +138,11 @@ class Collector:
         r.end = _clock() - self.t0
         if r.cuda is not None:
             r.cuda = (r.cuda, self._cuda_event())
-        if self.open and self.open[-1] is r:
-            self.open.pop()
-        elif r in self.open:  # an exception unwound inner ranges without their end
-            del self.open[self.open.index(r):]
+        opened = self.open
+        if opened and opened[-1] is r:
+            opened.pop()
+        elif r in opened:  # an exception unwound inner ranges without their end
+            del opened[opened.index(r):]
         if result is not None and self.profile_memory:
             self._count_memory(r, result)
         parent = r.parent
@@ -211,8 +224,11 @@ class Collector:
         for owner, name, old in reversed(self._swapped):
             setattr(owner, name, old)
         self._swapped.clear()
-        while self.open:  # ranges left open by a profile stopped inside them
-            self.end(self.open[-1])
+        for st in self._stacks:  # ranges left open by a profile stopped inside them
+            while st:
+                r = st.pop()
+                r.end = _clock() - self.t0
+                self.ranges.append(r)
 
     def _timed_apply(self, orig):
         col = self

@@ -16,6 +16,7 @@ from .. import _backend
 from . import collect
 from .chrome_trace import chrome_trace
 from .events import DeviceType, EventList, FunctionEvent  # noqa: F401 - DeviceType is public here
+from .timeline import bundle
 
 _ACTIVE = [None]  # the Collector of the profile now recording, if any
 
@@ -264,9 +265,9 @@ class profile:
         self._metadata[key] = json.loads(value)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from .timeline import bundle
-
-        return bundle(self.events())
+        if self._events is None:
+            return {"text/plain": f"<workbench.profiler.profile: nothing recorded yet (step {self.step_num})>"}
+        return bundle(self._events)
 
 
 def _to_events(ranges, use_device, profile_memory, with_flops):
