@@ -37,7 +37,7 @@ NAMESPACES = [
     ("torch.nn.Module", "class"), ("torch.autograd", "module"), ("torch.optim", "module"),
     ("torch.optim.Optimizer", "class"), ("torch.utils.data", "module"), ("torch.linalg", "module"),
     ("torch.fft", "module"), ("torch.special", "module"), ("torch.distributions", "module"),
-    ("torch.backends", "module"), ("torch.amp", "module"), ("torch.utils", "module"),
+    ("torch.backends", "module"), ("torch.amp", "module"), ("torch.utils", "module"), ("torch.profiler", "module"),
 ]
 EXEMPTIONS = Path(__file__).with_name("api_exemptions.toml")
 
