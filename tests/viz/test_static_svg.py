@@ -89,7 +89,7 @@ def test_big_graphs_collapse_and_stay_bounded_and_fast():
 def test_layout_ranks_follow_edges_and_reduce_crossings():
     snap = _mlp_snapshot().to_dict()
     units, edges, _ = layout(snap)
-    for a, b, _ in edges:
+    for a, b, *_ in edges:
         assert a.rank < b.rank
     by_rank = {}
     for u in units:
@@ -145,3 +145,19 @@ def test_no_label_overlaps_another(make):
         for b in boxes[i + 1:]:
             overlap = a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
             assert not overlap, f"{a[4]!r} overlaps {b[4]!r}"
+
+
+def test_long_edges_run_in_lanes_of_their_own():
+    # the debugging notebook's BCE: p feeds log(p) and (1 - p), so an edge skips a rank
+    p = wb.randn(16, requires_grad=True).sigmoid()
+    y = (wb.randn(16) > 0).float()
+    loss = -(y * p.log() + (1 - y) * (1 - p).log()).mean()
+    units, edges, _ = layout(wb.viz.snapshot(loss).to_dict())
+    long = [(a, b, lanes) for a, b, _, lanes in edges if b.rank - a.rank > 1]
+    assert long
+    for a, b, lanes in long:
+        assert [v.rank for v in lanes] == list(range(a.rank + 1, b.rank))
+        for v in lanes:
+            for u in units:
+                if u.rank == v.rank:
+                    assert u.x + u.w <= v.x or v.x + v.w <= u.x, f"the lane of {a.label} -> {b.label} crosses {u.label}"

@@ -15,6 +15,7 @@ RANK_GAP = 46
 NODE_GAP = 18
 CHAR_W = 6.6
 EDGE_CHAR_W = 5.5  # 9 px monospace
+VIRTUAL_W = 10  # the lane of a long edge through a rank
 PAD = 16
 NAN_COLOR = "#d32f2f"
 INF_COLOR = "#ef6c00"
@@ -156,8 +157,29 @@ def layout(snap, budget=60, sweeps=4, top=22):
         later = [s.rank for s in succs[id(u)] if s.index > u.index]
         if later:
             u.rank = max(u.rank, min(later) - 1)
+    # an edge over several ranks runs through a thin virtual unit on each rank between, so ordering
+    # and spacing leave it a lane of its own instead of drawing it across the nodes it passes
+    via = {}
+    virtual = []
+    for k, (a, b, _label) in edges.items():
+        if b.rank - a.rank < 2:
+            continue
+        chain, prev = [], a
+        for r in range(a.rank + 1, b.rank):
+            v = _Unit(None, a.index)
+            v.kind, v.w, v.rank, v.label, v.sub = "virtual", VIRTUAL_W, r, "", ""
+            preds[id(v)], succs[id(v)] = [prev], []
+            succs[id(prev)].append(v)
+            chain.append(v)
+            prev = v
+        preds[id(b)].append(prev)
+        succs[id(prev)].append(b)
+        preds[id(b)].remove(a)
+        succs[id(a)].remove(b)
+        via[k] = chain
+        virtual += chain
     ranks = {}
-    for u in ordered:
+    for u in ordered + virtual:
         ranks.setdefault(u.rank, []).append(u)
     levels = [ranks[r] for r in sorted(ranks)]
     for lvl in levels:
@@ -174,6 +196,8 @@ def layout(snap, budget=60, sweeps=4, top=22):
             lvl.sort(key=bary)
             for i, u in enumerate(lvl):
                 u.order = i
+    for lvl in levels:  # the virtual lanes' order is settled by the sweeps above; keep the units stable
+        lvl.sort(key=lambda u: u.order)
     widths = []
     for lvl in levels:
         x = 0.0
@@ -187,7 +211,7 @@ def layout(snap, budget=60, sweeps=4, top=22):
         for u in lvl:
             u.x += off
             u.y = PAD + top + r * (NODE_H + RANK_GAP)
-    return ordered, list(edges.values()), hidden
+    return ordered, [(a, b, label, via.get(k, ())) for k, (a, b, label) in edges.items()], hidden
 
 
 def _describe(u, types):
@@ -286,7 +310,7 @@ def render_svg(snap, budget=60, standalone=False):
     """
     notes = snap.get("notes") or ()
     note_lines = [(n["level"], line) for n in notes for line in _wrap(("⚠ " if n["level"] == "error" else "ⓘ ") + n["text"], 110)]
-    units, edges, hidden = layout(snap, budget, top=22 + 15 * len(note_lines))
+    units, edges, hidden = layout(snap, budget, top=22 + (15 * len(note_lines) + 10 if note_lines else 0))
     width = max([u.x + u.w for u in units] + [PAD + CHAR_W * max([len(t) for _, t in note_lines], default=0)],
                 default=200) + PAD
     height = max([u.y + NODE_H for u in units], default=40) + PAD + (18 if hidden else 0)
@@ -308,10 +332,17 @@ def render_svg(snap, budget=60, standalone=False):
                    f'stroke-dasharray="4 3"/><text x="{x0 + 4:.1f}" y="{y0 + 10:.1f}" font-size="9" '
                    f'fill="currentColor" fill-opacity="0.6">{_x(path)}</text></g>')
     taken = text_boxes(units)
-    for a, b, label in edges:
+    for a, b, label, lanes in edges:
         x1, y1 = a.x + a.w / 2, a.y + NODE_H
-        x2, y2 = b.x + b.w / 2, b.y
+        first = lanes[0] if lanes else b
+        x2, y2 = first.x + first.w / 2, first.y
         my = (y1 + y2) / 2
+        d = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{my:.1f} {x2:.1f},{my:.1f} {x2:.1f},{y2 - (0 if lanes else 1):.1f}"
+        for v, nxt in zip(lanes, list(lanes[1:]) + [b]):
+            vx, vy = v.x + v.w / 2, v.y + NODE_H
+            nx, ny = nxt.x + nxt.w / 2, nxt.y
+            ym = (vy + ny) / 2
+            d += f" L{vx:.1f},{vy:.1f} C{vx:.1f},{ym:.1f} {nx:.1f},{ym:.1f} {nx:.1f},{ny - (1 if nxt is b else 0):.1f}"
         spot = None
         if label:
             lw = len(label) * EDGE_CHAR_W
@@ -323,25 +354,27 @@ def render_svg(snap, budget=60, standalone=False):
                     taken.append(box)
                     break
         tip = f"<title>{_x(label)}</title>" if label and spot is None else ""
-        out.append(f'<path d="M{x1:.1f},{y1:.1f} C{x1:.1f},{my:.1f} {x2:.1f},{my:.1f} {x2:.1f},{y2 - 1:.1f}" '
-                   f'fill="none" stroke="currentColor" stroke-opacity="0.45" marker-end="url(#wb-arrow)">{tip}</path>')
+        out.append(f'<path d="{d}" fill="none" stroke="currentColor" stroke-opacity="0.45" '
+                   f'marker-end="url(#wb-arrow)">{tip}</path>')
         if spot is not None:
             out.append(f'<text class="wb-edge-label" x="{spot[0]:.1f}" y="{spot[3] - 1:.1f}" font-size="9" '
                        f'fill="currentColor" fill-opacity="0.6">{_x(label)}</text>')
+    noted = {n.get("node") for n in notes}
     for u in units:
-        bad = u.nan or u.inf
-        stroke = NAN_COLOR if u.nan else INF_COLOR if u.inf else "currentColor"
+        origin = any(m["id"] in noted for m in u.members)  # where the note says the NaN started
+        bad = u.nan or u.inf or origin
+        stroke = NAN_COLOR if u.nan or origin else INF_COLOR if u.inf else "currentColor"
         dash = ' stroke-dasharray="5 3"' if u.cut or u.kind in ("module", "group") else ""
         out.append(f'<g class="wb-{_x(u.kind)}"><title>{_x(u.tip)}</title>'
                    f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
                    f'fill="{FILL.get(u.kind, "none")}" stroke="{stroke}" stroke-opacity="{1 if bad else 0.6}"'
-                   f' stroke-width="{2 if bad else 1}"{dash}/>')
+                   f' stroke-width="{3 if origin else 2 if bad else 1}"{dash}/>')
         cx = u.x + u.w / 2
         out.append(f'<text x="{cx:.1f}" y="{u.y + 15:.1f}" text-anchor="middle" fill="currentColor" '
                    f'font-weight="{"bold" if u.kind in ("module", "output") else "normal"}">{_x(u.label)}</text>')
         out.append(f'<text x="{cx:.1f}" y="{u.y + 29:.1f}" text-anchor="middle" font-size="9.5" '
                    f'fill="currentColor" fill-opacity="0.7">{_x(u.sub)}</text>')
-        badges = []
+        badges = [("⚑ origin", NAN_COLOR)] if origin else []
         if u.nan:
             badges.append(("NaN", NAN_COLOR))
         if u.inf:

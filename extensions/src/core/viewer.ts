@@ -88,6 +88,8 @@ class Viewer {
   #resultIds: string[] = [];
   #activeResult = -1;
   #classroom: boolean;
+  /** The key and mouse help is open in the panel. */
+  #help = false;
   /** Nodes a note is about (where a NaN started): marked on the graph. */
   readonly #noted = new Set<string>();
   #firstLayout = true;
@@ -118,6 +120,10 @@ class Viewer {
       btn("Expand all", null, "Open every module", () => this.#setExpanded([...this.model.containers.keys()])),
       btn("Collapse all", null, "Close every module", () => this.#setExpanded([])),
       btn("⤢", "m", "Maximize: the whole window for the graph (again, or Esc, to restore)", () => this.#maximize()),
+      btn("?", null, "How to move around", () => {
+        this.#help = !this.#help;
+        this.#renderPanel();
+      }),
     );
     this.#canvas = h("div", { class: "wb-canvas" });
     this.#viewport = s("g", { class: "wb-viewport" });
@@ -153,6 +159,11 @@ class Viewer {
       this.#schedulePaint();
     });
 
+    this.#pz.covered = () => {
+      if (this.#minimap.el.hidden) return null;
+      const c = this.#canvas.getBoundingClientRect(), m = this.#minimap.el.getBoundingClientRect();
+      return m.width ? { x0: m.left - c.left, y0: m.top - c.top, x1: m.right - c.left, y1: m.bottom - c.top } : null;
+    };
     this.#search.addEventListener("input", () => this.#onSearch());
     this.#canvas.addEventListener("click", (e) => this.#onClick(e));
     this.#root.addEventListener("keydown", (e) => this.#onKey(e));
@@ -609,12 +620,14 @@ class Viewer {
     const cont = sel ? this.model.containers.get(sel) : undefined;
     if (node) parts.push(nodeDetails(node, this.#gradOf(node.id)));
     else if (cont) parts.push(containerDetails(cont, this.model, (id) => void this.#reveal(id)));
-    else if (!v?.current) {
+    else if (!v?.current && this.#help) {
       parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",
         "Arrow keys move between nodes, Enter opens a module, Esc closes the one around the focused node, / searches, f fits. Drag to pan; the wheel zooms once the viewer has focus (or with Ctrl).",
         this.#ctrl ? " Backward: n step, o step over, c continue, r restart, b breakpoint." : ""));
     }
     this.#panel.replaceChildren(...parts);
+    // Nothing to show: the graph gets the whole width (a small graph then fits at a readable scale).
+    this.#panel.hidden = parts.length === 0;
   }
 
   #say(text: string) {

@@ -46,13 +46,15 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
   let loss = new LineChart("loss", ["loss"], false, 620, 120);
   const overviewSlot = h("div", { class: "wb-mon-overview" });
   const detail = h("div", { class: "wb-mon-detail", "aria-live": "polite" });
-  const alarms = h("ul", { class: "wb-alarms", "aria-label": "alarms" });
+  // No alarms, no list: the status line says "no alarms"
+  const alarmsHead = h("h4", { class: "wb-muted wb-alarms-head", hidden: true }, "alarms");
+  const alarms = h("ul", { class: "wb-alarms", "aria-label": "alarms", hidden: true });
   const status = h("div", { class: "wb-status", role: "status", "aria-live": "polite" });
   const grid = h("div", { class: "wb-mon-grid" }, loss.el, overviewSlot, detail);
   const root = h("div", { class: "wb-root wb-monitor", tabindex: 0, "data-lm-suppress-shortcuts": "true", role: "region",
     "aria-label": opts.title ?? "gradient monitor" },
     h("div", { class: "wb-bar" }, h("span", { class: "wb-title" }, opts.title ?? "gradient monitor")),
-    banner, h("h4", { class: "wb-muted wb-alarms-head" }, "alarms"), alarms, grid, status);
+    banner, alarmsHead, alarms, grid, status);
   el.replaceChildren(root);
   let overview: Overview | null = null;
   let layerNames: string[] = [], metricNames: string[] = [];
@@ -136,6 +138,7 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
     // Keep the DOM bounded on a run that alarms every step.
     while (alarms.childElementCount > 500) alarms.firstElementChild!.remove();
     if (list.length) latest = `${list[list.length - 1].kind} in ${list[list.length - 1].layer}`;
+    alarmsHead.hidden = alarms.hidden = alarmCount === 0;
     summary();
   }
 
@@ -153,6 +156,7 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
         shown = -1;
         alarms.replaceChildren();
         alarmCount = steps = 0;
+        alarmsHead.hidden = alarms.hidden = true;
         const fresh = new LineChart("loss", ["loss"], false, 620, 120);
         loss.el.replaceWith(fresh.el);
         loss = fresh;
