@@ -16,6 +16,7 @@ CPU = {
     "train_cpu.py": ["--steps", "2", "--rounds", "1"],
     "monitor_overhead.py": ["--steps", "60"],
     "custom_op_overhead.py": ["--quick"],
+    "viewer_speed.py": ["--nodes", "200"],
 }
 
 
