@@ -174,6 +174,12 @@ def test_notebook_bundle_is_a_timeline_and_the_table():
     html = b["text/html"]
     assert html.count("<svg") == 1 and "forward" in html and "backward" in html and "0 (Linear)" in html
     assert "<script" not in html
+    import xml.etree.ElementTree as ET
+
+    svg = ET.fromstring(html[html.index("<svg"):html.index("</svg>") + 6])  # well-formed, so browsers draw it
+    rects = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect")][1:]  # after the background
+    assert len(rects) == len(prof.events()) + 3  # + the backward module scopes 2, 1, 0
+    assert all(float(r.get("width")) > 0 for r in rects)
 
 
 def test_threads_nest_their_own_ranges():
