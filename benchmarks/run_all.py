@@ -19,6 +19,7 @@ CPU = {
     "compile_cpu.py": ["--steps", "2", "--rounds", "1", "--only", "tiny,mlp"],
     "user_forms.py": ["--rounds", "1", "--only", "chain,tiny,mlp"],
     "functional_ops.py": ["--rounds", "1", "--reps", "1", "--only", "relu,layer_norm,cross_entropy"],
+    "viewer_speed.py": ["--nodes", "200"],
 }
 
 
