@@ -102,7 +102,7 @@ describe("debugger controls in the viewer (replay)", () => {
     key(root, "c");
     expect(root.querySelector(".wb-counter")!.textContent).toBe("3 / 7");
     // the state in the toolbar (warning colour, no reason), the reason once, in the step panel
-    expect(root.querySelector(".wb-bar .wb-paused")!.textContent).toBe("⏸ paused");
+    expect(root.querySelector(".wb-bar .wb-paused")!.textContent).toBe("‖ paused");
     expect(root.querySelector(".wb-step-current .wb-paused")!.textContent).toContain("breakpoint");
     const saying = [...root.querySelectorAll(".wb-paused, .wb-banner, [role=status], .wb-notes")].filter((e) => e.textContent!.includes("breakpoint"));
     expect(saying.length).toBe(1);

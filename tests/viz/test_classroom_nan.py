@@ -85,6 +85,7 @@ def test_nan_note_is_on_the_svg_fallback():
     notes = " ".join(re.findall(r'<text class="wb-note"[^>]*>([^<]*)</text>', svg))
     assert "The first op that produced NaN or Inf: log" in notes and 'fill="#d32f2f"' in svg
     assert "⚑ origin" in svg  # the op the note names is marked, as in the viewer
+    assert "error: The loss (loss) is Inf" in repr(wb.viz.snapshot(loss))  # the one line a script prints
 
 
 def test_debugger_whose_graph_changed_says_so_not_the_inplace_hint():

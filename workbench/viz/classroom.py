@@ -185,7 +185,7 @@ def derivation(node, grad_outputs, grad_inputs, labels, out_label="out", in_shap
     if op == "AccumulateGrad":
         who = labels[0] if labels else "leaf"
         return f"{who}.grad += dL/d{who}" + (f" = {_fmt(g)}" if g is not None else "") + \
-            "   (a leaf sums every gradient that reaches it)"
+            "\n   a leaf sums every gradient that reaches it"
     keys = ["a", "b", "bias"] if op != "linear" else ["x", "W", "bias"]
     if op == "addmm":
         keys = ["bias", "a", "b"]

@@ -62,25 +62,31 @@ def _distinct(names, node_ids):
     return [n + classroom.subscript(i) if seen[n] > 1 and i is not None else n for n, i in zip(names, node_ids)]
 
 
-def nonfinite(rec):
-    """'NaN in grad_inputs[0] (sent to n3)'-style text when the step record holds NaN/Inf, else None."""
+def nonfinite(rec, snap_nodes=None):
+    """'NaN in the gradient sent to SubBackward0 (input 0)'-style text when the step record holds
+    NaN/Inf, else None; ``snap_nodes`` (id -> node dict) names the nodes, else their ids do."""
+
+    def name(nid):
+        n = (snap_nodes or {}).get(nid)
+        return (n.get("param") or n["name"]) if n else nid
+
     for gi in rec["grad_inputs"]:
         g = gi["grad"]
         if g is not None and (g["nan"] or g["inf"]):
-            return f"{'NaN' if g['nan'] else 'Inf'} in grad_inputs[{gi['index']}] (sent to {gi['target']})"
+            return f"{'NaN' if g['nan'] else 'Inf'} in the gradient sent to {name(gi['target'])} (input {gi['index']})"
     for leaf in rec["leaves"]:
         a = leaf["after"]
         if a["nan"] or a["inf"]:
-            return f"{'NaN' if a['nan'] else 'Inf'} in the .grad of {leaf['node']}"
+            return f"{'NaN' if a['nan'] else 'Inf'} in the .grad of {name(leaf['node'])}"
     return None
 
 
-def flag_first_nonfinite(rec, node, seen_bad):
+def flag_first_nonfinite(rec, node, seen_bad, snap_nodes=None):
     """Set ``rec["breakpoint"]`` on the first step that produces NaN/Inf; returns whether this one holds any.
 
     ``continue`` stops there by itself; the reason names the op and, when recorded, its forward line.
     """
-    reason = nonfinite(rec)
+    reason = nonfinite(rec, snap_nodes)
     if reason is None:
         return False
     incoming = any(g is not None and (g["nan"] or g["inf"]) for g in rec["grad_outputs"])
@@ -110,7 +116,7 @@ def record_backward(roots, builder, gradient=None, retain_graph=False):
     # the engine frees each node's saved tensors (retain_graph=False) once its record is made
     for bstep in engine.iter_backward(roots, grads, retain_graph=retain_graph, keep_before=True, free_after_step=True):
         rec = make_record(bstep, builder.ids, nodes, True, builder.labels)
-        bad = flag_first_nonfinite(rec, bstep.node, bad) or bad
+        bad = flag_first_nonfinite(rec, bstep.node, bad, nodes) or bad
         steps.append(rec)
     return steps
 

@@ -203,7 +203,7 @@ class Stepper:
             raise
         rec = make_record(bstep, self.ids, self.nodes, True, self.builder.labels)
         cur = Step(bstep, rec, rec["node"])
-        self._bad = flag_first_nonfinite(rec, bstep.node, self._bad) or self._bad
+        self._bad = flag_first_nonfinite(rec, bstep.node, self._bad, self.nodes) or self._bad
         self.records.append(rec)
         self.current = cur
         self.position += 1

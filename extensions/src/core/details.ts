@@ -34,6 +34,11 @@ export function summaryBlock(title: string, sum: Summary | null | undefined, mis
     box.append(h("div", { class: "wb-muted wb-missing" }, missing));
     return box;
   }
+  if (sum.numel === 1 && sum.values?.length === 1) {
+    // one number: the number, not a table of its statistics
+    box.append(h("div", { class: "wb-scalar" }, h("span", { class: "wb-code" }, fmt(sum.values[0])), h("span", { class: "wb-muted" }, ` ${sum.dtype}`)));
+    return box;
+  }
   const row = (...cells: [string, string][]) => h("tr", {}, ...cells.flatMap(([k, v]) => [h("th", {}, k), h("td", {}, v)]));
   box.append(
     h("table", { class: "wb-stats" },
@@ -116,8 +121,9 @@ export function stepDetails(step: StepRecord, total: number, model: TapeModel, c
   );
   // classroom mode: the chain rule of this step comes first, the numbers below it
   if (classroom && step.derivation) sec.append(h("pre", { class: "wb-derivation", "aria-label": "derivation" }, step.derivation));
-  if (pausedReason && pausedReason !== "end") sec.append(h("p", { class: "wb-paused" }, pausedReason === "breakpoint" ? "● paused at your breakpoint" : `⏸ paused: ${pausedReason}`));
-  if (n?.site) sec.append(h("div", { class: "wb-muted" }, siteText(n)));
+  if (pausedReason && pausedReason !== "end") sec.append(h("p", { class: "wb-paused" }, pausedReason === "breakpoint" ? "● paused at your breakpoint" : `‖ paused: ${pausedReason}`));
+  const site = n ? siteText(n) : null;
+  if (site && !pausedReason?.includes(site)) sec.append(h("div", { class: "wb-muted" }, site));
   step.grad_outputs.forEach((g, i) => sec.append(summaryBlock(step.grad_outputs.length > 1 ? `incoming gradient ${i}` : "incoming gradient", g)));
   for (const gi of step.grad_inputs) sec.append(summaryBlock(`→ input ${gi.index} (${label(gi.target)})`, gi.grad));
   for (const leaf of step.leaves) {

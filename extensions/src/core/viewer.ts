@@ -245,7 +245,8 @@ class Viewer {
     const v = this.#ctrl.view();
     this.#dbg.counter.textContent = `${v.position} / ${v.total}`;
     // The state in a word; the reason is said once, in the step panel (warning colour), an error once in the banner.
-    this.#dbg.paused.textContent = v.pausedReason === "end" ? "done" : v.pausedReason ? "⏸ paused" : "";
+    this.#dbg.paused.textContent = v.pausedReason === "end" ? "✓ done" : v.pausedReason ? "‖ paused" : "";
+    this.#dbg.paused.classList.toggle("wb-done-label", v.pausedReason === "end");
     const message = v.error ?? v.notice;
     this.#dbg.banner.hidden = !message;
     this.#dbg.banner.textContent = message ? (v.error ? `✖ ${message}` : message) : "";
