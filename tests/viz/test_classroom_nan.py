@@ -103,3 +103,12 @@ def test_debugger_whose_graph_changed_says_so_not_the_inplace_hint():
         assert "optimizer.step()" in msg and "wb.viz.debug(loss)" in msg
         assert "out-of-place" not in msg and "clone()" not in msg
     assert not math.isnan(dbg.position)
+
+
+def test_matrix_rules_name_parameters_once_and_powers_by_their_exponent():
+    net = wb.nn.Sequential(wb.nn.Linear(3, 4), wb.nn.Tanh(), wb.nn.Linear(4, 1))
+    loss = ((net(wb.randn(4, 3)) - wb.randn(4, 1)) ** 2).mean()
+    d = "\n".join(_derivations(wb.viz.snapshot(loss, net, trace=True)))
+    assert "dL/d2.bias = dL/dlinear" in d and "2.2.bias" not in d
+    assert "@ 2.weightᵀ + 2.bias" in d
+    assert "^2\n" in d and "· (2 · sub" in d

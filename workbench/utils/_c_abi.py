@@ -384,10 +384,6 @@ class CudaFunction:
     def __call__(self, *args, grid=None, block=None, shared_mem=0):
         fname = f"{self._module}.{self.__name__}"
         cp = _backend.cupy()
-        if getattr(cp, "__fake__", False):
-            raise RuntimeError(f"{fname} is a CUDA kernel, and the fake cupy (CPU-only tests) cannot run CUDA code. "
-                               "Register it as a custom op's 'cuda' kernel next to a CPU reference "
-                               "(workbench.library.custom_op): the reference stands in for it there")
         values, written, keep = _bind_args(fname, self._sig, args, "cuda")
         devs = {a.device.id for a in keep}
         if len(devs) > 1:

@@ -68,8 +68,8 @@ WHOLE = {
     "cross_entropy": ["dL/da = dL/dout · (softmax(a) − onehot(target)) / n"],
 }
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-_DL = re.compile(r"dL/d(a|b|out|x|W|bias)(?![A-Za-z_])")
-_TOKEN = re.compile(r"(?<![A-Za-z_])(a|b|out|x|W|bias)(?![A-Za-z_])")  # "out²" is a token too
+# an operand's name, also right after "dL/d" and before "²" (one pass, so a name put in is not renamed again)
+_TOKEN = re.compile(r"(?:(?<=dL/d)|(?<![A-Za-z_.]))(a|b|out|x|W|bias)(?![A-Za-z_])")
 
 
 def subscript(node_id):
@@ -162,7 +162,6 @@ def _substitute(expr, vals, names):
 
 
 def _rename(text, names):
-    text = _DL.sub(lambda m: "dL/d" + names.get(m.group(1), m.group(1)), text)
     return _TOKEN.sub(lambda m: names.get(m.group(0), m.group(0)), text)
 
 
@@ -193,6 +192,10 @@ def derivation(node, grad_outputs, grad_inputs, labels, out_label="out", in_shap
     for k, key in enumerate(keys):
         names[key] = labels[k] if k < len(labels) else key
     rule = RULES.get(op)
+    p = getattr(node, "sb", None) if op == "pow" else None
+    if isinstance(p, (int, float)) and not isinstance(p, bool):  # x ** 2: the exponent is a number
+        pt = _fmt(p)
+        rule = (f"out = a^{pt}", [f"{pt} · a" if p == 2 else f"{pt} · a^{_fmt(p - 1)}"])
     if rule is None:
         lines = [f"{out_label} = {op or node.name()}(" + ", ".join(labels) + ")",
                  f"dL/d(each input) = the vector-Jacobian product of {op or node.name()} with dL/d{out_label}"]
