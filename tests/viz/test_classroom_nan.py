@@ -68,6 +68,7 @@ def test_nan_loss_note_names_the_first_op_and_its_line_under_record(validate):
     # a debugger of that loss says it before the first step (the same snapshot, the same note)
     dbg = wb.viz.debug(loss, display=False)
     assert dbg.snapshot["notes"] == d["notes"] and dbg.position == 0
+    assert "error: The loss (loss) is" in dbg.static_bundle()["text/plain"]  # what a script prints
 
 
 def test_nan_loss_without_record_says_how_to_find_the_origin_and_finite_has_no_note(validate):

@@ -87,8 +87,9 @@ class DebuggerWidget(_Base):
             snap = self.stepper.replay_snapshot()
             steps = len(snap["trace"]["steps"]) if snap["trace"] else 0
             self._static = Snapshot(snap)._repr_mimebundle_()
+            notes = "".join(f" {n['level']}: {n['text']}" for n in snap.get("notes") or ())  # before any step
             self._static["text/plain"] = (f"<workbench debugger {snap['title']!r}: {len(snap['nodes'])} nodes, "
-                                          f"replay of {steps} backward steps>")
+                                          f"replay of {steps} backward steps>{notes}")
         return self._static
 
     # --- Python API (the same actions the buttons take) ------------------------------------------
