@@ -57,7 +57,7 @@ class NotEmulated(RuntimeError):
 
 
 def _launcher(sig):
-    params = ", ".join(f"{'const ' if p.const else ''}{p.type}{'*' if p.pointer else ''} a{k}"
+    params = ", ".join(f"{'const ' if p.const else ''}{p.type}{'*' * p.pointer} a{k}"
                        for k, p in enumerate(sig.params))
     call = ", ".join(f"a{k}" for k in range(len(sig.params)))
     return (f'extern "C" void __wb_launch_{sig.name}(unsigned gx, unsigned gy, unsigned gz, unsigned bx, '

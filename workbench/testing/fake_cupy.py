@@ -63,6 +63,12 @@ class ndarray(numpy.ndarray):
     def device(self):
         return Device(self._dev)
 
+    @property
+    def data(self):
+        """CuPy's MemoryPointer: ``.ptr`` is the address of the array's first element (here in host memory, which
+        the CPU emulator's kernels read)."""
+        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0], device=self.device)
+
     def get(self, stream=None, order="C", out=None):
         _synced("get")
         host = numpy.array(self.view(numpy.ndarray), order=order)

@@ -1,6 +1,6 @@
 // The side panel: details of the selected node or module, and the current backward step.
 import { h } from "./dom";
-import { fmt, health, inlineValues } from "./format";
+import { fmt, health, inlineValues, siteLine } from "./format";
 import type { Container, TapeModel } from "./graph-model";
 import { shapeText } from "./graph-model";
 import { histogram } from "./histogram";
@@ -61,9 +61,7 @@ function dl(rows: [string, string | Node | null][]): HTMLElement {
   return out;
 }
 
-/** A source site as IPython writes it: "Cell In[3], line 10" for a notebook cell, else "train.py:10 in step". */
-export const siteText = (n: TapeNode) => (!n.site ? null : n.site.file.startsWith("Cell In[") ? `${n.site.file}, line ${n.site.line}`
-  : `${n.site.file}:${n.site.line} in ${n.site.function}`);
+export const siteText = (n: TapeNode) => (n.site ? siteLine(n.site) : null);
 
 export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
   return h("section", { "aria-label": "selected node" },

@@ -1,7 +1,7 @@
 // The gradient monitor: loss curve, per-layer norm charts and gradient heatmaps, and an alarm list,
 // fed incrementally by "monitor" messages (see PROTOCOL.md). Nothing is redrawn from scratch on append.
 import { h } from "../core/dom";
-import { fmt } from "../core/format";
+import { fmt, siteLine } from "../core/format";
 import { ensureStyle } from "../core/style";
 import { type BufferLike, asFloat32, asUint32 } from "./buffers";
 import { Heatmap } from "./heatmap";
@@ -130,7 +130,7 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
   function alarms_(list: Alarm[]) {
     for (const a of list) {
       alarmCount++;
-      const where = [a.op, a.site ? siteText(a.site) : null].filter(Boolean).join(" at ");
+      const where = [a.op, a.site ? siteLine({ file: a.site.file, line: a.site.line }) : null].filter(Boolean).join(" at ");
       // Errors (NaN/Inf) in the error colour, everything else in the warning colour, each said once.
       alarms.append(h("li", { class: a.kind === "nan" || a.kind === "inf" ? "wb-bad-nan" : "wb-bad-inf" },
         `${ALARM_ICON[a.kind] ?? a.kind}  step ${a.step} · ${a.layer}`, where ? ` · ${where}` : "", a.detail ? ` — ${a.detail}` : ""));
@@ -172,7 +172,3 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
   };
 }
 
-/** "Cell In[3], line 10" for a notebook cell, else "train.py:42". */
-export function siteText(site: { file: string; line: number }): string {
-  return site.file.startsWith("Cell In[") ? `${site.file}, line ${site.line}` : `${site.file}:${site.line}`;
-}
