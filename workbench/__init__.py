@@ -26,8 +26,8 @@ from .tensor import Size, Tensor
 from . import ops as _ops  # binds Tensor's operators and methods
 from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
                        linspace, logspace, ones, ones_like, tensor, zeros, zeros_like)
-from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
-                     multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm, seed,
+from .random import (Generator, bernoulli, binomial, default_generator, get_rng_state, initial_seed, manual_seed,
+                     multinomial, normal, poisson, rand, rand_like, randint, randint_like, randn, randn_like, randperm, seed,
                      set_rng_state)
 from .ops import *  # noqa: F401,F403 - every op family's public functions
 from . import autograd, cuda, cpu

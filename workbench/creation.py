@@ -5,6 +5,7 @@ import warnings
 from . import _backend
 from ._backend import dtypes as _dt
 from ._core import _INFERENCE_BOX, Tensor
+from ._outargs import writes_out
 
 np = _backend.numpy
 
@@ -229,6 +230,7 @@ empty = _factory("empty", "empty")
 empty.__doc__ = "An uninitialised tensor.  >>> wb.empty(2, 3).shape  ->  workbench.Size([2, 3])"
 
 
+@writes_out
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor filled with fill_value; its dtype follows the value (bool, int64 or the default float).
 
@@ -267,6 +269,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
                 requires_grad=requires_grad)
 
 
+@writes_out
 def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Values from start to end (exclusive) by step; int64 unless any argument is a float.
 
@@ -302,6 +305,7 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     return _finish(arr, requires_grad)
 
 
+@writes_out
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """steps evenly spaced values from start to end inclusive.
 
@@ -319,6 +323,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _finish(arr, requires_grad)
 
 
+@writes_out
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """base ** linspace(start, end, steps).  >>> wb.logspace(0, 2, 3)  ->  tensor([  1.,  10., 100.])"""
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
@@ -329,6 +334,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     return _finish(arr, requires_grad)
 
 
+@writes_out
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The identity matrix (n x m).  >>> wb.eye(2)  ->  tensor([[1., 0.], [0., 1.]])"""
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()

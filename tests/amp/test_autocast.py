@@ -137,13 +137,13 @@ def test_weight_cast_is_cached_inside_the_region():
     with wb.autocast("cpu"):
         lin(x)
         lin(x)
-        assert len(_autocast._CACHE) == 2  # weight and bias, cast once each
+        assert len(_autocast.STATE.cache) == 2  # weight and bias, cast once each
         with wb.autocast("cpu", cache_enabled=False):
             assert not wb.is_autocast_cache_enabled()
-    assert not _autocast._CACHE  # cleared when the outermost region exits
+    assert not _autocast.STATE.cache  # cleared when the outermost region exits
     with wb.autocast("cpu", cache_enabled=False):
         lin(x)
-        assert not _autocast._CACHE
+        assert not _autocast.STATE.cache
 
 
 def test_cuda_lists_on_the_fake_gpu(fake_cuda):

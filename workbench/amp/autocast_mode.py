@@ -1,8 +1,8 @@
 """``autocast``: run the ops on PyTorch's autocast lists in lower precision (or float32) inside a region.
 
 The context manager only flips the state in ops/_autocast.py; the listed ops cast their own inputs
-there (one flag check each when autocast is off). The state is process-wide, not thread-local as in
-PyTorch: workbench runs one Python thread of ops at a time.
+there (one flag check each when autocast is off). The state is thread-local, as in PyTorch: a region
+entered in one thread does not change the ops of another, and a new thread starts with autocast off.
 
 >>> import workbench as wb
 >>> a, b = wb.ones(2, 3), wb.ones(3, 2)
@@ -23,7 +23,7 @@ _SUPPORTED = (_dt.bfloat16, _dt.float16)
 
 def is_autocast_available(device_type):
     """Whether autocast works for ``device_type`` ('cpu' and 'cuda').  >>> wb.amp.is_autocast_available("cpu")  ->  True"""
-    return device_type in _state.ENABLED
+    return device_type in _state.DEVICE_TYPES
 
 
 def _check_device(device_type):
@@ -104,7 +104,7 @@ class autocast:  # noqa: N801 - PyTorch's name
 
 def is_autocast_enabled(device_type=None):
     """Whether autocast is on for ``device_type`` (PyTorch's no-argument form asks about CUDA)."""
-    return _state.ENABLED["cuda" if device_type is None else device_type]
+    return _state.STATE.enabled["cuda" if device_type is None else device_type]
 
 
 def set_autocast_enabled(device_type, enabled=None):
@@ -112,19 +112,18 @@ def set_autocast_enabled(device_type, enabled=None):
     if enabled is None:  # set_autocast_enabled(bool)
         device_type, enabled = "cuda", device_type
     _check_device(device_type)
-    _state.ENABLED[device_type] = bool(enabled)
-    _state.refresh()
+    _state.set_enabled(device_type, bool(enabled))
 
 
 def get_autocast_dtype(device_type):
     """The lower-precision dtype autocast uses on ``device_type``.  >>> wb.get_autocast_dtype("cpu")  ->  workbench.bfloat16"""
     _check_device(device_type)
-    return _state.DTYPE[device_type]
+    return _state.STATE.dtype[device_type]
 
 
 def set_autocast_dtype(device_type, dtype):
     _check_device(device_type)
-    _state.DTYPE[device_type] = dtype
+    _state.STATE.dtype[device_type] = dtype
 
 
 def is_autocast_cpu_enabled():
@@ -152,11 +151,11 @@ def set_autocast_gpu_dtype(dtype):
 
 
 def is_autocast_cache_enabled():
-    return _state.CACHE_ENABLED[0]
+    return _state.STATE.cache_enabled
 
 
 def set_autocast_cache_enabled(enabled):
-    _state.CACHE_ENABLED[0] = bool(enabled)
+    _state.STATE.cache_enabled = bool(enabled)
 
 
 def clear_autocast_cache():
@@ -165,13 +164,15 @@ def clear_autocast_cache():
 
 
 def autocast_increment_nesting():
-    _state.NESTING[0] += 1
-    return _state.NESTING[0]
+    s = _state.STATE
+    s.nesting += 1
+    return s.nesting
 
 
 def autocast_decrement_nesting():
-    _state.NESTING[0] -= 1
-    return _state.NESTING[0]
+    s = _state.STATE
+    s.nesting -= 1
+    return s.nesting
 
 
 def _cast(value, device_type, dtype):

@@ -10,19 +10,66 @@ tensors and applies PyTorch's policy (aten/src/ATen/autocast_mode.cpp, torch 2.1
 * ``promote``: mixed floating inputs run in the widest of their dtypes (cat, stack...);
 * ``banned``:  the op refuses to run under autocast (binary_cross_entropy on CUDA).
 
+The state is thread-local, as PyTorch's is (its enabled flags, dtypes, cache switch, nesting depth and
+cast cache are all ``thread_local`` in autocast_mode.cpp): autocast entered in one thread changes nothing
+in another, and a new thread starts with autocast off. ``AUTOCAST[0]``, the one flag ops check, is
+process-wide and says whether *some* thread has autocast on; ``cast`` then reads the calling thread's
+state, so a thread without autocast pays one thread-local lookup only while another thread has it on.
+
 Casts of leaf tensors that require grad (the parameters) to the autocast dtype are cached until the
-outermost autocast region exits, as PyTorch does, so a weight used by several ops is cast once. The
-public face (``autocast``, the get/set functions) is workbench/amp/autocast_mode.py.
+outermost autocast region of the thread exits, as PyTorch does, so a weight used by several ops is cast
+once. The public face (``autocast``, the get/set functions) is workbench/amp/autocast_mode.py.
 """
+import threading
+
 from .._backend import dtypes as _dt
 from .._core import Tensor
 
-AUTOCAST = [False]  # True while autocast is enabled for some device type
-ENABLED = {"cpu": False, "cuda": False}
-DTYPE = {"cpu": _dt.bfloat16, "cuda": _dt.float16}
-CACHE_ENABLED = [True]
-NESTING = [0]
-_CACHE = {}  # id(leaf) -> (leaf, its version, the cast copy)
+AUTOCAST = [False]  # True while autocast is enabled for some device type in some thread
+DEVICE_TYPES = ("cpu", "cuda")
+_ACTIVE = [0]  # how many threads have autocast enabled for some device type
+_LOCK = threading.RLock()  # an RLock: a dying thread's _Active.__del__ may run while its thread holds it
+
+
+class _Active:
+    """Counts its thread in _ACTIVE while autocast is on there; a thread that ends inside an enabled
+    region drops its thread-local state, and with it this object, which takes the thread off the count."""
+
+    __slots__ = ("on",)
+
+    def __init__(self):
+        self.on = False
+
+    def set(self, on):
+        if on != self.on:
+            with _LOCK:
+                self.on = on
+                _ACTIVE[0] += 1 if on else -1
+                AUTOCAST[0] = _ACTIVE[0] > 0
+
+    def __del__(self):
+        self.set(False)
+
+
+class _State(threading.local):
+    def __init__(self):  # runs once in every thread that touches the state
+        self.enabled = {"cpu": False, "cuda": False}
+        self.dtype = {"cpu": _dt.bfloat16, "cuda": _dt.float16}
+        self.cache_enabled = True
+        self.nesting = 0
+        self.cache = {}  # id(leaf) -> (leaf, its version, the cast copy)
+        self.active = _Active()
+
+
+STATE = _State()
+
+
+def set_enabled(device_type, enabled):
+    """Turn autocast on or off for ``device_type`` in the calling thread."""
+    s = STATE
+    s.enabled[device_type] = enabled
+    s.active.set(any(s.enabled.values()))
+
 
 _CUDA_LOWER = ("matmul", "mm", "bmm", "mv", "einsum", "vecdot", "baddbmm", "addmm", "addbmm", "addmv", "addr", "chain_matmul",
                "multi_dot", "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -68,15 +115,15 @@ def _eligible(t, device_type):
             and t.dtype is not _dt.float64)
 
 
-def _to(t, dtype):
+def _to(t, dtype, s):
     if t.dtype is dtype:
         return t
-    if CACHE_ENABLED[0] and t.is_leaf and t.requires_grad and dtype is not _dt.float32:
-        hit = _CACHE.get(id(t))
+    if s.cache_enabled and t.is_leaf and t.requires_grad and dtype is not _dt.float32:
+        hit = s.cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1] == t._version:
             return hit[2]
         out = t.to(dtype)
-        _CACHE[id(t)] = (t, t._version, out)
+        s.cache[id(t)] = (t, t._version, out)
         return out
     return t.to(dtype)
 
@@ -98,7 +145,8 @@ def cast(op, *args):
     A list or tuple argument (cat's tensors) is cast element by element and keeps its type.
     """
     dev = _device_type(args)
-    if dev is None or not ENABLED.get(dev):
+    s = STATE
+    if dev is None or not s.enabled.get(dev):
         return args
     policy = POLICY[dev].get(op)
     if policy is None:
@@ -114,8 +162,8 @@ def cast(op, *args):
             return args
         target = widest
     else:
-        target = DTYPE[dev] if policy == "lower" else _dt.float32
-    return tuple(_cast_arg(a, dev, target) for a in args)
+        target = s.dtype[dev] if policy == "lower" else _dt.float32
+    return tuple(_cast_arg(a, dev, target, s) for a in args)
 
 
 def _flat(args):
@@ -126,17 +174,12 @@ def _flat(args):
             yield a
 
 
-def _cast_arg(a, dev, target):
+def _cast_arg(a, dev, target, s):
     if isinstance(a, (list, tuple)):
-        return type(a)(_to(t, target) if _eligible(t, dev) else t for t in a)
-    return _to(a, target) if _eligible(a, dev) else a
+        return type(a)(_to(t, target, s) if _eligible(t, dev) else t for t in a)
+    return _to(a, target, s) if _eligible(a, dev) else a
 
 
 def clear_cache():
-    """Drop the cached casts (PyTorch does this when the outermost autocast region exits)."""
-    _CACHE.clear()
-
-
-def refresh():
-    """Recompute the one flag ops check, after ENABLED changed."""
-    AUTOCAST[0] = any(ENABLED.values())
+    """Drop the calling thread's cached casts (PyTorch does this when the outermost autocast region exits)."""
+    STATE.cache.clear()

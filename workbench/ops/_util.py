@@ -5,6 +5,7 @@ from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
+from .._outargs import _out, _outs, writes_out  # noqa: F401 - the op families import them from here
 
 np = _backend.numpy
 _np_generic = np.generic
@@ -201,24 +202,6 @@ def _check_scatter_src(op, region, src):
     if tuple(region.shape) != tuple(src.shape):
         raise RuntimeError(f"{op}: expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {list(region.shape)}")
-
-
-def _out(r, out):
-    """Write ``r`` into ``out=`` (PyTorch's out arguments), which must not need autograd."""
-    if out is None:
-        return r
-    if STATE.enabled and (out._rg or r._rg):
-        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one of "
-                           "the arguments requires grad. Call it under workbench.no_grad() or drop out=.")
-    if out._data.shape != r._data.shape:
-        if out._data.size:
-            raise RuntimeError(f"out= has shape {list(out.shape)} but the result has shape {list(r.shape)}; "
-                               "pass an empty tensor or one of the result's shape")
-        out._data = r._data.astype(out._data.dtype, copy=True)
-    else:
-        out._data[...] = r._data
-    out._vbox[0] += 1
-    return out
 
 
 def dtype_error(kernel, npd):

@@ -15,7 +15,7 @@ from .._core import Tensor
 from ..creation import tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, wrap_dim
+from ._util import _out, wrap_dim, writes_out
 
 _NORMS = ("backward", "forward", "ortho")
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -325,6 +325,7 @@ def _freq_tensor(values, dtype, device, requires_grad):
     return tensor(values, dtype=dt, device=device, requires_grad=requires_grad)
 
 
+@writes_out
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of fft(x, n): [0, 1, ..., n/2 - 1, -n/2, ..., -1] / (d * n).
 
@@ -336,6 +337,7 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     return _freq_tensor(vals, dtype, device, requires_grad)
 
 
+@writes_out
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of rfft(x, n): [0, 1, ..., n // 2] / (d * n).
 

@@ -11,7 +11,7 @@ from ..autograd.function import Function
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import cast, norm_dims, _out, result_dtype_n, wrap_dim
+from ._util import _out, _outs, cast, norm_dims, result_dtype_n, wrap_dim, writes_out
 from .linalg_core import matmul
 
 
@@ -437,6 +437,7 @@ class Slogdet(Function):
         return glog.unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
 
 
+@writes_out
 def slogdet(A, *, out=None):
     """(sign, log|det|) of a square matrix: stable where det over- or underflows.
 
@@ -599,6 +600,7 @@ class QRSquare(Function):
         return _mH(Solve.apply(R, _mH(gA))), None
 
 
+@writes_out
 def linalg_qr(A, mode="reduced", *, out=None):
     """A = Q @ R with Q orthonormal columns and R upper triangular; mode 'reduced', 'complete' or 'r'.
 
@@ -676,6 +678,7 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
     return U @ gA @ Vh
 
 
+@writes_out
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U @ diag(S) @ Vh, singular values descending (a named tuple U, S, Vh).
 
@@ -725,6 +728,7 @@ def _uplo(UPLO, op):
     return UPLO
 
 
+@writes_out
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of a Hermitian matrix (its UPLO triangle is read).
 
@@ -778,6 +782,7 @@ class Eig(Function):
         return gA.real if ctx.real_input else gA
 
 
+@writes_out
 def eig(A, *, out=None):
     """Complex eigenvalues and eigenvectors (unit columns) of a general square matrix, with PyTorch's
     gradient (defined when the loss does not depend on the eigenvectors' phases).
@@ -792,6 +797,7 @@ def eig(A, *, out=None):
     return EigResult(*Eig.apply(A))
 
 
+@writes_out
 def eigvals(A, *, out=None):
     """Complex eigenvalues of a general square matrix.  >>> wb.linalg.eigvals(wb.eye(2)).real  ->  tensor([1., 1.])"""
     if _AUTOCAST[0]:
@@ -866,6 +872,7 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
+@writes_out
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The number of singular values above max(atol, rtol * s_max).  >>> wb.linalg.matrix_rank(wb.eye(3))  ->  tensor(3)"""
     if _AUTOCAST[0]:
@@ -1221,6 +1228,7 @@ CholeskyExResult = _named("cholesky_ex", ["L", "info"])
 SolveExResult = _named("solve_ex", ["result", "info"])
 
 
+@writes_out
 def inv_ex(A, *, check_errors=False, out=None):
     """inv with an ``info`` tensor (non-zero for singular matrices, whose result is NaN) instead of an error.
 
@@ -1234,6 +1242,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     return InvExResult(*_with_info(A, Inv.apply, _singular_info, check_errors))
 
 
+@writes_out
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """cholesky with an ``info`` tensor (the order of the failing minor, 0 on success) instead of an error.
 
@@ -1248,6 +1257,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return CholeskyExResult(_mH(L) if upper else L, info)
 
 
+@writes_out
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """solve with an ``info`` tensor (non-zero for singular A, whose result is NaN) instead of an error.
 
@@ -1526,6 +1536,7 @@ LUResult = _named("lu", ["P", "L", "U"])
 LUFactorResult = _named("lu_factor", ["LU", "pivots"])
 
 
+@writes_out
 def linalg_lu(A, *, pivot=True, out=None):
     """A = P @ L @ U with partial pivoting: P a permutation, L unit lower and U upper trapezoidal.
 
@@ -1557,6 +1568,7 @@ def linalg_lu(A, *, pivot=True, out=None):
     return LUResult(P, cat([L1, L2], -2), U)
 
 
+@writes_out
 def lu_factor(A, *, pivot=True, out=None):
     """The LU factors packed in one matrix (L's unit diagonal implied), and 1-based pivots (int32).
 
@@ -1586,6 +1598,7 @@ def _lu_info(LU):
     return Tensor._make(xp.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype("int32"))
 
 
+@writes_out
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """lu_factor with an ``info`` tensor: the first zero pivot (1-based) of a singular matrix, else 0.
 
@@ -1614,6 +1627,7 @@ def _pivots_to_perm(xp, piv, m):
     return perm.reshape(batch + (m,))
 
 
+@writes_out
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) from lu_factor's packed factors and pivots.
 
@@ -1671,6 +1685,7 @@ def inverse(input, *, out=None):
     return inv(input, out=out)
 
 
+@writes_out
 def svd(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: (U, S, V) with V (not V^H); reduced when some=True.  >>> wb.svd(wb.eye(2)).S"""
     if _AUTOCAST[0]:
@@ -1684,6 +1699,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     return TorchSVDResult(U, S, _mH(Vh))
 
 
+@writes_out
 def qr(input, some=True, *, out=None):
     """torch.qr (deprecated in PyTorch): reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R"""
     if _AUTOCAST[0]:
@@ -1692,7 +1708,7 @@ def qr(input, some=True, *, out=None):
 
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
                   "release. Use Q, R = workbench.linalg.qr(A, 'reduced' if some else 'complete')", UserWarning,
-                  stacklevel=2)
+                  stacklevel=3)
     return linalg_qr(input, "reduced" if some else "complete")
 
 
@@ -1711,6 +1727,7 @@ def cholesky(input, upper=False, *, out=None):
 TriangularSolveResult = _named("triangular_solve", ["solution", "cloned_coefficient"])
 
 
+@writes_out
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """Solve A X = b with triangular A (deprecated in PyTorch: use linalg.solve_triangular).
 
@@ -1723,7 +1740,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
 
     warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular and will be removed "
                   "in a future PyTorch release. workbench.linalg.solve_triangular has its arguments reversed and does "
-                  "not return a copy of one of the inputs.", UserWarning, stacklevel=2)
+                  "not return a copy of one of the inputs.", UserWarning, stacklevel=3)
     _check_matrix(A, "triangular_solve")
     T = A.triu() if upper else A.tril()
     if unitriangular:
@@ -1758,7 +1775,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
     warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
                   "removed in a future PyTorch release.", UserWarning, stacklevel=2)
     LU, piv = lu_factor(A, pivot=pivot)
-    return (LU, piv, _lu_info(LU)) if get_infos else (LU, piv)
+    return _outs((LU, piv, _lu_info(LU)) if get_infos else (LU, piv), out)
 
 
 __all__ = ["einsum", "tensordot", "kron", "cross", "det", "logdet", "slogdet", "inverse", "pinverse",

@@ -91,7 +91,8 @@ def _foreign(obj):
 # each is swept as a name, importable or not (torch.utils.tensorboard needs the tensorboard package)
 USER_SUBMODULES = ["torch.utils.tensorboard", "torch.utils.checkpoint", "torch.utils.hooks", "torch.utils.cpp_extension",
                    "torch.onnx", "torch.jit", "torch.nn.parallel", "torch.nn.utils", "torch.multiprocessing",
-                   "torch.distributed", "torch.func", "torch.autograd.functional", "torch.utils.data.distributed"]
+                   "torch.distributed", "torch.func", "torch.autograd.functional", "torch.utils.data.distributed",
+                   "torch.profiler", "torch.utils.flop_counter", "torch.utils.module_tracker"]
 
 
 def torch_names(torch, namespaces=NAMESPACES):

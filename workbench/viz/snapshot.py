@@ -11,9 +11,10 @@ import sys
 
 from .. import _backend
 from ..autograd import graph
-from ..autograd.function import _Out
+from ..autograd.function import _Out, describe_saved
 from ..autograd.graph import AccumulateGrad, walk
 from ..nn.module import CallScope
+from ..profiler.flops import node_flops
 from ..tensor import Tensor
 from . import recorder
 from .recorder import site_dict, site_text
@@ -21,6 +22,7 @@ from .summary import summarize, summarize_array
 
 MIME = "application/vnd.workbench.tape.v1+json"
 _INPUT_NAMES = ("self", "other", "third", "fourth")
+COST_FIELDS = ("flops", "saved_bytes", "forward_us", "backward_us")  # per node, summed per module
 
 
 def as_roots(x):
@@ -56,27 +58,20 @@ def _caller_names():
     return names
 
 
-def _saved_list(node):
-    saved = node._saved
+def _saved_list(entries):
+    """The node's saved tensors ({name, shape, dtype, bytes}) and their bytes, each storage counted once."""
     out = []
-    if not saved:
-        return out
-    nexts = node.next_functions
-    for i, entry in enumerate(saved):
-        e = entry[0] if type(entry) is tuple else entry
-        if e is None:
-            continue
-        if type(e) is _Out:
-            data, name = e.data, "result" if e.i == 0 else f"result{e.i}"
+    storages = {}
+    for i, where, shape, npd, nbytes, root, root_bytes in entries:
+        if where is None:
+            name = f"saved[{i}]"
+        elif where < 0:
+            name = "result" if where == -1 else f"result{-1 - where}"
         else:
-            data, name = e._data, f"saved[{i}]"
-            src = e.grad_fn if e.grad_fn is not None else e._acc
-            for k, (nxt, nr) in enumerate(nexts):
-                if nxt is not None and nxt is src and nr == e._output_nr:
-                    name = _INPUT_NAMES[k] if k < len(_INPUT_NAMES) else f"input{k}"
-                    break
-        out.append({"name": name, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)})
-    return out
+            name = _INPUT_NAMES[where] if where < len(_INPUT_NAMES) else f"input{where}"
+        storages[root] = root_bytes
+        out.append({"name": name, "shape": [int(s) for s in shape], "dtype": _dtype_name(npd), "bytes": int(nbytes)})
+    return out, int(sum(storages.values()))
 
 
 class _Builder:
@@ -167,7 +162,7 @@ class _Builder:
             for pos, c in sorted((consts.get(n) or {}).items()):
                 if c not in self.ids:
                     self._add_const(c, exports, n)
-            self._add_op(n, id(n) in root_nodes)
+            self._add_op(n, id(n) in root_nodes, consts.get(n))
         for s in starts:  # a leaf given as a root
             if s not in self.ids:
                 self._add_leaf(s)
@@ -207,7 +202,8 @@ class _Builder:
     def _base(self, i, kind, op, name, scope="", group=None, site=None, shape=(), dtype="", device="cpu"):
         return {"id": i, "kind": kind, "op": op, "name": name, "scope": scope, "group": group, "site": site,
                 "shape": [int(s) for s in shape], "dtype": dtype, "device": device, "param": None, "saved": [],
-                "value": None, "grad": None, "cut": None}
+                "value": None, "grad": None, "cut": None, "flops": None, "saved_bytes": 0, "saved_tensors": [],
+                "forward_us": None, "backward_us": None}
 
     def _add_leaf(self, acc):
         i = self._new_id(acc)
@@ -228,6 +224,8 @@ class _Builder:
             d["value"] = summarize(t)
         if self.grads and t._grad is not None:
             d["grad"] = summarize(t._grad)
+        if acc._times is not None:
+            d["backward_us"] = acc._times[1]
         self.scopes[i] = d["scope"]
         self.nodes.append(d)
 
@@ -278,7 +276,21 @@ class _Builder:
         self.scopes[i] = d["scope"]
         self.nodes.append(d)
 
-    def _add_op(self, n, is_root):
+    def _input_shapes(self, n, consts):
+        # what is known of each tensor input's shape: the producer's output meta, or the recorder's
+        # note of a data input (the op's own saved tensors fill the rest, in node_flops)
+        tpos = n._tensor_pos
+        out = []
+        for k, (nxt, nr) in enumerate(n.next_functions):
+            if nxt is not None:
+                shape, dt = self._meta(nxt, nr)
+                out.append(tuple(shape) if dt is not None else None)
+            else:
+                c = consts.get(tpos[k] if k < len(tpos) else k) if consts else None
+                out.append(c.shape if c is not None else None)
+        return out
+
+    def _add_op(self, n, is_root, consts=None):
         i = self._new_id(n)
         meta = n._out_meta[0] if n._out_meta else None
         shape, dt = meta if meta is not None else ((), None)
@@ -294,7 +306,12 @@ class _Builder:
         label = self.names.get(id(n))
         if label:
             self.labels[i] = label
-        d["saved"] = _saved_list(n)
+        entries = describe_saved(n)
+        d["saved_tensors"], d["saved_bytes"] = _saved_list(entries)
+        d["saved"] = [{k: e[k] for k in ("name", "shape", "dtype")} for e in d["saved_tensors"]]
+        d["flops"] = node_flops(n, self._input_shapes(n, consts), entries)
+        if n._times is not None:
+            d["forward_us"], d["backward_us"] = n._times
         if arr is not None:
             d["value"] = summarize_array(arr)
         if self.grads and n._retain:
@@ -332,9 +349,22 @@ class _Builder:
             parent = path.rsplit(".", 1)[0] if "." in path else None
             while parent is not None and parent not in paths:
                 parent = parent.rsplit(".", 1)[0] if "." in parent else None
-            out.append({"path": path, "type": type(m).__name__, "parent": parent})
+            out.append({"path": path, "type": type(m).__name__, "parent": parent, **self._sums(path)})
             paths.add(path)
         return out
+
+    def _sums(self, path):
+        # a module's cost: the sum over the nodes in its scope and its children's (None: nothing known)
+        sums = dict.fromkeys(COST_FIELDS)
+        pre = path + "."
+        for d in self.nodes:
+            sc = d["scope"]
+            if sc == path or sc.startswith(pre):
+                for k in COST_FIELDS:
+                    v = d[k]
+                    if v is not None:
+                        sums[k] = v if sums[k] is None else sums[k] + v
+        return sums
 
 
 def _caller_names_safe():
