@@ -89,3 +89,21 @@ def test_second_derivative_still_uses_the_differentiable_form(name):
     np.testing.assert_allclose(gw.detach().numpy(), gt.detach().numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(ggw.numpy(), (ggt if ggt is not None else torch.zeros_like(xt)).numpy(), rtol=1e-9,
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_glu_primitive_matches_pytorch_and_gradchecks(dim):
+    x = np.random.default_rng(3).standard_normal((6, 8, 4)).astype(np.float32) * 3
+    x[0, 0, 0] = 100.0  # sigmoid's e**-b overflow side
+    x[0, 0, 1] = -100.0
+    xw, xt = wb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    g = np.random.default_rng(4).standard_normal(tuple(torch.nn.functional.glu(xt, dim).shape)).astype(np.float32)
+    yw, yt = wb.nn.functional.glu(xw, dim), torch.nn.functional.glu(xt, dim)
+    yw.backward(wb.tensor(g))
+    yt.backward(torch.tensor(g))
+    np.testing.assert_allclose(yw.detach().numpy(), yt.detach().numpy(), rtol=2e-6, atol=1e-7)
+    # g a s (1 - s): 1 - s cancels where s is near 1, a few ulps apart from PyTorch's order of products
+    np.testing.assert_allclose(xw.grad.numpy(), xt.grad.numpy(), rtol=2e-5, atol=1e-7)
+    x64 = wb.tensor(x[:4, :4, :2].astype(np.float64) / 3, requires_grad=True)
+    assert wb.autograd.gradcheck(lambda t: wb.nn.functional.glu(t, dim), (x64,))
+    assert wb.autograd.gradgradcheck(lambda t: wb.nn.functional.glu(t, dim), (x64,))
