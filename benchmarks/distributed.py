@@ -6,7 +6,9 @@
   digits MLP (batch 64) and the one-block GPT (batch 16) of ``train_cpu.py``: one process on the whole
   batch against 2 DDP ranks on half of it each. Scaling efficiency = (1-process step time) / (2-rank step
   time) / 2; 1.0 would be perfect. Also reported: the 2-rank step against one process on half the batch,
-  which isolates what DDP adds (communication, waiting for the slower rank).
+  which is what DDP adds (communication, waiting for the slower rank, and two processes sharing the
+  machine), and the same 2 ranks training the plain model on their halves without DDP, which is the
+  share of that due to the machine alone (cores, memory bandwidth, other load).
 - All-reduce of a 25 MB float32 bucket (DDP's default ``bucket_cap_mb``): ``dist.all_reduce`` against
   ``comm.Allreduce(MPI.IN_PLACE, ...)`` from mpi4py on the same buffer and communicator, in alternating
   rounds (target: within 10 % of raw mpi4py).
@@ -104,6 +106,9 @@ def worker(kinds, steps, rounds, allreduce):
         x, y = data(kind, BATCH[kind])
         step = step_fn(kind, DDP(build(kind)), x.chunk(n)[r], y.chunk(n)[r])
         res[kind] = statistics.median([time_steps(step, steps, sync=dist.barrier) for _ in range(rounds)])
+        alone = step_fn(kind, build(kind), x.chunk(n)[r], y.chunk(n)[r])  # no DDP: no communication at all
+        res[kind + "_alone"] = statistics.median([time_steps(alone, steps, sync=dist.barrier)
+                                                  for _ in range(rounds)])
     if allreduce:
         t = wb.zeros(25 * 1024 * 1024 // 4)
         arr = t.numpy()
@@ -154,10 +159,11 @@ def main():
     print(f"{platform.python_version()} on {os.cpu_count()} cores, load average "
           f"{', '.join(f'{v:.1f}' for v in os.getloadavg())}; {a.steps} steps x {a.rounds} rounds")
     for kind in kinds:
-        t1, th, t2 = one[kind]["full"], one[kind]["half"], two[kind]
+        t1, th, t2, ta = one[kind]["full"], one[kind]["half"], two[kind], two[kind + "_alone"]
         print(f"{kind:4s} batch {BATCH[kind]:3d}: 1 process {t1 * 1e3:7.2f} ms | 2 DDP ranks x {BATCH[kind] // 2} "
               f"{t2 * 1e3:7.2f} ms | speedup {t1 / t2:.2f}, scaling efficiency {t1 / t2 / 2:.2f} | "
-              f"vs 1 process on half the batch ({th * 1e3:.2f} ms): {t2 / th:.2f}x")
+              f"vs 1 process on half the batch ({th * 1e3:.2f} ms): {t2 / th:.2f}x, of which 2 processes "
+              f"without DDP ({ta * 1e3:.2f} ms): {ta / th:.2f}x")
     if "allreduce" in two:
         raw, ours = two["allreduce"]["raw"], two["allreduce"]["ours"]
         mb = 25.0

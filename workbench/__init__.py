@@ -86,7 +86,8 @@ def numel(input):
 
 # Subpackages load on first use, so `import workbench` stays fast (and never imports cupy).
 _SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "distributed", "special", "fft", "testing",
-               "library", "jit", "backends", "compiler", "onnx", "serialization", "distributions", "signal"}
+               "library", "jit", "backends", "compiler", "onnx", "serialization", "distributions", "signal",
+               "profiler", "futures"}
 _LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg", "compile": "compiler"}
 
 

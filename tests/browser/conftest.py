@@ -100,6 +100,23 @@ def lab(tmp_path_factory):
     log.close()
 
 
+@pytest.fixture(autouse=True)
+def _shut_kernels_down(request):
+    """Each test's kernels end with it: kernels left running by earlier tests of the session (one per
+    notebook opened) load the machine until a later test's waits time out."""
+    yield
+    if "lab" not in request.fixturenames:
+        return
+    lab = request.getfixturevalue("lab")
+    try:
+        with urllib.request.urlopen(f"{lab.url}/api/kernels", timeout=10) as r:
+            kernels = json.load(r)
+        for k in kernels:
+            urllib.request.urlopen(urllib.request.Request(f"{lab.url}/api/kernels/{k['id']}", method="DELETE"), timeout=30)
+    except OSError:  # the server is gone or busy: nothing to clean up that it could still run
+        pass
+
+
 @pytest.fixture(scope="session")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")

@@ -83,7 +83,11 @@ def test_bad_arguments_raise_before_anything_starts(monkeypatch):
     with pytest.raises(ValueError, match="needs rank and world_size"):
         dist.init_process_group("gloo", init_method="tcp://127.0.0.1:1234")
     with pytest.raises(ValueError, match="not supported"):
-        dist.init_process_group("gloo", init_method="file:///tmp/x", rank=0, world_size=2)
+        dist.init_process_group("gloo", init_method="redis://x:1", rank=0, world_size=2)
+    with pytest.raises(ValueError, match="three slashes"):
+        dist.init_process_group("gloo", init_method="file://tmp/x", rank=0, world_size=2)
+    with pytest.raises(ValueError, match="needs rank and world_size"):
+        dist.init_process_group("gloo", init_method="file:///tmp/x")
     with pytest.raises(TypeError, match="ReduceOp"):
         dist.process_group.op_name("sum-ish")
     assert not dist.is_initialized()

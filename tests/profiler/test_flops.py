@@ -107,3 +107,16 @@ def test_counts_survive_backward_freeing():
     before = node_flops(n, ins)
     y.sum().backward()
     assert n._saved is None and node_flops(n, ins) == before == 2 * 5 * 3 * 4
+
+
+def test_losses_norms_and_linear_algebra():
+    x = leaf(8, 5)
+    t = wb.randint(0, 5, (8,))
+    assert flops(F.cross_entropy(x, t)) == 6 * 40
+    assert flops(F.mse_loss(x, wb.randn(8, 5))) == 3 * 40
+    xb, w, b = leaf(4, 3, 6), leaf(3), leaf(3)
+    assert flops(F.batch_norm(xb, None, None, w, b, training=True)) == 7 * 72
+    a = leaf(2, 4, 4)
+    assert flops(wb.linalg.inv(a)) == 2 * 2 * 4 ** 3
+    assert flops(wb.linalg.solve(a, leaf(2, 4, 3))) == int(2 * (2 * 4 ** 3 / 3 + 2 * 16 * 3))
+    assert flops(wb.linalg.svd(a).S) is None

@@ -74,9 +74,12 @@ def softmax(xp, x, log=False):
     m = x.max(axis=-1, keepdims=True) if x.size else x
     z = x - m
     if log:
-        return z - xp.log(xp.exp(z).sum(axis=-1, keepdims=True))
-    e = xp.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
+        e = xp.exp(z)
+        z -= xp.log(e.sum(axis=-1, keepdims=True))
+        return z
+    xp.exp(z, out=z)
+    z /= z.sum(axis=-1, keepdims=True)
+    return z
 
 
 def softmax_backward(xp, y, g, log=False):
@@ -88,8 +91,13 @@ def softmax_backward(xp, y, g, log=False):
                                                            (y, g, dx, numpy.int32(cols), numpy.int32(log)))
         return dx
     if log:
-        return g - xp.exp(y) * g.sum(axis=-1, keepdims=True)
-    return y * (g - (g * y).sum(axis=-1, keepdims=True))
+        e = xp.exp(y)
+        e *= g.sum(axis=-1, keepdims=True)
+        return xp.subtract(g, e, out=e)
+    d = g * y
+    xp.subtract(g, d.sum(axis=-1, keepdims=True), out=d)  # y (g - sum(g y)), reusing g y's memory
+    d *= y
+    return d
 
 
 # --- cross-entropy from logits and class indices ---------------------------------------------------
@@ -105,13 +113,18 @@ def cross_entropy(xp, x, target, weight=None, ignore_index=-100, label_smoothing
                                        numpy.int64(ignore_index), numpy.float32(label_smoothing)))
         return loss, lse
     m = x.max(axis=-1, keepdims=True)
-    lse = (m + xp.log(xp.exp(x - m).sum(axis=-1, keepdims=True)))[..., 0]
+    e = xp.subtract(x, m)
+    xp.exp(e, out=e)
+    lse = (m + xp.log(e.sum(axis=-1, keepdims=True)))[..., 0]
+    del e
     valid = target != ignore_index
     t = xp.where(valid, target, 0)
     picked = xp.take_along_axis(x, t[..., None], axis=-1)[..., 0]
     wt = weight[t] if weight is not None else 1.0
-    smooth = ((lse[..., None] - x) * weight).sum(axis=-1) if weight is not None else cols * lse - x.sum(axis=-1)
-    loss = (1.0 - label_smoothing) * wt * (lse - picked) + label_smoothing / cols * smooth
+    loss = (1.0 - label_smoothing) * wt * (lse - picked)
+    if label_smoothing:
+        smooth = ((lse[..., None] - x) * weight).sum(axis=-1) if weight is not None else cols * lse - x.sum(axis=-1)
+        loss = loss + label_smoothing / cols * smooth
     return xp.where(valid, loss, 0).astype(x.dtype, copy=False), lse.astype(x.dtype, copy=False)
 
 
@@ -127,14 +140,19 @@ def cross_entropy_backward(xp, x, target, lse, grow, weight=None, ignore_index=-
         return dx
     valid = target != ignore_index
     t = xp.where(valid, target, 0)
-    p = xp.exp(x - lse[..., None])
-    onehot = xp.arange(cols) == t[..., None]
-    gr = xp.where(valid, grow, 0)[..., None]
-    if weight is None:
-        d = p - (1.0 - label_smoothing) * onehot - label_smoothing / cols
-    else:
-        d = ((1.0 - label_smoothing) * weight[t][..., None] * (p - onehot)
-             + label_smoothing / cols * (weight.sum() * p - weight))
+    p = xp.subtract(x, lse[..., None])
+    xp.exp(p, out=p)
+    gr = xp.where(valid, grow, 0).astype(x.dtype, copy=False)[..., None]
+    if weight is None:  # p - (1 - ls) onehot - ls / C, in place and in x's dtype (no float64 onehot)
+        if label_smoothing:
+            p -= label_smoothing / cols
+        flat = p.reshape(-1, cols)
+        flat[xp.arange(flat.shape[0]), t.reshape(-1)] -= 1.0 - label_smoothing
+        p *= gr
+        return p
+    onehot = (xp.arange(cols) == t[..., None]).astype(x.dtype)
+    d = ((1.0 - label_smoothing) * weight[t][..., None] * (p - onehot)
+         + label_smoothing / cols * (weight.sum() * p - weight))
     return (gr * d).astype(x.dtype, copy=False)
 
 

@@ -96,7 +96,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     pg, desc, backend = _start("all_reduce", group, [tensor])
     if backend == "nccl":
         _nccl(pg).all_reduce(tensor, name)
-        return _Done(pg, desc) if async_op else None
+        return _Done(pg, desc, result=[tensor]) if async_op else None
     MPI = _mpi.loaded()
     b = Buf(tensor, reducing=True)
     req = pg.comm.Iallreduce(MPI.IN_PLACE, b.arr, _mpi.reduce_op(MPI, name))

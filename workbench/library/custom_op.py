@@ -92,8 +92,9 @@ class CustomOpDef:
         """Register the implementation for ``device_types`` ('cpu', 'cuda'); usable as a decorator.
 
         A 'cuda' kernel needs a CPU reference (the op's default or 'cpu' kernel): the two are tested against
-        each other (``workbench.testing.custom_ops.assert_matches_reference``), and on the fake cupy of CPU-only
-        CI the reference stands in for the CUDA kernel.
+        each other (``workbench.testing.custom_ops.assert_matches_reference``). On the fake cupy of CPU-only CI
+        the CUDA kernel runs on a CPU emulator (``workbench.testing.cuda_emulator``) when its threads are
+        independent; for one using shared memory, atomics or warp intrinsics the reference stands in.
 
         >>> import workbench as wb
         >>> @wb.library.custom_op("doc::neg", mutates_args=(), device_types="cpu")
@@ -244,8 +245,10 @@ class CustomOpDef:
         # below autograd: Function.apply runs forward under no_grad
         if dtype_ == "cuda" and "cuda" in self._backend_fns and "cuda" not in self._disabled_kernel:
             ref = self._reference()
-            if getattr(_backend.cupy(), "__fake__", False):
-                out = _run_on_host(ref, pos, kw, device, _mutated(self._schema_obj, pos, kw))
+            cp = _backend.cupy()
+            if getattr(cp, "__fake__", False):
+                out = _run_emulated(self._backend_fns["cuda"], ref, pos, kw, device,
+                                    _mutated(self._schema_obj, pos, kw), cp.NotEmulated)
             else:
                 out = self._backend_fns["cuda"](*pos, **kw)
         else:
@@ -343,8 +346,20 @@ def _outputs_list(out, rets):
     return list(out) if isinstance(out, tuple) and len(out) == len(rets) else None
 
 
+def _run_emulated(kernel, ref, pos, kw, device, mutated, not_emulated):
+    # the fake cupy runs a CUDA kernel whose threads are independent on the CPU; for any other (shared memory,
+    # atomics...) the CPU reference runs instead, from the mutated arguments as they were before the kernel started
+    saved = [(t, t._data.copy()) for _, t in mutated]
+    try:
+        return kernel(*pos, **kw)
+    except not_emulated:
+        for t, d in saved:
+            t._data[...] = d
+        return _run_on_host(ref, pos, kw, device, mutated)
+
+
 def _run_on_host(ref, pos, kw, device, mutated):
-    # the fake cupy cannot run CUDA code: the CPU reference runs on host copies, its results go back to the device
+    # the CPU reference runs on host copies, its results go back to the device
     def host(v):
         if isinstance(v, Tensor):
             return Tensor._make(_backend.to_device(v._data, _backend.CPU).copy())

@@ -10,13 +10,15 @@ import struct
 import warnings
 
 from .. import _backend
-from .._backend import dtypes as _dt, kernels as _k
+from .._backend import dtypes as _dt, kernels as _k, pointwise as _pw
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _uniform, _uniform_array, array_step
+from .join import cat
 
 
 def _like(mask, x):
@@ -24,25 +26,75 @@ def _like(mask, x):
     return mask.to(x.dtype)
 
 
-def _pointwise(name, fwd, deriv):
-    """A primitive y = fwd(xp, x, *params) whose gradient is g * deriv(x, *params) (Tensor ops)."""
+def _pointwise(name, fwd, deriv, fast=None, fast_grad=None):
+    """A primitive y = fwd(xp, x, *params) whose gradient is g * deriv(x, *params) (Tensor ops).
+
+    fast(xp, x, *params) and fast_grad(xp, g, x, *params): the same on float32/float64 arrays in a few
+    in-place passes (``_backend.pointwise``), or None where they do not serve those params; fast_grad
+    runs when backward builds no graph, deriv stays the differentiable form (gradgradcheck's).
+    """
 
     def forward(ctx, x, *params):
         if x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
             raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
         ctx.params = params
         ctx.save_for_backward(x)
-        y = fwd(ctx.xp, x, *params)
+        y = fast(ctx.xp, x, *params) if fast is not None and _pw.eligible(x) else None
+        if y is None:
+            y = fwd(ctx.xp, x, *params)
         return y.astype(x.dtype, copy=False)
 
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
+        if fast_grad is not None and not STATE.enabled and _pw.eligible(x._data, g._data):
+            d = fast_grad(ctx.xp, g._data, x._data, *ctx.params)
+            if d is not None:
+                return (Tensor._make(d),) + (None,) * len(ctx.params)
         return (g * deriv(x, *ctx.params),) + (None,) * len(ctx.params)
 
     cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
                                                   "forward": staticmethod(forward),
                                                   "backward": staticmethod(backward)})
     return cls
+
+
+def _piecewise(name, kernel, slope=1.0):
+    """A primitive whose slope is ``slope`` where a bool mask holds and 0 elsewhere (clamps, shrinks,
+    thresholds): kernel(xp, x, *params, want_mask) -> (y, mask) from ``_backend.pointwise``. It saves the
+    mask (a quarter of x's bytes) instead of x, and its backward is one multiply, differentiable in g."""
+
+    def forward(ctx, x, *params):
+        if x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
+            raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
+        ctx.n_params = len(params)
+        y, m = kernel(ctx.xp, x, *params, bool(ctx.needs_input_grad and ctx.needs_input_grad[0]))
+        ctx.save_for_backward(m)
+        return y.astype(x.dtype, copy=False)
+
+    def backward(ctx, g):
+        (m,) = ctx.saved_tensors
+        if not STATE.enabled:
+            d = ctx.xp.multiply(g._data, m._data)
+            if slope != 1:
+                d *= slope
+            d = Tensor._make(d)
+        else:
+            d = g * m if slope == 1 else g * m * slope
+        return (d,) + (None,) * ctx.n_params
+
+    return type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
+                                                 "forward": staticmethod(forward),
+                                                 "backward": staticmethod(backward)})
+
+
+def _on_x(kernel):
+    """_pointwise's fast from a ``_backend.pointwise`` kernel of (x, *params)."""
+    return lambda xp, x, *params: _pw.run(xp, kernel, (x,), *params)
+
+
+def _on_gx(kernel):
+    """_pointwise's fast_grad from a ``_backend.pointwise`` kernel of (g, x, *params)."""
+    return lambda xp, g, x, *params: _pw.run(xp, kernel, (g, x), *params)
 
 
 def _inplace(fn, name):
@@ -69,8 +121,7 @@ def relu(input, inplace=False):
     return _relu(input)
 
 
-_Hardtanh = _pointwise("hardtanh", lambda xp, x, lo, hi: xp.clip(x, lo, hi),
-                       lambda x, lo, hi: _like(x > lo, x) * _like(x < hi, x))
+_Hardtanh = _piecewise("hardtanh", _pw.hardtanh)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -100,7 +151,9 @@ def relu6(input, inplace=False):
 
 
 _LeakyRelu = _pointwise("leaky_relu", lambda xp, x, s: xp.where(x > 0, x, x * s),
-                        lambda x, s: _like(x > 0, x) + _like(x <= 0, x) * s)
+                        lambda x, s: _like(x > 0, x) + _like(x <= 0, x) * s,
+                        lambda xp, x, s: _pw.run(xp, _pw.leaky_relu, (x,), s) if 0 <= s <= 1 else None,
+                        lambda xp, g, x, s: _pw.run(xp, _pw.leaky_relu_grad, (g, x), s) if 0 <= s <= 1 else None)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -128,7 +181,8 @@ def _elu_deriv(x, alpha, scale, input_scale, grad_input_scale=None):
     return pos * scale + (1 - pos) * neg
 
 
-_Elu = _pointwise("elu", _elu_fwd, _elu_deriv)
+_Elu = _pointwise("elu", _elu_fwd, _elu_deriv, lambda xp, x, a, s, i, gi=None: _pw.run(xp, _pw.elu, (x,), a, s, i),
+                  lambda xp, g, x, a, s, i, gi=None: _pw.run(xp, _pw.elu_grad, (g, x), a, s, i if gi is None else gi))
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
@@ -213,8 +267,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return input._inplace("rrelu_", fn) if inplace else fn(input)
 
 
-_Threshold = _pointwise("threshold", lambda xp, x, th, v: xp.where(x > th, x, v),
-                        lambda x, th, v: _like(x > th, x))
+_Threshold = _piecewise("threshold", _pw.threshold)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -240,7 +293,7 @@ def _silu_deriv(x):
     return s * (1 + x * (1 - s))
 
 
-_Silu = _pointwise("silu", lambda xp, x: x * _sigm(xp, x), _silu_deriv)
+_Silu = _pointwise("silu", lambda xp, x: x * _sigm(xp, x), _silu_deriv, _on_x(_pw.silu), _on_gx(_pw.silu_grad))
 
 
 def silu(input, inplace=False):
@@ -269,7 +322,7 @@ def _softplus_deriv(x, beta, threshold):
     return big + (1 - big) * bx.sigmoid()
 
 
-_Softplus = _pointwise("softplus", _softplus_raw, _softplus_deriv)
+_Softplus = _pointwise("softplus", _softplus_raw, _softplus_deriv, _on_x(_pw.softplus), _on_gx(_pw.softplus_grad))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -294,7 +347,7 @@ def _mish_deriv(x):
     return t + x * x.sigmoid() * (1 - t * t)
 
 
-_Mish = _pointwise("mish", _mish_raw, _mish_deriv)
+_Mish = _pointwise("mish", _mish_raw, _mish_deriv, _on_x(_pw.mish), _on_gx(_pw.mish_grad))
 
 
 def mish(input, inplace=False):
@@ -327,9 +380,9 @@ def softsign(input):
 # PyTorch's hardsigmoid backward multiplies by 1/6 rounded to float32, in every dtype; match it
 _ONE_SIXTH_F32 = 0.1666666716337204
 _Hardswish = _pointwise("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6,
-                        lambda x: _like(x > 3, x) + _like(x >= -3, x) * _like(x <= 3, x) * (x / 3 + 0.5))
-_Hardsigmoid = _pointwise("hardsigmoid", lambda xp, x: xp.clip(x + 3, 0, 6) / 6,
-                          lambda x: _like(x > -3, x) * _like(x < 3, x) * _ONE_SIXTH_F32)
+                        lambda x: _like(x >= 3, x) + _like(x > -3, x) * _like(x < 3, x) * (x / 3 + 0.5),  # PyTorch's ends
+                        _on_x(_pw.hardswish), _on_gx(_pw.hardswish_grad))
+_Hardsigmoid = _piecewise("hardsigmoid", _pw.hardsigmoid, _ONE_SIXTH_F32)
 
 
 def hardswish(input, inplace=False):
@@ -359,7 +412,7 @@ def hardsigmoid(input, inplace=False):
 
 
 _Logsigmoid = _pointwise("log_sigmoid", lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))),
-                         lambda x: (-x).sigmoid())
+                         lambda x: (-x).sigmoid(), _on_x(_pw.logsigmoid), _on_gx(_pw.logsigmoid_grad))
 
 
 def logsigmoid(input):
@@ -385,10 +438,8 @@ def tanhshrink(input):
     return input - input.tanh()
 
 
-_Softshrink = _pointwise("softshrink", lambda xp, x, l: xp.where(x > l, x - l, xp.where(x < -l, x + l, 0)),
-                         lambda x, l: _like(x.abs() > l, x))
-_Hardshrink = _pointwise("hardshrink", lambda xp, x, l: xp.where(xp.abs(x) > l, x, 0),
-                         lambda x, l: _like(x.abs() > l, x))
+_Softshrink = _piecewise("softshrink", _pw.softshrink)
+_Hardshrink = _piecewise("hardshrink", _pw.hardshrink)
 
 
 def softshrink(input, lambd=0.5):
@@ -439,8 +490,51 @@ def glu(input, dim=-1):
     n = input.shape[d]
     if n % 2:
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size {n}")
+    if input.is_floating_point() and not input.is_complex():
+        return Glu.apply(input, d)
     pre = (slice(None),) * d
     return input[pre + (slice(0, n // 2),)] * input[pre + (slice(n // 2, n),)].sigmoid()
+
+
+class Glu(Function):
+    """a * sigmoid(b) of x's two halves along dim as one primitive: a few in-place passes over the halves
+    (the composite's slices, sigmoid and product cost twice that, and its gradient scattered each half
+    into a zero array). Backward: g sigmoid(b) into the first half, g a s (1 - s) into the second."""
+
+    _raw = True
+    op_name = "glu"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        xp = ctx.xp
+        h = x.shape[dim] // 2
+        pre = (slice(None),) * dim
+        a, b = x[pre + (slice(0, h),)], x[pre + (slice(h, None),)]
+        s = xp.negative(b)
+        with _pw.quiet():  # e**-b overflowing to inf gives sigmoid 0, as it should
+            xp.exp(s, out=s)
+        s += 1
+        xp.reciprocal(s, out=s)
+        ctx.dim, ctx.h = dim, h
+        ctx.save_for_backward(x, s)
+        return xp.multiply(a, s).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, s = ctx.saved_tensors
+        pre = (slice(None),) * ctx.dim
+        first, second = pre + (slice(0, ctx.h),), pre + (slice(ctx.h, None),)
+        if STATE.enabled:  # create_graph: the differentiable form
+            a, sb = x[first], x[second].sigmoid()
+            ga = g * sb
+            return cat([ga, ga * a * (1 - sb)], ctx.dim), None
+        xp, gx = ctx.xp, ctx.xp.empty_like(x._data)
+        ga, gb = gx[first], gx[second]
+        xp.multiply(g._data, s._data, out=ga)
+        xp.subtract(1, s._data, out=gb)
+        gb *= x._data[first]
+        gb *= ga
+        return Tensor._make(gx), None
 
 
 @composite("prelu")

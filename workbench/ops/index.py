@@ -231,15 +231,15 @@ class TakeRows(Function):
     op_name = "take_rows"
 
     @staticmethod
-    def forward(ctx, x, idx):
-        ctx.nrows = x.shape[0]
+    def forward(ctx, x, idx, unique=False):  # unique: no index repeats, so the gradient is a plain scatter
+        ctx.nrows, ctx.unique = x.shape[0], unique
         ctx.save_for_backward(idx)
         return x[idx]
 
     @staticmethod
     def backward(ctx, g):
         (idx,) = ctx.saved_tensors
-        return PutRows.apply(g, idx, ctx.nrows), None
+        return (PutRows.apply(g, idx, ctx.nrows, ctx.unique),) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
 class PutRows(Function):

@@ -9,7 +9,7 @@ import math
 import warnings
 
 from .. import _backend
-from .._backend import kernels as _k
+from .._backend import kernels as _k, pointwise as _pw
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
@@ -249,7 +249,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         return idx, scaled, xp.where(total == 0, xp.nan, 0.0).astype(dt)
 
     steps = array_step(rows_and_weights, t, *([weight] if weight is not None else []))
-    picked = TakeRows.apply(x2.reshape(-1), steps[0])
+    picked = TakeRows.apply(x2.reshape(-1), steps[0], True)  # one position per row: unique
     if reduction != "mean":
         loss = -(picked * steps[1])
         return loss.reshape(tuple(target.shape)) if reduction == "none" else loss.sum()
@@ -298,6 +298,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if pos_weight is None and _fused_reduction(input, target, reduction, weight):
+        return BceWithLogits.apply(input, target, reduction == "mean")
     pos = _Logsigmoid.apply(input)
     neg = _Logsigmoid.apply(-input)
     if pos_weight is not None:
@@ -326,13 +328,13 @@ def _pointwise_loss(name, fn):
     return loss
 
 
-def _sum_squares(flat, block=4096):
-    """sum(flat ** 2) as BLAS dot products of 4096-long blocks, then a pairwise sum of those: about the
-    speed of one dot, and the accuracy of a pairwise sum (one dot over 512 K float32s is off by ~3e-7)."""
-    m = flat.size // block
-    head = flat[:m * block].reshape(m, 1, block)
-    tail = flat[m * block:]
-    return (head @ head.transpose(0, 2, 1)).sum() + tail @ tail
+def _block_dot(a, b, block=4096):
+    """sum(a * b) of two flat arrays as BLAS dot products of 4096-long blocks, then a pairwise sum of those:
+    about the speed of one dot, and the accuracy of a pairwise sum (one dot over 512 K float32s is off by
+    ~3e-7)."""
+    m = a.size // block
+    tail = a[m * block:] @ b[m * block:]
+    return (a[:m * block].reshape(m, 1, block) @ b[:m * block].reshape(m, block, 1)).sum() + tail
 
 
 class MseLoss(Function):
@@ -346,7 +348,8 @@ class MseLoss(Function):
     @staticmethod
     def forward(ctx, x, t, mean):
         d = ctx.xp.subtract(x, t)
-        total = _sum_squares(d.reshape(-1))
+        flat = d.reshape(-1)
+        total = _block_dot(flat, flat)
         ctx.norm = 2.0 / d.size if mean else 2.0
         ctx.save_for_backward(x, t, d)
         return ctx.xp.asarray(total / d.size if mean else total, dtype=x.dtype)
@@ -365,6 +368,92 @@ class MseLoss(Function):
 _mse_composite = _pointwise_loss("mse_loss", lambda d: d * d)
 
 
+class HuberLoss(Function):
+    """huber_loss summed or averaged in one primitive: with a = |x - t| and c = min(a, delta), the loss
+    scale * (0.5 d^2 inside delta, delta (a - delta / 2) outside) is scale * (c.a - c.c / 2), two BLAS dots;
+    the gradient is scale * clip(x - t, -delta, delta) from the saved difference. smooth_l1_loss is the
+    same with delta = beta and scale = 1 / beta. The composite made ~15 passes and two np.where-like selects."""
+
+    _raw = True
+    op_name = "huber_loss"
+
+    @staticmethod
+    def forward(ctx, x, t, delta, scale, mean):
+        xp = ctx.xp
+        d = xp.subtract(x, t)
+        a = xp.abs(d).reshape(-1)
+        c = xp.minimum(a, delta)
+        total = (_block_dot(c, a) - 0.5 * _block_dot(c, c)) * scale
+        ctx.delta, ctx.coef = delta, scale / d.size if mean else scale
+        ctx.save_for_backward(x, t, d)
+        return xp.asarray(total / d.size if mean else total, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t, d = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        if STATE.enabled:  # create_graph: differentiable in x, t and g
+            gx = (x - t).clamp(-ctx.delta, ctx.delta) * (g * ctx.coef)
+        else:
+            gd = ctx.xp.clip(d._data, -ctx.delta, ctx.delta)
+            gd *= g._data * g._data.dtype.type(ctx.coef)
+            gx = Tensor._make(gd)
+        return gx if nig[0] else None, -gx if nig[1] else None, None, None, None
+
+
+class BceWithLogits(Function):
+    """binary_cross_entropy_with_logits summed or averaged in one primitive: the loss of logit x against
+    target t is max(x, 0) - x t + log1p(exp(-|x|)), so the total is two sums and a BLAS dot; the gradient
+    is (sigmoid(x) - t) times g (/ n), in place. The composite took two log-sigmoids and six Tensor ops."""
+
+    _raw = True
+    op_name = "binary_cross_entropy_with_logits"
+
+    @staticmethod
+    def forward(ctx, x, t, mean):
+        xp = ctx.xp
+        xf, tf = xp.ascontiguousarray(x).reshape(-1), xp.ascontiguousarray(t).reshape(-1)
+        e = xp.abs(xf)
+        xp.negative(e, out=e)
+        xp.exp(e, out=e)
+        xp.log1p(e, out=e)
+        total = e.sum(dtype=x.dtype) + xp.maximum(xf, 0, out=e).sum(dtype=x.dtype) - _block_dot(xf, tf)
+        ctx.coef = 1.0 / x.size if mean else 1.0
+        ctx.save_for_backward(x, t)
+        return xp.asarray(total / x.size if mean else total, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        if STATE.enabled:  # create_graph: differentiable in x, t and g
+            gc = g * ctx.coef
+            return (x.sigmoid() - t) * gc if nig[0] else None, -x * gc if nig[1] else None, None
+        xp, gd = ctx.xp, g._data * g._data.dtype.type(ctx.coef)
+        gx = gt = None
+        if nig[0]:
+            s = _pw.run(xp, _pw.sigmoid, (x._data,))
+            s -= t._data
+            s *= gd
+            gx = Tensor._make(s)
+        if nig[1]:  # d/dt of -x t
+            gt = Tensor._make(xp.multiply(x._data, -gd))
+        return gx, gt, None
+
+
+class SmoothL1Loss(HuberLoss):
+    """smooth_l1_loss: HuberLoss's primitive with delta = beta, scale = 1 / beta, under its own node name."""
+
+    op_name = "smooth_l1_loss"
+
+
+def _fused_reduction(input, target, reduction, weight=None):
+    """Whether a regression loss can run as one reduced primitive (same shape and float dtype, no weight)."""
+    return (weight is None and reduction in ("mean", "sum") and isinstance(input, Tensor)
+            and isinstance(target, Tensor) and input.shape == target.shape
+            and input._data.dtype == target._data.dtype and input._data.dtype.char in "fd" and input.numel() > 0)
+
+
 @composite("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error.
@@ -376,9 +465,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """
     if _AUTOCAST[0]:
         input, target = _autocast_cast("mse_loss", input, target)
-    if (size_average is None and reduce is None and weight is None and reduction in ("mean", "sum")
-            and isinstance(input, Tensor) and isinstance(target, Tensor) and input.shape == target.shape
-            and input._data.dtype == target._data.dtype and input._data.dtype.char in "fd" and input.numel() > 0):
+    if size_average is None and reduce is None and _fused_reduction(input, target, reduction, weight):
         return MseLoss.apply(input, target, reduction == "mean")
     return _mse_composite(input, target, size_average, reduce, reduction, weight)
 l1_loss = _pointwise_loss("l1_loss", lambda d: d.abs())
@@ -413,6 +500,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_same_size("smooth_l1_loss", input, target)
+    if beta > 0 and _fused_reduction(input, target, reduction):
+        return SmoothL1Loss.apply(input, target, beta, 1.0 / beta, reduction == "mean")
     d = input - target
     v = d.abs() if beta == 0 else _huberish(d, beta, 1.0 / beta)
     return _reduce(v, reduction)
@@ -433,6 +522,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta, got {delta}")
     _check_same_size("huber_loss", input, target)
+    if _fused_reduction(input, target, reduction, weight):
+        return HuberLoss.apply(input, target, delta, 1.0, reduction == "mean")
     v = _huberish(input - target, delta, 1.0)
     if weight is not None:
         v = v * weight
@@ -855,7 +946,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     n, c = x.shape
     xp = _xp(input)
     t = target._data.reshape(-1)
-    picked = TakeRows.apply(x.reshape(-1), xp.arange(n) * c + t).unsqueeze(1)
+    picked = TakeRows.apply(x.reshape(-1), xp.arange(n) * c + t, True).unsqueeze(1)
     z = (margin - picked + x).clamp(min=0)
     if p == 2:
         z = z * z

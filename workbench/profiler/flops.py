@@ -52,7 +52,7 @@ def _arg(ins, saved, k):
     return s if s is not None else saved.get(k)
 
 
-def _matmul(n, outs, ins, saved):
+def _matmul(attrs, outs, ins, saved):
     a, b = _arg(ins, saved, 0), _arg(ins, saved, 1)
     if a is not None:
         k = a[-1]
@@ -63,29 +63,29 @@ def _matmul(n, outs, ins, saved):
     return 2 * _numel(outs[0]) * k
 
 
-def _linear(n, outs, ins, saved):
-    x = n.__dict__.get("x_shape") or _arg(ins, saved, 0)
+def _linear(attrs, outs, ins, saved):
+    x = attrs.get("x_shape") or _arg(ins, saved, 0)
     w = _arg(ins, saved, 1)
     k = x[-1] if x else (w[-1] if w else None)
     return None if k is None else 2 * _numel(outs[0]) * k
 
 
-def _conv(n, outs, ins, saved):
-    w = n.__dict__.get("wshape") or _arg(ins, saved, 1)
+def _conv(attrs, outs, ins, saved):
+    w = attrs.get("wshape") or _arg(ins, saved, 1)
     return None if w is None else 2 * _numel(outs[0]) * math.prod(w[1:])
 
 
-def _conv_grad_input(n, outs, ins, saved):
+def _conv_grad_input(attrs, outs, ins, saved):
     g, w = _arg(ins, saved, 0), _arg(ins, saved, 1)
     return None if g is None or w is None else 2 * _numel(g) * math.prod(w[1:])
 
 
-def _conv_grad_weight(n, outs, ins, saved):
+def _conv_grad_weight(attrs, outs, ins, saved):
     g = _arg(ins, saved, 1)
     return None if g is None else 2 * _numel(g) * math.prod(outs[0][1:])
 
 
-def _attention(n, outs, ins, saved):
+def _attention(attrs, outs, ins, saved):
     q, k = _arg(ins, saved, 0), _arg(ins, saved, 1)
     if q is None or k is None:
         return None
@@ -93,33 +93,33 @@ def _attention(n, outs, ins, saved):
     return 2 * _numel(q) * s + 2 * _numel(outs[0]) * s
 
 
-def _einsum(n, outs, ins, saved):
-    sizes = n.__dict__.get("sizes")
-    eq = n.__dict__.get("eq")
+def _einsum(attrs, outs, ins, saved):
+    sizes = attrs.get("sizes")
+    eq = attrs.get("eq")
     if sizes is None or eq is None or len(eq[0]) > 2:
         return None
     p = math.prod(sizes.values())
     return 2 * p if len(eq[0]) == 2 else p
 
 
-def _norm(n, outs, ins, saved):
+def _norm(attrs, outs, ins, saved):
     return (7 if 1 in saved or (len(ins) > 1 and ins[1] is not None) else 5) * _numel(outs[0])
 
 
 def _scale_input(factor):
-    def rule(n, outs, ins, saved):
+    def rule(attrs, outs, ins, saved):
         x = _arg(ins, saved, 0)
         return None if x is None else factor * _numel(x)
     return rule
 
 
-def _source_adds(n, outs, ins, saved):
+def _source_adds(attrs, outs, ins, saved):
     src = ins[-1] if ins else None
     return None if src is None else _numel(src)
 
 
 def _square(cost):
-    def rule(n, outs, ins, saved):
+    def rule(attrs, outs, ins, saved):
         a = _arg(ins, saved, 0)
         if a is None or len(a) < 2:
             return None
@@ -146,14 +146,9 @@ RULES = {
     "linalg_slogdet": _square(lambda m, i, s: 2 * m ** 3 / 3), "linalg_lu": _square(lambda m, i, s: 2 * m ** 3 / 3),
     "linalg_cholesky": _square(lambda m, i, s: m ** 3 / 3), "linalg_qr": _square(lambda m, i, s: 4 * m ** 3 / 3),
     "linalg_solve": _square(_solve),
-    "embedding": lambda n, outs, ins, saved: 0,
-    "mul": lambda n, outs, ins, saved: _numel(outs[0]),  # also addmm's beta=0 zeros, outside elementwise.py
+    "embedding": lambda attrs, outs, ins, saved: 0,
+    "mul": lambda attrs, outs, ins, saved: _numel(outs[0]),  # also addmm's beta=0 zeros, outside elementwise.py
 }
-
-
-def _family(node):
-    fn = node._fn
-    return fn.__module__.rsplit(".", 1)[-1] if fn is not None else ""
 
 
 def node_flops(node, inputs, saved=None):
@@ -170,18 +165,28 @@ def node_flops(node, inputs, saved=None):
     fn = node._fn
     if fn is None or not fn._raw:  # a user's Function: its cost is not known
         return None
-    op = node._op
     outs = [m[0] if m is not None else None for m in (node._out_meta or ())]
+    saved = {e[0]: e[2] for e in (describe_saved(node) if saved is None else saved)}
+    return op_flops(fn, node._op, outs, inputs, saved, node.__dict__)
+
+
+def op_flops(fn, op, outs, inputs, saved, attrs):
+    """FLOPs of primitive ``fn`` (op name ``op``) from its output and input shapes, the saved tensors'
+    shapes ({saved index: shape}) and its ctx attributes; None when unknown.
+
+    >>> from workbench.ops.linalg_core import Matmul
+    >>> op_flops(Matmul, "matmul", [(2, 4)], [(2, 3), (3, 4)], {}, {})
+    48
+    """
     if not outs or outs[0] is None:
         return None
-    saved = {e[0]: e[2] for e in (describe_saved(node) if saved is None else saved)}
     rule = RULES.get(op)
     if rule is not None:
-        f = rule(node, outs, inputs, saved)
+        f = rule(attrs, outs, inputs, saved)
         return None if f is None else int(f)
     if op in _NOT_COUNTED:
         return None
-    family = _family(node)
+    family = fn.__module__.rsplit(".", 1)[-1]
     if family in _ELEMENTWISE_FAMILIES or op in _FACTOR:
         return _FACTOR.get(op, 1) * _numel(outs[0])
     if family == "reduce":

@@ -37,7 +37,7 @@ NAMESPACES = [
     ("torch.nn.Module", "class"), ("torch.autograd", "module"), ("torch.optim", "module"),
     ("torch.optim.Optimizer", "class"), ("torch.utils.data", "module"), ("torch.linalg", "module"),
     ("torch.fft", "module"), ("torch.special", "module"), ("torch.distributions", "module"),
-    ("torch.backends", "module"), ("torch.amp", "module"), ("torch.utils", "module"),
+    ("torch.backends", "module"), ("torch.amp", "module"), ("torch.utils", "module"), ("torch.profiler", "module"),
 ]
 # listed on the documentation's compatibility page (docs/_ext/compat_page.py) but not yet held to the
 # exemptions file: their missing names await triage (torch.distributed: #17)

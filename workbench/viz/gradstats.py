@@ -29,6 +29,7 @@ import warnings
 from .. import _backend
 from ..autograd import graph
 from ..autograd.graph import AccumulateGrad, walk
+from .recorder import site_dict
 
 METRICS = ("grad_norm", "weight_norm", "update_ratio")
 
@@ -728,7 +729,7 @@ def _low(new, est):
 
 def _alarm(step, layer, kind, op, site, value, detail):
     return {"step": int(step), "layer": layer, "kind": kind, "op": op,
-            "site": {"file": str(site[0]), "line": int(site[1]), "function": str(site[2])} if site else None,
+            "site": site_dict(site),  # a notebook cell as IPython names it: "Cell In[3]"
             "value": value if value is None or math.isfinite(value) else None, "detail": detail}
 
 

@@ -97,6 +97,7 @@ class _Builder:
         self._call_ids = {}  # CallScope.call -> its number in this snapshot
         self.main = set()  # the nodes a backward from the roots executes (not the cut-off subgraphs)
         self._cut_edges = set()
+        self.finite = {}  # op id -> whether record() saw its output finite (kept when the output is gone)
 
     # --- values -------------------------------------------------------------------------------
     def _value_array(self, node, nr=0):
@@ -117,6 +118,9 @@ class _Builder:
         return None
 
     def _index_saved(self, nodes):
+        for r in self.roots:  # the roots' own values (the loss), which no consumer saved
+            if r.grad_fn is not None:
+                self.saved_values.setdefault((r.grad_fn, r._output_nr), r._data)
         for n in nodes:
             for entry in n._saved or ():
                 e = entry[0] if type(entry) is tuple else entry
@@ -314,6 +318,9 @@ class _Builder:
             d["forward_us"], d["backward_us"] = n._times
         if arr is not None:
             d["value"] = summarize_array(arr)
+        info = recorder.lookup(n)
+        if info is not None and info[2] and info[2][0] is not None:
+            self.finite[i] = bool(info[2][0])
         if self.grads and n._retain:
             for nr, ref in n._retain.items():
                 t = ref()
@@ -397,7 +404,66 @@ def build(roots, model=None, names=None, title=None, values=True, grads=True):
         title = _default_title(b, roots)
     snap = {"format": "workbench.tape", "version": 1, "title": title, "nodes": b.nodes, "edges": b.edges,
             "modules": b.modules(), "roots": root_ids, "trace": None}
+    notes = nonfinite_notes(snap, b.labels, b.finite)
+    if notes:
+        snap["notes"] = notes
     return snap, b
+
+
+def _bad(summary):
+    return summary is not None and bool(summary["nan"] or summary["inf"])
+
+
+def _where(node):
+    s = node["site"]
+    if not s:
+        return ""
+    return f" at {s['file']}, line {s['line']}" if s["file"].startswith("Cell In[") else f" at {s['file']}:{s['line']}"
+
+
+def nonfinite_notes(snap, labels=None, finite=None):
+    """An error note when a root's value (the loss) is NaN/Inf, naming the first op that produced it.
+
+    Under ``record()`` every op's output was checked as it was made (``finite``: op id -> bool), so
+    that op is where the NaN started; without it only the values kept for backward are known, and
+    the note says how to find the origin. ``labels`` maps node ids to the caller's variable names.
+
+    >>> import workbench as wb
+    >>> w = wb.tensor([1.0, 0.0], requires_grad=True)
+    >>> with wb.viz.record():
+    ...     loss = wb.log(w * w).sum()
+    >>> print(wb.viz.snapshot(loss).to_dict()["notes"][0]["text"])  # doctest: +ELLIPSIS
+    The loss (loss) is Inf in the forward pass already... The first op that produced NaN or Inf: log at ...
+    """
+    labels, finite = labels or {}, finite or {}
+    by_id = {n["id"]: n for n in snap["nodes"]}
+    bad_roots = [by_id[r] for r in snap["roots"] if _bad(by_id[r]["value"])]
+    if not bad_roots:
+        return []
+    root = bad_roots[0]
+    what = "NaN" if root["value"]["nan"] else "Inf"
+
+    def bad(n):
+        return _bad(n["value"]) or finite.get(n["id"]) is False
+
+    inputs = {}
+    for e in snap["edges"]:
+        inputs.setdefault(e["target"], []).append(e["source"])
+    first = None
+    for n in snap["nodes"]:  # forward order: the first op whose value is bad while its inputs are not
+        if n["kind"] in ("op", "output") and bad(n) and not any(bad(by_id[i]) for i in inputs.get(n["id"], ())):
+            first = n
+            break
+    text = (f"The loss ({labels.get(root['id'], root['name'])}) is {what} in the forward pass already, so no "
+            "gradient of this backward pass can be trusted.")
+    recorded = all(n["value"] is not None or n["id"] in finite for n in snap["nodes"] if n["kind"] == "op")
+    if first is not None and (first is not root or recorded):
+        label = labels.get(first["id"])
+        text += f" The first op that produced NaN or Inf: {first['op'] or first['name']}" + \
+            (f" ({label})" if label else "") + f"{_where(first)}."
+    if not recorded:
+        text += " Run the forward pass under `with wb.viz.record():` to see where it started."
+    return [{"level": "error", "text": text, "node": first["id"] if first is not None else root["id"]}]
 
 
 def _default_title(b, roots):

@@ -72,7 +72,15 @@ export interface Snapshot {
   edges: TapeEdge[];
   modules: ModuleInfo[];
   roots: string[];
-  trace: { steps: StepRecord[] } | null;
+  trace: { steps: StepRecord[]; classroom?: boolean } | null;
+  /** What the user must know before reading the graph (a NaN loss), shown once above it. */
+  notes?: Note[];
+}
+
+export interface Note {
+  level: "error" | "warning";
+  text: string;
+  node?: string | null;
 }
 
 export const TAPE_MIME = "application/vnd.workbench.tape.v1+json";

@@ -7,6 +7,11 @@ post-accumulate-grad hook copies its gradient into its bucket; a full bucket's a
 once (buckets in index order on every rank, so all ranks issue the same collectives in the same order),
 while backward computes the rest. When backward ends (the engine's end-of-backward hook) DDP waits for
 the buckets and writes the averaged gradients back.
+
+A communication hook (``register_comm_hook``) replaces the all-reduce of each bucket: it gets a ``GradBucket``
+and returns a future of the reduced buffer. ``join()`` trains on uneven inputs: a rank that ran out of batches
+keeps answering the others' collectives (zero gradients) until every rank has run out, then every rank takes
+the model of the last ones to finish.
 """
 import contextlib
 import weakref
@@ -14,6 +19,8 @@ import weakref
 from ... import _backend
 from ... import distributed as dist
 from ...autograd import graph as _graph
+from ...distributed.algorithms.join import Join, JoinHook, Joinable
+from ...futures import Future
 from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...tensor import Tensor
 from ..module import Module
@@ -53,6 +60,8 @@ class _Reducer:
     def __init__(self, params, names, pg, cap_bytes, find_unused, as_view):
         self.params, self.names, self.pg = params, names, pg
         self.find_unused, self.as_view = find_unused, as_view
+        self.comm_hook = None  # (state, hook) from register_comm_hook
+        self.divisor = None  # join(divide_by_initial_world_size=False): the number of ranks still training
         self.buckets = self._build(cap_bytes)
         self.bucket_of = [None] * len(params)
         for bi, b in enumerate(self.buckets):
@@ -123,14 +132,63 @@ class _Reducer:
         buckets = self.buckets
         while self.next_bucket < len(buckets) and buckets[self.next_bucket].pending == 0:
             nb = buckets[self.next_bucket]
-            nb.work = dist.all_reduce(nb.buffer, op=dist.ReduceOp.AVG, group=self.pg, async_op=True)
+            nb.work = self.launch(self.next_bucket, nb.buffer)
             nb.launched_early = early
             self.next_bucket += 1
         if self.next_bucket:  # let MPI move the oldest launched bucket along
             for other in buckets[:self.next_bucket]:
-                if not other.work._done:
-                    other.work.is_completed()
+                if not _poll(other.work):
                     break
+
+    def launch(self, bi, buffer):
+        """Start reducing bucket ``bi`` whose gradients ``buffer`` holds: a Work, or the comm hook's Future."""
+        if self.comm_hook is not None:
+            state, hook = self.comm_hook
+            params = [self.params[i] for i in self.buckets[bi].params]
+            fut = hook(state, dist.GradBucket(bi, bi == len(self.buckets) - 1, buffer, params))
+            if not isinstance(fut, Future):
+                raise TypeError(f"DistributedDataParallel: the communication hook {_name(hook)} returned "
+                                f"{type(fut).__name__}, not a workbench.futures.Future of the bucket's reduced buffer "
+                                "(return e.g. dist.all_reduce(bucket.buffer(), async_op=True).get_future()"
+                                ".then(lambda f: f.value()[0]))")
+            return fut
+        if self.divisor is not None:  # join(divide_by_initial_world_size=False): average over the ranks training
+            buffer.div_(self.divisor)
+            return dist.all_reduce(buffer, op=dist.ReduceOp.SUM, group=self.pg, async_op=True)
+        return dist.all_reduce(buffer, op=dist.ReduceOp.AVG, group=self.pg, async_op=True)
+
+    def complete(self, bi, buffer, work):
+        """Wait for bucket ``bi``'s reduction and leave its result in ``buffer``."""
+        if not isinstance(work, Future):
+            work.wait()
+            return
+        out = work.wait()
+        if isinstance(out, (list, tuple)) and len(out) == 1:
+            out = out[0]
+        if not isinstance(out, Tensor) or out.numel() != buffer.numel():
+            got = f"a tensor of {out.numel()} elements" if isinstance(out, Tensor) else type(out).__name__
+            raise RuntimeError(f"DistributedDataParallel: the communication hook {_name(self.comm_hook[1])}'s future "
+                               f"for bucket {bi} holds {got}; it must hold the bucket's reduced flat buffer of "
+                               f"{buffer.numel()} elements")
+        if out._data is not buffer._data:
+            buffer._data[...] = out._data.reshape(buffer._data.shape).astype(buffer._data.dtype, copy=False)
+
+    def shadow(self):
+        """On a rank that joined: the collectives of one backward pass, with zero gradients (join())."""
+        works = []
+        for bi, b in enumerate(self.buckets):
+            zeros = Tensor._make(_array_module(b.buffer._data).zeros_like(b.buffer._data))
+            works.append((bi, zeros, self.launch(bi, zeros)))
+        if self.find_unused:
+            self._reduce_used([0] * len(self.params))
+        for bi, zeros, w in works:
+            self.complete(bi, zeros, w)
+
+    def _reduce_used(self, used):
+        # every rank takes part (a rank that used everything too), so all ranks issue the same collectives
+        used_t = Tensor._make(_array_module(self.buckets[0].buffer._data).asarray(used))
+        dist.all_reduce(used_t, op=dist.ReduceOp.MAX, group=self.pg)
+        return used_t._data.tolist()
 
     def finalize(self):
         _ARMED.discard(self)
@@ -138,7 +196,7 @@ class _Reducer:
             return
         missing = [i for i, r in enumerate(self.ready) if not r]
         used = None
-        if missing and self.find_unused:
+        if self.find_unused:
             gone = set(missing)
             used = [0 if i in gone else 1 for i in range(len(self.params))]
             for i in missing:
@@ -149,12 +207,10 @@ class _Reducer:
                 self.error = f"{_UNUSED} on rank {dist.get_rank()}: {names}"
             return
         if used is not None:  # used on some rank: its averaged gradient counts; unused everywhere: left alone
-            used_t = Tensor._make(_array_module(self.buckets[0].buffer._data).asarray(used))
-            dist.all_reduce(used_t, op=dist.ReduceOp.MAX, group=self.pg)
-            used = used_t._data.tolist()
+            used = self._reduce_used(used)
         self.launched_in_backward = sum(1 for b in self.buckets if b.launched_early)
-        for b in self.buckets:
-            b.work.wait()
+        for bi, b in enumerate(self.buckets):
+            self.complete(bi, b.buffer, b.work)
         for b in self.buckets:
             for slot, i in enumerate(b.params):
                 if used is not None and not used[i]:
@@ -172,6 +228,14 @@ class _Reducer:
         self.in_backward = False
 
 
+def _poll(work):
+    return work.done() if isinstance(work, Future) else work.is_completed()
+
+
+def _name(fn):
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
 def _hook(ref, i):
     def hook(p):
         reducer = ref()
@@ -181,7 +245,7 @@ def _hook(ref, i):
     return hook
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """Wrap ``module`` so that every rank trains one replica and gradients are averaged across ranks.
 
     PyTorch's arguments: ``process_group`` (default group if None), ``bucket_cap_mb`` (25),
@@ -234,6 +298,9 @@ class DistributedDataParallel(Module):
             self._broadcast(params + self._module_buffers)
         self.reducer = _Reducer(params, names, self.process_group, self.bucket_bytes_cap, find_unused_parameters,
                                 gradient_as_bucket_view)
+        self._join = None  # (census, is the first joinable) inside a Join block
+        self._divide_by_initial_world_size = True
+        self._stepped = False  # a forward with gradient sync ran: too late to register a comm hook
         if _on_backward not in _graph.BACKWARD_HOOKS:
             _graph.BACKWARD_HOOKS.append(_on_backward)
 
@@ -254,15 +321,16 @@ class DistributedDataParallel(Module):
                                f"parameters unlike rank {pg.ranks[0]}'s (parameter {k}: {first} on rank {pg.ranks[0]}, "
                                f"{other} on rank {odd[0]}); every rank must wrap the same model")
 
-    def _broadcast(self, tensors):
-        # one broadcast per dtype of everything flattened (coalesced, as PyTorch's _sync_module_states)
+    def _broadcast(self, tensors, src=0):
+        # one broadcast per dtype of everything flattened (coalesced, as PyTorch's _sync_module_states), from the
+        # group rank src
         pg = self.process_group
         by_dtype = {}
         for t in tensors:
             by_dtype.setdefault((t.dtype, t.device), []).append(t)
         for ts in by_dtype.values():
             flat = Tensor._make(_flatten([t._data for t in ts], ts[0]._data))
-            dist.broadcast(flat, src=pg.ranks[0], group=pg)
+            dist.broadcast(flat, src=pg.ranks[src], group=pg)
             at = 0
             with no_grad():
                 for t in ts:
@@ -287,14 +355,74 @@ class DistributedDataParallel(Module):
         if reducer.error is not None:
             err, reducer.error = reducer.error, None
             raise RuntimeError(err)
+        sync = is_grad_enabled() and self.require_backward_grad_sync
+        src = 0
+        census = Join.notify_join_context(self, _SYNCING if sync else _TRAINING)
+        reducer.divisor = None
+        if census is not None:  # inside Join: the joined ranks shadow this step
+            src = census.last
+            if not self._divide_by_initial_world_size:
+                reducer.divisor = census.active
         if self.broadcast_buffers and self.require_forward_param_sync and self._module_buffers:
-            self._broadcast(self._module_buffers)
-        if is_grad_enabled() and self.require_backward_grad_sync:
+            self._broadcast(self._module_buffers, src)
+        if sync:
+            self._stepped = True
             reducer.prepare()
         else:  # no_sync() or no grad: this pass's hooks must not reduce anything
             _ARMED.discard(reducer)
             reducer.in_backward = False
         return self.module(*inputs, **kwargs)
+
+    def register_comm_hook(self, state, hook):
+        """Reduce each gradient bucket with ``hook(state, bucket)`` instead of the built-in average.
+
+        ``bucket`` is a ``workbench.distributed.GradBucket``; the hook returns a ``workbench.futures.Future`` of
+        the reduced flat buffer (``bucket.buffer()``'s shape and dtype). PyTorch's default hooks are in
+        ``workbench.distributed.algorithms.ddp_comm_hooks.default_hooks`` (``allreduce_hook``,
+        ``fp16_compress_hook``, ``bf16_compress_hook``; their ``state`` is a process group or None). Register once,
+        before the first training step.
+
+        >>> from workbench.distributed.algorithms.ddp_comm_hooks import default_hooks  # doctest: +SKIP
+        >>> ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)  # doctest: +SKIP
+        """
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        if self.reducer.comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if self._stepped:
+            raise RuntimeError("register_comm_hook must be called before the first forward pass that syncs "
+                               "gradients (the buckets of a running step are already being reduced)")
+        self.reducer.comm_hook = (state, hook)
+
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """Train on uneven inputs: wrap the training loop; a rank whose loop ends first waits at the end of the
+        block, taking part in the others' gradient all-reduces (with zero gradients) and buffer broadcasts until
+        every rank's loop has ended; then all ranks take the model of the last ones to finish. The same as
+        ``workbench.distributed.algorithms.Join([ddp], ...)``.
+
+        ``divide_by_initial_world_size``: average the gradients over all ranks (True: joined ranks count, with
+        zeros) or over the ranks still training. ``throw_on_early_termination``: raise RuntimeError on every rank
+        as soon as one runs out of inputs, instead. Each step costs one more small all-gather (who still trains).
+
+        >>> with ddp.join():  # doctest: +SKIP
+        ...     for x in my_batches:  # a different number of batches on each rank
+        ...         opt.zero_grad(); ddp(x).sum().backward(); opt.step()
+        """
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, divide_by_initial_world_size=True):
+        """The JoinHook that shadows this model's steps on a rank that joined (used by ``Join``)."""
+        self._divide_by_initial_world_size = divide_by_initial_world_size
+        return _DDPJoinHook(self)
+
+    @property
+    def join_device(self):
+        return self.device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -310,6 +438,31 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+
+_TRAINING, _SYNCING = 1, 2  # a training rank's census state in a Join block (0: joined)
+
+
+class _DDPJoinHook(JoinHook):
+    def __init__(self, ddp):
+        self.ddp = ddp
+
+    def main_hook(self):
+        # the collectives of one training step, with this rank's buffers and zero gradients
+        ddp = self.ddp
+        census = ddp._join[0]
+        if ddp.broadcast_buffers and ddp.require_forward_param_sync and ddp._module_buffers:
+            ddp._broadcast(ddp._module_buffers, census.last)
+        if _SYNCING in census.states:
+            ddp.reducer.divisor = None if ddp._divide_by_initial_world_size else census.active
+            ddp.reducer.shadow()
+
+    def post_hook(self, is_last_joiner):
+        # the ranks that trained longest hold the final model: everyone takes it
+        ddp = self.ddp
+        ddp._broadcast(ddp.reducer.params + ddp._module_buffers, ddp._join[0].last)
+        ddp.reducer.divisor = None
+        ddp._divide_by_initial_world_size = True
 
 
 def _flatten(arrays, like):
