@@ -67,5 +67,11 @@ bench-gpu: setup
 gpu-check:
 	bash .ci/gpu-check
 
+# the documentation site into docs/_build/html, offline, warnings as errors (docs/building.md)
+.PHONY: docs
+docs: setup
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
+
 clean:
 	rm -rf $(VENV) extensions/node_modules workbench/static workbench/labextension

@@ -7,7 +7,8 @@ import sys
 from .launch import HERE, ROOT, oks
 
 CHECKS = ["allreduce_hook", "fp16_compress_hook", "hook_errors", "join-divide1", "join-divide0",
-          "join_hook_buffers", "join_throw"]
+          "join_hook_buffers", "join_cuda_nccl", "Join_generic",
+          "join_throw"]
 
 
 def test_comm_hooks_and_join_on_ranks_meeting_through_a_file(tmp_path):

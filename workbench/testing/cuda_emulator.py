@@ -33,7 +33,7 @@ PRELUDE = r"""
 #include <cstdint>
 using namespace std;
 struct __wb_uint3 { unsigned int x, y, z; };
-static __wb_uint3 threadIdx, blockIdx, blockDim, gridDim;
+static thread_local __wb_uint3 threadIdx, blockIdx, blockDim, gridDim;  // launches from two threads do not mix
 #define __global__
 #define __device__
 #define __host__

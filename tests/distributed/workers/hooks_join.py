@@ -8,9 +8,11 @@ import workbench as wb
 import workbench.distributed as dist
 from workbench.distributed.algorithms.ddp_comm_hooks import default_hooks
 from workbench.nn.parallel import DistributedDataParallel as DDP
+from workbench.testing import fake_cupy
 
 r = int(sys.argv[1])
-dist.init_process_group("gloo", init_method=f"file://{sys.argv[2]}", rank=r, world_size=2)
+fake_cupy.install()
+dist.init_process_group(None, init_method=f"file://{sys.argv[2]}", rank=r, world_size=2)  # CPU: gloo, CUDA: nccl
 n = dist.get_world_size()
 F = wb.nn.functional
 
@@ -54,13 +56,13 @@ def reference(steps_of, divide_by_initial):
     return ref
 
 
-def train(ddp, steps, **join):
+def train(ddp, steps, device="cpu", **join):
     opt = wb.optim.SGD(ddp.parameters(), lr=0.3, momentum=0.5)
     with ddp.join(**join):
         for k in range(steps):
             opt.zero_grad()
             xb, yb = batch(k, r)
-            F.mse_loss(ddp(xb), yb).backward()
+            F.mse_loss(ddp(xb.to(device)), yb.to(device)).backward()
             opt.step()
 
 
@@ -145,7 +147,34 @@ dist.all_gather_object(states, {k: v.numpy() for k, v in m.state_dict().items()}
 assert all(np.array_equal(states[0][k], states[1][k]) for k in states[0]), "the replicas differ after join()"
 ok("join_hook_buffers")
 
-# 6. throw_on_early_termination: every rank raises as soon as one runs out
+# 6. on CUDA parameters (the fake cupy; NCCL carries CUDA tensors): join's census, a hook, the shadow steps
+ref = reference(steps_of, True)
+m = model().to("cuda")
+ddp = DDP(m, bucket_cap_mb=0.0005)
+ddp.register_comm_hook(None, default_hooks.allreduce_hook)
+train(ddp, steps_of[r], device="cuda")
+for (name, a), b in zip(ref.named_parameters(), m.parameters()):
+    assert b.device.type == "cuda"
+    close(a, b.cpu(), f"join on cuda {name}")
+ok("join_cuda_nccl")
+
+# 7. PyTorch's generic form, Join([ddp], **kwargs), is the same thing
+from workbench.distributed.algorithms.join import Join  # noqa: E402
+
+ref = reference(steps_of, False)
+m = model()
+ddp = DDP(m)
+opt = wb.optim.SGD(ddp.parameters(), lr=0.3, momentum=0.5)
+with Join([ddp], divide_by_initial_world_size=False):
+    for k in range(steps_of[r]):
+        opt.zero_grad()
+        F.mse_loss(ddp(batch(k, r)[0]), batch(k, r)[1]).backward()
+        opt.step()
+for (name, a), b in zip(ref.named_parameters(), m.parameters()):
+    close(a, b, f"Join([ddp]) {name}")
+ok("Join_generic")
+
+# 8. throw_on_early_termination: every rank raises as soon as one runs out
 try:
     train(DDP(model()), [2, 4][r], throw_on_early_termination=True)
     raise AssertionError("join(throw_on_early_termination=True) did not raise")

@@ -19,6 +19,7 @@ import weakref
 from ... import _backend
 from ... import distributed as dist
 from ...autograd import graph as _graph
+from ...distributed.algorithms.join import Join, JoinHook, Joinable
 from ...futures import Future
 from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...tensor import Tensor
@@ -244,7 +245,7 @@ def _hook(ref, i):
     return hook
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """Wrap ``module`` so that every rank trains one replica and gradients are averaged across ranks.
 
     PyTorch's arguments: ``process_group`` (default group if None), ``bucket_cap_mb`` (25),
@@ -297,7 +298,8 @@ class DistributedDataParallel(Module):
             self._broadcast(params + self._module_buffers)
         self.reducer = _Reducer(params, names, self.process_group, self.bucket_bytes_cap, find_unused_parameters,
                                 gradient_as_bucket_view)
-        self._join = None  # the state of a join() block
+        self._join = None  # (census, is the first joinable) inside a Join block
+        self._divide_by_initial_world_size = True
         self._stepped = False  # a forward with gradient sync ran: too late to register a comm hook
         if _on_backward not in _graph.BACKWARD_HOOKS:
             _graph.BACKWARD_HOOKS.append(_on_backward)
@@ -355,10 +357,12 @@ class DistributedDataParallel(Module):
             raise RuntimeError(err)
         sync = is_grad_enabled() and self.require_backward_grad_sync
         src = 0
-        if self._join is not None:  # count the ranks still training; the joined ones shadow this step
-            src = self._join.round(_SYNCING if sync else _TRAINING)
-            if not self._join.divide_by_initial_world_size:
-                reducer.divisor = self._join.active
+        census = Join.notify_join_context(self, _SYNCING if sync else _TRAINING)
+        reducer.divisor = None
+        if census is not None:  # inside Join: the joined ranks shadow this step
+            src = census.last
+            if not self._divide_by_initial_world_size:
+                reducer.divisor = census.active
         if self.broadcast_buffers and self.require_forward_param_sync and self._module_buffers:
             self._broadcast(self._module_buffers, src)
         if sync:
@@ -390,11 +394,11 @@ class DistributedDataParallel(Module):
                                "gradients (the buckets of a running step are already being reduced)")
         self.reducer.comm_hook = (state, hook)
 
-    @contextlib.contextmanager
     def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
         """Train on uneven inputs: wrap the training loop; a rank whose loop ends first waits at the end of the
         block, taking part in the others' gradient all-reduces (with zero gradients) and buffer broadcasts until
-        every rank's loop has ended; then all ranks take the model of the last ones to finish.
+        every rank's loop has ended; then all ranks take the model of the last ones to finish. The same as
+        ``workbench.distributed.algorithms.Join([ddp], ...)``.
 
         ``divide_by_initial_world_size``: average the gradients over all ranks (True: joined ranks count, with
         zeros) or over the ranks still training. ``throw_on_early_termination``: raise RuntimeError on every rank
@@ -404,32 +408,21 @@ class DistributedDataParallel(Module):
         ...     for x in my_batches:  # a different number of batches on each rank
         ...         opt.zero_grad(); ddp(x).sum().backward(); opt.step()
         """
-        if not enable:
-            yield
-            return
-        if self._join is not None:
-            raise RuntimeError("DistributedDataParallel.join(): already inside a join() block of this model")
-        self._join = _Join(self.process_group, self.device, divide_by_initial_world_size, throw_on_early_termination)
-        try:
-            yield
-            self._shadow_until_all_joined()
-        finally:
-            self._join = None
-            self.reducer.divisor = None
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
 
-    def _shadow_until_all_joined(self):
-        join = self._join
-        while True:
-            src = join.round(_JOINED)
-            if not join.active:
-                break
-            if self.broadcast_buffers and self.require_forward_param_sync and self._module_buffers:
-                self._broadcast(self._module_buffers, src)
-            if join.syncing:
-                self.reducer.divisor = None if join.divide_by_initial_world_size else join.active
-                self.reducer.shadow()
-        # the ranks that trained longest hold the final model: everyone takes it
-        self._broadcast(self.reducer.params + self._module_buffers, join.last)
+    def join_hook(self, divide_by_initial_world_size=True):
+        """The JoinHook that shadows this model's steps on a rank that joined (used by ``Join``)."""
+        self._divide_by_initial_world_size = divide_by_initial_world_size
+        return _DDPJoinHook(self)
+
+    @property
+    def join_device(self):
+        return self.device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -447,35 +440,29 @@ class DistributedDataParallel(Module):
             self.require_backward_grad_sync = old
 
 
-_JOINED, _TRAINING, _SYNCING = 0, 1, 2  # what a rank does this step, in a join() block
+_TRAINING, _SYNCING = 1, 2  # a training rank's census state in a Join block (0: joined)
 
 
-class _Join:
-    """The join() block's per-step census: which ranks still train, and whether they sync gradients."""
+class _DDPJoinHook(JoinHook):
+    def __init__(self, ddp):
+        self.ddp = ddp
 
-    def __init__(self, pg, device, divide_by_initial_world_size, throw_on_early_termination):
-        self.pg, self.device = pg, device
-        self.divide_by_initial_world_size = divide_by_initial_world_size
-        self.throw = throw_on_early_termination
-        self.active = pg.size()
-        self.syncing = False
-        self.last = 0  # the highest group rank still training at the latest step
+    def main_hook(self):
+        # the collectives of one training step, with this rank's buffers and zero gradients
+        ddp = self.ddp
+        census = ddp._join[0]
+        if ddp.broadcast_buffers and ddp.require_forward_param_sync and ddp._module_buffers:
+            ddp._broadcast(ddp._module_buffers, census.last)
+        if _SYNCING in census.states:
+            ddp.reducer.divisor = None if ddp._divide_by_initial_world_size else census.active
+            ddp.reducer.shadow()
 
-    def round(self, mine):
-        """All-gather each rank's state; returns the group rank that broadcasts buffers this step."""
-        np = _backend.numpy
-        codes = Tensor._make(_backend.to_device(np.zeros(self.pg.size(), np.int64), self.device))
-        dist.all_gather_into_tensor(codes, Tensor._make(_backend.to_device(np.full(1, mine, np.int64), self.device)),
-                                    group=self.pg)
-        codes = codes._data.tolist()
-        training = [r for r, c in enumerate(codes) if c != _JOINED]
-        if self.throw and len(training) < len(codes):
-            raise RuntimeError("Detected at least one rank that exhausted inputs. Throwing across all ranks.")
-        self.active = len(training)
-        self.syncing = _SYNCING in codes
-        if training:
-            self.last = training[-1]
-        return self.last
+    def post_hook(self, is_last_joiner):
+        # the ranks that trained longest hold the final model: everyone takes it
+        ddp = self.ddp
+        ddp._broadcast(ddp.reducer.params + ddp._module_buffers, ddp._join[0].last)
+        ddp.reducer.divisor = None
+        ddp._divide_by_initial_world_size = True
 
 
 def _flatten(arrays, like):
