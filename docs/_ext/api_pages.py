@@ -20,7 +20,7 @@ MODULES = [
     "workbench.distributed", "workbench.amp", "workbench.cuda", "workbench.compiler", "workbench.library",
     "workbench.viz", "workbench.multiprocessing", "workbench.serialization", "workbench.onnx",
     "workbench.jit", "workbench.utils.checkpoint", "workbench.utils.tensorboard",
-    "workbench.utils.cpp_extension",
+    "workbench.utils.cpp_extension", "workbench.profiler",
 ]
 OUT = Path(__file__).resolve().parents[1] / "api"
 
