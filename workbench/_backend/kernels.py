@@ -169,6 +169,8 @@ def layer_norm(xp, x, weight, bias, eps):
             (rows,), (_block(cols),), (x, weight if weight is not None else 0, bias if bias is not None else 0, y,
                                        mean, rstd, numpy.int32(cols), numpy.float32(eps)))
         return y, mean, rstd
+    if xp is numpy and x.ndim == 2 and x.dtype.char in "fd" and rows:
+        return _layer_norm_numpy(x, weight, bias, eps)
     mean = x.mean(axis=-1)
     d = x - mean[..., None]
     rstd = 1.0 / xp.sqrt((d * d).mean(axis=-1) + eps)
@@ -196,6 +198,8 @@ def layer_norm_backward(xp, g, x, mean, rstd, weight, need_w=True, need_b=True):
                                                   (g, x, mean, rstd, dw if dw is not None else 0,
                                                    db if db is not None else 0, numpy.int32(rows), numpy.int32(cols)))
         return dx, dw, db
+    if xp is numpy and x.ndim == 2 and x.dtype.char in "fd" and g.dtype == x.dtype and rows:
+        return _layer_norm_backward_numpy(g, x, mean, rstd, weight, need_w, need_b)
     xhat = (x - mean[..., None]) * rstd[..., None]
     gw = g * weight if weight is not None else g
     a = gw.mean(axis=-1, keepdims=True)
@@ -205,6 +209,51 @@ def layer_norm_backward(xp, g, x, mean, rstd, weight, need_w=True, need_b=True):
     dw = (flat_g * xhat.reshape(-1, cols)).sum(axis=0) if weight is not None and need_w else None
     db = flat_g.sum(axis=0) if need_b else None
     return dx, dw, db
+
+
+def _row_dots(a, b):
+    """sum(a * b, axis=-1) of (R, C) arrays as R BLAS dots (no temporary; NumPy's row sum is ~8x slower)."""
+    return numpy.matmul(a[:, None, :], b[:, :, None]).reshape(a.shape[0])
+
+
+def _layer_norm_numpy(x, weight, bias, eps):
+    # row sums as BLAS products, one temporary (the normalized rows, which becomes y in place)
+    cols = x.shape[1]
+    ones = numpy.ones(cols, x.dtype)
+    mean = x @ ones
+    mean /= cols
+    d = x - mean[:, None]
+    var = _row_dots(d, d)
+    var /= cols
+    var += eps
+    rstd = numpy.sqrt(var, out=var)
+    numpy.reciprocal(rstd, out=rstd)
+    d *= rstd[:, None]
+    if weight is not None:
+        d *= weight
+    if bias is not None:
+        d += bias
+    return d, mean, rstd
+
+
+def _layer_norm_backward_numpy(g, x, mean, rstd, weight, need_w, need_b):
+    # dx = rstd (g w - mean(g w) - xhat mean(g w xhat)), dw = sum_rows(g xhat), db = sum_rows(g); the
+    # row means and column sums as BLAS products, two temporaries
+    rows, cols = x.shape
+    xhat = x - mean[:, None]
+    xhat *= rstd[:, None]
+    db = numpy.ones(rows, g.dtype) @ g if need_b else None
+    dw = numpy.einsum("ij,ij->j", g, xhat) if weight is not None and need_w else None
+    gw = g * weight if weight is not None else g.copy()
+    a = gw @ numpy.ones(cols, g.dtype)
+    a /= cols
+    c = _row_dots(gw, xhat)
+    c /= cols
+    xhat *= c[:, None]
+    gw -= a[:, None]
+    gw -= xhat
+    gw *= rstd[:, None]
+    return gw, dw, db
 
 
 # --- GELU -------------------------------------------------------------------------------------------
