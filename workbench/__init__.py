@@ -88,7 +88,7 @@ def numel(input):
 _SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "distributed", "special", "fft", "testing",
                "library", "jit", "backends", "compiler", "onnx", "serialization", "distributions", "signal",
                "profiler", "futures"}
-_LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg", "compile": "compiler"}
+_LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg", "compile": "compiler", "vmap": "func"}
 
 
 def __getattr__(name):

@@ -15,7 +15,7 @@ def _modules():
     names = ["workbench.nn", "workbench.nn.module", "workbench.nn.parameter", "workbench.nn.init",
              "workbench.nn.utils.clip_grad", "workbench.nn.utils.convert_parameters", "workbench.nn.utils.rnn",
              "workbench.nn.utils.weight_norm", "workbench.nn.utils.spectral_norm", "workbench.nn.utils.parametrize",
-             "workbench.nn.utils.parametrizations",
+             "workbench.nn.utils.parametrizations", "workbench.nn.utils.prune",
              "workbench.optim"]
     names += ["workbench.nn.modules." + m.name for m in pkgutil.iter_modules(workbench.nn.modules.__path__)]
     names += ["workbench.optim." + m.name for m in pkgutil.iter_modules(workbench.optim.__path__)]
