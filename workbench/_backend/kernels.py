@@ -217,23 +217,33 @@ def _row_dots(a, b):
     return numpy.einsum("ij,ij->i", a, b)
 
 
-def _layer_norm_numpy(x, weight, bias, eps):
-    # one temporary: the centred rows, normalized and made y in place
+def row_norm(x, eps):
+    """(xhat, mean, biased var, rstd) of each row of a C-contiguous (R, C) NumPy float array, in one
+    temporary (the centred rows, normalized in place): layer norm's and the row-wise Normalize's forward."""
     cols = x.shape[1]
     mean = numpy.einsum("ij->i", x)
     mean /= cols
     d = x - mean[:, None]
     var = _row_dots(d, d)
     var /= cols
-    var += eps
-    rstd = numpy.sqrt(var, out=var)
+    rstd = numpy.sqrt(var + eps)
     numpy.reciprocal(rstd, out=rstd)
     d *= rstd[:, None]
+    return d, mean, var, rstd
+
+
+def _layer_norm_numpy(x, weight, bias, eps):
+    d, mean, _, rstd = row_norm(x, eps)
     if weight is not None:
         d *= weight
     if bias is not None:
         d += bias
     return d, mean, rstd
+
+
+def row_norm_backward(g, x, mean, rstd):
+    """dx of row_norm's xhat from its gradient g (both (R, C)): the weightless layer norm backward."""
+    return _layer_norm_backward_numpy(g, x, mean, rstd, None, False, False)[0]
 
 
 def _layer_norm_backward_numpy(g, x, mean, rstd, weight, need_w, need_b):

@@ -1,0 +1,126 @@
+"""The long-tail functions real scripts call (gcd/lcm, heaviside, angle, complex/polar, isin,
+unravel_index, fill_diagonal_, dist, renorm, trapezoid/trapz/cumulative_trapezoid) against PyTorch:
+values and dtypes, gradients where PyTorch has them (float64 gradcheck and PyTorch's own gradients), the
+in-place forms, and the errors."""
+import numpy as np
+import pytest
+import torch
+
+import workbench as wb
+
+RNG = np.random.default_rng(0)
+M = RNG.standard_normal((4, 5))
+V = RNG.standard_normal(5)
+X = np.array([0.0, 0.5, 1.5, 2.0, 4.0])
+I1, I2 = np.array([12, 18, 0, -4, 7]), np.array([8, 27, 0, 6, 0])
+
+
+def _t(m, a):
+    return m.tensor(a)
+
+
+CASES = [
+    ("gcd", lambda m: m.gcd(_t(m, I1), _t(m, I2))),
+    ("lcm", lambda m: m.lcm(_t(m, I1), _t(m, I2))),
+    ("gcd int32 int64", lambda m: m.gcd(_t(m, I1).int(), _t(m, I2))),
+    ("gcd_", lambda m: _t(m, I1).gcd_(_t(m, I2))),
+    ("heaviside", lambda m: m.heaviside(m.tensor([-1.0, 0.0, 0.0, 3.0]), m.tensor([0.5, 0.25, 0.25, 0.5]))),
+    ("angle real", lambda m: m.angle(m.tensor([-1.0, float("nan"), 0.0, 2.0]))),
+    ("angle int", lambda m: m.angle(m.tensor([-1, 2]))),
+    ("angle complex", lambda m: m.tensor([1 + 1j, -1 - 2j]).angle()),
+    ("complex", lambda m: m.complex(_t(m, V), _t(m, V[::-1].copy()))),
+    ("polar", lambda m: m.polar(_t(m, np.abs(V)), _t(m, V))),
+    ("isin", lambda m: m.isin(_t(m, I1), _t(m, I2))),
+    ("isin invert scalar", lambda m: m.isin(_t(m, I1), 7, invert=True)),
+    ("isin scalar elements", lambda m: m.isin(18, _t(m, I1))),
+    ("unravel", lambda m: m.stack(m.unravel_index(m.tensor([0, 5, 7, 11, 23]), (2, 3, 4)))),
+    ("unravel 0-d", lambda m: m.stack(m.unravel_index(m.tensor(3), m.Size([2, 2])))),
+    ("fill_diagonal_", lambda m: m.zeros(3, 5).fill_diagonal_(2.0)),
+    ("fill_diagonal_ wrap", lambda m: m.zeros(7, 3).fill_diagonal_(1.0, wrap=True)),
+    ("fill_diagonal_ no wrap", lambda m: m.zeros(7, 3).fill_diagonal_(1.0)),
+    ("fill_diagonal_ cube", lambda m: m.zeros(3, 3, 3).fill_diagonal_(4.0)),
+    ("dist", lambda m: m.dist(_t(m, M), _t(m, V))),
+    ("dist p=1 method", lambda m: _t(m, M).dist(_t(m, M * 2), 1)),
+    ("dist inf", lambda m: m.dist(_t(m, M), _t(m, V), float("inf"))),
+    ("dist 0", lambda m: m.dist(_t(m, M), _t(m, np.round(M)), 0)),
+    ("renorm rows", lambda m: m.renorm(_t(m, M), 2, 0, 1.5)),
+    ("renorm cols p1", lambda m: _t(m, M).renorm(1, 1, 2.0)),
+    ("renorm_", lambda m: _t(m, M).renorm_(3, -1, 1.0)),
+    ("trapezoid", lambda m: m.trapezoid(_t(m, M))),
+    ("trapezoid x", lambda m: m.trapezoid(_t(m, M), _t(m, X))),
+    ("trapezoid dx dim0", lambda m: m.trapezoid(_t(m, M), dx=0.5, dim=0)),
+    ("trapezoid x full", lambda m: m.trapezoid(_t(m, M), _t(m, np.tile(X, (4, 1))), dim=1)),
+    ("trapz", lambda m: m.trapz(_t(m, M), _t(m, X))),
+    ("cumulative", lambda m: m.cumulative_trapezoid(_t(m, M), _t(m, X))),
+    ("cumulative dx", lambda m: m.cumulative_trapezoid(_t(m, M), dx=2.0, dim=0)),
+]
+
+
+@pytest.mark.parametrize("name,call", CASES, ids=[c[0] for c in CASES])
+def test_matches_pytorch(name, call):
+    w, t = call(wb), call(torch)
+    assert str(w.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], (w.dtype, t.dtype)
+    tol = 1e-6 if "32" in str(t.dtype) or "64" not in str(t.dtype) else 1e-12
+    np.testing.assert_allclose(w.numpy(), t.numpy(), rtol=tol, atol=tol, equal_nan=True)
+
+
+GRADS = [
+    ("complex", lambda m, a, b: m.complex(a, b).abs().sum()),
+    ("polar", lambda m, a, b: m.polar(a.abs() + 0.1, b).real.sum()),
+    ("angle complex", lambda m, a, b: m.complex(a, b).angle().sum()),
+    ("dist", lambda m, a, b: m.dist(a, b, 3)),
+    ("renorm", lambda m, a, b: (m.renorm(a.reshape(1, -1).expand(3, -1) * m.tensor([[0.1], [1.0], [5.0]],
+                                                                                     dtype=m.float64), 2, 0, 1.0)
+                                * b).sum()),
+    ("trapezoid", lambda m, a, b: m.trapezoid(a * a, b.cumsum(0))),
+    ("cumulative", lambda m, a, b: m.cumulative_trapezoid(a, b.cumsum(0)).pow(2).sum()),
+]
+
+
+@pytest.mark.parametrize("name,fn", GRADS, ids=[g[0] for g in GRADS])
+def test_gradients(name, fn):
+    a, b = RNG.standard_normal(5), np.abs(RNG.standard_normal(5)) + 0.2
+    wa, wb_ = wb.tensor(a, requires_grad=True), wb.tensor(b, requires_grad=True)
+    assert wb.autograd.gradcheck(lambda x, y: fn(wb, x, y), (wa, wb_))
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    fn(wb, wa, wb_).backward()
+    fn(torch, ta, tb).backward()
+    np.testing.assert_allclose(wa.grad.numpy(), ta.grad.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(wb_.grad.numpy(), tb.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_fill_diagonal_in_a_graph_keeps_gradients_off_the_diagonal():
+    for m in (wb, torch):
+        x = m.ones(3, 3, requires_grad=True)
+        y = (x * 2).fill_diagonal_(0.0)
+        y.sum().backward()
+        assert x.grad.tolist() == [[0.0, 2.0, 2.0], [2.0, 0.0, 2.0], [2.0, 2.0, 0.0]]
+
+
+ERRORS = [
+    (lambda m: m.gcd(m.tensor([1.0]), m.tensor([2.0])), NotImplementedError),
+    (lambda m: m.heaviside(m.tensor([1.0]), m.tensor([2.0], dtype=m.float64)), RuntimeError),
+    (lambda m: m.complex(m.tensor([1.0]), m.tensor([2.0], dtype=m.float64)), RuntimeError),
+    (lambda m: m.complex(m.tensor([1]), m.tensor([2])), RuntimeError),
+    (lambda m: m.unravel_index(m.tensor([1.0]), (2, 4)), TypeError),
+    (lambda m: m.zeros(2, 3, 4).fill_diagonal_(1.0), RuntimeError),
+    (lambda m: m.zeros(3).fill_diagonal_(1.0), RuntimeError),
+    (lambda m: m.renorm(m.ones(2, 2), -1, 0, 1.0), RuntimeError),
+    (lambda m: m.trapezoid(m.ones(3), m.ones(4)), RuntimeError),
+    (lambda m: m.trapezoid(m.ones(3), m.ones(3), dx=2.0), TypeError),
+    (lambda m: m.ones(1, 2, requires_grad=True).fill_diagonal_(0.0), RuntimeError),
+]
+
+
+@pytest.mark.parametrize("bad,exc", ERRORS)
+def test_errors_match_pytorch(bad, exc):
+    with pytest.raises(exc):
+        bad(torch)
+    with pytest.raises(exc):
+        bad(wb)
+
+
+def test_isin_out():
+    for m in (wb, torch):
+        o = m.empty(0, dtype=m.bool)
+        assert m.isin(m.tensor([1, 2]), m.tensor([2]), out=o) is o and o.tolist() == [False, True]
