@@ -74,7 +74,7 @@ docs: setup
 	@echo "open docs/_build/html/index.html"
 
 # a wheel (into dist/, or WHEEL_DIR) carrying the built JupyterLab extension and widget bundle: it installs
-# with pip where there is no Node (tests/test_wheel.py installs it into a fresh virtualenv)
+# with pip where there is no Node (tests/browser/test_wheel_install.py installs it into a fresh virtualenv)
 WHEEL_DIR ?= dist
 .PHONY: wheel
 wheel: setup

@@ -66,3 +66,5 @@ def _topics(app, docname, source):
 
 def setup(app):
     app.connect("source-read", _topics)
+    # an incremental build rereads index.md, so a page added since the last build joins the toctree
+    app.connect("env-get-outdated", lambda app, env, added, changed, removed: ["index"])

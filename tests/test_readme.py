@@ -36,6 +36,9 @@ RUN_BY = {  # command -> the test that runs it
     "make lab NO_BROWSER=1": "tests/browser/test_make_lab.py",
     "make bench": "test_make_bench_runs",
     "pip install -e .": "test_pip_install_editable",
+    "make docs": "tests/test_site.py (the same sphinx command, into a temporary folder)",
+    "make wheel": "tests/browser/test_wheel_install.py",
+    "pip install dist/workbench-0.1.0-py3-none-any.whl": "tests/browser/test_wheel_install.py (the wheel make wheel built)",
 }
 
 

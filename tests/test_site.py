@@ -93,3 +93,17 @@ def test_compatibility_page_without_pytorch(monkeypatch):
         torch_names.sweep.cache_clear()
     assert "PyTorch is not installed" in text and "## torch.nn.functional" in text
     assert re.search(r"\| `torch.nn` \| \d+ \| \d+ \| \d+ \| \d+% \|", text.replace("](#torchnn)", "").replace("[", ""))
+
+
+@pytest.mark.browser
+def test_screenshots_script_retakes_the_viz_pictures(tmp_path):
+    """docs/screenshots.py, which took docs/images/*.png, still runs against the current viewer."""
+    pytest.importorskip("playwright")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("no /usr/bin/chromium")
+    r = subprocess.run([sys.executable, "docs/screenshots.py", str(tmp_path)], cwd=REPO, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in ("tape-viewer", "backward-debugger", "gradient-monitor"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 5000
+        assert f"images/{name}.png" in (REPO / "docs" / "viz.md").read_text()

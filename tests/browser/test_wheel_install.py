@@ -8,20 +8,16 @@ every marker).
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 import venv
 from pathlib import Path
 
 import pytest
+from labserver import running_lab
 
 import workbench as wb
 
-REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
@@ -57,12 +53,6 @@ def test_labextension_listed_enabled_and_ok(installed):
     assert any(static.glob("remoteEntry.*.js"))
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _saved_tape_notebook(path):
     x = wb.tensor([1.0, 2.0], requires_grad=True)
     bundle = wb.viz.snapshot((x * x).tanh().sum())._repr_mimebundle_()
@@ -72,48 +62,17 @@ def _saved_tape_notebook(path):
     path.write_text(json.dumps(nb))
 
 
-def test_lab_loads_the_extension_in_chromium(installed, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+def test_lab_loads_the_extension_in_chromium(installed, browser, tmp_path):
     env_dir, env = installed
-    root = tmp_path / "root"
-    root.mkdir()
-    _saved_tape_notebook(root / "saved.ipynb")
-    port = _free_port()
-    log = open(tmp_path / "server.log", "wb")
-    proc = subprocess.Popen(
-        [str(env_dir / "bin" / "jupyter"), "lab", "--no-browser", "--allow-root", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
-         "--ServerApp.password=", f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={tmp_path / 'ws'}",
-         "--LabApp.expose_app_in_browser=True"],
-        env={**env, "HOME": str(tmp_path)}, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status", timeout=2)
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
-                time.sleep(0.5)
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-            page = browser.new_page()
-            errors = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{url}/lab/tree/saved.ipynb?reset")
-            page.wait_for_function("window.jupyterapp?.hasPlugin('workbench:shell')", timeout=90_000)
-            assert page.evaluate("window.jupyterapp.isPluginActivated('workbench:shell')")
-            assert page.evaluate("window.jupyterapp.hasPlugin('workbench:tape')")
-            page.locator(".jp-OutputArea-output .wb-root .wb-node").first.wait_for(timeout=60_000)  # no kernel
-            browser.close()
-        assert not [e for e in errors if "workbench" in e.lower()], errors
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with running_lab(env_dir / "bin" / "python", tmp_path, env) as lab:
+        _saved_tape_notebook(lab.root / "saved.ipynb")
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{lab.url}/lab/tree/saved.ipynb?reset")
+        page.wait_for_function("window.jupyterapp?.hasPlugin('workbench:shell')", timeout=90_000)
+        assert page.evaluate("window.jupyterapp.isPluginActivated('workbench:shell')")
+        assert page.evaluate("window.jupyterapp.hasPlugin('workbench:tape')")
+        page.locator(".jp-OutputArea-output .wb-root .wb-node").first.wait_for(timeout=60_000)  # no kernel
+        page.close()
+    assert not [e for e in errors if "workbench" in e.lower()], errors
