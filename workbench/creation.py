@@ -10,6 +10,15 @@ from ._outargs import writes_out
 np = _backend.numpy
 
 
+def _sizes_or_keyword(sizes, keyword, op, name="size"):
+    """The sizes of ``f(*sizes)`` or of its keyword form ``f(size=(2, 3))`` (PyTorch's parser takes both)."""
+    if keyword is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{op}() got its {name} both positionally and as {name}=")
+    return (keyword,)
+
+
 def _size_args(size, op):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
@@ -170,7 +179,28 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dt, device=dev)
 
 
-asarray = as_tensor
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
+    """``obj`` as a tensor: shared with it where possible (copy=None), always a copy (copy=True), or shared
+    or a ValueError (copy=False); ``requires_grad`` makes the result a leaf that requires grad.
+
+    >>> import numpy as np, workbench as wb
+    >>> a = np.zeros(2, dtype=np.float32)
+    >>> wb.asarray(a, copy=True).requires_grad_(), wb.asarray([1, 2], dtype=wb.float32, requires_grad=True)
+    (tensor([0., 0.], requires_grad=True), tensor([1., 2.], requires_grad=True))
+    """
+    if copy:
+        t = obj.detach().clone() if isinstance(obj, Tensor) else tensor(obj)
+        t = t.to(dtype=_dt.to_dtype(dtype) if dtype is not None else None, device=device) if (dtype or device) else t
+    else:
+        t = as_tensor(obj, dtype=dtype, device=device)
+        shares = t is obj or t._data is obj or isinstance(obj, np.ndarray) and np.shares_memory(t._data, obj)
+        if copy is False and not shares:
+            raise ValueError(f"asarray(copy=False): can't alias {type(obj).__name__} of dtype "
+                             f"{getattr(obj, 'dtype', 'unknown')} as a tensor of dtype {t.dtype} on {t.device}: a copy is "
+                             "needed (pass copy=None or copy=True)")
+    if requires_grad:
+        t = t.detach().requires_grad_(True) if t is obj else t.requires_grad_(True)
+    return t
 
 
 def from_numpy(ndarray):
@@ -270,15 +300,20 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
 
 
 @writes_out
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     """Values from start to end (exclusive) by step; int64 unless any argument is a float.
 
     >>> import workbench as wb
     >>> wb.arange(3), wb.arange(0, 1, 0.5)
     (tensor([0, 1, 2]), tensor([0.0000, 0.5000]))
     """
+    if start is None and end is None:
+        raise TypeError("arange() missing its end: call arange(end), arange(start, end) or arange(start, end, step)")
     if end is None:
         start, end = 0, start
+    elif start is None:  # arange(end=5)
+        start = 0
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
     if step == 0:
@@ -306,7 +341,8 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
 
 
 @writes_out
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
     """steps evenly spaced values from start to end inclusive.
 
     >>> import workbench as wb
@@ -324,7 +360,8 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 
 
 @writes_out
-def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
     """base ** linspace(start, end, steps).  >>> wb.logspace(0, 2, 3)  ->  tensor([  1.,  10., 100.])"""
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     dev = _dev(device)
@@ -335,7 +372,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
 
 
 @writes_out
-def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """The identity matrix (n x m).  >>> wb.eye(2)  ->  tensor([[1., 0.], [0., 1.]])"""
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     dev = _dev(device)
@@ -381,8 +418,9 @@ LEGACY_TYPES = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "
 
 # --- Tensor.new_*: same dtype and device as self unless given ---------------------------------------
 def _new(fn):
-    def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-        return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    def method(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        sizes = _sizes_or_keyword(sizes, size, "new_" + fn.__name__)
+        return fn(*sizes, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
     method.__name__ = "new_" + fn.__name__
     method.__doc__ = f"{fn.__name__} with self's dtype and device.  >>> wb.ones(2).new_{fn.__name__}(3).shape"

@@ -6,6 +6,7 @@ from it, so samples are drawn where the tensor lives (no host-to-device copy).
 from . import _backend
 from ._backend import dtypes as _dt
 from ._core import Tensor
+from .creation import _sizes_or_keyword
 from .ops._util import _out
 
 np = _backend.numpy
@@ -115,18 +116,18 @@ def _uniform(rs, dev, shape):
         return rs.random(shape) if dev.type == "cpu" else rs.random_sample(shape)
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
     """Uniform samples in [0, 1).  >>> wb.rand(2, 3).shape  ->  workbench.Size([2, 3])"""
-    shape, dt, dev, rs = _setup(size, dtype, device, generator)
+    shape, dt, dev, rs = _setup(_sizes_or_keyword(sizes, size, "rand"), dtype, device, generator)
     arr = _uniform(rs, dev, shape)
     return _out(_done(arr, dt, requires_grad), out)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
     """Standard normal samples.  >>> wb.randn(4).shape  ->  workbench.Size([4])"""
-    shape, dt, dev, rs = _setup(size, dtype, device, generator)
+    shape, dt, dev, rs = _setup(_sizes_or_keyword(sizes, size, "randn"), dtype, device, generator)
     with _backend.on_device(dev):
         arr = rs.standard_normal(shape) if dev.type == "cpu" else rs.standard_normal(shape)
     if dt.is_complex:

@@ -124,3 +124,42 @@ def test_isin_out():
     for m in (wb, torch):
         o = m.empty(0, dtype=m.bool)
         assert m.isin(m.tensor([1, 2]), m.tensor([2]), out=o) is o and o.tolist() == [False, True]
+
+
+KEYWORD_FORMS = [
+    ("rand(size=)", lambda m: m.rand(size=(2, 3)).shape),
+    ("randn(size=)", lambda m: m.randn(size=[4]).shape),
+    ("arange(end=)", lambda m: m.arange(end=5).tolist()),
+    ("arange pin_memory", lambda m: m.arange(3, pin_memory=False).tolist()),
+    ("eye pin_memory", lambda m: m.eye(2, pin_memory=False).tolist()),
+    ("flip(dims=)", lambda m: m.tensor([[1, 2], [3, 4]]).flip(dims=(0,)).tolist()),
+    ("torch.flip(dims=)", lambda m: m.flip(m.tensor([[1, 2], [3, 4]]), dims=[1]).tolist()),
+    ("permute(dims=)", lambda m: m.permute(m.zeros(2, 3, 4), dims=(2, 0, 1)).shape),
+    ("reshape(shape=)", lambda m: m.reshape(m.arange(6), shape=(2, 3)).shape),
+    ("view(size=)", lambda m: m.arange(6).view(size=(3, 2)).shape),
+    ("view(dtype=)", lambda m: m.ones(2).view(dtype=m.int32).tolist()),
+    ("new_zeros(size=)", lambda m: m.ones(1).new_zeros(size=(2,)).tolist()),
+    ("asarray copy", lambda m: m.asarray(m.ones(2), copy=True).tolist()),
+]
+
+
+@pytest.mark.parametrize("name,call", KEYWORD_FORMS, ids=[k[0] for k in KEYWORD_FORMS])
+def test_keyword_forms_pytorch_accepts(name, call):
+    assert tuple(call(wb)) == tuple(call(torch))
+
+
+def test_asarray_sharing_copying_and_requires_grad():
+    for m in (wb, torch):
+        a = np.ones(3, dtype=np.float32)
+        shared, copied = m.asarray(a), m.asarray(a, copy=True)
+        a[0] = 5
+        assert shared[0].item() == 5 and copied[0].item() == 1
+        x = m.ones(2)
+        assert m.asarray(x) is x and m.asarray(x, copy=True) is not x
+        assert m.asarray([1.0, 2.0], requires_grad=True).requires_grad
+        with pytest.raises(ValueError):
+            m.asarray(a, dtype=m.float64, copy=False)
+        with pytest.raises(TypeError):
+            m.arange()
+    with pytest.raises(TypeError, match="both"):
+        wb.rand(2, size=(3,))
