@@ -26,6 +26,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import workbench as wb  # noqa: E402
+from benchmarks.user_forms import pair_rounds  # noqa: E402
 
 torch.set_num_threads(1)
 N = 1 << 20
@@ -154,17 +155,7 @@ def _program(lib, make, call):
 
 
 def measure(make, call, rounds, reps):
-    w, t = _program(wb, make, call), _program(torch, make, call)
-    for f in (w, t):
-        f()
-    ws, ts = [], []
-    for _ in range(rounds):
-        for f, acc in ((w, ws), (t, ts)):
-            t0 = time.process_time()
-            for _ in range(reps):
-                f()
-            acc.append((time.process_time() - t0) / reps)
-    return ws, ts
+    return pair_rounds(_program(wb, make, call), _program(torch, make, call), reps, rounds)
 
 
 def main():

@@ -172,13 +172,20 @@ def silu_grad(xp, out, g, x):  # s (1 + x (1 - s)), s = sigmoid(x)
     out *= g
 
 
-def softplus(xp, out, x, beta, threshold):  # log1p(exp(beta x)) / beta, x where beta x > threshold
+def _exp_beta(xp, out, x, beta, threshold):
+    """out <- exp(beta x); returns the mask beta x > threshold (where softplus is x itself)."""
     if beta != 1:
         xp.multiply(x, beta, out=out)
         big = xp.greater(out, threshold)
+        xp.exp(out, out=out)
     else:
         big = xp.greater(x, threshold)
-    xp.exp(out if beta != 1 else x, out=out)
+        xp.exp(x, out=out)
+    return big
+
+
+def softplus(xp, out, x, beta, threshold):  # log1p(exp(beta x)) / beta, x where beta x > threshold
+    big = _exp_beta(xp, out, x, beta, threshold)
     xp.log1p(out, out=out)
     if beta != 1:
         out /= beta
@@ -187,12 +194,7 @@ def softplus(xp, out, x, beta, threshold):  # log1p(exp(beta x)) / beta, x where
 
 
 def softplus_grad(xp, out, g, x, beta, threshold):  # z / (z + 1), z = exp(beta x); 1 above the threshold
-    if beta != 1:
-        xp.multiply(x, beta, out=out)
-        big = xp.greater(out, threshold)
-    else:
-        big = xp.greater(x, threshold)
-    xp.exp(out if beta != 1 else x, out=out)
+    big = _exp_beta(xp, out, x, beta, threshold)
     z1 = out + 1
     out /= z1
     out *= g
