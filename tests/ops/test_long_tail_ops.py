@@ -179,3 +179,17 @@ def test_typename_scalar_tensor_is_inference_and_inplace_forms():
     a = wb.tensor([4, 9])
     assert wb.gcd_(a, wb.tensor([6, 6])) is a and a.tolist() == [2, 3]
     assert wb.lcm_(a, wb.tensor([4, 4])).tolist() == [4, 12]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "complex64", "complex128", "bool", "int8", "uint8", "int16",
+                                   "int32", "int64", "float32", "float64"])
+def test_legacy_type_names_and_conversions(dtype):
+    w, t = wb.ones(1, dtype=getattr(wb, dtype)), torch.ones(1, dtype=getattr(torch, dtype))
+    assert w.type().replace("workbench", "torch") == t.type()
+    for target in ("DoubleTensor", "IntTensor", "BoolTensor"):
+        assert str(w.type(getattr(wb, target)).dtype)[-5:] == str(t.type(getattr(torch, target)).dtype)[-5:]
+        assert str(w.type("torch." + target).dtype)[-5:] == str(t.type("torch." + target).dtype)[-5:]
+    with pytest.raises(ValueError):
+        t.type("foo")
+    with pytest.raises(ValueError, match="invalid type"):
+        w.type("foo")
