@@ -84,6 +84,26 @@ def is_complex(input):
 def numel(input):
     return input.numel()
 
+
+def typename(obj, /):
+    """The type of ``obj`` as a string: a tensor's legacy type name (``x.type()``), else module.qualname
+    (builtins bare).  >>> wb.typename(wb.nn.Linear(1, 1))  ->  'workbench.nn.modules.linear.Linear'"""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = obj if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__") else type(obj)
+    module, qualname = getattr(cls, "__module__", "") or "", getattr(cls, "__qualname__", type(cls).__name__)
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """A 0-d tensor holding the number ``s``, in the default float dtype unless ``dtype`` says otherwise.
+
+    >>> import workbench as wb
+    >>> wb.scalar_tensor(3), wb.scalar_tensor(2, dtype=wb.int64)
+    (tensor(3.), tensor(2))
+    """
+    return full((), s, dtype=dtype or get_default_dtype(), device=device)
+
 # Subpackages load on first use, so `import workbench` stays fast (and never imports cupy).
 _SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "distributed", "special", "fft", "testing",
                "library", "jit", "backends", "compiler", "onnx", "serialization", "distributions", "signal",

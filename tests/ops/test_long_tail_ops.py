@@ -163,3 +163,19 @@ def test_asarray_sharing_copying_and_requires_grad():
             m.arange()
     with pytest.raises(TypeError, match="both"):
         wb.rand(2, size=(3,))
+
+
+def test_typename_scalar_tensor_is_inference_and_inplace_forms():
+    for obj in (lambda m: m.ones(1, dtype=m.float64), lambda m: 3, lambda m: m.nn.Linear(2, 2), lambda m: m.nn.Linear,
+                lambda m: len, lambda m: m.ones(1, dtype=m.bool)):
+        assert wb.typename(obj(wb)).replace("workbench", "torch") == torch.typename(obj(torch))
+    for args, kw in (((3,), {}), ((True,), {}), ((2,), {"dtype": "int64"}), ((1.5,), {"dtype": "float64"})):
+        w = wb.scalar_tensor(*args, **{k: getattr(wb, v) for k, v in kw.items()})
+        t = torch.scalar_tensor(*args, **{k: getattr(torch, v) for k, v in kw.items()})
+        assert w.shape == t.shape == () and w.item() == t.item() and str(w.dtype)[-7:] == str(t.dtype)[-7:]
+    with wb.inference_mode():
+        assert wb.is_inference(wb.ones(1))
+    assert not wb.is_inference(wb.ones(1))
+    a = wb.tensor([4, 9])
+    assert wb.gcd_(a, wb.tensor([6, 6])) is a and a.tolist() == [2, 3]
+    assert wb.lcm_(a, wb.tensor([4, 4])).tolist() == [4, 12]
