@@ -78,7 +78,7 @@ def softmax(xp, x, log=False):
         z -= xp.log(e.sum(axis=-1, keepdims=True))
         return z
     xp.exp(z, out=z)
-    z /= z.sum(axis=-1, keepdims=True)
+    z *= 1 / z.sum(axis=-1, keepdims=True)  # times the reciprocal, as PyTorch's CPU kernel (a multiply is cheaper)
     return z
 
 
@@ -254,13 +254,13 @@ def _layer_norm_backward_numpy(g, x, mean, rstd, weight, need_w, need_b):
     xhat *= rstd[:, None]
     db = g.sum(axis=0) if need_b else None
     dw = numpy.einsum("ij,ij->j", g, xhat) if weight is not None and need_w else None
-    gw = g * weight if weight is not None else g.copy()
+    gw = g * weight if weight is not None else g
     a = numpy.einsum("ij->i", gw)
     a /= cols
     c = _row_dots(gw, xhat)
     c /= cols
     xhat *= c[:, None]
-    gw -= a[:, None]
+    gw = numpy.subtract(gw, a[:, None], out=gw if weight is not None else None)
     gw -= xhat
     gw *= rstd[:, None]
     return gw, dw, db

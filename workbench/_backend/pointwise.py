@@ -54,9 +54,9 @@ def hardtanh(xp, x, lo, hi, want_mask):
 
 
 def hardshrink(xp, x, lambd, want_mask):
-    a = xp.abs(x)
-    m = xp.greater(a, lambd)
-    return xp.multiply(x, m, out=a), m if want_mask else None
+    m = xp.greater(x, lambd)  # |x| > l as two bool passes: cheaper than abs into a float temporary
+    m |= xp.less(x, -lambd)
+    return xp.multiply(x, m), m if want_mask else None
 
 
 def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x + l below -l, 0 between
@@ -118,7 +118,13 @@ def elu_grad(xp, out, g, x, alpha, scale, input_scale):
     if input_scale != 1:
         out *= input_scale
     xp.exp(out, out=out)
-    out *= alpha * scale * input_scale
+    c = alpha * scale * input_scale
+    if c == scale:  # alpha = 1 (elu's and celu's default): exp(0) * c is already the slope above 0
+        if c != 1:
+            out *= c
+        out *= g
+        return
+    out *= c
     pos = xp.greater(x, 0)
     out *= ~pos
     out += xp.multiply(pos, out.dtype.type(scale))
