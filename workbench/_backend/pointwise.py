@@ -126,8 +126,12 @@ def elu_grad(xp, out, g, x, alpha, scale, input_scale):
         return
     out *= c
     pos = xp.greater(x, 0)
-    out *= ~pos
-    out += xp.multiply(pos, out.dtype.type(scale))
+    t = out.dtype.type
+    if 0 < scale and t(c) / 2 <= t(scale) <= 2 * t(c):  # selu: above 0, c - (c - scale) is scale exactly
+        out -= xp.multiply(pos, t(c) - t(scale))  # (Sterbenz: c - scale is exact, and so is c minus it)
+    else:
+        out *= ~pos
+        out += xp.multiply(pos, t(scale))
     out *= g
 
 
