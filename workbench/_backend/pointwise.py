@@ -31,6 +31,8 @@ def quiet():
 def run(xp, kernel, arrays, *params):
     """kernel over same-shape arrays into a fresh array of their shape, blockwise on NumPy."""
     x = arrays[0]
+    if x.ndim == 0:  # ufuncs return scalars for 0-d operands, and out= needs arrays
+        return run(xp, kernel, [a.reshape(1) for a in arrays], *params).reshape(())
     out = xp.empty(x.shape, x.dtype)
     with quiet():
         if xp is not numpy or x.size <= 2 * BLOCK:
