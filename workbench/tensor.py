@@ -5,7 +5,7 @@ below (autograd state, interop, in-place machinery), each op family's tables (``
 see ``workbench/ops/__init__.py``), creation (``new_*``, the legacy constructor), random (``normal_``...)
 and multiprocessing (pickling, ``share_memory_``). A name registered twice is an error, so the whole
 surface is listed in one place; ``workbench/tensor.pyi`` is generated from it
-(``python tools/gen_tensor_pyi.py``) for editors and type checkers.
+(``make pyi``, which runs ``python -m workbench.testing.tensor_stub``) for editors and type checkers.
 """
 import sys
 import weakref

@@ -107,3 +107,13 @@ def test_glu_primitive_matches_pytorch_and_gradchecks(dim):
     x64 = wb.tensor(x[:4, :4, :2].astype(np.float64) / 3, requires_grad=True)
     assert wb.autograd.gradcheck(lambda t: wb.nn.functional.glu(t, dim), (x64,))
     assert wb.autograd.gradgradcheck(lambda t: wb.nn.functional.glu(t, dim), (x64,))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_zero_dim_inputs(name):
+    for v in (-2.5, 0.25, 4.0):
+        xw, xt = wb.tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+        CASES[name](wb.nn.functional, xw).backward()
+        CASES[name](torch.nn.functional, xt).backward()
+        assert xw.grad.shape == ()
+        np.testing.assert_allclose(xw.grad.item(), xt.grad.item(), rtol=1e-6, atol=1e-7)

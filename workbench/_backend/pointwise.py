@@ -31,6 +31,8 @@ def quiet():
 def run(xp, kernel, arrays, *params):
     """kernel over same-shape arrays into a fresh array of their shape, blockwise on NumPy."""
     x = arrays[0]
+    if x.ndim == 0:  # ufuncs return scalars for 0-d operands, and out= needs arrays
+        return run(xp, kernel, [a.reshape(1) for a in arrays], *params).reshape(())
     out = xp.empty(x.shape, x.dtype)
     with quiet():
         if xp is not numpy or x.size <= 2 * BLOCK:
@@ -126,8 +128,12 @@ def elu_grad(xp, out, g, x, alpha, scale, input_scale):
         return
     out *= c
     pos = xp.greater(x, 0)
-    out *= ~pos
-    out += xp.multiply(pos, out.dtype.type(scale))
+    t = out.dtype.type
+    if 0 < scale and t(c) / 2 <= t(scale) <= 2 * t(c):  # selu: above 0, c - (c - scale) is scale exactly
+        out -= xp.multiply(pos, t(c) - t(scale))  # (Sterbenz: c - scale is exact, and so is c minus it)
+    else:
+        out *= ~pos
+        out += xp.multiply(pos, t(scale))
     out *= g
 
 

@@ -67,9 +67,10 @@ def _piecewise(name, kernel, slope=1.0):
         if x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
             raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
         ctx.n_params = len(params)
-        y, m = kernel(ctx.xp, x, *params, bool(ctx.needs_input_grad and ctx.needs_input_grad[0]))
-        ctx.save_for_backward(m)
-        return y.astype(x.dtype, copy=False)
+        flat = x.reshape(1) if x.ndim == 0 else x  # ufuncs return scalars for 0-d operands, and out= needs arrays
+        y, m = kernel(ctx.xp, flat, *params, bool(ctx.needs_input_grad and ctx.needs_input_grad[0]))
+        ctx.save_for_backward(None if m is None else m.reshape(x.shape))
+        return y.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(ctx, g):
         (m,) = ctx.saved_tensors
