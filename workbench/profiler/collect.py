@@ -14,6 +14,7 @@ import threading
 import time
 
 from .. import _backend
+from .._patches import Patches, subclasses
 from .._core import Tensor
 from ..autograd import engine as _engine
 from ..autograd import function as _function
@@ -49,15 +50,6 @@ class Range:
         self.node = None
         self._ids = None  # ids of output storages already counted by this range or a child
         self._inputs = ()  # ids of the inputs' storages (a view of one allocates nothing)
-
-
-def _subclasses(cls):
-    out, stack = [], [cls]
-    while stack:
-        c = stack.pop()
-        out.append(c)
-        stack.extend(c.__subclasses__())
-    return out
 
 
 def _shape_of(a):
@@ -100,7 +92,7 @@ class Collector:
         self.t0 = _clock()
         self.cuda_t0 = None
         self.step = None
-        self._swapped = []
+        self._patches = Patches()
 
     # --- ranges -------------------------------------------------------------------------------------
     @property
@@ -189,41 +181,31 @@ class Collector:
                 r.cuda = None
 
     # --- the hooks ----------------------------------------------------------------------------------
-    def _swap(self, owner, name, new):
-        old = owner.__dict__[name]
-        self._swapped.append((owner, name, old))
-        setattr(owner, name, new)
-
     def install(self):
-        for cls in _subclasses(Function):
+        swap = self._patches.swap
+        for cls in subclasses(Function):
             f = cls.__dict__.get("apply")
             if isinstance(f, classmethod):
-                self._swap(cls, "apply", classmethod(self._timed_apply(f.__func__)))
-        self._swap_module(_engine, "_call_backward", self._timed_backward(_engine._call_backward))
-        self._swap_module(_engine, "_accumulate", self._timed_accumulate(_engine._accumulate))
-        self._swap(Module, "__call__", self._timed_module(Module.__call__))
+                swap(cls, "apply", classmethod(self._timed_apply(f.__func__)))
+        swap(_engine, "_call_backward", self._timed_backward(_engine._call_backward))
+        swap(_engine, "_accumulate", self._timed_accumulate(_engine._accumulate))
+        swap(Module, "__call__", self._timed_module(Module.__call__))
         # the operators' fast paths skip apply: while profiling they take their general path
         for name, v in list(Tensor.__dict__.items()):
             general = getattr(v, "_wb_general", None)
             if general is not None:
-                self._swap(Tensor, name, general)
+                swap(Tensor, name, general)
         for modname, mod in list(sys.modules.items()):
             if mod is None or not (modname == "workbench" or modname.startswith("workbench.")):
                 continue
             for name, v in list(vars(mod).items()):
                 general = getattr(v, "_wb_general", None) if callable(v) else None
                 if general is not None:
-                    self._swap_module(mod, name, general)
+                    swap(mod, name, general)
         self.t0 = _clock()  # times count from here: installing is not part of the profile
 
-    def _swap_module(self, mod, name, new):
-        self._swapped.append((mod, name, getattr(mod, name)))
-        setattr(mod, name, new)
-
     def uninstall(self):
-        for owner, name, old in reversed(self._swapped):
-            setattr(owner, name, old)
-        self._swapped.clear()
+        self._patches.restore()
         for st in self._stacks:  # ranges left open by a profile stopped inside them
             while st:
                 r = st.pop()
