@@ -26,6 +26,11 @@ def _like(mask, x):
     return mask.to(x.dtype)
 
 
+def _check_floating(name, x):
+    if x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
+        raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
+
+
 def _pointwise(name, fwd, deriv, fast=None, fast_grad=None):
     """A primitive y = fwd(xp, x, *params) whose gradient is g * deriv(x, *params) (Tensor ops).
 
@@ -35,8 +40,7 @@ def _pointwise(name, fwd, deriv, fast=None, fast_grad=None):
     """
 
     def forward(ctx, x, *params):
-        if x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
-            raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
+        _check_floating(name, x)
         ctx.params = params
         ctx.save_for_backward(x)
         y = fast(ctx.xp, x, *params) if fast is not None and _pw.eligible(x) else None
@@ -64,8 +68,7 @@ def _piecewise(name, kernel, slope=1.0):
     mask (a quarter of x's bytes) instead of x, and its backward is one multiply, differentiable in g."""
 
     def forward(ctx, x, *params):
-        if x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
-            raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
+        _check_floating(name, x)
         ctx.n_params = len(params)
         flat = x.reshape(1) if x.ndim == 0 else x  # ufuncs return scalars for 0-d operands, and out= needs arrays
         y, m = kernel(ctx.xp, flat, *params, bool(ctx.needs_input_grad and ctx.needs_input_grad[0]))
