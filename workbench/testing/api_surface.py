@@ -29,6 +29,7 @@ import inspect
 import re
 import sys
 import tomllib
+import warnings
 from pathlib import Path
 
 # (PyTorch namespace, kind): "module" sweeps dir(module), "class" sweeps the class's public members
@@ -440,8 +441,6 @@ def check(name, tobj, wb, in_class, torch):
 
 def sweep(namespaces=NAMESPACES):
     """{qualified name: Result} for every name PyTorch's ``namespaces`` hold."""
-    import warnings
-
     import torch
 
     import workbench as wb
