@@ -28,6 +28,8 @@ export interface TapeNode {
   scope: string;
   /** Per dotted part of `scope`, which call of it the node ran in (optional; null: not known). */
   calls?: (number | null)[];
+  /** Set by wb.viz.compare: only in b (added), only in a (removed; the fields are a's), in both (null). */
+  diff?: "added" | "removed" | null;
   group: string | null;
   site: { file: string; line: number; function: string } | null;
   shape: number[];
@@ -96,6 +98,8 @@ export interface Snapshot {
   edges: TapeEdge[];
   modules: ModuleInfo[];
   roots: string[];
+  /** Set by wb.viz.compare: both sides of each node, for the side panel (a | b) and the header. */
+  compare?: Comparison;
   trace: { steps: StepRecord[]; classroom?: boolean } | null;
   /** What the user must know before reading the graph (a NaN loss), shown once above it. */
   notes?: Note[];
@@ -109,6 +113,20 @@ export interface Note {
   level: "error" | "warning";
   text: string;
   node?: string | null;
+}
+
+/** One side of a comparison: what it recorded for each result node present on it. */
+export interface CompareSide {
+  title: string;
+  nodes: Record<string, { id: string; shape: number[]; dtype: string; value: Summary | null; grad: Summary | null }>;
+}
+
+export interface Comparison {
+  a: CompareSide;
+  b: CompareSide;
+  counts: { added: number; removed: number; changed: number };
+  /** A ratio beyond factor (or below 1/factor) counts as changed. */
+  factor: number;
 }
 
 export const TAPE_MIME = "application/vnd.workbench.tape.v1+json";
