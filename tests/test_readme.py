@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-INLINE_CMD = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:make|pip|python -m pip) [^`]+)`")
+INLINE_CMD = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:make|pip|python -m pip|python -m workbench\.[\w.]+) [^`]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 # commands the README shows that no test here runs, and why
@@ -26,6 +26,8 @@ NOT_RUN = {
     "make bench-gpu": "needs an NVIDIA GPU",
     "make gpu-check": "needs an NVIDIA GPU and a GPU image",
     'pip install -e ".[cuda]"': "installs CuPy for a GPU",
+    'pip install -e ".[distributed]"': "mpi4py and the mpich wheel: [dev] holds them, and "
+                                       "tests/distributed/ runs on them",
     "pip install tensorboard": "an optional dependency; make test installs it with [dev] and tests the writer",
     "pip install onnx": "an optional dependency; make test installs it with [dev] and tests the export",
 }
@@ -39,6 +41,8 @@ RUN_BY = {  # command -> the test that runs it
     "make docs": "tests/test_site.py (the same sphinx command, into a temporary folder)",
     "make wheel": "tests/browser/test_wheel_install.py",
     "pip install dist/workbench-0.1.0-py3-none-any.whl": "tests/browser/test_wheel_install.py (the wheel make wheel built)",
+    "python -m workbench.distributed.run --nproc-per-node 2 examples/ddp_train.py --epochs 2":
+        "tests/distributed/test_launch.py (the same launcher and script, one epoch)",
 }
 
 

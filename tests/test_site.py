@@ -110,3 +110,13 @@ def test_screenshots_script_retakes_the_viz_pictures(tmp_path):
     for name in ("tape-viewer", "backward-debugger", "gradient-monitor"):
         assert (tmp_path / f"{name}.png").stat().st_size > 5000
         assert f"images/{name}.png" in (REPO / "docs" / "viz.md").read_text()
+
+
+@pytest.mark.slow
+def test_changelog_and_topic_pages(site):
+    """CHANGELOG.md is a page of the site with its links to the topic pages rewritten to the site's."""
+    log = (site / "changelog.html").read_text()
+    assert "0.1.0" in log and "Added" in log and "Fixed" in log
+    assert 'href="docs/' not in log and 'href="gpu.html"' in log
+    for topic in ("compile", "distributed", "gpu", "serialization-format", "architecture", "viz"):
+        assert (site / f"{topic}.html").exists(), f"docs/{topic}.md is not a page of the site"
