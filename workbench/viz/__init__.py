@@ -1,7 +1,8 @@
 """See the tape: snapshots of the recorded graph, a backward debugger, and a live gradient monitor.
 
 The modules form one stack, each importing only those before it: ``recorder`` (forward recording)
--> ``summary``, ``classroom`` -> ``snapshot`` (tape -> tape.v1) -> ``replay`` (backward recorder),
+-> ``summary``, ``classroom`` -> ``snapshot`` (tape -> tape.v1) -> ``replay`` (backward recorder) ->
+``series`` (the tape over time) ->
 ``stepper``, ``gradstats`` -> ``static_svg`` -> ``views`` (MIME bundles) -> ``widgets`` -> the
 factories below.
 

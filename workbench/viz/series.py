@@ -16,6 +16,7 @@ a step whose graph differs says so in a note instead of dropping anything silent
 import math
 
 from ..autograd.graph import AccumulateGrad, Node
+from .align import match
 from .snapshot import as_roots, build
 from .summary import device_stats, sig4
 
@@ -61,7 +62,10 @@ class _Capture:
 
     def __init__(self, step, roots, model):
         self.step = step
-        snap, b = build(as_roots(roots), model, values=False, grads=False)
+        roots = as_roots(roots)
+        op = roots[0].grad_fn.name() if roots[0].grad_fn is not None else "leaf"
+        snap, b = build(roots, model, values=False, grads=False, frames=False)
+        snap["title"] = f"{type(model).__name__} ({op}, {len(snap['nodes'])} nodes)"
         self.snap = snap
         ids = b.ids
         pos = {n["id"]: j for j, n in enumerate(snap["nodes"])}
@@ -208,6 +212,7 @@ class TapeSeries:
             out["notes"] = kept
         else:
             out.pop("notes", None)
+        out["overlay"] = "grad_norm"  # the slider's measure when the view opens (the static picture's too)
         out["series"] = {"steps": [self.steps[i] for i in rows],
                          "measures": {"grad_norm": [[_json(m) for m in self._grad[i]] for i in rows],
                                       "value_norm": [[_json(m) for m in self._value[i]] for i in rows]}}
@@ -238,11 +243,3 @@ class TapeSeries:
 def _names(nodes, k=3):
     names = [n.get("param") or (f"{n['scope']}.{n['op']}" if n["scope"] else n["op"]) or n["name"] for n in nodes[:k]]
     return ", ".join(names) + (f" and {len(nodes) - k} more" if len(nodes) > k else "")
-
-
-def match(a, b):
-    """Structure node id -> node id of a later step, for graphs of the same structure (same nodes in order)."""
-    key = [(n["kind"], n["op"], n["scope"], n["name"]) for n in a["nodes"]]
-    if key == [(n["kind"], n["op"], n["scope"], n["name"]) for n in b["nodes"]]:
-        return {n["id"]: m["id"] for n, m in zip(a["nodes"], b["nodes"])}
-    return {}

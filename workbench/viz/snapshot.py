@@ -75,7 +75,7 @@ def _saved_list(entries):
 
 
 class _Builder:
-    def __init__(self, roots, model, names, values, grads):
+    def __init__(self, roots, model, names, values, grads, frames=True):
         self.roots = roots
         self.values = values
         self.grads = grads
@@ -85,7 +85,7 @@ class _Builder:
         self.scopes = {}  # id -> scope (for step over)
         self.labels = {}  # op id -> the caller's variable name for its output (classroom text)
         self.params = {}
-        self.names = _caller_names_safe()
+        self.names = _caller_names_safe() if frames else {}
         if model is not None:
             for path, p in model.named_parameters():
                 self.params[id(p)] = path
@@ -414,10 +414,15 @@ def _match_export(t, exports):
     return None
 
 
-def build(roots, model=None, names=None, title=None, values=True, grads=True):
-    """The tape.v1 dict of the graph behind ``roots`` and the builder's id map (used by the debugger)."""
+def build(roots, model=None, names=None, title=None, values=True, grads=True, frames=True):
+    """The tape.v1 dict of the graph behind ``roots`` and the builder's id map (used by the debugger).
+
+    ``frames=False`` names tensors without reading the caller's variables: on Python < 3.13 reading
+    a function frame's locals leaves a copy of them on the frame, which would keep a training loop's
+    previous step (its loss and whole graph) alive until that frame ends.
+    """
     roots = as_roots(roots)
-    b = _Builder(roots, model, names, values, grads)
+    b = _Builder(roots, model, names, values, grads, frames)
     b.build()
     root_ids = [b.ids[s] for s in graph.roots_of(roots) if s in b.ids]
     if title is None:
