@@ -13,6 +13,7 @@ factories below.
 >>> snap = wb.viz.snapshot(loss)          # wb.viz.show(loss) displays it in a notebook
 >>> snap.save("tape.html")                # doctest: +SKIP
 """
+from . import measures
 from .gradstats import GradStats
 from .recorder import Recorder, record, trace
 from .replay import fill_grads, record_backward
@@ -26,14 +27,17 @@ __all__ = ["record", "trace", "snapshot", "show", "Snapshot", "Snapshots", "MIME
 
 
 def snapshot(roots, model=None, *, names=None, title=None, trace=False, retain_graph=False, values=True,
-             grads=True, gradient=None):
+             grads=True, gradient=None, color_by=None):
     """A ``Snapshot`` of the tape behind ``roots`` (a loss tensor, or several tensors).
 
     ``model`` names parameters by their path (``encoder.0.weight``) and supplies the module tree;
     ``names={"x": x}`` names other tensors (variables of the calling frame are found by themselves).
     ``trace=True`` runs the backward pass now (it replaces ``loss.backward()``; pass
     ``retain_graph=True`` to keep the graph) and stores a summary of every engine step so the viewer
-    can replay it without a kernel.
+    can replay it without a kernel. ``color_by`` opens the view with the nodes coloured by a measure:
+    ``"grad_norm"``, ``"value_norm"``, ``"flops"``, ``"saved_bytes"``, ``"forward_us"``,
+    ``"backward_us"`` (docs/viz.md, "Colouring the tape by cost"); the viewer's Colour-by control
+    switches it.
 
     >>> import workbench as wb
     >>> w = wb.tensor([2.0, -1.0], requires_grad=True)
@@ -45,6 +49,7 @@ def snapshot(roots, model=None, *, names=None, title=None, trace=False, retain_g
     tensor([ 4., -2.])
     """
     snap, b = build(roots, model, names, title, values, grads)
+    snap["overlay"] = measures.check(snap, color_by)  # before the backward below: bad input changes nothing
     if trace:
         snap["trace"] = {"steps": record_backward(as_roots(roots), b, gradient, retain_graph)}
         fill_grads(snap)
@@ -54,7 +59,8 @@ def snapshot(roots, model=None, *, names=None, title=None, trace=False, retain_g
 def show(roots, model=None, **kw):
     """Display the tape behind ``roots`` in the notebook: interactive viewer, SVG elsewhere.
 
-    Takes ``snapshot()``'s arguments (``trace=True`` runs the backward pass for replay stepping);
+    Takes ``snapshot()``'s arguments (``trace=True`` runs the backward pass for replay stepping,
+    ``color_by="flops"`` colours the nodes by a measure);
     ``wb.viz.snapshot(...)`` gives the object itself (to save it). Outside IPython it prints one line.
 
     >>> import workbench as wb
@@ -66,7 +72,7 @@ def show(roots, model=None, **kw):
 
 
 def debug(roots, model=None, breakpoints=(), classroom=False, *, gradient=None, names=None, nan_break=True,
-          height=0, display=True):
+          height=0, display=True, color_by=None):
     """Step through the backward pass of ``roots`` in the notebook, node by node.
 
     Returns the widget; ``dbg.current`` is the step shown (``node``, ``grad_output``, ``grad_inputs``,
@@ -74,7 +80,8 @@ def debug(roots, model=None, breakpoints=(), classroom=False, *, gradient=None, 
     ``dbg.restart()`` drive it from Python too. Breakpoints: node ids, tensors, or conditions such as
     ``wb.viz.on_nan`` and ``wb.viz.grad_norm_above(1e3)``; NaN/Inf stop ``continue`` by default.
     Build the model and loss under ``with wb.viz.trace():`` so a NaN points at its forward line.
-    After the last step every ``.grad`` equals what ``loss.backward()`` gives.
+    After the last step every ``.grad`` equals what ``loss.backward()`` gives. ``color_by`` colours
+    the nodes by a measure, as in ``snapshot()``.
 
     >>> import workbench as wb
     >>> a = wb.tensor(2.0, requires_grad=True)
@@ -83,6 +90,7 @@ def debug(roots, model=None, breakpoints=(), classroom=False, *, gradient=None, 
     'SumBackward0'
     """
     st = Stepper(roots, model, breakpoints, gradient, names, nan_break, classroom)
+    st.snapshot["overlay"] = measures.check(st.snapshot, color_by, "debug()")
     w = DebuggerWidget(st, height=height)
     if display:
         w.show()
