@@ -11,6 +11,7 @@ import { type ColourScale, type Measure, type Tint, colourScale, legend, measure
 import { LOD, paintOverview } from "./overview";
 import { PanZoom } from "./panzoom";
 import { Stepper } from "./stepper";
+import { Timeline } from "./timeline";
 import { ensureStyle } from "./style";
 import { type Snapshot, type Summary, parseSnapshot } from "./types";
 
@@ -38,6 +39,8 @@ export interface ViewerHandle {
    * the top-N table. `values`, when given, replace the measure's per-node values (the watch slider).
    */
   setOverlay(key: string | null, values?: Map<string, number | null>): void;
+  /** The measure the nodes are coloured by now (null: none). */
+  overlayKey(): string | null;
   destroy(): void;
 }
 
@@ -208,6 +211,7 @@ class Viewer {
       select: (id) => this.#select(id),
       fit: () => this.#fit(false),
       setOverlay: (key, values) => this.#setOverlay(key, values),
+      overlayKey: () => this.#ovKey,
       destroy: () => {
         this.#generation++;
         resize?.disconnect();
@@ -217,7 +221,9 @@ class Viewer {
       },
     };
     const start = snapshot.overlay ?? null;
-    if (start && this.#measures.has(start)) this.#setOverlay(start);
+    // a watched run's steps: the slider sets the first colouring (the last step's) and every later one
+    if (snapshot.series) this.#canvas.parentElement!.before(new Timeline(snapshot, this.handle).el);
+    else if (start && this.#measures.has(start)) this.#setOverlay(start);
     else this.#renderPanel();
     this.#relayout();
   }
