@@ -62,10 +62,8 @@ class _Capture:
 
     def __init__(self, step, roots, model):
         self.step = step
-        roots = as_roots(roots)
-        op = roots[0].grad_fn.name() if roots[0].grad_fn is not None else "leaf"
-        snap, b = build(roots, model, values=False, grads=False, frames=False)
-        snap["title"] = f"{type(model).__name__} ({op}, {len(snap['nodes'])} nodes)"
+        snap, b = build(as_roots(roots), model, values=False, grads=False, frames=False)
+        snap["title"] = type(model).__name__  # the steps follow it: "Sequential · steps 0–90 (10 kept)"
         self.snap = snap
         ids = b.ids
         pos = {n["id"]: j for j, n in enumerate(snap["nodes"])}
@@ -224,7 +222,7 @@ class TapeSeries:
             raise IndexError("no step kept yet: watch(model, snapshots_every=N) keeps every N-th step, "
                              "mon.snapshot() the next one; then run a backward pass")
         steps = self.steps
-        span = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}–{steps[-1]}, {len(steps)} kept"
+        span = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}–{steps[-1]} ({len(steps)} kept)"
         return self._dict(range(len(steps)), None, self._grad[-1],
                           f"{self._structure['title']} · {span}", self._notes)
 
