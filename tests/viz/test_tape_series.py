@@ -262,3 +262,59 @@ def test_size_budget_20_steps_of_a_2000_node_graph_in_a_saved_notebook():
     assert size <= 5_000_000, f"{size / 1e6:.2f} MB"
     series = json.dumps(snaps.to_dict()["series"])
     assert len(series) < 30 * 20 * 2000  # about 13 bytes a value: 4 significant digits
+
+
+def _on_device(m, dev):
+    for mod in [m.encoder._children["0"], m.head]:
+        for k in ("weight", "bias"):
+            t = getattr(mod, k).detach().to(dev).requires_grad_()
+            mod._params[k] = t
+            setattr(mod, k, t)
+    return m
+
+
+@pytest.mark.parametrize("dev", ["fake_cuda"] + (["cuda"] if wb.cuda.is_available() else []))
+def test_series_on_a_gpu_device_equals_the_cpu_one(dev, request):
+    if dev == "fake_cuda":
+        request.getfixturevalue("fake_cuda")
+    got = {}
+    for where in ("cpu", "cuda"):
+        x, y = _data()
+        m = _on_device(MLP(), where)
+        stats = GradStats(m, snapshots_every=1)
+        _step(m, x.to(where), y.to(where))
+        x[1, 1] = float("inf")  # the full count's path too
+        _step(m, x.to(where), y.to(where))
+        stats.detach()
+        got[where] = stats.series.to_dict()["series"]
+    rows = got["cpu"]["measures"]["grad_norm"]
+    assert all(isinstance(v, float) for v in rows[0]) and "NaN" in rows[1]
+    assert got["cuda"]["steps"] == got["cpu"]["steps"]
+    for key, rows in got["cpu"]["measures"].items():  # real GPUs sum in another order: the 4th digit may differ
+        for a, b in zip(rows, got["cuda"]["measures"][key]):
+            if all(isinstance(v, float) for v in a):
+                assert b == pytest.approx(a, rel=2e-3)
+            else:
+                assert b == a
+
+
+def test_a_backward_that_raises_keeps_nothing_of_that_step():
+    x, y = _data()
+    m = MLP()
+    stats = GradStats(m)
+    stats.snapshot()
+    for p in m.parameters():
+        p.grad = None
+    loss = mse(m(x), y)
+    h = m.head.weight.register_hook(lambda g: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        loss.backward()  # the kept step's backward never reaches its end
+    h.remove()
+    assert stats.series.pending
+    _step(m, x, y)  # step 0, not asked for: the raised pass's numbers must not become it
+    assert stats.series.steps == [] and not stats.series.pending
+    assert sum(len(n._pre_hooks or ()) for n in graph.walk([loss.grad_fn])) == 0
+    stats.snapshot()
+    _step(m, x, y)
+    stats.detach()
+    assert stats.series.steps == [1]

@@ -142,6 +142,8 @@ class GradStats:
             if phase == "begin":
                 if self._site_pending:
                     self._first_backward(roots)
+                if series.pending:  # a kept step's backward raised: its numbers are not a step's
+                    series.drop()
                 if series.armed or series.every is not None:
                     self._begin_snapshot(roots)
                 return  # the rest is done at the end of the backward, which is shown the roots again

@@ -152,10 +152,15 @@ class TapeSeries:
 
     def begin(self, step, roots):
         """The step's backward pass is about to run: read the graph and hook its op nodes."""
-        if self._capture is not None:  # the last kept backward raised before its end: drop it
-            self._capture.close()
+        self.drop()
         self.armed = False
         self._capture = _Capture(step, roots, self.model)
+
+    def drop(self):
+        """Forget a kept step whose backward pass raised before its end (its hooks go too)."""
+        if self._capture is not None:
+            self._capture.close()
+            self._capture = None
 
     def end(self):
         """The step's backward pass has ended: read the leaves' gradients, remove the hooks, keep numbers."""
