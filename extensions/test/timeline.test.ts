@@ -41,7 +41,7 @@ describe("timeline", () => {
     const last = fill(root, "x");
     slider(root).value = "0";
     slider(root).dispatchEvent(new Event("input"));
-    expect(label(root)).toBe("step 0 (1 of 3)");
+    expect(label(root)).toBe("step 0 (1 of 3) · details: step 20");
     expect(fill(root, "x")).not.toBe("");
     expect(root.querySelector(".wb-legend")!.textContent).toContain("gradient norm");
     // the scale spans what is drawn at the step: step 0's range (1..14) is not step 20's (100..1400)

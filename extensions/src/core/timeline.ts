@@ -106,7 +106,9 @@ export class Timeline {
     if (m) for (const v of m.values()) if (v !== null && !Number.isFinite(v)) bad++;
     const text = `step ${steps[i]}` + (steps.length > 1 ? ` (${i + 1} of ${steps.length})` : "") +
       (bad ? ` · ${bad} node${bad === 1 ? "" : "s"} NaN/Inf` : "") +
-      (key !== null && !m ? ` · the colouring (${key}) is the same at every step` : "");
+      (key !== null && !m ? ` · the colouring (${key}) is the same at every step` : "") +
+      // the side panel's summaries are those the nodes carry: the last step's
+      (i < steps.length - 1 ? ` · details: step ${steps[steps.length - 1]}` : "");
     this.#label.textContent = text;
     this.#label.classList.toggle("wb-step-bad", bad > 0);
     this.#slider.setAttribute("aria-valuetext", text);
