@@ -114,10 +114,13 @@ def test_ratios_at_zero_nan_and_missing(validate):
     a, b = copy.deepcopy(base), copy.deepcopy(base)
     leaf = next(i for i, n in enumerate(base["nodes"]) if n["kind"] == "leaf")
     a["nodes"][leaf]["grad"]["norm"] = 0.0
-    d = validate(wb.viz.compare(a, b))  # "Infinity" is a JSON number string, as everywhere in tape.v1
+    d = validate(wb.viz.compare(a, b))
     nid = f"n{leaf}"
-    assert d["measures"]["grad_norm_ratio"]["values"][nid] == "Infinity"
+    # infinite (0 in a): no colour value (measures hold JSON numbers), but counted as changed; the
+    # panel says "∞ (0 in a)" from both sides' norms, which compare keeps
+    assert d["measures"]["grad_norm_ratio"]["values"][nid] is None
     assert d["compare"]["counts"]["changed"] == 1
+    assert d["compare"]["a"]["nodes"][nid]["grad"]["norm"] == 0 and d["compare"]["b"]["nodes"][nid]["grad"]["norm"] > 0
     b["nodes"][leaf]["grad"]["norm"] = 0.0
     assert wb.viz.compare(a, b).to_dict()["measures"]["grad_norm_ratio"]["values"][nid] is None  # 0/0
     a["nodes"][leaf]["grad"]["norm"] = 4.0

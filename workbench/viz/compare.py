@@ -46,22 +46,21 @@ def _norm(summary):
 
 
 def ratio(na, nb):
-    """b/a of two norms: 0 where only a's is non-zero, ``"Infinity"`` where only b's is, None for 0/0.
+    """b/a of two norms: 0 where only a's is non-zero, infinity where only b's is, None for 0/0.
 
     >>> ratio(2.0, 3.0), ratio(0.0, 1.0), ratio(1.0, 0.0), ratio(0.0, 0.0), ratio(None, 1.0)
-    (1.5, 'Infinity', 0.0, None, None)
+    (1.5, inf, 0.0, None, None)
     """
     if na is None or nb is None or (na == 0 and nb == 0):
         return None
     if na == 0:
-        return "Infinity"
+        return math.inf
     return nb / na
 
 
 def _changed(r):
     if r is None:
         return False
-    r = math.inf if r == "Infinity" else r
     return r > FACTOR or r < 1 / FACTOR
 
 
@@ -176,7 +175,8 @@ def compare(a, b, *, title=None):
         if na is not None and nb is not None:
             rs = {key: ratio(_norm(na[f]), _norm(nb[f])) for key, (f, _) in RATIOS.items()}
             for key, r in rs.items():
-                values[key][nid] = r
+                # a measure value is a JSON number: infinity (0 in a) is left to the panel, which says it
+                values[key][nid] = r if r != math.inf else None
             main = rs["grad_norm_ratio"] if rs["grad_norm_ratio"] is not None else rs["value_norm_ratio"]
             counts["changed"] += _changed(main)
         else:

@@ -1,26 +1,27 @@
 // Two tapes in one view (wb.viz.compare): the marks of added and removed nodes, the header with the
 // counts, and the a | b table of the selected node. The colouring by ratio is the overlay's.
 import { h } from "./dom";
-import { fmt, toNumber } from "./format";
+import { fmt } from "./format";
 import { shapeText } from "./graph-model";
-import type { Comparison, JsonNumber, Snapshot, Summary, TapeNode } from "./types";
+import type { Comparison, Snapshot, Summary, TapeNode } from "./types";
 
 export interface DiffBadge { text: string; cls: string; say: string }
 
 type Side = Comparison["a"]["nodes"][string] | undefined;
 
 /** Why a ratio b/a is what it is, in words: "∞ (0 in a)", "– (NaN in b)". */
-export function ratioText(r: JsonNumber | null | undefined, a: Summary | null | undefined, b: Summary | null | undefined): string {
+export function ratioText(r: number | null | undefined, a: Summary | null | undefined, b: Summary | null | undefined): string {
   const why = (s: Summary | null | undefined, side: string) =>
     !s ? `not recorded in ${side}` : s.nan || s.inf ? `${s.nan ? "NaN" : "Inf"} in ${side}` : s.norm === null ? `no norm in ${side}` : null;
   if (r === null || r === undefined) {
-    const w = why(a, "a") ?? why(b, "b") ?? (a!.norm === 0 && b!.norm === 0 ? "0 in both" : null);
-    return w ? `– (${w})` : "–";
+    const w = why(a, "a") ?? why(b, "b");
+    if (w) return `– (${w})`;
+    // measure values are JSON numbers, so an infinite ratio arrives as null: the norms tell
+    if (a!.norm === 0) return b!.norm === 0 ? "– (0 in both)" : "∞ (0 in a)";
+    return "–";
   }
-  const x = toNumber(r);
-  if (x === Infinity) return "∞ (0 in a)";
-  if (x === 0) return "0 (0 in b)";
-  return `${fmt(x)}×`;
+  if (r === 0) return "0 (0 in b)";
+  return `${fmt(r)}×`;
 }
 
 export class CompareView {
@@ -88,16 +89,18 @@ export class CompareView {
     );
   }
 
-  #ratio(key: string, id: string): JsonNumber | null {
-    const measures = (this.snapshot as { measures?: Record<string, { values: Record<string, JsonNumber | null> }> }).measures;
-    return measures?.[key]?.values[id] ?? null;
+  #ratio(key: string, id: string): number | null {
+    return this.snapshot.measures?.[key]?.values[id] ?? null;
   }
 
+  /** What Python counted as changed: the gradient ratio (else the value ratio) beyond the factor, ∞ included. */
   #changed(id: string): boolean {
-    const r = this.#ratio("grad_norm_ratio", id) ?? this.#ratio("value_norm_ratio", id);
-    if (r === null) return false;
-    const x = toNumber(r);
-    return x > this.cmp.factor || x < 1 / this.cmp.factor;
+    const A = this.cmp.a.nodes[id], B = this.cmp.b.nodes[id];
+    if (!A || !B) return false;
+    const inf = (w: "grad" | "value") => A[w]?.norm === 0 && (B[w]?.norm ?? 0) > 0 && !B[w]!.nan && !B[w]!.inf;
+    const g = this.#ratio("grad_norm_ratio", id), v = this.#ratio("value_norm_ratio", id);
+    const x = g ?? (inf("grad") ? Infinity : null) ?? v ?? (inf("value") ? Infinity : null);
+    return x !== null && (x > this.cmp.factor || x < 1 / this.cmp.factor);
   }
 
   /** The selected node on both sides: shape, the norms and statistics of value and gradient, and b/a. */
