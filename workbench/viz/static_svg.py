@@ -401,8 +401,9 @@ def render_svg(snap, budget=60, standalone=False):
             tint = sc.tint(u.value)
             fill, dim = (measures.rgba(tint), 1.0) if tint else (FILL["op"], 0.55)
             tip += f"\n{m.label}: {measures.format_value(u.value, m.unit, m.scale)}"
-        diff = ' class="wb-added"' if added else ' class="wb-removed" opacity="0.6"' if removed else ""
-        out.append(f'<g class="wb-{_x(u.kind)}"><title>{_x(tip)}</title><g{diff}>'
+        diff = " wb-added" if added else " wb-removed" if removed else ""
+        fade = ' opacity="0.6"' if removed else ""
+        out.append(f'<g class="wb-{_x(u.kind)}{diff}"{fade}><title>{_x(tip)}</title>'
                    f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
                    f'fill="{fill}" stroke="{stroke}" stroke-opacity="{1 if bad or added else 0.6}"'
                    f' stroke-width="{3 if origin or added else 2 if bad or removed else 1}"{dash}/>')
@@ -431,7 +432,7 @@ def render_svg(snap, budget=60, standalone=False):
                        f'fill-opacity="0.18" stroke="{color}"/><text x="{bx + 3:.1f}" y="{u.y + 3:.1f}" '
                        f'font-size="9" fill="{color}">{_x(text)}</text>')
             bx -= 3
-        out.append("</g></g>")
+        out.append("</g>")
     if hidden:
         out.append(f'<text x="{PAD}" y="{height - PAD / 2:.0f}" fill="currentColor" fill-opacity="0.7">'
                    f'… {hidden} more nodes (open the interactive viewer, or save as HTML, to see them)</text>')
