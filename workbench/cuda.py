@@ -1,5 +1,6 @@
 """``workbench.cuda``: CUDA devices through CuPy (imported only when first needed), and elementwise kernels."""
 from . import _backend
+from .random import default_generator
 from .tensor import Tensor
 
 
@@ -47,8 +48,6 @@ def synchronize(device=None):
 
 
 def manual_seed(seed):
-    from .random import default_generator
-
     default_generator.manual_seed(seed)
 
 

@@ -9,7 +9,10 @@ import functools
 import itertools
 import os
 import sys
+import traceback
 import weakref
+
+from .. import _backend
 
 _seq = itertools.count()
 SCOPE = contextvars.ContextVar("workbench_scope", default="")
@@ -221,8 +224,6 @@ def accumulator(t):
     """The AccumulateGrad node of leaf ``t`` (one per leaf, kept while the leaf lives)."""
     node = t._acc
     if node is None:
-        from .. import _backend
-
         node = AccumulateGrad()
         node.next_functions = ()
         node._variable_ref = weakref.ref(t)
@@ -285,8 +286,6 @@ def walk(starts):
 
 def anomaly_record(node):
     """In anomaly mode every node keeps the forward stack that created it, for backward errors."""
-    import traceback
-
     node.site = node.site or user_site(3)
     node._stack = "".join(traceback.format_stack()[:-3])
 

@@ -3,7 +3,7 @@ the fake function against the real kernel, a replay of its tape node (what ``wor
 float64 gradcheck of the registered backward."""
 from .. import _backend, autograd
 from ..autograd import graph
-from ..autograd.gradcheck import gradcheck
+from ..autograd import gradcheck
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .custom_op import _Layout, _outputs_list, resolve

@@ -1,9 +1,9 @@
 """Helpers shared by the op families: dtype promotion on raw operands, dim and size arguments, out=,
 dtype errors, ufunc.at on raw arrays, dropout's uniform samples."""
-from .. import _backend
+from .. import _backend, random as _random
 from .._backend import dtypes as _dt
-from ..autograd.grad_mode import STATE
 from .._core import Tensor
+from ..autograd.grad_mode import STATE
 
 np = _backend.numpy
 _np_generic = np.generic
@@ -218,8 +218,6 @@ def dtype_error(kernel, npd):
 
 def _uniform(like, shape):
     """U[0, 1) samples of ``shape`` from the default generator, on like's device, as like's dtype."""
-    from .. import random as _random
-
     dev = like.device
     rs = _random.default_generator._stream(dev)
     with _backend.on_device(dev):

@@ -10,8 +10,9 @@ half of the spectrum zero, and C2R's interior bins counted twice (each stands fo
 conjugate partner).
 """
 from .._backend import dtypes as _dt
-from ..autograd.function import Function
 from .._core import Tensor
+from ..autograd.function import Function
+from ..creation import tensor
 from ._util import wrap_dim
 from .elementwise import _out
 
@@ -319,8 +320,6 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
 
 
 def _freq_tensor(values, dtype, device, requires_grad):
-    from ..creation import tensor
-
     dt = dtype or _dt.get_default_dtype()
     return tensor(values, dtype=dt, device=device, requires_grad=requires_grad)
 

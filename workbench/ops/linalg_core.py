@@ -1,6 +1,7 @@
 """matmul and its relatives, the ops most models spend their time in."""
 from ..autograd.function import Function
-from ._util import cast, _out, result_dtype
+from ._util import _out, cast, result_dtype
+from .views import broadcast_shapes
 
 
 class Matmul(Function):
@@ -160,8 +161,6 @@ ger = outer
 
 def _add_scaled(input, prod, beta, alpha, op):
     # beta * input + alpha * prod; beta == 0 ignores input's values (NaN included), as PyTorch does
-    from .views import broadcast_shapes
-
     try:
         broadcast_shapes(input.shape, prod.shape)
     except RuntimeError:

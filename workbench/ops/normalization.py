@@ -8,11 +8,12 @@ Tensor ops under ``create_graph=True`` so higher derivatives are exact.
 """
 import math
 
+from .. import _backend
 from .._backend import kernels as _k
+from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
-from .._core import Tensor
 
 _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
         "float64": 2.220446049250313e-16}
@@ -288,8 +289,6 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     if input.numel() == 0:
         return input
     c = input.shape[1]
-    from .. import _backend
-
     xp = _backend.xp_of(input._data)
     # channel window [i - size//2, i + (size-1)//2], zero-padded, always divided by size (as PyTorch)
     idx = xp.arange(c)

@@ -13,12 +13,16 @@ import warnings
 
 from .. import _backend
 from .._backend import dtypes as _dt
+from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
-from .._core import Tensor
+from ..creation import full
 from ._util import _out, norm_dims, to_float, wrap_dim
-from .elementwise import isnan, where
+from .elementwise import isnan, maximum, minimum, where
+from .index import IndexBackward
+from .join import cat
+from .linalg import matrix_norm
 
 _np = _backend.numpy
 _INT64 = _np.dtype("int64")
@@ -390,8 +394,6 @@ class _Pick(Function):
 
     @staticmethod
     def backward(ctx, g, gi):
-        from .index import IndexBackward
-
         if ctx.scalar:
             g = g.reshape((1,))
         elif not ctx.keepdim:
@@ -628,14 +630,10 @@ def _max_min(name, cls, ext, binary):
 
 
 def _maximum(a, b):
-    from .elementwise import maximum
-
     return maximum(a, b)
 
 
 def _minimum(a, b):
-    from .elementwise import minimum
-
     return minimum(a, b)
 
 
@@ -829,9 +827,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         dims = (-2, -1) if dim is None else tuple(dim)
         if len(dims) != 2:
             raise RuntimeError(f"norm(): the nuclear norm needs exactly 2 dims, got dim={dim}")
-        from .. import linalg
-
-        return linalg.matrix_norm(input, "nuc", dims, keepdim)
+        return matrix_norm(input, "nuc", dims, keepdim)
     if p == "fro":
         if dim is not None and len(dim) > 2:
             raise RuntimeError(f"norm(): the Frobenius norm takes 1 or 2 dims, got dim={dim}")
@@ -916,8 +912,6 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     >>> wb.diff(wb.tensor([1, 4, 9, 16]))
     tensor([3, 5, 7])
     """
-    from .. import cat
-
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     d = wrap_dim(dim, input.ndim)
@@ -935,8 +929,6 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 
 def _as_tensor_like(v, like, d):
-    from ..creation import full
-
     shape = list(like.shape)
     shape[d] = 1
     return full(shape, v, dtype=like.dtype, device=like.device)
