@@ -67,8 +67,9 @@ def numel(input):
     return input.numel()
 
 # Subpackages load on first use, so `import workbench` stays fast (and never imports cupy).
-_SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "special", "fft", "testing", "library", "jit", "backends"}
-_LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg"}
+_SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "distributed", "special", "fft", "testing",
+               "library", "jit", "backends", "compiler", "onnx"}
+_LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg", "compile": "compiler"}
 
 
 def __getattr__(name):

@@ -131,12 +131,22 @@ describe("viewer", () => {
 });
 
 describe("viewer: big graphs", () => {
-  it("shows a canvas overview when thousands of items are in view, and SVG again when zoomed to a node", async () => {
+  it("fits thousands of items at a readable scale with a minimap, shows a canvas overview zoomed out, SVG again at a node", async () => {
     const { root, v } = await mount(syntheticTape(2000));
     expect(root.querySelectorAll(".wb-box")).toHaveLength(1);
     [...root.querySelectorAll("button")].find((b) => b.textContent === "Expand all")!.click();
     await v.ready();
     const overview = root.querySelector<HTMLCanvasElement>(".wb-overview")!;
+    // Fit stops at a readable scale (titles 12 px * k >= 10 px); the minimap shows the rest.
+    const k = Number(/scale\(([\d.]+)\)/.exec(root.querySelector(".wb-viewport")!.getAttribute("transform")!)![1]);
+    expect(12 * k).toBeGreaterThanOrEqual(10);
+    expect(overview.hidden).toBe(true);
+    expect(root.querySelector<HTMLCanvasElement>(".wb-minimap")!.hidden).toBe(false);
+    expect(root.querySelectorAll(".wb-node").length).toBeLessThan(200);
+    expect(root.querySelector(".wb-status")!.textContent).toMatch(/^\d+ items shown of 2\d{3} nodes/);
+    const canvas = root.querySelector(".wb-canvas")!;
+    for (let i = 0; i < 12; i++) canvas.dispatchEvent(new WheelEvent("wheel", { deltaY: 400, ctrlKey: true, bubbles: true, cancelable: true }));
+    await new Promise((r) => setTimeout(r, 40));
     expect(overview.hidden).toBe(false);
     expect(root.querySelectorAll(".wb-node")).toHaveLength(0);
     await v.reveal("layers.7.mlp.weight");

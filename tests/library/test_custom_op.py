@@ -137,6 +137,21 @@ def test_kernel_output_checks():
     with pytest.raises(RuntimeError, match="says it returns a tuple of 2"):
         tworets(wb.ones(3))
 
+    @custom_op("wbtest::rawarray", mutates_args=())
+    def rawarray(x: Tensor) -> Tensor:
+        return x.numpy() * 2
+
+    with pytest.raises(RuntimeError, match="returned a ndarray where the schema .* has a Tensor"):
+        rawarray(wb.ones(3))
+
+
+def test_ops_pickle_by_name():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(SWISH)) is SWISH
+    assert pickle.loads(pickle.dumps(wb.ops.wbtest.swish)) is wb.ops.wbtest.swish
+    assert pickle.loads(pickle.dumps(wb.ops.wbtest.swish.default)) is SWISH._opoverload
+
 
 def test_mutation_bumps_the_version_and_is_checked():
     @custom_op("wbtest::scale_", mutates_args={"x"})
@@ -331,6 +346,7 @@ def test_seen_in_the_viewer_and_the_debugger(fake_cuda):
     (node,) = [n for n in snap["nodes"] if n["op"] == "wbtest::swish"]
     assert node["name"] == "GeneratedBackwardFor_wbtest_swish_defaultBackward" and node["device"] == "cpu"
     assert node["scope"] == "act" and node["shape"] == [2, 8]
+    assert "wbtest::swish" in wb.viz.snapshot(loss, model=net).to_json()  # what a saved notebook keeps
     st = wb.viz.stepper.Stepper(loss)
     ops = [st.step().node.op for _ in range(st.total)]
     assert "wbtest::swish" in ops
@@ -342,3 +358,20 @@ def test_seen_in_the_viewer_and_the_debugger(fake_cuda):
         assert node["device"].startswith("cuda")
     finally:
         del SWISH._backend_fns["cuda"]
+
+
+def test_factory_ops_dispatch_on_their_device_argument(fake_cuda):
+    lib = wb.library.Library("wbtestfac", "FRAGMENT")
+    lib.define("full(SymInt[] size, float v, *, Device? device=None) -> Tensor")
+    seen = []
+
+    @wb.library.impl("wbtestfac::full", "cpu")
+    def _(size, v, device=None):
+        seen.append(device)
+        return wb.full(size, v, device=device)
+
+    assert wb.ops.wbtestfac.full(3, 1.5).tolist() == [1.5] * 3  # int[] takes one int; no device: the CPU kernel
+    wb.library.register_kernel("wbtestfac::full", "cuda", lambda size, v, device=None: wb.full(size, v, device=device))
+    y = wb.ops.wbtestfac.full([2, 2], 2.0, device="cuda")
+    assert y.device.type == "cuda" and y.shape == (2, 2)
+    assert seen == [None, wb.device("cpu")]  # on the fake cupy the CPU reference ran, told device cpu

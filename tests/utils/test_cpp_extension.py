@@ -202,3 +202,34 @@ def test_cpp_op_in_a_model_trained_a_few_steps(cpp_swish):
         curves.append(curve)
     np.testing.assert_allclose(curves[0], curves[1], rtol=1e-4)
     assert curves[0][-1] < 0.8 * curves[0][0]
+
+
+STRIDED = r"""
+#include <workbench/extension.h>
+extern "C" double total(const wb_tensor* x) {  // any 2-D float64 view: walks its strides
+    if (x->dtype != WB_FLOAT64 || x->ndim != 2) return -1.0;
+    const double* d = (const double*)x->data;
+    double s = 0;
+    for (int64_t i = 0; i < x->shape[0]; ++i)
+        for (int64_t j = 0; j < x->shape[1]; ++j) s += (i + 1) * d[i * x->strides[0] + j * x->strides[1]];
+    return s;
+}
+extern "C" void fill_diag(wb_tensor* x, double v) {
+    double* d = (double*)x->data;
+    for (int64_t i = 0; i < x->shape[0] && i < x->shape[1]; ++i) d[i * x->strides[0] + i * x->strides[1]] = v;
+}
+"""
+
+
+def test_the_richer_abi_passes_shape_strides_and_dtype(build_dir):
+    mod = cpp_extension.load_inline("wbt_strided", STRIDED, build_directory=build_dir)
+    base = wb.arange(12.0, dtype=wb.float64).reshape(3, 4)
+    view = base.t()[1:, ::2]  # non-contiguous, offset, negative-free strides
+    expect = sum((i + 1) * v for i, row in enumerate(view.tolist()) for v in row)
+    assert mod.total(view) == expect
+    assert mod.total(wb.ones(2, 2)) == -1.0  # the function sees the dtype code and refuses float32 itself
+    assert mod.total(np.arange(6.0).reshape(2, 3)[:, ::-1]) == sum((i + 1) * v for i, row in
+                                                                    enumerate([[2, 1, 0], [5, 4, 3]]) for v in row)
+    v = base._version
+    mod.fill_diag(base.t(), -1.0)  # writes through a transposed view into base
+    assert base[0, 0].item() == base[1, 1].item() == base[2, 2].item() == -1.0 and base._version == v + 1

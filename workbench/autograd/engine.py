@@ -277,7 +277,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                     elif create_graph:
                         buf[nr] = buf[nr] + g
                     else:  # nothing records this sum: add the arrays (shape and dtype conformed above)
-                        buf[nr] = _make(nxt.xp.add(buf[nr]._data, g._data))
+                        buf[nr] = _add_grads(nxt.xp, buf[nr], g)
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
@@ -306,6 +306,12 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
     if hooks:
         for h in list(hooks):
             h("end", roots)
+
+
+def _add_grads(xp, a, b):
+    # two gradient contributions for one output, summed on the arrays (a function of its own: the
+    # compiler's trace records it)
+    return _make(xp.add(a._data, b._data))
 
 
 def _skip_subgraph(node, deps, buffers, ready):

@@ -266,7 +266,7 @@ def _apply_raw(cls, *args):
             return _record_raw(cls, args, datas, xp)
         out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
     if out.__class__ is tuple:
-        res = tuple([_make(o) for o in out])
+        res = _plain_tuple(out, cls, args)
     elif cls._view:
         res = _view_of(cls, args, out, xp)
     else:  # the common case, one fresh array
@@ -303,6 +303,11 @@ def _plain(out, rg, cls, args):
     return res
 
 
+def _plain_tuple(out, cls, args):
+    """The Tensors for a primitive's tuple of array results when nothing was recorded."""
+    return tuple([_make(o) for o in out])
+
+
 def binary_operator(cls, general, reflected=False):
     """A Tensor operator (``__mul__``, ``__rsub__``...) for primitive ``cls``, which has a ``_ufunc``.
 
@@ -325,7 +330,10 @@ def binary_operator(cls, general, reflected=False):
             rg = self._rg
             ok = other.__class__ is float or other.__class__ is int
         if ok and a.__class__ is _ndarray and a.dtype.kind in "fc" and not (rg and STATE.enabled):
-            return _plain(uf(b, a) if reflected else uf(a, b), rg, cls, (self, other))
+            # the operands go to _plain in the ufunc's order (the compiler's trace replays that call)
+            if reflected:
+                return _plain(uf(b, a), rg, cls, (other, self))
+            return _plain(uf(a, b), rg, cls, (self, other))
         return general(self, other)
 
     return operator

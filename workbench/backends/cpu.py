@@ -4,10 +4,10 @@
 >>> wb.backends.cpu.get_cpu_capability() in ("DEFAULT", "AVX2", "AVX512", "NEON", "SVE256")
 True
 """
-try:
-    from numpy._core._multiarray_umath import __cpu_features__ as _features
-except ImportError:  # NumPy < 2
-    from numpy.core._multiarray_umath import __cpu_features__ as _features
+from .. import _backend
+
+_np = _backend.numpy
+_features = (getattr(_np, "_core", None) or _np.core)._multiarray_umath.__cpu_features__  # NumPy 2, or 1
 
 
 def get_cpu_capability():

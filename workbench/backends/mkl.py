@@ -4,13 +4,13 @@
 >>> isinstance(wb.backends.mkl.is_available(), bool)
 True
 """
-import numpy as np
+from .. import _backend
 
 
 def is_available():
     """True when NumPy was built against MKL."""
     try:
-        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]["name"]
+        blas = _backend.numpy.__config__.CONFIG["Build Dependencies"]["blas"]["name"]
     except (AttributeError, KeyError, TypeError):
         return False
     return "mkl" in str(blas).lower()

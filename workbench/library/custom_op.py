@@ -82,6 +82,9 @@ class CustomOpDef:
     def __repr__(self):
         return f"<CustomOpDef({self._qualname})>"
 
+    def __reduce__(self):  # pickled by name: unpickling finds the operator the importing code defined
+        return resolve, (self._qualname,)
+
     # --- registration --------------------------------------------------------------------------------
     def register_kernel(self, device_types, fn=None, /):
         """Register the implementation for ``device_types`` ('cpu', 'cuda'); usable as a decorator.
@@ -170,7 +173,7 @@ class CustomOpDef:
         pos, kw = schema.bind(self._qualname, args, kwargs)
         tensors = _tensors_of(pos, kw)
         device = self._device(tensors, pos, kw)
-        direct = self._direct_fns.get(device.type if device is not None else None) or self._direct_fns.get(None)
+        direct = self._direct_fns.get(device.type if device is not None else "cpu") or self._direct_fns.get(None)
         if direct is not None:  # a kernel that records its own autograd (CompositeImplicitAutograd)
             return direct(*pos, **kw)
         if schema.is_mutable:
@@ -192,9 +195,9 @@ class CustomOpDef:
                         "first.")
             return dev
         for a, v in zip(self._schema_obj.arguments, list(pos) + list(kw.values())):
-            if a.type == "Device":
+            if a.type in ("Device", "Device?") and v is not None:
                 return v
-        return None
+        return None  # no tensor and no device: the CPU (or default) kernel runs
 
     def _check_mutation(self, pos, kw):
         if not STATE.enabled:
@@ -232,7 +235,7 @@ class CustomOpDef:
         and wrote."""
         tensors = _tensors_of(pos, kw)
         device = self._device(tensors, pos, kw)
-        dtype_ = device.type if device is not None else None
+        dtype_ = device.type if device is not None else "cpu"
         with no_grad():
             if dtype_ == "cuda" and "cuda" in self._backend_fns and "cuda" not in self._disabled_kernel:
                 ref = self._reference()
@@ -256,8 +259,12 @@ class CustomOpDef:
             raise RuntimeError(f"{self._qualname}: the kernel returned {type(out).__name__}, but the schema "
                                f"{self._schema} says it returns {want}")
         seen = []
-        for o in outs:
+        for i, o in enumerate(outs):
+            ret = rets[0] if rets == ["Tensor[]"] else rets[i]
             if not isinstance(o, Tensor):
+                if ret.startswith("Tensor") and not (o is None and ret.endswith("?")):
+                    raise RuntimeError(f"{self._qualname}: the kernel returned a {type(o).__name__} where the schema "
+                                       f"{self._schema} has a Tensor; return tensors (wb.from_numpy(a) for an array)")
                 continue
             if device is not None and o.device != device:
                 raise RuntimeError(
@@ -337,7 +344,7 @@ def _run_on_host(ref, pos, kw, device, mutated):
             return Tensor._make(_backend.to_device(v._data, _backend.CPU).copy())
         if isinstance(v, list):
             return [host(x) for x in v]
-        return v
+        return _backend.CPU if isinstance(v, _backend.device) else v  # a factory's device argument, too
 
     hpos = [host(v) for v in pos]
     hkw = {k: host(v) for k, v in kw.items()}
@@ -423,43 +430,50 @@ def _make_function(opdef):
 
 
 # --- torch.ops.<namespace>.<name> ---------------------------------------------------------------------------
-class OpOverload:
-    """``wb.ops.mylib.swish.default``: the operator's one overload (what opcheck and a compiler see)."""
+class _OpHandle:
+    # what wb.ops.<ns>.<name> and its .default share: calling the operator, PyTorch's printed forms
+    _kind = ""
 
     def __init__(self, opdef):
         self._opdef = opdef
         self._schema = opdef._schema_obj
-        self._namespace, self._opname, self._overloadname = opdef._namespace, opdef._name, "default"
+        self._namespace, self._opname = opdef._namespace, opdef._name
 
     def __call__(self, *args, **kwargs):
         return self._opdef(*args, **kwargs)
 
+    def __reduce__(self):
+        return _handle, (self._opdef._qualname, bool(self._kind))
+
     def __repr__(self):
-        return f"<OpOverload(op='{self._namespace}.{self._opname}', overload='default')>"
+        return f"<{type(self).__name__}(op='{self._namespace}.{self._opname}'{self._kind})>"
 
     def __str__(self):
-        return f"{self._namespace}.{self._opname}.default"
+        return f"{self._namespace}.{self._opname}" + (".default" if self._kind else "")
 
 
-class OpOverloadPacket:
+class OpOverload(_OpHandle):
+    """``wb.ops.mylib.swish.default``: the operator's one overload (what opcheck and a compiler see)."""
+
+    _kind = ", overload='default'"
+    _overloadname = "default"
+
+
+class OpOverloadPacket(_OpHandle):
     """``wb.ops.mylib.swish``: calls the operator; ``.default`` is its overload."""
 
     def __init__(self, opdef):
-        self._opdef = opdef
+        super().__init__(opdef)
         self.default = opdef._opoverload
         self._qualified_op_name = opdef._qualname
-
-    def __call__(self, *args, **kwargs):
-        return self._opdef(*args, **kwargs)
 
     def overloads(self):
         return ["default"]
 
-    def __repr__(self):
-        return f"<OpOverloadPacket(op='{self._opdef._namespace}.{self._opdef._name}')>"
 
-    def __str__(self):
-        return f"{self._opdef._namespace}.{self._opdef._name}"
+def _handle(qualname, overload):
+    op = resolve(qualname)
+    return op._opoverload if overload else getattr(getattr(ops, op._namespace), op._name)
 
 
 class _Namespace:

@@ -722,6 +722,18 @@ class Module:
         """Evaluation mode, the same as ``train(False)``.  >>> wb.nn.Dropout().eval().training  ->  False"""
         return self.train(False)
 
+    def compile(self, *args, **kwargs):
+        """Compile this module's forward in place with ``workbench.compile(forward, *args, **kwargs)``.
+
+        >>> import workbench as wb
+        >>> m = wb.nn.Linear(2, 1); m.compile()
+        >>> m(wb.ones(1, 2)).shape
+        workbench.Size([1, 1])
+        """
+        from ..compiler import compile as _compile
+
+        self.__dict__["forward"] = _compile(self.__dict__.get("forward", self.forward), *args, **kwargs)
+
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on every parameter (to freeze or unfreeze); returns self.
 

@@ -1,8 +1,9 @@
 """Helpers shared by the op families: dtype promotion on raw operands, dim and size arguments, out=,
-dtype errors, ufunc.at on raw arrays, dropout's uniform samples."""
+dtype errors, ufunc.at on raw arrays, dropout's uniform samples, array steps of public functions."""
 from .. import _backend, random as _random
 from .._backend import dtypes as _dt
 from .._core import Tensor
+from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 
 np = _backend.numpy
@@ -217,9 +218,45 @@ def dtype_error(kernel, npd):
 
 
 def _uniform(like, shape):
-    """U[0, 1) samples of ``shape`` from the default generator, on like's device, as like's dtype."""
-    dev = like.device
+    """U[0, 1) samples of ``shape`` from the default generator, on like's device (float64)."""
+    return _uniform_array(like._data, shape)
+
+
+def _uniform_array(like, shape):
+    """U[0, 1) samples of ``shape`` from the default generator, on the device of array ``like``."""
+    dev = _backend.device_of(like)
     rs = _random.default_generator._stream(dev)
     with _backend.on_device(dev):
         u = rs.random(shape) if dev.type == "cpu" else rs.random_sample(shape)
-    return _backend.xp_of(like._data).asarray(u)
+    return _backend.xp_of(like).asarray(u)
+
+
+class ArrayStep(Function):
+    """fn(*arrays) as one primitive with no gradient: see ``array_step``."""
+
+    _raw = True
+    op_name = "array_step"
+
+    @staticmethod
+    def forward(ctx, fn, *arrays):
+        return fn(*arrays)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) * (1 + len(ctx.needs_input_grad))
+
+
+def array_step(fn, *tensors):
+    """``fn`` on the tensors' arrays, returning a tensor (or a tuple of them) that requires no grad.
+
+    For the array work of an op's public function that feeds the op but needs no gradient (class
+    targets, masks, dropout's random keep mask, constant matrices): as a primitive it is one step of
+    the tape, and ``workbench.compile`` replays it (random draws included) instead of freezing its
+    result. ``fn`` receives arrays and returns arrays.
+
+    >>> import workbench as wb
+    >>> from workbench.ops._util import array_step
+    >>> array_step(lambda a: a * 2, wb.ones(2))
+    tensor([2., 2.])
+    """
+    return ArrayStep.apply(fn, *[t.detach() if t._rg else t for t in tensors])

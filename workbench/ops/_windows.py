@@ -1,7 +1,7 @@
 """Sliding-window helpers shared by convolution and pooling (raw arrays), and the separable matrix map."""
 import itertools
 
-from .._core import Tensor
+from ._util import array_step
 
 
 # --- convolution geometry ----------------------------------------------------------------------
@@ -54,7 +54,7 @@ def _sep_apply(x, mats):
         if m is None:
             continue
         ax = x.ndim - nd + i
-        mt = Tensor._make(m.T.astype(x._data.dtype))
+        mt = array_step(lambda m=m, dt=x._data.dtype: m.T.astype(dt))
         if ax == x.ndim - 1:
             x = x @ mt
         else:

@@ -14,7 +14,7 @@ from .._backend import dtypes as _dt, kernels as _k
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.graph import composite
-from ._util import _uniform
+from ._util import _uniform, _uniform_array, array_step
 from .elementwise import relu as _relu
 
 
@@ -715,11 +715,9 @@ def _check_p(name, p):
 def _mask_mul(name, input, mask_shape, p, inplace):
     """input * bernoulli(1 - p) mask / (1 - p), the mask broadcast from mask_shape."""
     if p == 1.0:
-        mask = input._data.dtype.type(0) * _backend.xp_of(input._data).zeros(mask_shape, input._data.dtype)
-    else:
-        u = _uniform(input, mask_shape)
-        mask = ((u >= p) / (1.0 - p)).astype(input._data.dtype)
-    m = Tensor._make(mask)
+        m = array_step(lambda x: x.dtype.type(0) * _backend.xp_of(x).zeros(mask_shape, x.dtype), input)
+    else:  # drawn inside one primitive, so a compiled replay draws again
+        m = array_step(lambda x: ((_uniform_array(x, mask_shape) >= p) / (1.0 - p)).astype(x.dtype), input)
     if inplace:
         return input._inplace(name + "_", lambda x: x * m)
     return input * m
@@ -793,10 +791,13 @@ def _alpha_dropout(name, input, p, training, inplace, feature):
     alpha = _SELU_ALPHA * _SELU_SCALE
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else tuple(input.shape)
-    keep = (_uniform(input, shape) >= p).astype(input._data.dtype)
-    # kept values scaled by a, dropped ones set to the SELU saturation value, so mean/variance are kept
-    mult = Tensor._make(keep * input._data.dtype.type(a))
-    shift = Tensor._make(((keep - 1) * (alpha * a) + alpha * a * p).astype(input._data.dtype))
+
+    def masks(x):
+        keep = (_uniform_array(x, shape) >= p).astype(x.dtype)
+        # kept values scaled by a, dropped ones set to the SELU saturation value, so mean/variance are kept
+        return keep * x.dtype.type(a), ((keep - 1) * (alpha * a) + alpha * a * p).astype(x.dtype)
+
+    mult, shift = array_step(masks, input)
     fn = lambda x: x * mult + shift  # noqa: E731
     return input._inplace(name + "_", fn) if inplace else fn(input)
 

@@ -12,7 +12,7 @@ from .._backend.dtypes import bool_, float32
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from ._util import _uniform
+from ._util import _uniform_array, array_step
 from .activation import Softmax, SoftmaxBackward, dropout, softmax
 from .join import cat
 from .linear import linear
@@ -111,20 +111,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     xp = _backend.xp_of(query._data)
     bias = None
     if is_causal:
-        bias = Tensor._make(_neg_inf_where_false(xp.tril(xp.ones((L, S), dtype=bool)), dt))
+        bias = array_step(lambda: _neg_inf_where_false(xp.tril(xp.ones((L, S), dtype=bool)), dt))
     elif attn_mask is not None:
         if attn_mask.dtype == _bool_dtype():
-            bias = Tensor._make(_neg_inf_where_false(attn_mask._data, dt))
+            bias = array_step(lambda m: _neg_inf_where_false(m, dt), attn_mask)
         else:
             bias = attn_mask if attn_mask._data.dtype == dt else attn_mask.to(query.dtype)
     sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     keep = None
     if dropout_p > 0.0:
         if dropout_p >= 1.0:
-            keep = xp.zeros(tuple(query.shape[:-2]) + (L, S), dtype=dt)
-        else:
+            keep = array_step(lambda: xp.zeros(tuple(query.shape[:-2]) + (L, S), dtype=dt))
+        else:  # drawn inside one primitive, so a compiled replay draws again
             shape = tuple(_broadcast(query.shape[:-2], key.shape[:-2])) + (L, S)
-            keep = ((_uniform(query, shape) >= dropout_p) / (1.0 - dropout_p)).astype(dt)
+            keep = array_step(lambda q: ((_uniform_array(q, shape) >= dropout_p) / (1.0 - dropout_p)).astype(dt),
+                              query)
     return Attention.apply(query, key, value, bias, sc, keep)
 
 
@@ -246,14 +247,16 @@ def _merge_masks(attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, 
     out = None
     if attn_mask is not None:
         if attn_mask.dtype == _bool_dtype():
-            out = Tensor._make(xp.where(attn_mask._data, -math.inf, 0.0).astype(dt))
+            out = array_step(lambda m: xp.where(m, -math.inf, 0.0).astype(dt), attn_mask)
         else:
             out = attn_mask.to(q.dtype)
     if key_padding_mask is not None:
-        kp = key_padding_mask._data
-        kpm = xp.where(kp, -math.inf, 0.0) if kp.dtype == bool else kp
-        kpm = xp.broadcast_to(kpm.astype(dt).reshape(bsz, 1, 1, src_len), (bsz, num_heads, 1, src_len))
-        kpm = Tensor._make(xp.ascontiguousarray(kpm).reshape(bsz * num_heads, 1, src_len))
+        def padding(kp):
+            kpm = xp.where(kp, -math.inf, 0.0) if kp.dtype == bool else kp
+            kpm = xp.broadcast_to(kpm.astype(dt).reshape(bsz, 1, 1, src_len), (bsz, num_heads, 1, src_len))
+            return xp.ascontiguousarray(kpm).reshape(bsz * num_heads, 1, src_len)
+
+        kpm = array_step(padding, key_padding_mask)
         out = kpm if out is None else out + kpm
     return out
 

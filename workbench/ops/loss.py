@@ -16,6 +16,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
 from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
+from ._util import array_step
 from .elementwise import minimum, relu, where
 from .index import PutRows, TakeRows
 from .linear import linear
@@ -139,7 +140,7 @@ def _rows(input, op):
 
 
 def _class_targets(op, input, target, ignore_index):
-    """The flattened int64 target array, checked against the input's shape and class count."""
+    """The flattened int64 targets (a tensor), checked against the input's shape and class count."""
     c = input.shape[1] if input.ndim > 1 else input.shape[0]
     want = (tuple(input.shape[:1]) + tuple(input.shape[2:])) if input.ndim > 1 else ()
     if tuple(target.shape) != want:
@@ -148,12 +149,16 @@ def _class_targets(op, input, target, ignore_index):
     if target.dtype.is_floating_point:
         raise RuntimeError(f"{op}: expected target of dtype int64 (class indices), got {target.dtype}; for class "
                            "probabilities pass a floating target of the input's shape")
-    t = target._data.reshape(-1).astype("int64", copy=False)
-    if t.size and type(t) is _backend.ndarray:  # no device sync on CUDA, as PyTorch asserts on the device
-        bad = ((t < 0) | (t >= c)) & (t != ignore_index)
-        if bool(bad.any()):
-            raise IndexError(f"{op}: Target {int(t[bad][0])} is out of bounds for {c} classes")
-    return t
+
+    def targets(td):  # one array step: a compiled replay converts and checks every call's targets
+        t = td.reshape(-1).astype("int64", copy=False)
+        if t.size and type(t) is _backend.ndarray:  # no device sync on CUDA, as PyTorch asserts on the device
+            bad = ((t < 0) | (t >= c)) & (t != ignore_index)
+            if bool(bad.any()):
+                raise IndexError(f"{op}: Target {int(t[bad][0])} is out of bounds for {c} classes")
+        return t
+
+    return array_step(targets, target)
 
 
 def _weighted_mean_denominator(t, weight, ignore_index, xp, dtype):
@@ -180,12 +185,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     t = _class_targets("cross_entropy", input, target, ignore_index)
     x2 = _rows(input, "cross_entropy")
-    w = weight._data.astype(x2._data.dtype) if weight is not None else None
-    if w is not None and w.shape != (x2.shape[1],):
+    dt, xp = x2._data.dtype, _xp(input)
+    if weight is not None and tuple(weight.shape) != (x2.shape[1],):
         raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {x2.shape[1]} classes "
                            f"or no classes but got weight tensor of shape: {list(weight.shape)}")
+    w = array_step(lambda a: a.astype(dt), weight) if weight is not None else None
     # the mean's divisor stays on the device (no host sync): summed weights of the non-ignored targets
-    denom = _weighted_mean_denominator(t, w, ignore_index, _xp(input), x2._data.dtype) if reduction == "mean" else None
+    denom = array_step(lambda ta, *wa: _weighted_mean_denominator(ta, wa[0] if wa else None, ignore_index, xp, dt),
+                       t, *([w] if w is not None else [])) if reduction == "mean" else None
     loss = CrossEntropy.apply(x2, t, w, ignore_index, label_smoothing, reduction, denom)
     return loss.reshape(tuple(target.shape)) if reduction == "none" else loss
 
@@ -221,21 +228,29 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     x2 = _rows(input, "nll_loss")
     xp = _xp(input)
     c = x2.shape[1]
-    valid = t != ignore_index
-    safe = xp.where(valid, t, 0)
-    w = weight._data.astype(x2._data.dtype) if weight is not None else None
-    wt = (w[safe] if w is not None else xp.ones(t.shape, x2._data.dtype)) * valid
-    picked = TakeRows.apply(x2.reshape(-1), xp.arange(t.size) * c + safe)
     dt = x2._data.dtype
+
+    def rows_and_weights(ta, *wa):  # one array step (a compiled replay repeats it)
+        valid = ta != ignore_index
+        safe = xp.where(valid, ta, 0)
+        w = wa[0].astype(dt) if wa else None
+        wt = (w[safe] if w is not None else xp.ones(ta.shape, dt)) * valid
+        idx = xp.arange(ta.size) * c + safe
+        if reduction != "mean":
+            return idx, wt.astype(dt)
+        # the weighted mean: each weight over the total; every target ignored gives nan with zero gradients,
+        # as PyTorch (the nan enters as a constant, so no 0 * inf reaches the gradient)
+        total = wt.sum()
+        with _errstate(xp):
+            scaled = xp.where(wt != 0, wt / total, 0.0).astype(dt)
+        return idx, scaled, xp.where(total == 0, xp.nan, 0.0).astype(dt)
+
+    steps = array_step(rows_and_weights, t, *([weight] if weight is not None else []))
+    picked = TakeRows.apply(x2.reshape(-1), steps[0])
     if reduction != "mean":
-        loss = -(picked * Tensor._make(wt.astype(dt)))
+        loss = -(picked * steps[1])
         return loss.reshape(tuple(target.shape)) if reduction == "none" else loss.sum()
-    # the weighted mean: each weight over the total; every target ignored gives nan with zero gradients,
-    # as PyTorch (the nan enters as a constant, so no 0 * inf reaches the gradient)
-    total = wt.sum()
-    with _errstate(xp):
-        scaled = xp.where(wt != 0, wt / total, 0.0).astype(dt)
-    return -(picked * Tensor._make(scaled)).sum() + Tensor._make(xp.where(total == 0, xp.nan, 0.0).astype(dt))
+    return -(picked * steps[1]).sum() + steps[2]
 
 
 # --- binary cross-entropy ---------------------------------------------------------------------------

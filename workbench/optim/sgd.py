@@ -57,8 +57,11 @@ class SGD(Optimizer):
                     else:
                         b = _real(buf._data)
                         b *= mom
-                        xp.multiply(g, 1 - damp, out=t1)
-                        b += t1
+                        if damp == 0:  # g * 1.0 is g exactly: one pass less
+                            b += g
+                        else:
+                            xp.multiply(g, 1 - damp, out=t1)
+                            b += t1
                     if nesterov:
                         xp.multiply(b, mom, out=t1)
                         t1 += g

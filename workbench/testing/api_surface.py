@@ -15,7 +15,8 @@ Each name is then
 and the signature differences allowed to remain. ``tests/test_api_surface.py`` fails on anything else,
 and on an exemption that no longer applies (the name landed: delete its entry).
 
-Run ``python -m workbench.testing.api_surface`` for the report (``--missing`` / ``--differs`` list them).
+Run ``python -m workbench.testing.api_surface`` for the report (``--missing`` / ``--differs`` / ``--stale``
+list what the test would fail on; ``--prune`` deletes the stale exemptions, ``--reasons`` counts by reason).
 
 >>> from workbench.testing import api_surface          # doctest: +SKIP
 >>> api_surface.sweep()["torch.zeros_like"].status     # doctest: +SKIP
@@ -474,10 +475,24 @@ def problems(results, missing_ok, differs_ok):
     return new_missing, new_diffs, stale
 
 
+def prune(stale, path=EXEMPTIONS):
+    """Delete the stale entries' lines from the exemptions file (one quoted entry per line)."""
+    drop = {_toml_string(s) + "," for s in stale}
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(line for line in lines if line.strip() not in drop))
+
+
+def _toml_string(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def main(argv):
     results = sweep()
     missing_ok, differs_ok = load_exemptions()
     new_missing, new_diffs, stale = problems(results, missing_ok, differs_ok)
+    if "--prune" in argv:
+        prune(stale)
+        print(f"removed {len(stale)} stale exemptions from {EXEMPTIONS.name}", file=sys.stderr)
     if "--missing" in argv:
         print("\n".join(new_missing))
     if "--differs" in argv:

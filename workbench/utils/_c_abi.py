@@ -1,6 +1,7 @@
 """The C ABI of extensions: ``extern "C"`` prototypes read from the sources, and the Python callables bound to
-them, which pass a tensor's (or NumPy array's) contiguous buffer to each pointer parameter and a Python number
-to each scalar one.
+them, which pass a tensor's (or NumPy array's) contiguous buffer to each pointer parameter, a ``wb_tensor``
+description (data, shape, strides, dtype: workbench/extension.h) to each ``wb_tensor*`` parameter, and a Python
+number to each scalar one.
 
 ``CFunction`` calls compiled C/C++ through ctypes (the GIL is released during the call); ``CudaFunction``
 launches a ``__global__`` kernel through CuPy on the current stream of the tensors' device. Both check every
@@ -9,6 +10,7 @@ of each tensor passed to a non-const pointer, so autograd notices the write.
 """
 import ctypes
 import numbers
+import os
 import re
 
 from .. import _backend
@@ -39,7 +41,39 @@ _TYPES = {
     "void": (None, None),
     # CUDA's half types (buffers only)
     "__half": (None, np.float16), "half": (None, np.float16),
+    # workbench/extension.h: a tensor's description (pointer parameters only; any dtype and strides)
+    "wb_tensor": (None, None),
 }
+_WB_DTYPES = {"bool": 0, "uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "float16": 6, "bfloat16": 7,
+              "float32": 8, "float64": 9, "complex64": 10, "complex128": 11, "uint16": 12, "uint32": 13, "uint64": 14}
+
+
+class WBTensor(ctypes.Structure):
+    """``wb_tensor`` of workbench/extension.h."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("ndim", ctypes.c_int64), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("numel", ctypes.c_int64), ("dtype", ctypes.c_int32),
+                ("itemsize", ctypes.c_int32)]
+
+
+def describe(fname, p, i, arr):
+    """A WBTensor for array ``arr`` (with the ctypes arrays it points to, to keep alive for the call)."""
+    code = _WB_DTYPES.get(arr.dtype.name)
+    if code is None:
+        raise TypeError(f"{fname}(): argument {i} '{p.name}' (wb_tensor) has dtype {arr.dtype.name}, which "
+                        "workbench/extension.h has no code for")
+    if any(st % arr.itemsize for st in arr.strides):
+        raise RuntimeError(f"{fname}(): argument {i} '{p.name}' has byte strides {list(arr.strides)} that are not "
+                           f"whole elements of {arr.itemsize} bytes; pass x.contiguous()")
+    shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
+    strides = (ctypes.c_int64 * max(arr.ndim, 1))(*[st // arr.itemsize for st in arr.strides])
+    t = WBTensor(arr.ctypes.data, arr.ndim, shape, strides, arr.size, code, arr.itemsize)
+    return t, (shape, strides)
+
+
+def include_dir():
+    """The folder holding workbench/extension.h (on every build's include path)."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
 _FLOAT_TYPES = {"float", "double"}
 _QUALIFIERS = re.compile(r"\b(static|inline|__inline__|__forceinline__|__global__|__host__|__device__|__noinline__|"
                          r"extern|__restrict__|__restrict|restrict|volatile|register|struct|"
@@ -180,8 +214,12 @@ def check_signature(sig, where):
             raise ValueError(f"{where}: parameter '{p.name}' of {sig} has type '{p}', which the C ABI binding does "
                              f"not know; use one of {sorted(t for t in _TYPES if _TYPES[t][0] is not None)} or a "
                              "pointer to one")
-        if not p.pointer and p.type == "void":
-            raise ValueError(f"{where}: parameter '{p.name}' of {sig} is void")
+        if not p.pointer and p.type in ("void", "wb_tensor"):
+            raise ValueError(f"{where}: parameter '{p.name}' of {sig} is a {p.type} by value; take a pointer "
+                             f"({p.type}* {p.name})")
+        if p.type == "wb_tensor" and sig.is_kernel:
+            raise ValueError(f"{where}: the CUDA kernel {sig} takes a wb_tensor, which describes host memory; pass "
+                             "the buffer (const float* x) and its sizes instead")
     if sig.ret != "void" and (sig.ret not in _TYPES or _TYPES[sig.ret][0] is None):
         raise ValueError(f"{where}: {sig} returns '{sig.ret}'; bound functions return void or a number (write "
                          "results into an output buffer instead)")
@@ -206,11 +244,12 @@ def _buffer(fname, p, i, a, want_device):
         raise RuntimeError(f"{fname}(): argument {i} '{p.name}' ({p}) expected a {want_device.upper()} tensor, but "
                            f"got one on {dev}. {hint}")
     want = _TYPES[p.type][1]
+    described = p.type == "wb_tensor"
     if want is not None and arr.dtype != want:
         raise TypeError(f"{fname}(): argument {i} '{p.name}' ({p}) expected a {np.dtype(want).name} buffer, but got "
                         f"dtype {arr.dtype.name}. Convert it first, e.g. x.to(wb.{np.dtype(want).name}), or declare "
                         "the parameter with the matching C type")
-    if not arr.flags.c_contiguous:
+    if not described and not arr.flags.c_contiguous:
         raise RuntimeError(f"{fname}(): argument {i} '{p.name}' ({p}) must be contiguous (the function reads one flat "
                            f"buffer), but got shape {list(arr.shape)} with strides {list(arr.strides)}. Pass "
                            "x.contiguous() (a copy), and copy results back if the function writes to it")
@@ -279,7 +318,17 @@ class CFunction:
     def __call__(self, *args):
         fname = f"{self._module}.{self.__name__}"
         values, written, keep = _bind_args(fname, self._sig, args, "cpu")
-        out = self._cfn(*[v.ctypes.data if isinstance(v, np.ndarray) else v for v in values])
+        conv = []
+        for i, (p, v) in enumerate(zip(self._sig.params, values)):
+            if isinstance(v, np.ndarray):
+                if p.type == "wb_tensor":
+                    desc, arrays = describe(fname, p, i, v)
+                    keep += [desc, arrays]
+                    v = ctypes.addressof(desc)
+                else:
+                    v = v.ctypes.data
+            conv.append(v)
+        out = self._cfn(*conv)
         del keep
         _bump(fname, written)
         return out.decode() if isinstance(out, bytes) else out

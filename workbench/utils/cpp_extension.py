@@ -9,7 +9,9 @@ contiguous buffer, a Python number passes to a scalar parameter::
     mod.axpy(2.0, x, y, x.numel())   # y += 2 x, in place
 
 Building: each C++ source with ``$CXX`` (default ``c++``), each C source with ``$CC`` (default ``cc``), as
-``-O3 -fPIC -std=c++17`` (C: ``-O3 -fPIC``) plus ``extra_cflags`` and ``-I`` of ``extra_include_paths``, linked with
+``-O3 -fPIC -std=c++17`` (C: ``-O3 -fPIC``) plus ``extra_cflags``, ``-I`` of ``extra_include_paths`` and of
+workbench's own ``include`` folder (``workbench/extension.h``: a ``const wb_tensor* x`` parameter receives the shape,
+strides and dtype of any tensor, non-contiguous ones included), linked with
 ``-shared`` plus ``extra_ldflags``. The library lands in ``build_directory`` (default
 ``$WORKBENCH_EXTENSIONS_DIR/<name>``, else ``~/.cache/workbench_extensions/<name>``) under a name keyed on a hash
 of the compiler, flags and sources; a later load with the same inputs (and unchanged included headers) reuses it
@@ -95,7 +97,7 @@ def _build(name, sources, extra_cflags, extra_ldflags, extra_include_paths, buil
     """Compile and link ``sources`` ((path, is_c) pairs) into a shared library; returns (path, was_cached)."""
     cxx = _compiler("CXX", "c++", name)
     cc = _compiler("CC", "cc", name) if any(is_c for _, is_c in sources) else None
-    includes = [f"-I{os.path.abspath(p)}" for p in extra_include_paths or ()]
+    includes = [f"-I{os.path.abspath(p)}" for p in extra_include_paths or ()] + [f"-I{_c_abi.include_dir()}"]
     cflags = list(extra_cflags or ())
     ldflags = list(extra_ldflags or ())
     h = hashlib.sha256()

@@ -523,6 +523,23 @@ class GradStats:
             else:
                 self._loss_override[step] = float(loss)
 
+    # --- values other loggers hand over (SummaryWriter) ------------------------------------------------
+    def feed(self, kind, tag, value, step):
+        """A scalar or histogram logged elsewhere (``SummaryWriter.add_scalar``/``add_histogram`` call this
+        while the monitor is attached): a scalar whose tag names a loss becomes the monitor's loss, and
+        every value is kept in ``external["<kind>/<tag>"]`` as ``(step, value)`` pairs.
+
+        >>> stats.feed("scalar", "train/loss", 0.5, 3)     # doctest: +SKIP
+        """
+        if kind == "scalar" and "loss" in tag.lower():
+            self.log(loss=value)
+        self.external.setdefault(f"{kind}/{tag}", []).append((step, value))
+
+    @property
+    def external(self):
+        """What other loggers fed (:meth:`feed`): {"scalar/<tag>" or "histogram/<tag>": [(step, value), ...]}."""
+        return self.__dict__.setdefault("_external", {})
+
     @property
     def alarms(self):
         """Every alarm raised so far (dicts as sent to the widget)."""

@@ -2,6 +2,12 @@
 // while the viewer has focus (or with Ctrl/Cmd), so scrolling a notebook past a graph stays scrolling.
 export interface Transform { x: number; y: number; k: number }
 
+/**
+ * The smallest scale "Fit" and the debugger use: node titles are 12 px in the stylesheet, so this
+ * keeps them at 10 px on screen or more. Bigger graphs get the minimap instead of a smaller zoom.
+ */
+export const READABLE_K = 0.84;
+
 export class PanZoom {
   t: Transform = { x: 0, y: 0, k: 1 };
   /** True right after a drag, so the click that ends it does not also select a node. */
@@ -31,11 +37,32 @@ export class PanZoom {
     return { w: r.width || 800, h: r.height || 480 };
   }
 
-  /** Scales a width×height drawing to fit, never enlarging past 1.5× (tiny graphs stay crisp, not huge). */
-  fit(width: number, height: number, animate = false) {
+  /**
+   * Scales a width×height drawing to fit, never enlarging past 1.5× (tiny graphs stay crisp, not
+   * huge) nor shrinking below READABLE_K. A drawing that does not fit at that scale is shown from
+   * its anchor (graph coordinates, by default its top centre) and the rest is reached by panning
+   * or through the minimap. Returns whether the whole drawing fits.
+   */
+  fit(width: number, height: number, animate = false, anchor?: { x: number; y: number }): boolean {
     const { w, h } = this.size();
-    const k = Math.min(1.5, (w - 24) / Math.max(1, width), (h - 24) / Math.max(1, height));
-    this.set({ k, x: (w - width * k) / 2, y: Math.max(12, (h - height * k) / 2) }, animate);
+    const want = Math.min(1.5, (w - 24) / Math.max(1, width), (h - 24) / Math.max(1, height));
+    const k = Math.max(READABLE_K, want);
+    if (want >= READABLE_K) {
+      this.set({ k, x: (w - width * k) / 2, y: Math.max(12, (h - height * k) / 2) }, animate);
+      return true;
+    }
+    const ax = anchor?.x ?? width / 2, ay = anchor?.y;
+    const x = width * k <= w ? (w - width * k) / 2 : Math.min(12, Math.max(w - 12 - width * k, w / 2 - ax * k));
+    const y = ay === undefined ? 12 : Math.min(12, Math.max(h - 12 - height * k, h / 2 - ay * k));
+    this.set({ k, x, y }, animate);
+    return false;
+  }
+
+  /** Centres (x, y) at a readable scale at least (the debugger's current node). */
+  focus(x: number, y: number, animate = true) {
+    if (this.t.k >= READABLE_K) return this.reveal(x, y, animate);
+    const { w, h } = this.size();
+    this.set({ k: READABLE_K, x: w / 2 - x * READABLE_K, y: h / 2 - y * READABLE_K }, animate);
   }
 
   /** Pans so (x, y) in graph coordinates is centred, unless it is already comfortably in view. */

@@ -6,6 +6,7 @@ import { fmt, health, inlineValues } from "./format";
 import { TapeModel, type VisibleGraph, shapeText } from "./graph-model";
 import type { LayoutInput, LayoutResult } from "./layout";
 import { type LayoutFn, workerLayout } from "./layout-client";
+import { Minimap } from "./minimap";
 import { LOD, paintOverview } from "./overview";
 import { PanZoom } from "./panzoom";
 import { Stepper } from "./stepper";
@@ -32,9 +33,16 @@ export interface ViewerHandle {
   destroy(): void;
 }
 
-interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badges: { text: string; cls: string }[] }
+interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badges: { text: string; cls: string }[]; tip: string }
 
 const CHAR_W = 7.4, SUB_W = 6.7, PAD = 10, GUTTER = 14, LINE = 15;
+/** Widest node box; longer text ends in an ellipsis and the whole text is the box's tooltip. */
+const MAX_W = 300;
+
+/** `text` cut to `chars` characters, the last one an ellipsis. */
+export function ellipsize(text: string, chars: number): string {
+  return text.length <= chars ? text : `${text.slice(0, Math.max(1, chars - 1))}…`;
+}
 /** Distinguishes the arrow markers of several viewers on one page (ids are document-wide). */
 let viewers = 0;
 
@@ -68,6 +76,9 @@ class Viewer {
   #paintedKey = "";
   #paintQueued = false;
   readonly #overview: HTMLCanvasElement;
+  readonly #minimap: Minimap;
+  /** Where the root sits in the page while it is maximized on <body>. */
+  #home: Comment | null = null;
   readonly #arrow: string;
   #focusId: string | null = null;
   #selected: string | null = null;
@@ -100,6 +111,7 @@ class Viewer {
       btn("Fit", "f", "Fit the graph to the view", () => this.#fit(true)),
       btn("Expand all", null, "Open every module", () => this.#setExpanded([...this.model.containers.keys()])),
       btn("Collapse all", null, "Close every module", () => this.#setExpanded([])),
+      btn("⤢", "m", "Maximize: the whole window for the graph (again, or Esc, to restore)", () => this.#maximize()),
     );
     this.#canvas = h("div", { class: "wb-canvas" });
     this.#viewport = s("g", { class: "wb-viewport" });
@@ -110,20 +122,28 @@ class Viewer {
       this.#viewport);
     this.#arrow = `url(#${arrow})`;
     this.#overview = h("canvas", { class: "wb-overview", hidden: true, "aria-hidden": "true" });
-    this.#canvas.append(svg, this.#overview);
+    this.#minimap = new Minimap((x, y) => {
+      const { w, h } = this.#pz.size(), k = this.#pz.t.k;
+      this.#pz.set({ k, x: w / 2 - x * k, y: h / 2 - y * k });
+    });
+    this.#canvas.append(svg, this.#overview, this.#minimap.el);
     this.#panel = h("aside", { class: "wb-panel", "aria-label": "details" });
     this.#status = h("div", { class: "wb-status", role: "status", "aria-live": "polite" });
     this.#root = h("div", {
       class: "wb-root", tabindex: 0, "data-lm-suppress-shortcuts": "true", role: "application",
       "aria-roledescription": "autograd tape viewer", "aria-label": `Autograd tape: ${snapshot.title}`,
-      "aria-keyshortcuts": "/ f ArrowUp ArrowDown ArrowLeft ArrowRight Enter Escape" + (this.#ctrl ? " n o c r b" : ""),
+      "aria-keyshortcuts": "/ f m ArrowUp ArrowDown ArrowLeft ArrowRight Enter Escape" + (this.#ctrl ? " n o c r b" : ""),
     });
     this.#root.style.height = `${opts.height ?? 520}px`;
     this.#root.append(bar);
     if (this.#ctrl) this.#root.append(this.#debuggerBar(btn));
     this.#root.append(h("div", { class: "wb-main" }, this.#canvas, this.#panel), this.#status);
     host.replaceChildren(this.#root);
-    this.#pz = new PanZoom(this.#canvas, this.#viewport, this.#root, () => this.#schedulePaint());
+    this.#pz = new PanZoom(this.#canvas, this.#viewport, this.#root, () => {
+      const { w, h } = this.#pz.size();
+      this.#minimap.view(this.#pz.t, w, h);
+      this.#schedulePaint();
+    });
 
     this.#search.addEventListener("input", () => this.#onSearch());
     this.#canvas.addEventListener("click", (e) => this.#onClick(e));
@@ -150,6 +170,7 @@ class Viewer {
       destroy: () => {
         this.#generation++;
         resize?.disconnect();
+        this.#home?.remove();
         this.#unsubscribe?.();
         this.#root.remove();
       },
@@ -207,7 +228,7 @@ class Viewer {
       this.#say(`Step ${v.position} of ${v.total}: ${node?.name ?? v.current.node}` + (g?.norm != null ? `, gradient norm ${fmt(g.norm)}` : "") +
         (v.pausedReason && v.pausedReason !== "end" ? `. Paused: ${v.pausedReason}` : ""));
       const box = this.#layout?.boxes[this.#visible.repOf(v.current.node)];
-      if (box) this.#pz.reveal(box.x, box.y);
+      if (box) this.#pz.focus(box.x, box.y);
     } else this.#say(v.notice ?? `Before backward: ${v.total} steps recorded`);
   }
 
@@ -258,9 +279,14 @@ class Viewer {
     const badges: { text: string; cls: string }[] = [];
     if (bad !== "ok") badges.push({ text: bad === "nan" ? "⚠NaN" : "⚠Inf", cls: `wb-badge-${bad}` });
     if (cut) badges.push({ text: "✂", cls: "wb-badge-cut" });
+    const tip = [title, sub, inline].filter(Boolean).join("\n");
+    const room = MAX_W - GUTTER - PAD * 2;
+    title = ellipsize(title, Math.floor((room - badges.length * 36) / CHAR_W));
+    sub = ellipsize(sub, Math.floor(room / SUB_W));
+    if (inline) inline = ellipsize(inline, Math.floor(room / SUB_W));
     const w = Math.ceil(Math.max(title.length * CHAR_W + badges.length * 36, sub.length * SUB_W, (inline?.length ?? 0) * SUB_W) + GUTTER + PAD * 2);
     const hgt = 12 + LINE * (inline ? 3 : 2);
-    return { w, h: hgt, title, sub, inline, badges };
+    return { w, h: hgt, title, sub, inline, badges, tip };
   }
 
   /** Lays out what is open and draws it; `fit` fits the result to the view before drawing. */
@@ -277,6 +303,14 @@ class Viewer {
     this.#drawn = this.#layoutFn(input).then((res) => {
       if (gen !== this.#generation) return;
       this.#layout = res;
+      const marks = new Map<string, string>();
+      const css = getComputedStyle(this.#root);
+      for (const it of this.#visible.items) {
+        const b = measured.get(it.id)!.badges;
+        if (b.some((x) => x.cls === "wb-badge-nan")) marks.set(it.id, css.getPropertyValue("--wb-error").trim() || "#d32f2f");
+        else if (b.some((x) => x.cls === "wb-badge-inf")) marks.set(it.id, css.getPropertyValue("--wb-warn").trim() || "#e68a00");
+      }
+      this.#minimap.setLayout(res, this.#visible.items.map((it) => it.id), marks);
       if (fit || this.#firstLayout) this.#fit(false);
       this.#firstLayout = false;
       this.#draw(measured);
@@ -348,7 +382,7 @@ class Viewer {
           : b.some((x) => x.cls === "wb-badge-nan") ? "nan" : b.some((x) => x.cls === "wb-badge-inf") ? "inf" : null;
       };
       paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id) })), clusterIds, edgeIdx, this.#pz.t);
-      this.#say(`Overview of ${all.length} items: zoom in (wheel, or click) to read labels`);
+      this.#say(`${all.length} items shown of ${this.snapshot.nodes.length} nodes, as an overview: zoom in (wheel, or click) to read labels`);
       return;
     }
     const key = `${clusterIds.length}:${items.length}:${items[0]?.id}:${items[items.length - 1]?.id}`;
@@ -362,7 +396,9 @@ class Viewer {
       const head = s("g", { class: "wb-cluster-head", "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": "true",
         "aria-label": `${info.path || info.label} ${info.type}, open; Enter closes it` },
         s("rect", { x, y, width: Math.min(b.width, 260), height: 20, class: "wb-cluster-label" }),
-        s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" }, `▾ ${info.kind === "module" ? `${info.path} · ${info.type}` : `${info.label} (composite op)`}`));
+        s("title", {}, `${info.kind === "module" ? `${info.path} · ${info.type}` : `${info.label} (composite op)`}: click to close`),
+        s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" },
+          ellipsize(`▾ ${info.kind === "module" ? `${info.path} · ${info.type}` : `${info.label} (composite op)`}`, Math.floor((Math.min(b.width, 260) - 12) / SUB_W))));
       clusters.append(s("rect", { x, y, width: b.width, height: b.height, rx: 6, class: "wb-cluster-rect" }), head);
       this.#els.set(id, head);
     }
@@ -403,7 +439,7 @@ class Viewer {
     if (type === "box") g.append(s("rect", { x: 4, y: 4, width: m.w, height: m.h, rx: 5, class: "wb-box-shadow" }));
     g.append(s("rect", { width: m.w, height: m.h, rx: type === "box" ? 5 : 3, class: "wb-node-box" }));
     const x = (type === "node" ? GUTTER : 0) + PAD;
-    g.append(s("text", { x, y: 18, class: "wb-t-title" }, m.title), s("text", { x, y: 18 + LINE, class: "wb-t-sub" }, m.sub));
+    g.append(s("title", {}, m.tip), s("text", { x, y: 18, class: "wb-t-title" }, m.title), s("text", { x, y: 18 + LINE, class: "wb-t-sub" }, m.sub));
     if (m.inline) g.append(s("text", { x, y: 18 + LINE * 2, class: "wb-t-sub wb-inline" }, m.inline));
     let bx = m.w - 6;
     for (const b of m.badges) {
@@ -510,8 +546,31 @@ class Viewer {
     this.#renderPanel();
   }
 
+  #maximize() {
+    const on = !this.#root.classList.contains("wb-max");
+    // Fixed positioning is relative to the nearest ancestor with a transform or containment (a
+    // notebook cell has them), so the maximized view lives on <body> and goes back after.
+    if (on) {
+      this.#home = this.#root.ownerDocument.createComment("workbench viewer (maximized)");
+      this.#root.replaceWith(this.#home);
+      this.#root.ownerDocument.body.append(this.#root);
+    } else if (this.#home) {
+      this.#home.replaceWith(this.#root);
+      this.#home = null;
+    }
+    this.#root.classList.toggle("wb-max", on);
+    this.#root.focus({ preventScroll: true });
+    this.#say(on ? "Maximized: press Esc or m to restore" : "Restored");
+    // The canvas has its new size on the next frame.
+    requestAnimationFrame(() => this.#fit(false));
+  }
+
   #fit(animate: boolean) {
-    if (this.#layout) this.#pz.fit(this.#layout.width, this.#layout.height, animate);
+    const L = this.#layout;
+    if (!L) return;
+    // Too big for a readable scale: start at the loss (where backward starts), the rest via the minimap.
+    const root = this.snapshot.roots[0], box = root ? L.boxes[this.#visible.repOf(root)] : undefined;
+    this.#pz.fit(L.width, L.height, animate, box ? { x: box.x, y: box.y } : undefined);
   }
 
   #renderPanel() {
@@ -611,6 +670,7 @@ class Viewer {
       switch (e.key) {
         case "/": this.#search.focus(); this.#search.select(); return true;
         case "f": this.#fit(true); return true;
+        case "m": this.#maximize(); return true;
         case "ArrowUp": case "ArrowDown": case "ArrowLeft": case "ArrowRight": this.#moveFocus(e.key); return true;
         case "Enter": case " ": {
           const id = this.#focusId;
@@ -620,6 +680,10 @@ class Viewer {
           return true;
         }
         case "Escape": {
+          if (this.#root.classList.contains("wb-max")) {
+            this.#maximize();
+            return true;
+          }
           const chain = this.#focusId ? this.model.ancestors(this.#focusId) : [];
           if (chain.length) void this.#toggle(chain[chain.length - 1]);
           return chain.length > 0;

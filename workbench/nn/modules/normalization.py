@@ -3,6 +3,7 @@ import numbers
 
 from ... import creation
 from ..._backend import dtypes as _dt
+from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .. import init
 from ..module import Module
@@ -70,9 +71,9 @@ class _BatchNorm(_NormBase):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
-            nbt._data += 1
-            nbt._vbox[0] += 1
-            factor = 1.0 / float(nbt._data) if self.momentum is None else self.momentum
+            with no_grad():
+                nbt.add_(1)  # an op (not a raw +=), so a compiled replay counts too
+            factor = 1.0 / float(nbt) if self.momentum is None else self.momentum
         bn_training = True if self.training else (self.running_mean is None and self.running_var is None)
         use_stats = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_stats else None, self.running_var if use_stats else None,

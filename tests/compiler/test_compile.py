@@ -1,0 +1,321 @@
+"""workbench.compile: the PyTorch contract, bitwise equality of replays with eager, guards, fallbacks."""
+import copy
+import inspect
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.autograd import graph
+
+nn = wb.nn
+F = nn.functional
+
+
+def _bits(t):
+    a = t.detach().numpy() if isinstance(t, wb.Tensor) else np.asarray(t)
+    return a.dtype.str, a.shape, a.tobytes()
+
+
+def _state(model, opt):
+    """Every array a training step changes: parameters, gradients, buffers, optimizer state."""
+    out = []
+    for name, p in model.named_parameters():
+        out.append((name, _bits(p)))
+        out.append((name + ".grad", None if p.grad is None else _bits(p.grad)))
+    for name, b in model.named_buffers():
+        out.append((name, _bits(b)))
+    for i, st in enumerate(opt.state.values()):
+        for k, v in sorted(st.items()):
+            out.append((f"state{i}.{k}", _bits(v) if isinstance(v, wb.Tensor) else v))
+    return out
+
+
+def _input(shape, ints=None, seed=0):
+    rng = np.random.default_rng(seed)
+    if ints:
+        return wb.tensor(rng.integers(0, ints, shape))
+    return wb.tensor(rng.standard_normal(shape).astype(np.float32))
+
+
+def _mean_sq(out):
+    out = out[0] if isinstance(out, tuple) else out
+    return (out * out).mean()
+
+
+def _train_pair(build, x, loss_fn=_mean_sq, opt_cls=wb.optim.SGD, steps=4, **opt_kw):
+    """Train a model eagerly and a copy compiled, from the same RNG state; return both states."""
+    wb.manual_seed(0)
+    m1 = build()
+    m2 = copy.deepcopy(m1)
+    o1, o2 = opt_cls(m1.parameters(), **opt_kw), opt_cls(m2.parameters(), **opt_kw)
+
+    def make(m, o):
+        def step(x):
+            o.zero_grad()
+            loss = loss_fn(m(x))
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
+    wb.manual_seed(1)
+    l1 = [_bits(eager(x)) for _ in range(steps)]
+    wb.manual_seed(1)
+    l2 = [_bits(compiled(x)) for _ in range(steps)]
+    assert l1 == l2
+    assert _state(m1, o1) == _state(m2, o2)
+    assert wb.random.get_rng_state().numpy().tobytes() == wb.random.get_rng_state().numpy().tobytes()
+    return wb.compiler.explain(compiled)
+
+
+ZOO = {
+    "mlp-relu": (lambda: nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)), (4, 8), None),
+    "cnn": (lambda: nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                                  nn.Linear(4 * 4 * 4, 3)), (2, 1, 8, 8), None),
+    "conv1d-avgpool": (lambda: nn.Sequential(nn.Conv1d(2, 3, 3), nn.AvgPool1d(2), nn.Flatten()), (2, 2, 9), None),
+    "batchnorm": (lambda: nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 2)), (4, 8),
+                  None),
+    "layernorm-gelu": (lambda: nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU("tanh"), nn.Linear(8, 2)),
+                       (4, 8), None),
+    "groupnorm-softplus": (lambda: nn.Sequential(nn.Conv2d(2, 4, 3), nn.GroupNorm(2, 4), nn.Softplus()),
+                           (2, 2, 5, 5), None),
+    "dropout": (lambda: nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.SiLU(), nn.Linear(8, 2)), (4, 8), None),
+    "embedding": (lambda: nn.Sequential(nn.Embedding(10, 8), nn.Linear(8, 2)), (4, 3), 10),
+    "lstm": (lambda: nn.LSTM(8, 8, batch_first=True), (2, 3, 8), None),
+    "gru": (lambda: nn.GRU(8, 8, batch_first=True), (2, 3, 8), None),
+    "transformer-dropout": (lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True),
+                            (2, 5, 8), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_training_step_replays_bitwise_across_the_layer_zoo(name):
+    build, shape, ints = ZOO[name]
+    e = _train_pair(build, _input(shape, ints), lr=0.1, momentum=0.9)
+    assert e.reasons == [] and e.replays == 3 and e.traces == 1
+
+
+@pytest.mark.parametrize("opt_cls,kw", [(wb.optim.SGD, {"lr": 0.1}), (wb.optim.SGD, {"lr": 0.1, "momentum": 0.9,
+                                                                                        "nesterov": True}),
+                                        (wb.optim.Adam, {"lr": 1e-2}), (wb.optim.AdamW, {"lr": 1e-2}),
+                                        (wb.optim.RMSprop, {"lr": 1e-2}), (wb.optim.Adagrad, {"lr": 1e-2})])
+def test_optimizers_and_their_state_match_eager(opt_cls, kw):
+    e = _train_pair(ZOO["mlp-relu"][0], _input((4, 8)), opt_cls=opt_cls, **kw)
+    assert e.replays == 3
+
+
+def test_cross_entropy_step_checks_each_calls_targets():
+    model = nn.Linear(8, 5)
+    opt = wb.optim.SGD(model.parameters(), lr=0.1)
+
+    @wb.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    x = _input((4, 8))
+    for _ in range(3):
+        step(x, wb.tensor([0, 1, 2, 3]))
+    assert wb.compiler.explain(step).replays == 2
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):  # the replay runs the target check
+        step(x, wb.tensor([0, 1, 2, 7]))
+
+
+def test_compiled_module_forward_in_eval_and_no_grad():
+    wb.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 4), nn.Dropout(0.3), nn.ReLU())
+    cm = wb.compile(model)
+    x = _input((3, 6))
+    with wb.no_grad():
+        wb.manual_seed(5)
+        eager = [_bits(model(x)) for _ in range(3)]
+        wb.manual_seed(5)
+        comp = [_bits(cm(x)) for _ in range(3)]
+        assert eager == comp  # dropout draws again on every replay, from the same generator
+        model.eval()
+        assert _bits(cm(x)) == _bits(model(x))
+    e = wb.compiler.explain(cm)
+    assert e.traces == 2 and e.replays >= 2  # the switch to eval retraced
+
+
+def test_guards_retrace_on_shape_dtype_requires_grad_and_parameter_identity():
+    model = nn.Linear(4, 2)
+    cm = wb.compile(model)
+    with wb.no_grad():
+        for shape in ((3, 4), (3, 4), (5, 4), (5, 4)):
+            assert _bits(cm(_input(shape))) == _bits(model(_input(shape)))
+        assert wb.compiler.explain(cm).traces == 2
+        cm(_input((3, 4)).double()) if False else None
+        model.weight = nn.Parameter(wb.ones(2, 4))  # a new parameter object: the old trace must not be used
+        assert _bits(cm(_input((3, 4)))) == _bits(model(_input((3, 4))))
+    assert wb.compiler.explain(cm).traces == 3
+    f = wb.compile(lambda a: (a * 2).sum())
+    f(_input((2,)))
+    f(_input((2,)).requires_grad_())
+    f(_input((2,)).double())
+    assert wb.compiler.explain(f).traces == 3
+
+
+def test_value_read_mid_step_falls_back_with_the_reason():
+    model = nn.Linear(4, 1)
+    opt = wb.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        if loss.item() > 1e9:  # data-dependent Python control flow
+            loss = loss * 0
+        loss.backward()
+        opt.step()
+        return loss
+
+    c = wb.compile(step)
+    x = _input((3, 4))
+    for _ in range(3):
+        c(x)
+    e = wb.compiler.explain(c)
+    assert e.replays == 0 and e.eager_calls == 2
+    assert "read on the host" in e.reasons[0] and "test_compile.py" in e.reasons[0]
+    assert "runs eagerly" in repr(e)
+
+
+def test_item_at_the_end_is_replayed_and_returned():
+    model = nn.Linear(4, 1)
+    opt = wb.optim.SGD(model.parameters(), lr=0.1)
+    ref = copy.deepcopy(model)
+    ropt = wb.optim.SGD(ref.parameters(), lr=0.1)
+
+    def make(m, o):
+        def step(x):
+            o.zero_grad()
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            o.step()
+            return loss.item()
+        return step
+
+    c, eager = wb.compile(make(model, opt)), make(ref, ropt)
+    x = _input((3, 4))
+    got = [c(x) for _ in range(3)]
+    assert got == [eager(x) for _ in range(3)] and isinstance(got[-1], float)
+    assert wb.compiler.explain(c).replays == 2
+
+
+def test_hooks_run_eagerly_with_the_reason():
+    model = nn.Linear(4, 2)
+    seen = []
+    model.register_forward_hook(lambda m, i, o: seen.append(o.shape))
+    cm = wb.compile(model)
+    with wb.no_grad():
+        for _ in range(3):
+            cm(_input((3, 4)))
+    assert len(seen) == 3
+    assert "hooks" in wb.compiler.explain(cm).reasons[0]
+
+
+def test_raw_numpy_inside_the_call_falls_back():
+    def f(x):
+        return wb.tensor(x.numpy() * 2) + 1  # computed outside any op: would be frozen
+
+    c = wb.compile(f)
+    for v in (1.0, 2.0):
+        assert c(wb.full((2,), v)).tolist() == [2 * v + 1] * 2
+    assert "numpy()" in wb.compiler.explain(c).reasons[0]
+
+
+def test_in_place_on_a_leaf_raises_as_eager():
+    w = wb.ones(2, requires_grad=True)
+    c = wb.compile(lambda: w.add_(1))
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        c()
+
+
+def test_fullgraph_raises_and_the_recompile_limit_falls_back():
+    c = wb.compile(lambda x: x * x.sum().item(), fullgraph=True)
+    with pytest.raises(wb.compiler.Unsupported, match="cannot be replayed"):
+        c(wb.ones(2))
+    f = wb.compile(lambda x: x + 1, recompile_limit=2)
+    for n in range(1, 5):
+        assert f(wb.zeros(n)).tolist() == [1.0] * n
+    e = wb.compiler.explain(f)
+    assert e.traces == 2 and e.eager_calls == 2 and "recompile_limit" in repr(e)
+
+
+def test_pytorch_compile_signature_and_arguments():
+    torch = pytest.importorskip("torch")
+    ours = inspect.signature(wb.compile).parameters
+    theirs = inspect.signature(torch.compile).parameters
+    assert list(theirs) == list(ours)
+    for name in ("fullgraph", "dynamic", "mode", "options", "disable"):
+        assert ours[name].default == theirs[name].default
+    m = nn.Linear(2, 2)
+    assert wb.compile(m, disable=True) is m
+    deco = wb.compile(mode="reduce-overhead", dynamic=True, backend="inductor")
+    assert isinstance(deco(m), wb.compiler.OptimizedModule)
+    assert callable(wb.compile(lambda x: x, backend="eager", options={"triton.cudagraphs": True}))
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        wb.compile(m, mode="default", options={})
+    with pytest.raises(RuntimeError, match="unknown backend"):
+        wb.compile(m, backend="no-such-backend")
+
+
+def test_optimized_module_behaves_as_the_original():
+    m = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    cm = wb.compile(m)
+    assert cm._orig_mod is m and cm._orig_mod[0] is m[0]
+    with pytest.raises(TypeError):  # as PyTorch: dunder methods are not forwarded
+        cm[0]
+    assert repr(cm).startswith("OptimizedModule(\n  (_orig_mod): Sequential(")
+    assert list(cm.state_dict()) == ["_orig_mod.0.weight", "_orig_mod.0.bias"]  # PyTorch's keys
+    assert [p is q for p, q in zip(cm.parameters(), m.parameters())] == [True, True]
+    cm.eval()
+    assert not m.training and not m[0].training and not cm.training
+    cm.train()
+    assert m.training
+    sd = {k: v + 1 for k, v in cm.state_dict().items()}
+    cm.load_state_dict(sd)
+    assert _bits(m[0].bias) == _bits(sd["_orig_mod.0.bias"])
+    m2 = nn.Linear(3, 1)
+    m2.compile()  # Module.compile: in place
+    with wb.no_grad():
+        for _ in range(2):
+            m2(_input((2, 3)))
+    assert wb.compiler.explain(m2).replays == 1
+
+
+def test_visualizer_listening_runs_eagerly():
+    model = nn.Linear(3, 2)
+    cm = wb.compile(model)
+    x = _input((2, 3))
+    with wb.no_grad():
+        cm(x)
+        cm(x)
+    seen = []
+    with graph.add_listener(lambda node, i, o: seen.append(node.name())):
+        with wb.no_grad():
+            cm(x)
+        cm(x).sum().backward()
+    assert "LinearBackward0" in seen  # the tape was recorded: the viz tools see the compiled model's ops
+    e = wb.compiler.explain(cm)
+    assert e.replays == 1 and e.eager_calls == 2
+
+
+def test_the_replay_lists_its_steps():
+    model = nn.Linear(3, 2)
+    opt = wb.optim.SGD(model.parameters(), lr=0.1)
+
+    @wb.compile
+    def step(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+    step(_input((2, 3)))
+    steps = wb.compiler.explain(step).programs[0].steps
+    kinds = [k for k, op, scope in steps]
+    assert kinds[0] == "opaque" and kinds[-1] == "opaque" and "backward" in kinds and kinds.count("acc") == 2

@@ -1,0 +1,143 @@
+"""``workbench.compile``: trace a call once, then replay its array program.
+
+The first call with a new signature runs eagerly while its array program is recorded (see
+``trace.py``); later calls whose guards hold replay it (``program.py``) with no module dispatch, no
+Tensor per intermediate and no tape: the same array functions in the same order, so results,
+gradients and optimizer state are eager's bit for bit. What cannot be replayed (a value read on the
+host mid-call, a tensor made from raw arrays outside an op, hooks, Python side effects on tensors)
+runs eagerly, and ``explain`` says why.
+
+The replay repeats the array work and the calls of optimizers, LR schedulers, ``zero_grad`` and
+gradient clipping; other Python side effects of the function (printing, appending to a list,
+counters) happen only on the traced call, as with any tracing compiler.
+"""
+from .compiled import RECOMPILE_LIMIT, CompiledFunction, OptimizedModule
+from .trace import Unsupported
+
+__all__ = ["compile", "explain", "reset", "is_compiling", "Unsupported", "OptimizedModule"]
+
+_BACKENDS = ("inductor", "eager", "aot_eager", "cudagraphs", "workbench")
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=None, options=None, name=None,
+            disable=False, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
+    """Compile a module or function for replay; the signature is ``torch.compile``'s.
+
+    Returns a callable that behaves as the original: a module comes back wrapped (``_orig_mod`` is the
+    original; attributes, ``train()``/``eval()``, hooks and the state dict go through to it), a function
+    as a ``CompiledFunction``. ``model=None`` returns a decorator. ``backend``, ``mode``, ``options`` and
+    ``dynamic`` are accepted for PyTorch code (every backend name replays here; traces specialise on
+    shapes, so a new shape retraces); ``disable=True`` returns ``model`` itself.
+
+    >>> import workbench as wb
+    >>> net = wb.nn.Linear(4, 2)
+    >>> opt = wb.optim.SGD(net.parameters(), lr=0.1)
+    >>> @wb.compile
+    ... def step(x, y):
+    ...     opt.zero_grad()
+    ...     loss = wb.nn.functional.mse_loss(net(x), y)
+    ...     loss.backward()
+    ...     opt.step()
+    ...     return loss
+    >>> x, y = wb.ones(3, 4), wb.zeros(3, 2)
+    >>> losses = [step(x, y) for _ in range(3)]
+    >>> wb.compiler.explain(step).replays
+    2
+    """
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode!r}, should be one of: {', '.join(m for m in _MODES if m)}")
+    if isinstance(backend, str) and backend not in _BACKENDS:  # None: the default (PyTorch: inductor)
+        raise RuntimeError(f"workbench.compile: unknown backend {backend!r}; known backends: {', '.join(_BACKENDS)} "
+                           "(a callable backend is accepted too: the replay is the same)")
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"workbench.compile: options must be a dict, got {type(options).__name__}")
+    if model is None:
+        def decorator(fn):
+            if fn is None:
+                raise RuntimeError("Model can't be None")
+            return compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+                           name=name, disable=disable, recompile_limit=recompile_limit)
+        return decorator
+    if not callable(model):
+        raise TypeError(f"workbench.compile expects a Module or a callable, got {type(model).__name__}")
+    if disable:
+        return model
+    from ..nn.module import Module
+
+    if isinstance(model, OptimizedModule):
+        model = model._orig_mod
+    if isinstance(model, Module):
+        return OptimizedModule(model, fullgraph, recompile_limit)
+    if isinstance(model, CompiledFunction):
+        model = model._fn
+    return CompiledFunction(model, fullgraph, recompile_limit, name)
+
+
+class Explanation:
+    """What a compiled callable did: its traces (with their guards and steps), replays, eager calls,
+    and the reasons for each fallback."""
+
+    def __init__(self, compiled):
+        self.name = compiled._name
+        self.traces = len(compiled._programs)
+        self.replays = compiled.calls["replay"]
+        self.eager_calls = compiled.calls["eager"]
+        self.traced_calls = compiled.calls["trace"]
+        self.reasons = [p.reason for p in compiled._programs if p.reason is not None]
+        self.programs = list(compiled._programs)
+        self.log = list(compiled.log)
+
+    def __repr__(self):
+        lines = [f"workbench.compile: {self.name}: {self.traces} trace(s), {self.traced_calls} traced call(s), "
+                 f"{self.replays} replay(s), {self.eager_calls} eager call(s)"]
+        for i, p in enumerate(self.programs):
+            if p.reason is None:
+                lines.append(f"  trace {i}: replays {len(p.steps)} steps ({p.replays} replays)")
+            else:
+                lines.append(f"  trace {i}: runs eagerly: {p.reason}")
+        for kind, detail in self.log:
+            if kind == "limit":
+                lines.append(f"  {detail}")
+        return "\n".join(lines)
+
+
+def explain(fn):
+    """Report on a compiled callable: traces, replays, eager calls and why any call ran eagerly.
+
+    >>> import workbench as wb
+    >>> f = wb.compile(lambda x: (x * 2).sum().item() + (x * 3).sum().item())
+    >>> _ = f(wb.ones(2)); _ = f(wb.ones(2))
+    >>> print(wb.compiler.explain(f).reasons[0][:46])
+    a tensor's value was read on the host (.item()
+    """
+    from ..nn.module import Module
+
+    if isinstance(fn, OptimizedModule):
+        target = fn.__dict__["_compiled_call"]
+    elif isinstance(fn, Module):  # compiled in place by Module.compile()
+        target = fn.__dict__.get("forward")
+    else:
+        target = fn
+    if not isinstance(target, CompiledFunction):
+        raise TypeError(f"workbench.compiler.explain expects what workbench.compile returned, got "
+                        f"{type(fn).__name__}")
+    return Explanation(target)
+
+
+def reset():
+    """Forget every trace (as ``torch.compiler.reset``): the next calls trace again."""
+    import gc
+
+    for obj in gc.get_objects():
+        if isinstance(obj, CompiledFunction):
+            obj._reset()
+
+
+def is_compiling():
+    """True while a call is being traced.  >>> import workbench as wb; wb.compiler.is_compiling()  ->  False"""
+    from .trace import ACTIVE
+
+    return ACTIVE[0] is not None

@@ -1,0 +1,131 @@
+"""What ``workbench.compile`` returns: a compiled function, or a module wrapper around the original.
+
+A call looks for a trace whose guard accepts it and replays it; with none, it traces the call (which
+runs eagerly, so its results are eager's) and keeps the replay for the next calls, or keeps the reason
+it cannot be replayed and runs those calls eagerly. While a visualizer listens to the tape, anomaly
+detection or a trace level above 1 is on, or a backward hook (the gradient monitor) is registered,
+calls run eagerly so the tools see every op.
+"""
+import functools
+
+from ..autograd import graph as _graph
+from ..nn.module import Module
+from . import trace as _trace
+from .program import Program, arg_paths_of
+
+RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
+
+
+class CompiledFunction:
+    """A function compiled by ``workbench.compile``: call it as the original."""
+
+    def __init__(self, fn, fullgraph=False, recompile_limit=None, name=None):
+        self._fn = fn
+        self._fullgraph = fullgraph
+        self._limit = RECOMPILE_LIMIT if recompile_limit is None else int(recompile_limit)
+        self._programs = []  # most recent first
+        self.calls = {"replay": 0, "eager": 0, "trace": 0}
+        self.log = []  # (event, detail): traces, fallbacks and why
+        self._name = name or getattr(fn, "__qualname__", type(fn).__name__)
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        if _tools_listening():
+            self.calls["eager"] += 1
+            return self._fn(*args, **kwargs)
+        for p in self._programs:
+            if p.guard(args, kwargs):
+                if p.run is None:
+                    self.calls["eager"] += 1
+                    return self._fn(*args, **kwargs)
+                self.calls["replay"] += 1
+                p.replays += 1
+                return p.run(args, kwargs)
+        if len(self._programs) >= self._limit:
+            self.calls["eager"] += 1
+            if not self.log or self.log[-1][0] != "limit":
+                self.log.append(("limit", f"{self._limit} traces kept (recompile_limit); further signatures run "
+                                          "eagerly"))
+            return self._fn(*args, **kwargs)
+        return self._trace(args, kwargs)
+
+    def _trace(self, args, kwargs):
+        if _trace.ACTIVE[0] is not None:  # called inside another compiled call: part of that trace
+            return self._fn(*args, **kwargs)
+        self.calls["trace"] += 1
+        T = _trace.Tracer()
+        paths = arg_paths_of(args, kwargs)
+        for _path, t in _tensor_args(args, kwargs):
+            if id(t._data) not in T.slot_of:
+                n = T.new_slot(t._data)
+                T.bindings[n] = ("arg", t)
+        with T:
+            result = self._fn(*args, **kwargs)
+        if T.reason is None:
+            try:
+                T.check_state()
+            except _trace.Unsupported:
+                pass
+        prog = Program(T, args, kwargs, result, paths)
+        self._programs.insert(0, prog)
+        if prog.reason is None:
+            self.log.append(("trace", f"traced {len(prog.steps)} steps"))
+        else:
+            self.log.append(("fallback", prog.reason))
+            if self._fullgraph:
+                raise _trace.Unsupported(f"workbench.compile(fullgraph=True): {self._name} cannot be replayed: "
+                                         f"{prog.reason} (this call ran eagerly)")
+        return result
+
+    def _reset(self):
+        self._programs.clear()
+
+
+def _tensor_args(args, kwargs):
+    from .program import _walk
+    from ..tensor import Tensor
+
+    return [(p, v) for p, v in _walk(args, kwargs) if isinstance(v, Tensor)]
+
+
+def _tools_listening():
+    return bool(_graph.LISTENERS or _graph.BACKWARD_HOOKS or _graph.ANOMALY[0] or _graph.TRACE[0] >= 2
+                or _graph.CUTS[0] is not None)
+
+
+class OptimizedModule(Module):
+    """A module compiled by ``workbench.compile``: calls replay, everything else is the original's
+    (``_orig_mod``): attributes, parameters, ``train()``/``eval()``, hooks; the state dict's keys carry
+    the ``_orig_mod.`` prefix, as PyTorch's.
+
+    >>> import workbench as wb
+    >>> m = wb.compile(wb.nn.Linear(2, 1))
+    >>> type(m._orig_mod).__name__, list(m.state_dict())
+    ('Linear', ['_orig_mod.weight', '_orig_mod.bias'])
+    """
+
+    def __init__(self, mod, fullgraph=False, recompile_limit=None):
+        super().__init__()
+        self._orig_mod = mod
+        self.__dict__["_compiled_call"] = CompiledFunction(mod, fullgraph, recompile_limit, type(mod).__name__)
+
+    def __call__(self, *args, **kwargs):
+        return self.__dict__["_compiled_call"](*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self.__dict__["_compiled_call"](*args, **kwargs)
+
+    @property
+    def training(self):
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value):
+        if "_modules" in self.__dict__ and "_orig_mod" in self._modules:
+            self._orig_mod.training = value
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.__dict__["_modules"]["_orig_mod"], name)

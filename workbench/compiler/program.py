@@ -1,0 +1,397 @@
+"""The replay: a trace turned into two generated Python functions, a guard and the program.
+
+The guard checks what the trace depends on (argument shapes, dtypes, devices and requires_grad, the
+same for every tensor read from outside, grad mode, each called module's train/eval flag, hooks and
+parameter identity). The program calls, in the recorded order, the very array functions eager ran
+(a primitive's ufunc or its forward on arrays, the engine's sums, leaf accumulation, in-place writes),
+with the arrays in local variables: no module dispatch, no Tensor per intermediate, no tape. Same
+functions on the same arrays in the same order: the results are eager's, bit for bit.
+"""
+from .. import _backend
+from ..autograd import engine as _engine
+from ..autograd import function as _function
+from ..autograd.grad_mode import STATE
+from ..tensor import Tensor
+from .trace import Unsupported
+
+np = _backend.numpy
+_make = Tensor._make
+
+
+class ReplayCtx:
+    """The ctx a primitive's forward gets in the replay: it keeps what forward saves and stashes, which
+    the recorded backward formulas read back."""
+
+    __slots__ = ("__dict__",)
+    xp = np
+    needs_input_grad = ()
+    materialize_grads = True
+    _saved = ()
+
+    def save_for_backward(self, *xs):
+        self._saved = xs
+
+    def save_for_forward(self, *xs):
+        pass
+
+    def mark_dirty(self, *xs):
+        pass
+
+    def mark_non_differentiable(self, *xs):
+        pass
+
+    def set_materialize_grads(self, value):
+        pass
+
+    @property
+    def saved_tensors(self):
+        return tuple([None if x is None else _make(x) for x in self._saved])
+
+
+_CTX_CLASSES = {}
+
+
+def _ctx_class(xp, nig):
+    key = (xp, nig)
+    c = _CTX_CLASSES.get(key)
+    if c is None:
+        c = _CTX_CLASSES[key] = type("ReplayCtx", (ReplayCtx,), {"__slots__": (), "xp": xp, "needs_input_grad": nig})
+    return c
+
+
+def _unit_ctx_class(xp, node):
+    # the ctx of a forward whose backward formula is replayed whole: it also carries what the engine's
+    # _call_backward reads from a node
+    return type("ReplayCtx", (ReplayCtx,), {"__slots__": (), "xp": xp, "needs_input_grad": node.needs_input_grad,
+                                              "_fn": node._fn, "_tensor_pos": node._tensor_pos,
+                                              "_out_meta": node._out_meta, "_materialize": node._materialize})
+
+
+def backward_unit(ctx, grads):
+    """A backward formula run on the replayed forward's ctx: the gradients' arrays (None where none)."""
+    res = _engine._call_backward(ctx, [None if g is None else _make(g) for g in grads])
+    return tuple([None if r is None else r._data for r in res])
+
+
+def accumulate(t, g, steal):
+    """Leaf accumulation as the engine does it (without hooks, which a replayable trace has none of)."""
+    before = t._grad
+    if before is None:
+        if not steal or g.base is not None or not g.flags.c_contiguous:
+            g = _backend.xp_of(g).array(g, copy=True, order="C")
+        t._grad = _make(g)
+        return g
+    d = before._data
+    d += g.astype(d.dtype, copy=False)
+    before._vbox[0] += 1
+    return d
+
+
+def set_grad(t, value):
+    t._grad = value
+
+
+def make_output(arr, rg, node):
+    return _make(arr, rg, node if rg else None)
+
+
+class Program:
+    """One trace, compiled: ``guard(args, kwargs)`` and ``run(args, kwargs)``; ``steps`` describes it."""
+
+    def __init__(self, tracer, args, kwargs, result, arg_paths):
+        self.tracer = tracer
+        self.reason = tracer.reason
+        self.replays = 0
+        self.steps = []
+        self._names = {}
+        self._globals = {"Tensor": Tensor, "STATE": STATE, "np": np, "_ACC": accumulate, "_SETGRAD": set_grad,
+                         "_OUT": make_output, "_BW": backward_unit, "_asarray": _backend.numpy.asarray}
+        self.guard_src = self._guard_source(args, kwargs, arg_paths)
+        self.guard = self._compile(self.guard_src, "guard")
+        self.run = None
+        self.run_src = None
+        if self.reason is None:
+            try:
+                self.run_src = self._program_source(result, arg_paths)
+                self.run = self._compile(self.run_src, "run")
+            except Unsupported as e:
+                self.reason = str(e)
+        self.tracer = None  # the arrays of the traced call are not kept
+
+    def _bind(self, obj, prefix):
+        key = (prefix, id(obj))
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = f"{prefix}{len(self._names)}"
+            self._globals[name] = obj
+        return name
+
+    def _compile(self, src, name):
+        code = compile(src, f"<workbench.compile {name}>", "exec")
+        ns = dict(self._globals)
+        exec(code, ns)
+        return ns[name]
+
+    # --- guards --------------------------------------------------------------------------------
+    def _guard_source(self, args, kwargs, arg_paths):
+        T = self.tracer
+        lines = ["def guard(args, kwargs):",
+                 f"    if len(args) != {len(args)} or kwargs.keys() != {set(kwargs)!r}:",
+                 "        return False"]
+        conds = [f"STATE.enabled is {bool(STATE.enabled)}", f"STATE.inference is {bool(STATE.inference)}"]
+        for path, value in _walk(args, kwargs):
+            expr = path
+            if isinstance(value, Tensor):
+                conds.extend(self._tensor_conds(expr, value))
+            elif value is None or value.__class__ in (bool, int, float, str) or (
+                    value.__class__ is tuple and all(v.__class__ in (bool, int, str) for v in value)):
+                conds.append(f"{expr}.__class__ is {self._bind(value.__class__, 'K')} and {expr} == {value!r}"
+                             if value is not None else f"{expr} is None")
+            else:
+                conds.append(f"{expr} is {self._bind(value, 'V')}")
+        for t, slot in T.externals.values():
+            conds.extend(self._tensor_conds(self._bind(t, "E"), t))
+        for m in T.modules.values():
+            mn = self._bind(m, "M")
+            conds.append(f"{mn}.training is {bool(m.training)}")
+            conds.append(f"not ({mn}._forward_pre_hooks or {mn}._forward_hooks or {mn}._backward_hooks or "
+                         f"{mn}._backward_pre_hooks)")
+            for table in ("_parameters", "_buffers"):
+                d = m.__dict__[table]
+                if d:
+                    dn = self._bind(d, "D")
+                    conds.append(f"{mn}.{table} is {dn}")
+                    for k, v in d.items():
+                        conds.append(f"{dn}.get({k!r}) is {self._bind(v, 'P') if v is not None else 'None'}")
+        for c in conds:
+            lines.append(f"    if not ({c}):")
+            lines.append("        return False")
+        lines.append("    return True")
+        return "\n".join(lines) + "\n"
+
+    def _tensor_conds(self, expr, t):
+        d = t._data
+        return [f"{expr}.__class__ is {self._bind(t.__class__, 'K')}",
+                f"{expr}._data.__class__ is {self._bind(d.__class__, 'K')}",
+                f"{expr}._data.shape == {tuple(d.shape)!r}",
+                f"{expr}._data.dtype == {self._bind(d.dtype, 'K')}",
+                f"{expr}._rg is {bool(t._rg)}"]
+
+    # --- the program ---------------------------------------------------------------------------
+    def _program_source(self, result, arg_paths):
+        T = self.tracer
+        events = T.events
+        uses = {}  # slot -> index of the last event that reads it
+        for i, ev in enumerate(events):
+            for r in _slot_refs(ev.ins):
+                uses[r] = i
+        out_slots = set()
+        _output_slots(result, T, out_slots)
+        for s in out_slots:
+            uses[s] = len(events)
+        written = set()
+        for ev in events:
+            if ev.kind == "write":
+                written.add(ev.ins[0][1])
+        units = {id(ev.fn): ev.info for ev in events if ev.kind == "backward"}  # forward event -> its node
+        lines = ["def run(args, kwargs):"]
+        emitted = set()
+        for s, b in sorted(T.bindings.items()):
+            if s not in uses:
+                continue
+            kind, obj = b
+            if kind == "arg":
+                lines.append(f"    s{s} = {arg_paths[id(obj)]}._data")
+            elif kind == "ext":
+                lines.append(f"    s{s} = {self._bind(obj, 'E')}._data")
+            else:  # a constant: a fresh copy when the program writes into it, or hands it out
+                cn = self._bind(obj, "C")
+                stolen = any(ev.kind == "acc" and ev.ins[1] == ("s", s) for ev in events)
+                lines.append(f"    s{s} = {cn}.copy()" if s in written or s in out_slots or stolen
+                             else f"    s{s} = {cn}")
+            emitted.add(s)
+        host_vars = {}
+        grad_mode = bool(STATE.enabled)
+        in_backward = False
+        for i, ev in enumerate(events):
+            # backward formulas run with grad mode off, as the engine runs them
+            if (ev.kind == "backward") != in_backward and grad_mode:
+                in_backward = not in_backward
+                lines.append(f"    STATE.enabled = {not in_backward}")
+            args_src = ", ".join(self._ref_src(r) for r in ev.ins)
+            outs = ev.outs
+            lhs = ", ".join(f"s{o}" for o in outs) if outs else None
+            self.steps.append((ev.kind, ev.op, ev.scope))
+            if ev.kind == "call":
+                info = ev.info
+                if info == "ufunc":
+                    call = f"{self._bind(ev.fn, 'F')}({args_src})"
+                elif info[0] == "noctx":
+                    _, xp, n = info
+                    if xp is np and n < 9:
+                        ctx = f"{self._bind(_function._NUMPY_CTX[n], 'X')}()"
+                    else:
+                        ctx = f"{self._bind(_function._no_grad_ctx, 'X')}({self._bind(xp, 'X')}, {n})"
+                    call = f"{self._bind(ev.fn, 'F')}({ctx}{', ' if args_src else ''}{args_src})"
+                else:  # a recorded forward: its ctx keeps what the backward formulas read
+                    _, xp, nig = info
+                    need = [e for e in ev.extract if e[0] in uses]
+                    unit_node = units.get(id(ev))
+                    if unit_node is not None:
+                        ctxc = self._bind(_unit_ctx_class(xp, unit_node), "X")
+                        lines.append(f"    _c{i} = {ctxc}()")
+                        lines.append(f"    _c = _c{i}")
+                        call = f"{self._bind(ev.fn, 'F')}(_c{', ' if args_src else ''}{args_src})"
+                    elif need:
+                        ctxc = self._bind(_ctx_class(xp, tuple(nig)), "X")
+                        lines.append(f"    _c = {ctxc}()")
+                        call = f"{self._bind(ev.fn, 'F')}(_c{', ' if args_src else ''}{args_src})"
+                    else:
+                        ctxc = self._bind(_ctx_class(xp, tuple(nig)), "X")
+                        call = f"{self._bind(ev.fn, 'F')}({ctxc}(){', ' if args_src else ''}{args_src})"
+                if ev.multi and len(outs) == 1:
+                    lhs += ","
+                lines.append(f"    {lhs} = {call}")
+                for k in ev.scalar:
+                    lines.append(f"    s{outs[k]} = _asarray(s{outs[k]})")
+                if info != "ufunc" and info[0] == "ctx":
+                    for slot, where, key, sub in ev.extract:
+                        if slot in uses:
+                            src = f"_c._saved[{key}]" if where == "saved" else f"_c.{key}"
+                            lines.append(f"    s{slot} = {src}" + (f"[{sub}]" if sub is not None else ""))
+            elif ev.kind == "backward":
+                k = events.index(ev.fn)
+                lines.append(f"    _r = _BW(_c{k}, ({args_src}{',' if len(ev.ins) == 1 else ''}))")
+                it = iter(outs)
+                for j, present in enumerate(ev.multi):
+                    if present:
+                        lines.append(f"    s{next(it)} = _r[{j}]")
+            elif ev.kind == "write":
+                lines.append(f"    {self._ref_src(ev.ins[0])}[...] = {self._ref_src(ev.ins[1])}")
+            elif ev.kind == "acc":
+                g = ev.ins[1]
+                steal = g[0] == "s" and uses.get(g[1], -1) <= i and T.bindings.get(g[1]) is None
+                lines.append(f"    {lhs} = _ACC({self._bind(ev.info, 'L')}, {self._ref_src(g)}, {steal})")
+            elif ev.kind == "setgrad":
+                v = ev.ins[1]
+                val = "None" if v == ("c", None) else f"Tensor._make({self._ref_src(v)})"
+                lines.append(f"    _SETGRAD({self._bind(ev.info, 'L')}, {val})")
+            elif ev.kind == "opaque":
+                fn, a, k = ev.fn
+                fname = self._bind(fn, "O")
+                an = self._bind(a, "A")
+                kn = self._bind(k, "A")
+                if outs:
+                    lines.append(f"    s{outs[0]} = {fname}(*{an}, **{kn})._data")
+                else:
+                    lines.append(f"    {fname}(*{an}, **{kn})")
+            elif ev.kind == "host":
+                conv = {"item": "", "__float__": "float", "__int__": "int", "__bool__": "bool",
+                        "__index__": "int"}[ev.fn]
+                lines.append(f"    h{i} = {conv}({self._ref_src(ev.ins[0])}.reshape(()).item())")
+                host_vars[i] = f"h{i}"
+        if in_backward:
+            lines.append("    STATE.enabled = True")
+        lines.append(f"    return {self._output_src(result, arg_paths, host_vars)}")
+        if grad_mode:  # an error mid-replay must not leave grad mode off
+            body = ["    try:"] + ["    " + ln for ln in lines[1:]] + ["    finally:", "        STATE.enabled = True"]
+            lines = lines[:1] + body
+        return "\n".join(lines) + "\n"
+
+    def _ref_src(self, r):
+        if r[0] == "s":
+            return f"s{r[1]}"
+        if r[0] == "seq":
+            items = ", ".join(self._ref_src(x) for x in r[2])
+            return f"[{items}]" if r[1] is list else f"({items}{',' if len(r[2]) == 1 else ''})"
+        v = r[1]
+        if v is None or v.__class__ in (bool, int, str) or (v.__class__ is float and v == v and abs(v) != float("inf")):
+            return repr(v)
+        return self._bind(v, "V")
+
+    def _output_src(self, out, arg_paths, host_vars):
+        T = self.tracer
+        if isinstance(out, Tensor):
+            if id(out) in arg_paths:
+                return arg_paths[id(out)]
+            if id(out) in T.externals:
+                return self._bind(out, "E")
+            s = T.slot_of.get(id(out._data))
+            if s is None:
+                raise Unsupported("the call returns a tensor that no recorded op produced")
+            node = out.grad_fn
+            if node is not None and node._freed is None and node._saved is not None:
+                raise Unsupported("the call returns a tensor whose graph is still to be differentiated (backward "
+                                  "would run outside the replay); compile the whole training step instead")
+            if node is None and out._rg:
+                raise Unsupported("the call returns a leaf that requires grad")
+            rg = out._rg
+            return f"_OUT(s{s}, {rg}, {self._bind(node, 'N') if rg else 'None'})"
+        if out.__class__ in (tuple, list):
+            items = [self._output_src(o, arg_paths, host_vars) for o in out]
+            if out.__class__ is list:
+                return "[" + ", ".join(items) + "]"
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if out.__class__ is dict:
+            return "{" + ", ".join(f"{self._bind(k, 'V')}: {self._output_src(v, arg_paths, host_vars)}"
+                                   for k, v in out.items()) + "}"
+        if id(out) in T.host_values:
+            return host_vars[T.host_values[id(out)]]
+        if out is None or out.__class__ in (bool, int, str):
+            return repr(out)
+        if _contains_tensor(out):
+            raise Unsupported(f"the call returns a {type(out).__name__} holding tensors")
+        return self._bind(out, "V")
+
+
+def _contains_tensor(x):
+    if isinstance(x, Tensor):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_contains_tensor(v) for v in x)
+    if isinstance(x, dict):
+        return any(_contains_tensor(v) for v in x.values())
+    return False
+
+
+def _walk(args, kwargs):
+    """(source expression, value) for every argument, tensors inside lists/tuples/dicts included."""
+    stack = [(f"args[{i}]", a) for i, a in enumerate(args)] + [(f"kwargs[{k!r}]", v) for k, v in kwargs.items()]
+    stack.reverse()
+    while stack:
+        path, v = stack.pop()
+        if v.__class__ in (list, tuple):
+            yield f"len({path})", len(v)
+            stack.extend(reversed([(f"{path}[{i}]", x) for i, x in enumerate(v)]))
+        elif v.__class__ is dict:
+            yield f"tuple({path})", tuple(v)
+            stack.extend(reversed([(f"{path}[{k!r}]", x) for k, x in v.items()]))
+        else:
+            yield path, v
+
+
+def arg_paths_of(args, kwargs):
+    """{id(tensor): source expression} for the tensors among the arguments."""
+    return {id(v): p for p, v in _walk(args, kwargs) if isinstance(v, Tensor)}
+
+
+def _slot_refs(refs):
+    for r in refs:
+        if r[0] == "s":
+            yield r[1]
+        elif r[0] == "seq":
+            yield from _slot_refs(r[2])
+
+
+def _output_slots(out, T, acc):
+    if isinstance(out, Tensor):
+        s = T.slot_of.get(id(out._data))
+        if s is not None:
+            acc.add(s)
+    elif isinstance(out, (list, tuple)):
+        for o in out:
+            _output_slots(o, T, acc)
+    elif isinstance(out, dict):
+        for o in out.values():
+            _output_slots(o, T, acc)
+

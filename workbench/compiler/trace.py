@@ -1,0 +1,587 @@
+"""Tracing one call: run it eagerly while recording the array program it executes.
+
+While a ``Tracer`` is active, the places where workbench turns arrays into results are swapped for
+recording versions (module globals and class attributes, put back afterwards, so eager code pays
+nothing): a primitive's no-grad result (``_plain``, ``_plain_tuple``, ``_view_of``), a recorded forward
+(``_record_raw``), the engine's gradient sums and leaf accumulation, in-place writes (``Tensor._write``),
+reads of values on the host (``item``, ``bool``...), and the calls whose Python effects must happen again
+on every replay (``optimizer.step``, ``zero_grad``, LR schedulers, gradient clipping), which are kept as
+opaque calls. Every array an event consumes gets a slot: the output of an earlier event, an array a
+forward kept on its ctx for the backward, an argument, a tensor that existed before the call (a
+parameter, a buffer, a captured tensor), or a constant made by a creation function. Anything else (an
+array made from raw arrays outside an op, a host read followed by more work, a hook) makes the trace
+unusable, with the reason; the call itself has run eagerly, so its result is eager's either way.
+"""
+import importlib
+import sys
+
+from .. import _backend
+from ..autograd import engine as _engine
+from ..autograd import function as _function
+from ..autograd import graph as _graph
+from ..autograd.grad_mode import STATE
+from ..nn import utils as _nn_utils
+from ..nn.module import Module
+from ..nn.utils import clip_grad as _clip_grad
+from ..optim import lr_scheduler as _lr_scheduler
+from ..optim.optimizer import Optimizer
+from ..tensor import Tensor
+from .. import creation as _creation
+
+np = _backend.numpy
+_tensor_mod = importlib.import_module("workbench.tensor")  # the name 'tensor' is also the factory
+_ndarray = _backend.ndarray
+ACTIVE = [None]  # the Tracer recording in this process, if any
+
+# code objects whose Tensor._make calls make deterministic constants (a factory's fresh array, the
+# implicit ones gradient of backward(), zeros for gradients that never arrived)
+_CONST_MAKERS = {_creation._finish.__code__, _engine._materialize.__code__}
+
+
+def _autograd_const_makers():
+    from .. import autograd
+
+    return {autograd._make_grads.__code__}
+
+
+_CONST_MAKERS |= _autograd_const_makers()
+
+
+class Unsupported(Exception):
+    """Raised inside the tracer's bookkeeping when the call cannot be replayed (the reason is kept)."""
+
+
+def _site(depth):
+    return _graph.user_site(depth + 1)
+
+
+def _where(site):
+    return f" at {_graph.format_site(site)}" if site else ""
+
+
+def _uf_eligible(uf, datas):
+    # the conditions under which _apply_raw (or a Tensor operator) calls the primitive's _ufunc itself
+    if uf is None or not 1 <= len(datas) <= 2:
+        return False
+    dt = None
+    for d in datas:
+        if d.__class__ is _ndarray:
+            if d.dtype.kind not in "fc" or (dt is not None and d.dtype is not dt):
+                return False
+            dt = d.dtype
+        elif d.__class__ is not float and d.__class__ is not int:
+            return False
+    return dt is not None
+
+
+class Event:
+    """One step of the recorded program. kind: 'call' (fn(*ins) -> outs), 'write' (ins[0][...] = ins[1]),
+    'acc' (leaf accumulation), 'opaque' (a Python call replayed as is), 'host' (a value read back)."""
+
+    __slots__ = ("kind", "fn", "ins", "outs", "info", "op", "scope", "extract", "multi", "scalar", "keep_ctx")
+
+    def __init__(self, kind, fn, ins, outs, op="", scope="", info=None):
+        self.kind, self.fn, self.ins, self.outs, self.op, self.scope, self.info = kind, fn, ins, outs, op, scope, info
+        self.extract = ()  # [(slot, 'saved'|'attr', key, sub)] arrays a forward kept on its ctx
+        self.multi = False
+        self.scalar = ()  # output positions that came back as NumPy scalars (made 0-d arrays)
+        self.keep_ctx = False  # a recorded forward whose ctx a backward unit reads
+
+
+class Tracer:
+    """Records the array program of one eager call (see the module docstring)."""
+
+    def __init__(self):
+        self.events = []
+        self.slot_of = {}  # id(array) -> slot number
+        self.arrays = []  # every array with a slot, kept alive so ids stay unique during the trace
+        self.bindings = {}  # slot -> ('arg', path) | ('ext', tensor) | ('const', array)
+        self.externals = {}  # id(tensor) -> (tensor, slot)
+        self.made = {}  # id(array) -> (kind, site): arrays wrapped by Tensor._make during the trace
+        self.made_keep = []
+        self.keep_alive = []  # arrays whose slots were rolled back (their ids must stay unique)
+        self.forward_of = {}  # id(node) -> the forward event that made it (its ctx serves a backward unit)
+        self.modules = {}  # id(module) -> module, every module called
+        self.snapshots = []  # (what, tensor, array, copy): module state to check for unrecorded writes
+        self.written = set()  # ids of arrays that recorded events wrote
+        self.covered = set()  # ids of arrays that opaque calls may change (optimized parameters)
+        self.host_after = None  # index of the first event after a host read
+        self.host_values = {}  # id(python value) -> event index of the host read that returned it
+        self.host_keep = []
+        self.reason = None
+        self.suspended = 0
+        self.in_record = 0
+        self._saved_attrs = []
+
+    # --- slots ---------------------------------------------------------------------------------
+    def new_slot(self, arr):
+        n = len(self.arrays)
+        self.arrays.append(arr)
+        self.slot_of[id(arr)] = n
+        return n
+
+    def rollback(self, n_events, n_slots):
+        """Forget the events and slots recorded since (n_events, n_slots)."""
+        del self.events[n_events:]
+        for n in range(n_slots, len(self.arrays)):
+            a = self.arrays[n]
+            if self.slot_of.get(id(a)) == n:
+                del self.slot_of[id(a)]
+            self.bindings.pop(n, None)
+        self.keep_alive.extend(self.arrays[n_slots:])
+        del self.arrays[n_slots:]
+
+    def fail(self, reason):
+        if self.reason is None:
+            self.reason = reason
+        raise Unsupported(reason)
+
+    def ref(self, x, opname):
+        """The replay reference of an argument: ('s', slot) for arrays, ('c', value) for the rest."""
+        if x.__class__ is Tensor or isinstance(x, Tensor):
+            arr = x._data
+            n = self.slot_of.get(id(arr))
+            if n is not None:
+                return ("s", n)
+            made = self.made.get(id(arr))
+            if made is not None:
+                return ("s", self._made_slot(arr, made, opname))
+            n = self.new_slot(arr)
+            self.bindings[n] = ("ext", x)
+            self.externals[id(x)] = (x, n)
+            return ("s", n)
+        if _is_array(x):
+            n = self.slot_of.get(id(x))
+            if n is not None:
+                return ("s", n)
+            made = self.made.get(id(x))
+            if made is not None:
+                return ("s", self._made_slot(x, made, opname))
+            self.fail(f"'{opname}' was given a raw array (shape {list(x.shape)}) that no recorded op produced")
+        if x.__class__ is list or x.__class__ is tuple:
+            refs = [self.ref(v, opname) for v in x]
+            if all(r[0] == "c" for r in refs):
+                return ("c", x)
+            return ("seq", x.__class__, refs)
+        if isinstance(x, Module):
+            self.fail(f"'{opname}' was given a module as an argument")
+        return ("c", x)
+
+    def _made_slot(self, arr, made, opname):
+        kind, site = made
+        if kind != "const":
+            self.fail(f"'{opname}' used a tensor made from raw arrays outside any op{_where(site)} "
+                      "(its values would be frozen in the replay)")
+        n = self.new_slot(arr)
+        self.bindings[n] = ("const", arr)
+        return n
+
+    def outputs(self, arrays):
+        return [self.new_slot(a) for a in arrays]
+
+    def add(self, ev):
+        if self.host_after is not None and self.host_after == len(self.events) and ev.kind != "host":
+            site = self.events[-1].info
+            self.fail(f"a tensor's value was read on the host ({self.events[-1].op}{_where(site)}) and the call "
+                      "went on computing: the rest may depend on it")
+        self.events.append(ev)
+        return ev
+
+    # --- installing the recording hooks ---------------------------------------------------------
+    def __enter__(self):
+        if ACTIVE[0] is not None:
+            raise RuntimeError("workbench.compile: a trace is already running (nested compiled calls trace "
+                               "as part of the outer one)")
+        ACTIVE[0] = self
+        sw = self._saved_attrs
+        T = self
+
+        def swap(owner, name, new):
+            sw.append((owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)))
+            setattr(owner, name, new)
+
+        swap(_function, "_plain", _hook_plain(_function._plain, T))
+        swap(_function, "_plain_tuple", _hook_plain_tuple(_function._plain_tuple, T))
+        swap(_function, "_view_of", _hook_view_of(_function._view_of, T))
+        swap(_function, "_record_raw", _hook_record_raw(_function._record_raw, T))
+        swap(_engine, "_add_grads", _hook_add_grads(_engine._add_grads, T))
+        swap(_engine, "_accumulate", _hook_accumulate(_engine._accumulate, T))
+        swap(_engine, "_call_backward", _hook_call_backward(_engine._call_backward, T))
+        swap(_engine, "_make", _hook_make(_engine._make, T, "engine"))
+        swap(Tensor, "_make", staticmethod(_hook_make(Tensor.__dict__["_make"].__func__, T, None)))
+        swap(Tensor, "_write", _hook_write(Tensor._write, T))
+        swap(_tensor_mod, "_detach_saved", _hook_detach_saved(_tensor_mod._detach_saved, T))
+        for name in ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "__array__",
+                     "__repr__", "__format__"):
+            swap(Tensor, name, _hook_host(Tensor.__dict__[name], T, name))
+        grad = Tensor.__dict__["grad"]
+        swap(Tensor, "grad", property(grad.fget, _hook_setgrad(grad.fset, T), grad.fdel, grad.__doc__))
+        data = Tensor.__dict__["data"]
+        swap(Tensor, "data", property(data.fget, _hook_setdata(T), None, data.__doc__))
+        swap(Module, "__call__", _hook_module_call(Module.__call__, T))
+        swap(Module, "zero_grad", _hook_opaque(Module.zero_grad, T, "zero_grad", None))
+        for cls in _subclasses(Optimizer):
+            for name in ("step", "zero_grad"):
+                if name in cls.__dict__:
+                    swap(cls, name, _hook_opaque(cls.__dict__[name], T, f"{cls.__name__}.{name}", "optimizer"))
+        for cls in _subclasses(_lr_scheduler.LRScheduler):
+            if "step" in cls.__dict__:
+                swap(cls, "step", _hook_opaque(cls.__dict__["step"], T, f"{cls.__name__}.step", None))
+        for mod in (_nn_utils, _clip_grad):
+            for name in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"):
+                if name in mod.__dict__:
+                    swap(mod, name, _hook_opaque(mod.__dict__[name], T, name, "free"))
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, old in reversed(self._saved_attrs):
+            setattr(owner, name, old)
+        self._saved_attrs.clear()
+        ACTIVE[0] = None
+        return False
+
+    # --- after the call ---------------------------------------------------------------------------
+    def check_state(self):
+        """Fail if a module's parameter or buffer changed without a recorded event explaining it."""
+        for what, t, arr, copy in self.snapshots:
+            if id(arr) in self.written or id(arr) in self.covered:
+                continue
+            if t._data is not arr:
+                self.fail(f"{what} was replaced by a new tensor during the call (a Python side effect the replay "
+                          "would not repeat)")
+            if arr.shape != copy.shape or arr.tobytes() != copy.tobytes():
+                self.fail(f"{what} was changed in place outside any recorded op (raw array code); the replay "
+                          "would not repeat it")
+
+
+def _is_array(x):
+    if x.__class__ is _ndarray or isinstance(x, _ndarray):
+        return True
+    cp = _backend._cupy
+    return cp is not None and isinstance(x, cp.ndarray)
+
+
+def _subclasses(cls):
+    out, stack = [], [cls]
+    while stack:
+        c = stack.pop()
+        out.append(c)
+        stack.extend(c.__subclasses__())
+    return out
+
+
+def _recording(T):
+    return T.suspended == 0 and T.reason is None
+
+
+def _datas(args):
+    return [a._data if isinstance(a, Tensor) else a for a in args]
+
+
+def _call_event(T, cls, args, result_arrays, scalars, view=False):
+    datas = _datas(args)
+    name = cls.op_name or cls.__name__.lower()
+    ins = [T.ref(a, name) for a in args]
+    xp = _backend.xp_of(next(d for d in datas if _is_array(d))) if any(
+        _is_array(d) for d in datas) else np
+    uf = cls._ufunc if xp is np and _uf_eligible(cls._ufunc, datas) else None
+    if uf is not None:
+        fn, info = uf, "ufunc"
+    else:
+        fn, info = cls.forward, ("noctx", xp, len(args))
+    ev = Event("call", fn, ins, T.outputs(result_arrays), name, _graph.SCOPE.get(), info)
+    ev.scalar = scalars
+    return T.add(ev)
+
+
+def _guarded(T, f):
+    # run a recording step; an unsupported construct stops recording (the call goes on eagerly)
+    try:
+        f()
+    except Unsupported:
+        pass
+
+
+def _hook_plain(orig, T):
+    def _plain(out, rg, cls, args):
+        res = orig(out, rg, cls, args)
+        if _recording(T):
+            scal = (0,) if res._data is not out else ()
+            _guarded(T, lambda: _call_event(T, cls, args, [res._data], scal))
+        return res
+
+    return _plain
+
+
+def _hook_plain_tuple(orig, T):
+    def _plain_tuple(out, cls, args):
+        res = orig(out, cls, args)
+        if _recording(T):
+            def rec():
+                ev = _call_event(T, cls, args, [r._data for r in res],
+                                 tuple(k for k, (o, r) in enumerate(zip(out, res)) if r._data is not o))
+                ev.multi = True
+            _guarded(T, rec)
+        return res
+
+    return _plain_tuple
+
+
+def _hook_view_of(orig, T):
+    def _view_of(cls, args, out, xp):
+        res = orig(cls, args, out, xp)
+        if _recording(T) and not T.in_record:
+            _guarded(T, lambda: _call_event(T, cls, args, [res._data], ()))
+        return res
+
+    return _view_of
+
+
+def _hook_record_raw(orig, T):
+    def _record_raw(cls, args, datas, xp):
+        T.in_record += 1
+        try:
+            res = orig(cls, args, datas, xp)
+        finally:
+            T.in_record -= 1
+        if _recording(T):
+            _guarded(T, lambda: _forward_event(T, cls, args, xp, res))
+        return res
+
+    return _record_raw
+
+
+def _forward_event(T, cls, args, xp, res):
+    results = res if res.__class__ is tuple else (res,)
+    name = cls.op_name or cls.__name__.lower()
+    node = next((r.grad_fn for r in results if r.grad_fn is not None), None)
+    ins = [T.ref(a, name) for a in args]
+    datas = _datas(args)
+    outs = T.outputs([r._data for r in results])
+    nig = node.needs_input_grad if node is not None else (False,) * len(args)
+    ev = Event("call", cls.forward, ins, outs, name, _graph.SCOPE.get(), ("ctx", xp, nig))
+    ev.multi = res.__class__ is tuple
+    # a NumPy scalar result was made a 0-d array by _record_raw/_make: the replay does the same
+    ev.scalar = tuple(k for k, r in enumerate(results) if r._data.ndim == 0)
+    if node is not None:
+        ext = []
+        saved = node._saved or ()
+        for i, entry in enumerate(saved):
+            t = entry[0]
+            if isinstance(t, Tensor) and id(t._data) not in T.slot_of:
+                ext.append((T.new_slot(t._data), "saved", i, None))
+        for k, v in node.__dict__.items():
+            if _is_array(v):
+                if id(v) not in T.slot_of:
+                    ext.append((T.new_slot(v), "attr", k, None))
+            elif v.__class__ in (tuple, list):
+                for j, w in enumerate(v):
+                    if _is_array(w) and id(w) not in T.slot_of:
+                        ext.append((T.new_slot(w), "attr", k, j))
+        ev.extract = ext
+        T.forward_of[id(node)] = ev
+    del datas
+    T.add(ev)
+
+
+def _hook_call_backward(orig, T):
+    """A node's backward: its formula's own ops when they all record (Tensor ops), else the formula as one
+    unit replayed on the forward's ctx (backward formulas with raw-array fast paths)."""
+    def _call_backward(node, grads):
+        if not _recording(T):
+            return orig(node, grads)
+        n_ev, n_sl, host_after = len(T.events), len(T.arrays), T.host_after
+        res = orig(node, grads)
+        if T.reason is None and all(g is None or id(g._data) in T.slot_of for g in res):
+            return res
+        if T.suspended:
+            return res
+        T.rollback(n_ev, n_sl)
+        T.reason, T.host_after = None, host_after
+        fwd = T.forward_of.get(id(node))
+        if fwd is None:
+            T.reason = T.reason or (f"the backward of {node.name()} computes on raw arrays and its forward was not "
+                                    "recorded as a primitive (a custom Function?)")
+            return res
+
+        def rec():
+            ins = [T.ref(g, node.name()) if g is not None else ("c", None) for g in grads]
+            ev = Event("backward", fwd, ins, [], node.name(), node.scope, node)
+            ev.outs = T.outputs([g._data for g in res if g is not None])
+            ev.multi = tuple(g is not None for g in res)
+            fwd.keep_ctx = True
+            T.add(ev)
+        _guarded(T, rec)
+        return res
+
+    return _call_backward
+
+
+def _hook_add_grads(orig, T):
+    def _add_grads(xp, a, b):
+        res = orig(xp, a, b)
+        if _recording(T):
+            def rec():
+                ev = Event("call", xp.add, [T.ref(a, "add"), T.ref(b, "add")], T.outputs([res._data]), "add",
+                           "", "ufunc")
+                T.add(ev)
+            _guarded(T, rec)
+        return res
+
+    return _add_grads
+
+
+def _hook_accumulate(orig, T):
+    def _accumulate(node, g, shared_ids, create_graph, index, keep_before):
+        t = node.variable
+        if not _recording(T) or t is None or g is None:
+            return orig(node, g, shared_ids, create_graph, index, keep_before)
+        if node._pre_hooks is not None or node._hooks is not None or t._post_acc_hooks is not None:
+            T.reason = T.reason or "a gradient hook is registered on a leaf tensor (hooks run Python code the " \
+                                   "replay would skip)"
+        before = t._grad
+        if create_graph or (before is not None and before._rg):
+            T.reason = T.reason or "backward(create_graph=True) builds a graph of the gradients"
+        gref = None
+        if T.reason is None:
+            try:
+                gref = T.ref(g, "AccumulateGrad")
+                tref = T.ref(t, "AccumulateGrad")
+            except Unsupported:
+                gref = None
+        step = orig(node, g, shared_ids, create_graph, index, keep_before)
+        if gref is not None and T.reason is None:
+            out = t._grad._data
+            T.written.add(id(out))
+            ev = Event("acc", None, [tref, gref], [], "AccumulateGrad", "", t)
+            ev.outs = T.outputs([out])
+            _guarded(T, lambda: T.add(ev))
+        return step
+
+    return _accumulate
+
+
+def _hook_make(orig, T, where):
+    def _make(data, *a, **k):
+        t = orig(data, *a, **k)
+        if _recording(T) and id(t._data) not in T.slot_of:
+            f = sys._getframe(1)
+            kind = "const" if f.f_code in _CONST_MAKERS else "raw"
+            T.made[id(t._data)] = (kind, None if kind == "const" else (f.f_code.co_filename, f.f_lineno,
+                                                                       f.f_code.co_name))
+            T.made_keep.append(t._data)
+        return t
+
+    return _make
+
+
+def _hook_write(orig, T):
+    def _write(self, r, opname):
+        orig(self, r, opname)
+        if _recording(T) and r._data is not self._data:
+            def rec():
+                dst = T.ref(self, opname)
+                src = T.ref(r, opname)
+                T.written.add(id(self._data))
+                T.add(Event("write", None, [dst, src], [], opname, _graph.SCOPE.get(), self))
+            _guarded(T, rec)
+
+    return _write
+
+
+def _hook_detach_saved(orig, T):
+    def _detach_saved(saved, old):
+        if _recording(T):
+            T.reason = T.reason or "an in-place op overwrote a value saved for backward (the graph keeps a copy)"
+        return orig(saved, old)
+
+    return _detach_saved
+
+
+def _hook_host(orig, T, name):
+    def host(self, *a, **k):
+        r = orig(self, *a, **k)
+        if _recording(T):
+            site = _site(1)
+            if name in ("item", "__float__", "__int__", "__bool__", "__index__") and self._data.size == 1:
+                def rec():
+                    ev = T.add(Event("host", name, [T.ref(self, name)], [], f".{name.strip('_')}()", "", site))
+                    T.host_values[id(r)] = len(T.events) - 1
+                    T.host_keep.append(r)
+                    del ev
+                _guarded(T, rec)
+                T.host_after = len(T.events)
+            else:
+                T.reason = T.reason or (f"Tensor.{name}() read a tensor's values on the host{_where(site)} "
+                                        "(the replay would freeze them)")
+        return r
+
+    host.__name__ = getattr(orig, "__name__", name)
+    return host
+
+
+def _hook_setgrad(fset, T):
+    def setgrad(self, value):
+        fset(self, value)
+        if _recording(T):
+            def rec():
+                tref = T.ref(self, "grad")
+                vref = ("c", None) if value is None else T.ref(value, "grad")
+                T.add(Event("setgrad", None, [tref, vref], [], "set .grad", "", self))
+            _guarded(T, rec)
+
+    return setgrad
+
+
+def _hook_setdata(T):
+    def setdata(self, value):
+        if _recording(T):
+            T.reason = T.reason or "Tensor.data was assigned during the call (the replay would keep the old array)"
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        if self._acc is not None:
+            self._acc._out_meta = ((value._data.shape, value._data.dtype),)
+
+    return setdata
+
+
+def _hook_module_call(orig, T):
+    def __call__(self, *args, **kwargs):
+        if _recording(T) and id(self) not in T.modules:
+            T.modules[id(self)] = self
+            d = self.__dict__
+            if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+                T.reason = T.reason or (f"module {type(self).__name__} has hooks (they run Python code the replay "
+                                        "would skip)")
+            for kind, table in (("parameter", d["_parameters"]), ("buffer", d["_buffers"])):
+                for k, t in table.items():
+                    if t is not None and not T.suspended:
+                        T.snapshots.append((f"{type(self).__name__} {kind} '{k}'", t, t._data, t._data.copy()))
+        return orig(self, *args, **kwargs)
+
+    return __call__
+
+
+def _hook_opaque(orig, T, name, kind):
+    def opaque(*args, **kwargs):
+        if not _recording(T):
+            return orig(*args, **kwargs)
+        T.suspended += 1
+        try:
+            r = orig(*args, **kwargs)
+        finally:
+            T.suspended -= 1
+        if kind == "optimizer":
+            for group in args[0].param_groups:
+                for p in group["params"]:
+                    T.covered.add(id(p._data))
+
+        def rec():
+            ev = T.add(Event("opaque", (orig, args, kwargs), [], [], name, "", None))
+            if isinstance(r, Tensor):  # a closure's loss, a gradient norm: the replay hands out its own
+                ev.outs = T.outputs([r._data])
+        _guarded(T, rec)
+        return r
+
+    return opaque
