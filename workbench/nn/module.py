@@ -9,9 +9,11 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from .. import _backend
+from .._backend.dtypes import bfloat16, float16, float32, float64
 from ..autograd import graph as _graph
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..ops.convert import _parse_to
 from ..tensor import Tensor
 from .parameter import Buffer, Parameter, is_lazy
 
@@ -730,7 +732,7 @@ class Module:
         >>> m(wb.ones(1, 2)).shape
         workbench.Size([1, 1])
         """
-        from ..compiler import compile as _compile
+        from ..compiler import compile as _compile  # the compiler sits above nn (it traces modules)
 
         self.__dict__["forward"] = _compile(self.__dict__.get("forward", self.forward), *args, **kwargs)
 
@@ -814,8 +816,6 @@ class Module:
         >>> wb.nn.Linear(2, 2).to(wb.float64).weight.dtype
         workbench.float64
         """
-        from ..ops.convert import _parse_to
-
         dtype, device, _ = _parse_to(args, dict(kwargs))
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -847,26 +847,18 @@ class Module:
 
     def float(self):
         """Floating point parameters and buffers to float32.  >>> wb.nn.Linear(1, 1).double().float()"""
-        from .._backend.dtypes import float32
-
         return self._cast_float(float32)
 
     def double(self):
         """Floating point parameters and buffers to float64.  >>> wb.nn.Linear(1, 1).double().weight.dtype"""
-        from .._backend.dtypes import float64
-
         return self._cast_float(float64)
 
     def half(self):
         """Floating point parameters and buffers to float16.  >>> wb.nn.Linear(1, 1).half().weight.dtype"""
-        from .._backend.dtypes import float16
-
         return self._cast_float(float16)
 
     def bfloat16(self):
         """Floating point parameters and buffers to bfloat16."""
-        from .._backend.dtypes import bfloat16
-
         return self._cast_float(bfloat16)
 
     def share_memory(self):

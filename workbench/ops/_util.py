@@ -1,6 +1,7 @@
 """Helpers shared by the op families: dtype promotion on raw operands, dim and size arguments, out=,
 dtype errors, ufunc.at on raw arrays, dropout's uniform samples, array steps of public functions."""
-from .. import _backend, random as _random
+from .. import _backend
+from .. import random as _random
 from .._backend import dtypes as _dt
 from .._core import Tensor
 from ..autograd.function import Function

@@ -9,8 +9,10 @@ import math
 import struct
 import warnings
 
-from .. import _backend, random as _random
-from .._backend import dtypes as _dt, kernels as _k
+from .. import _backend
+from .. import random as _random
+from .._backend import dtypes as _dt
+from .._backend import kernels as _k
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.graph import composite

@@ -4,6 +4,7 @@ Subclasses update parameters on their raw arrays in place (under no autograd), b
 parameter's version counter, so a step allocates little and records nothing on the tape.
 """
 import functools
+import warnings
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
@@ -11,6 +12,7 @@ from itertools import chain
 from .. import _backend
 from ..autograd import graph as _graph
 from ..autograd.grad_mode import enable_grad
+from ..nn.module import _add_hook, _tensor_typename
 from ..tensor import Tensor
 
 
@@ -25,8 +27,6 @@ required = _RequiredParameter()
 
 
 def _typename(x):
-    from ..nn.module import _tensor_typename
-
     return _tensor_typename(x)
 
 
@@ -148,8 +148,6 @@ class Optimizer:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
             group.setdefault(name, default)
         if len({id(p) for p in plain}) != len(plain):
-            import warnings
-
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
                           "cause an error", stacklevel=3)
         existing = set()
@@ -308,8 +306,6 @@ class Optimizer:
 
 
 def _add(d, fn, prepend=False):
-    from ..nn.module import _add_hook
-
     return _add_hook(d, fn, prepend)
 
 

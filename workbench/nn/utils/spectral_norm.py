@@ -2,6 +2,7 @@
 once per training forward (PyTorch's hook-based API; state: ``<name>_orig``, ``<name>_u``, ``<name>_v``)."""
 from ... import _backend
 from ...autograd.grad_mode import no_grad
+from ...random import randn
 from .. import functional as F
 from ..parameter import Parameter, is_lazy
 
@@ -62,8 +63,6 @@ class SpectralNorm:
         if is_lazy(weight):
             raise ValueError("The module passed to `SpectralNorm` can't have uninitialized parameters. Make sure "
                              "to run the dummy forward before applying spectral normalization")
-        from ...random import randn
-
         with no_grad():
             h, w = fn.reshape_weight_to_matrix(weight).shape
             u = F.normalize(randn(h, dtype=weight.dtype, device=weight.device), dim=0, eps=fn.eps)
