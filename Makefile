@@ -67,5 +67,20 @@ bench-gpu: setup
 gpu-check:
 	bash .ci/gpu-check
 
+# the documentation site into docs/_build/html, offline, warnings as errors (docs/building.md)
+.PHONY: docs
+docs: setup
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
+
+# a wheel (into dist/, or WHEEL_DIR) carrying the built JupyterLab extension and widget bundle: it installs
+# with pip where there is no Node (tests/browser/test_wheel_install.py installs it into a fresh virtualenv)
+WHEEL_DIR ?= dist
+.PHONY: wheel
+wheel: setup
+	rm -f $(WHEEL_DIR)/workbench-*.whl
+	$(PY) -m pip wheel --no-deps -q -w $(WHEEL_DIR) .
+	@ls $(WHEEL_DIR)/workbench-*.whl
+
 clean:
 	rm -rf $(VENV) extensions/node_modules workbench/static workbench/labextension

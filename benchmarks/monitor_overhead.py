@@ -132,7 +132,7 @@ def main():
           f"wb.viz.watch (every step, histograms) -> ratio {b / a:.3f} (target <= 1.05); median of paired blocks "
           f"{pair:.3f}")
     print(f"monitor history: {len(mon.history['step'])} steps x {len(mon.layers)} layers; histograms every "
-          f"{mon._hist_every} step(s), weight norms every {getattr(mon, '_detail_gap', mon.detail_every)} (auto)")
+          f"{mon.stats._hist_every} step(s), weight norms every {mon.stats._detail_gap} (auto)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
-"""The notebooks run top to bottom, fast, and their tape outputs carry the snapshot and the SVG fallback."""
+"""The notebooks run top to bottom, fast, and their tape outputs carry the snapshot and the SVG fallback.
+
+Each run is stored (workbench.testing.notebooks) for the documentation build, tests/test_site.py, which
+renders the stored copies instead of running the notebooks a second time.
+"""
 import json
 import pathlib
-import time
 
 import pytest
 
@@ -26,14 +29,11 @@ def test_committed_without_outputs(path):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NB_DIR)}})
-    t = time.perf_counter()
-    client.execute()
-    elapsed = time.perf_counter() - t
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    from workbench.testing import notebooks
+
+    nb, elapsed = notebooks.execute(path)
     bundles = [o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     tapes = [b for b in bundles if TAPE in b]
     for b in tapes:

@@ -26,6 +26,8 @@ NOT_RUN = {
     "make bench-gpu": "needs an NVIDIA GPU",
     "make gpu-check": "needs an NVIDIA GPU and a GPU image",
     'pip install -e ".[cuda]"': "installs CuPy for a GPU",
+    "pip install tensorboard": "an optional dependency; make test installs it with [dev] and tests the writer",
+    "pip install onnx": "an optional dependency; make test installs it with [dev] and tests the export",
 }
 RUN_BY = {  # command -> the test that runs it
     "make lab": "tests/browser/test_make_lab.py",
@@ -34,6 +36,9 @@ RUN_BY = {  # command -> the test that runs it
     "make lab NO_BROWSER=1": "tests/browser/test_make_lab.py",
     "make bench": "test_make_bench_runs",
     "pip install -e .": "test_pip_install_editable",
+    "make docs": "tests/test_site.py (the same sphinx command, into a temporary folder)",
+    "make wheel": "tests/browser/test_wheel_install.py",
+    "pip install dist/workbench-0.1.0-py3-none-any.whl": "tests/browser/test_wheel_install.py (the wheel make wheel built)",
 }
 
 

@@ -84,7 +84,15 @@ def test_files_pytorch_wrote_load_with_views_bfloat16_parameters_and_optimizer_s
 def test_pytorch_files_load_without_pytorch_and_run_no_code(tmp_path):
     z, *_ = _fixture(tmp_path)
     legacy, *_ = _fixture(tmp_path, legacy=True)
-    torch.save(torch.nn.Linear(2, 2), tmp_path / "module.pt")  # a whole torch module: never built
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(8, 3), torch.nn.TransformerEncoderLayer(3, 1, 4, dropout=0.0,
+                                                                                      activation="gelu"))
+    net.eval()
+    x = torch.randn(2, 1, 4, 4)
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "y.npy", net(x).detach().numpy())
+    torch.save(net, tmp_path / "module.pt")  # a whole torch module: workbench's counterpart on weights_only=False
     script = textwrap.dedent(f"""
         import sys
         sys.modules["torch"] = None  # `import torch` raises ImportError from here on
@@ -98,9 +106,14 @@ def test_pytorch_files_load_without_pytorch_and_run_no_code(tmp_path):
         try:
             wb.load({str(tmp_path / "module.pt")!r})
         except Exception as e:
-            assert "torch.nn.modules.linear.Linear was not an allowed global" in str(e), e
+            assert "torch.nn.modules.container.Sequential was not an allowed global" in str(e), e
         else:
             raise AssertionError("a pickled torch module loaded with weights_only=True")
+        import numpy as np
+        net = wb.load({str(tmp_path / "module.pt")!r}, weights_only=False)
+        assert type(net) is wb.nn.Sequential and type(net[5]) is wb.nn.TransformerEncoderLayer
+        y = net(wb.from_numpy(np.load({str(tmp_path / "x.npy")!r})))
+        assert np.allclose(y.detach().numpy(), np.load({str(tmp_path / "y.npy")!r}), atol=1e-5)
         assert "torch" not in sys.modules or sys.modules["torch"] is None
         print("ok")
     """)
@@ -304,3 +317,40 @@ def test_device_tensors_in_pytorch_format(tmp_path, fake_cuda):
     back = wb.load(p)
     assert back["view"].device.type == "cuda" and back["h"].device.type == "cpu"
     assert wb.load(p, map_location="cpu")["view"].tolist() == [2.0, 3.0]
+
+
+def test_whole_pytorch_modules_allowlisted_by_their_workbench_classes(tmp_path):
+    p = tmp_path / "lin.pt"
+    torch.save(torch.nn.Linear(3, 2), p)
+    with pytest.raises(pickle.UnpicklingError, match="torch.nn.modules.linear.Linear was not an allowed global"):
+        wb.load(p)
+    with wb.serialization.safe_globals([nn.Linear]):  # what `import workbench as torch` code names
+        lin = wb.load(p)
+    assert type(lin) is nn.Linear and lin(wb.ones(1, 3)).shape == (1, 2)
+    torch.save({"opt": torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1)}, p)
+    with pytest.raises(pickle.UnpicklingError, match="torch.optim.sgd.SGD, a PyTorch object workbench has no"):
+        wb.load(p, weights_only=False)
+
+
+def test_serialization_config(tmp_path, monkeypatch):
+    import mmap
+
+    cfg = wb.utils.serialization.config
+    assert (cfg.load.mmap, cfg.save.storage_alignment) == (torch.utils.serialization.config.load.mmap,
+                                                           torch.utils.serialization.config.save.storage_alignment)
+    p = tmp_path / "t.pt"
+    monkeypatch.setattr(cfg.save, "storage_alignment", 4096)
+    wb.save({"x": wb.arange(3.0)}, p, _use_new_zipfile_serialization=True)
+    with zipfile.ZipFile(p) as zf:
+        assert zf.read("archive/.storage_alignment") == b"4096"
+        info = zf.getinfo("archive/data/0")
+    name_len, extra_len = struct.unpack_from("<HH", p.read_bytes(), info.header_offset + 26)
+    assert (info.header_offset + 30 + name_len + extra_len) % 4096 == 0
+    assert torch.load(p)["x"].tolist() == [0.0, 1.0, 2.0]
+    monkeypatch.setattr(cfg.load, "mmap", True)
+    monkeypatch.setattr(cfg.load, "mmap_flags", mmap.MAP_SHARED)
+    back = wb.load(p)  # mmap=None follows config.load.mmap; MAP_SHARED writes reach the file
+    back["x"][0] = 7.0
+    del back
+    monkeypatch.setattr(cfg.load, "mmap_flags", mmap.MAP_PRIVATE)
+    assert wb.load(p)["x"].tolist() == [7.0, 1.0, 2.0]  # (mapped: the zip's CRC is the old bytes' now)

@@ -7,6 +7,7 @@
 tensor([2., 4.])
 """
 import importlib
+import math as _math
 import warnings as _warnings
 
 from . import _backend
@@ -27,15 +28,32 @@ from .tensor import Size, Tensor
 from . import ops as _ops  # binds Tensor's operators and methods
 from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
                        linspace, logspace, ones, ones_like, tensor, zeros, zeros_like)
-from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
-                     multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm, seed,
+from .random import (Generator, bernoulli, binomial, default_generator, get_rng_state, initial_seed, manual_seed,
+                     multinomial, normal, poisson, rand, rand_like, randint, randint_like, randn, randn_like, randperm, seed,
                      set_rng_state)
 from .ops import *  # noqa: F401,F403 - every op family's public functions
-from . import autograd, cuda
+from . import autograd, cuda, cpu
+from .amp.autocast_mode import (autocast, autocast_decrement_nesting, autocast_increment_nesting,
+                                clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+                                is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype,
+                                set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled,
+                                set_autocast_gpu_dtype)
+from .amp.grad_scaler import GradScaler
+# the long tail real programs use (issue 14): legacy constructors, layouts, limits, process switches
+from .creation import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
+                       IntTensor, LongTensor, ShortTensor)
+from ._layouts import (channels_last, channels_last_3d, contiguous_format, layout, legacy_contiguous_format,
+                       memory_format, preserve_format, strided)
+from ._typeinfo import finfo, iinfo
+from ._switches import *  # noqa: F401,F403 - determinism, matmul precision, threads, warn_always
+from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from .autograd.anomaly import set_detect_anomaly as set_anomaly_enabled
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
 cfloat, cdouble = complex64, complex128
+pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 __version__ = "0.1.0"
 
 
@@ -66,10 +84,31 @@ def is_complex(input):
 def numel(input):
     return input.numel()
 
+
+def typename(obj, /):
+    """The type of ``obj`` as a string: a tensor's legacy type name (``x.type()``), else module.qualname
+    (builtins bare).  >>> wb.typename(wb.nn.Linear(1, 1))  ->  'workbench.nn.modules.linear.Linear'"""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = obj if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__") else type(obj)
+    module, qualname = getattr(cls, "__module__", "") or "", getattr(cls, "__qualname__", type(cls).__name__)
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """A 0-d tensor holding the number ``s``, in the default float dtype unless ``dtype`` says otherwise.
+
+    >>> import workbench as wb
+    >>> wb.scalar_tensor(3), wb.scalar_tensor(2, dtype=wb.int64)
+    (tensor(3.), tensor(2))
+    """
+    return full((), s, dtype=dtype or get_default_dtype(), device=device)
+
 # Subpackages load on first use, so `import workbench` stays fast (and never imports cupy).
 _SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "distributed", "special", "fft", "testing",
-               "library", "jit", "backends", "compiler", "onnx"}
-_LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg", "compile": "compiler"}
+               "library", "jit", "backends", "compiler", "onnx", "serialization", "distributions", "signal",
+               "profiler", "futures"}
+_LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg", "compile": "compiler", "vmap": "func"}
 
 
 def __getattr__(name):

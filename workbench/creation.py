@@ -1,13 +1,24 @@
 """Making tensors: from data (tensor, as_tensor, from_numpy) and by shape (zeros, arange, eye...)."""
+import collections.abc
 import math
 import warnings
 
 from . import _backend
 from ._backend import dtypes as _dt
-from ._core import Tensor, _INFERENCE_BOX
+from ._core import _INFERENCE_BOX, Tensor
 from .autograd.grad_mode import STATE
+from ._outargs import writes_out
 
 np = _backend.numpy
+
+
+def _sizes_or_keyword(sizes, keyword, op, name="size"):
+    """The sizes of ``f(*sizes)`` or of its keyword form ``f(size=(2, 3))`` (PyTorch's parser takes both)."""
+    if keyword is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{op}() got its {name} both positionally and as {name}=")
+    return (keyword,)
 
 
 def _size_args(size, op):
@@ -39,16 +50,21 @@ def _dev(device):
     return _backend.resolve_device(device) if device is not None else _backend.CPU
 
 
+def _is_sequence(x):
+    # deque, range, array.array...: PyTorch takes any sequence (not text) as it takes lists
+    return isinstance(x, collections.abc.Sequence) and not isinstance(x, (str, bytes, Tensor))
+
+
 def _infer_dtype(data):
     """PyTorch's dtype for Python data: bool, int64, the default float, or complex."""
-    if isinstance(data, (list, tuple)) and len(data) == 0:
+    if (isinstance(data, (list, tuple)) or _is_sequence(data)) and len(data) == 0:
         return _dt.get_default_dtype()
     kind = _dt._BOOL
     stack = [data]
     found_np = None
     while stack:
         x = stack.pop()
-        if isinstance(x, (list, tuple)):
+        if isinstance(x, (list, tuple)) or _is_sequence(x):
             stack.extend(x)
         elif isinstance(x, Tensor):
             if x.ndim == 0 and not isinstance(data, Tensor):
@@ -66,8 +82,11 @@ def _infer_dtype(data):
         elif hasattr(x, "__array__") or hasattr(x, "__cuda_array_interface__"):
             d = _dt.from_numpy_dtype(np.dtype(x.dtype))
             found_np = d if found_np is None else _dt.promote_types(found_np, d)
-        else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+        elif isinstance(x, str):
+            raise TypeError(f"new(): invalid data type 'str' (workbench.tensor takes numbers, not text)")
+        else:  # PyTorch's error type
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}: workbench.tensor takes numbers, "
+                               "nested sequences of numbers, arrays or tensors")
     scalar = {_dt._BOOL: _dt.bool_, _dt._INT: _dt.int64, _dt._FLOAT: _dt.get_default_dtype(),
               _dt._COMPLEX: _dt.get_default_dtype().to_complex()}[kind]
     if found_np is None:
@@ -81,7 +100,7 @@ def _host_array(data):
     """data as a NumPy array (Tensors and CuPy arrays inside lists are brought to the host)."""
     if isinstance(data, Tensor):
         return data.detach().cpu()._data
-    if isinstance(data, (list, tuple)):
+    if isinstance(data, (list, tuple)) or _is_sequence(data):
         if any(isinstance(x, Tensor) for x in data):
             return np.stack([_host_array(x) for x in data]) if data else np.asarray(data)
         try:
@@ -160,7 +179,28 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dt, device=dev)
 
 
-asarray = as_tensor
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
+    """``obj`` as a tensor: shared with it where possible (copy=None), always a copy (copy=True), or shared
+    or a ValueError (copy=False); ``requires_grad`` makes the result a leaf that requires grad.
+
+    >>> import numpy as np, workbench as wb
+    >>> a = np.zeros(2, dtype=np.float32)
+    >>> wb.asarray(a, copy=True).requires_grad_(), wb.asarray([1, 2], dtype=wb.float32, requires_grad=True)
+    (tensor([0., 0.], requires_grad=True), tensor([1., 2.], requires_grad=True))
+    """
+    if copy:
+        t = obj.detach().clone() if isinstance(obj, Tensor) else tensor(obj)
+        t = t.to(dtype=_dt.to_dtype(dtype) if dtype is not None else None, device=device) if (dtype or device) else t
+    else:
+        t = as_tensor(obj, dtype=dtype, device=device)
+        shares = t is obj or t._data is obj or isinstance(obj, np.ndarray) and np.shares_memory(t._data, obj)
+        if copy is False and not shares:
+            raise ValueError(f"asarray(copy=False): can't alias {type(obj).__name__} of dtype "
+                             f"{getattr(obj, 'dtype', 'unknown')} as a tensor of dtype {t.dtype} on {t.device}: a copy is "
+                             "needed (pass copy=None or copy=True)")
+    if requires_grad:
+        t = t.detach().requires_grad_(True) if t is obj else t.requires_grad_(True)
+    return t
 
 
 def from_numpy(ndarray):
@@ -220,6 +260,7 @@ empty = _factory("empty", "empty")
 empty.__doc__ = "An uninitialised tensor.  >>> wb.empty(2, 3).shape  ->  workbench.Size([2, 3])"
 
 
+@writes_out
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor filled with fill_value; its dtype follows the value (bool, int64 or the default float).
 
@@ -258,15 +299,21 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
                 requires_grad=requires_grad)
 
 
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+@writes_out
+def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     """Values from start to end (exclusive) by step; int64 unless any argument is a float.
 
     >>> import workbench as wb
     >>> wb.arange(3), wb.arange(0, 1, 0.5)
     (tensor([0, 1, 2]), tensor([0.0000, 0.5000]))
     """
+    if start is None and end is None:
+        raise TypeError("arange() missing its end: call arange(end), arange(start, end) or arange(start, end, step)")
     if end is None:
         start, end = 0, start
+    elif start is None:  # arange(end=5)
+        start = 0
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
     if step == 0:
@@ -291,7 +338,9 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     return _finish(arr, requires_grad)
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+@writes_out
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
     """steps evenly spaced values from start to end inclusive.
 
     >>> import workbench as wb
@@ -308,7 +357,9 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _finish(arr, requires_grad)
 
 
-def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+@writes_out
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
     """base ** linspace(start, end, steps).  >>> wb.logspace(0, 2, 3)  ->  tensor([  1.,  10., 100.])"""
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     dev = _dev(device)
@@ -318,7 +369,8 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     return _finish(arr, requires_grad)
 
 
-def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+@writes_out
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """The identity matrix (n x m).  >>> wb.eye(2)  ->  tensor([[1., 0.], [0., 1.]])"""
     dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     dev = _dev(device)
@@ -328,18 +380,45 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     return _finish(arr, requires_grad)
 
 
-def _legacy_construct(args, device):
+def _legacy_construct(args, device, dtype=None):
+    dt = dtype or _dt.get_default_dtype()
     if len(args) == 1 and not isinstance(args[0], int):
-        return tensor(args[0], dtype=_dt.get_default_dtype(), device=device)
-    return empty(*args, device=device)
+        return tensor(args[0], dtype=dt, device=device)
+    return empty(*args, dtype=dt, device=device)
+
+
+class _LegacyTensorType(type):
+    # torch.FloatTensor(2, 3), torch.LongTensor([1, 2]), isinstance(t, torch.FloatTensor): old code's habits
+    def __call__(cls, *args, device=None):
+        return _legacy_construct(args, device, cls.dtype)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+
+
+def _legacy_type(name, dtype):
+    doc = (f"The legacy constructor of CPU {dtype} tensors: ``{name}(*sizes)`` (uninitialised) or ``{name}(data)``."
+           f"\n\n>>> import workbench as wb\n>>> isinstance(wb.{name}([1]), wb.{name})\nTrue\n")
+    return _LegacyTensorType(name, (), {"dtype": dtype, "__doc__": doc, "__module__": "workbench"})
+
+
+FloatTensor, DoubleTensor, HalfTensor = (_legacy_type(n, d) for n, d in (
+    ("FloatTensor", _dt.float32), ("DoubleTensor", _dt.float64), ("HalfTensor", _dt.float16)))
+BFloat16Tensor, ByteTensor, CharTensor = (_legacy_type(n, d) for n, d in (
+    ("BFloat16Tensor", _dt.bfloat16), ("ByteTensor", _dt.uint8), ("CharTensor", _dt.int8)))
+ShortTensor, IntTensor, LongTensor, BoolTensor = (_legacy_type(n, d) for n, d in (
+    ("ShortTensor", _dt.int16), ("IntTensor", _dt.int32), ("LongTensor", _dt.int64), ("BoolTensor", _dt.bool_)))
+LEGACY_TYPES = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+                "ShortTensor", "IntTensor", "LongTensor", "BoolTensor"]
 
 
 
 
 # --- Tensor.new_*: same dtype and device as self unless given ---------------------------------------
 def _new(fn):
-    def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-        return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    def method(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        sizes = _sizes_or_keyword(sizes, size, "new_" + fn.__name__)
+        return fn(*sizes, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
     method.__name__ = "new_" + fn.__name__
     method.__doc__ = f"{fn.__name__} with self's dtype and device.  >>> wb.ones(2).new_{fn.__name__}(3).shape"
@@ -357,6 +436,13 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, lay
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
 
+def _new_legacy(self, *args, device=None):
+    """The legacy ``x.new(*sizes)`` / ``x.new(data)``: self's dtype and device.  >>> wb.ones(2).new([1, 2])"""
+    if not args:
+        return empty(0, dtype=self.dtype, device=device or self.device)
+    return _legacy_construct(args, device or self.device, self.dtype)
+
+
 def _legacy_init(self, *args, device=None):
     # the legacy constructor: Tensor(data) or Tensor(*sizes) makes a default-dtype tensor
     Tensor._init_from(self, _legacy_construct(args, device)._data)
@@ -364,4 +450,4 @@ def _legacy_init(self, *args, device=None):
 
 # attached to Tensor by the registry in workbench/tensor.py
 METHODS = {"__init__": _legacy_init, "new_zeros": _new(zeros), "new_ones": _new(ones), "new_empty": _new(empty),
-           "new_full": _new_full, "new_tensor": _new_tensor}
+           "new_full": _new_full, "new_tensor": _new_tensor, "new": _new_legacy}

@@ -1,6 +1,10 @@
 """``workbench.cuda``: CUDA devices through CuPy (imported only when first needed), and elementwise kernels."""
+import sys as _sys
+
 from . import _backend
 from .random import default_generator
+from ._backend.dtypes import float16 as _float16
+from .amp._device_aliases import _module as _amp_module
 from .tensor import Tensor
 
 
@@ -139,6 +143,9 @@ def current_stream(device=None):
 
 # --- elementwise kernels --------------------------------------------------------------------------------
 _ELEMENTWISE = {}
+# CuPy's dtype names of ElementwiseKernel parameters -> the C types of the kernel cuda_source writes
+C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long", "bool": "bool",
+           "float16": "__half", "uint8": "unsigned char", "int8": "signed char"}
 
 
 def _param_names(params):
@@ -163,15 +170,15 @@ class ElementwiseKernel:
 
     def cuda_source(self, **types):
         """A standalone CUDA C kernel with this body, type placeholders bound by ``types`` (``T="float"``): what
-        CI compiles with nvcc to check the body where no GPU (and so no CuPy) is present."""
+        CI compiles with nvcc to check the body where no GPU (and so no CuPy) is present, and what the fake cupy's
+        CPU emulator runs. A placeholder may be bound to a C type or to a dtype name (``T="float32"``)."""
         params, loads = [], []
-        ctypes_ = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long", "bool": "bool",
-                   "float16": "__half", "uint8": "unsigned char", "int8": "signed char"}
+        types = {k: C_TYPES.get(v, v) for k, v in types.items()}
         for kind, text in (("in", self.in_params), ("out", self.out_params)):
             for p in (q.split() for q in text.split(",") if q.strip()):
                 raw = p[0] == "raw"
                 t, n = (p[1], p[2]) if raw else (p[0], p[1])
-                ct = types.get(t) or ctypes_.get(t)
+                ct = types.get(t) or C_TYPES.get(t)
                 if ct is None:
                     raise ValueError(f"cuda_source: bind the type placeholder {t!r}, e.g. cuda_source({t}='float')")
                 const = "const " if kind == "in" else ""
@@ -189,10 +196,6 @@ class ElementwiseKernel:
 
     def __call__(self, *args, size=None):
         cp = _cp()
-        if getattr(cp, "__fake__", False):
-            raise RuntimeError(f"{self.name} is a CUDA kernel, and the fake cupy (CPU-only tests) cannot run CUDA "
-                               "code. Register it as a custom op's 'cuda' kernel next to a CPU reference "
-                               "(workbench.library.custom_op): the reference stands in for it there")
         arrays, written, devs = [], [], set()
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
@@ -216,7 +219,8 @@ class ElementwiseKernel:
         passed = {id(a._data): a for a in args if isinstance(a, Tensor)}
 
         def wrap(o):
-            return passed.get(id(o)) or Tensor._make(o)
+            t = passed.get(id(o))
+            return Tensor._make(o) if t is None else t
 
         return tuple(wrap(o) for o in out) if isinstance(out, tuple) else wrap(out)
 
@@ -237,3 +241,8 @@ def elementwise(in_params, out_params, body, name, **kwargs):
     if k is None:
         k = _ELEMENTWISE[key] = ElementwiseKernel(in_params, out_params, body, name, **kwargs)
     return k
+
+
+# torch.cuda.amp (autocast, GradScaler), importable as a submodule as in PyTorch
+amp = _amp_module("cuda", _float16, __name__ + ".amp")
+_sys.modules[amp.__name__] = amp

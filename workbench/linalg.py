@@ -25,3 +25,8 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
            "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
            "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals",
            "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
+
+# NumPy's spellings (axis=, keepdims=), as PyTorch's argument parser takes them: see ops/_numpy_names.py
+from .ops._numpy_names import numpy_names as _numpy_names  # noqa: E402
+
+globals().update({_n: _numpy_names(globals()[_n]) for _n in __all__})

@@ -11,6 +11,8 @@ from ._backend import dtypes as _dt
 from ._core import Tensor
 from .autograd.grad_mode import no_grad
 from .creation import _size_args
+from .creation import _sizes_or_keyword
+from ._outargs import _out
 
 np = _backend.numpy
 
@@ -106,26 +108,30 @@ def _done(arr, dt, requires_grad):
     return t
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def _uniform(rs, dev, shape):
+    with _backend.on_device(dev):
+        return rs.random(shape) if dev.type == "cpu" else rs.random_sample(shape)
+
+
+def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
     """Uniform samples in [0, 1).  >>> wb.rand(2, 3).shape  ->  workbench.Size([2, 3])"""
-    shape, dt, dev, rs = _setup(size, dtype, device, generator)
-    with _backend.on_device(dev):
-        arr = rs.random(shape) if dev.type == "cpu" else rs.random_sample(shape)
-    return _done(arr, dt, requires_grad)
+    shape, dt, dev, rs = _setup(_sizes_or_keyword(sizes, size, "rand"), dtype, device, generator)
+    arr = _uniform(rs, dev, shape)
+    return _out(_done(arr, dt, requires_grad), out)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
     """Standard normal samples.  >>> wb.randn(4).shape  ->  workbench.Size([4])"""
-    shape, dt, dev, rs = _setup(size, dtype, device, generator)
+    shape, dt, dev, rs = _setup(_sizes_or_keyword(sizes, size, "randn"), dtype, device, generator)
     with _backend.on_device(dev):
         arr = rs.standard_normal(shape) if dev.type == "cpu" else rs.standard_normal(shape)
     if dt.is_complex:
         with _backend.on_device(dev):
             im = rs.standard_normal(shape)
         arr = (arr + 1j * im) / np.sqrt(2)
-    return _done(arr, dt, requires_grad)
+    return _out(_done(arr, dt, requires_grad), out)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -142,7 +148,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     shape, dt, dev, rs = _setup((tuple(size),), dtype, device, generator, _dt.int64)
     with _backend.on_device(dev):
         arr = rs.integers(low, high, shape) if dev.type == "cpu" else rs.randint(low, high, shape)
-    return _done(arr, dt, requires_grad)
+    return _out(_done(arr, dt, requires_grad), out)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -151,7 +157,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     shape, dt, dev, rs = _setup((), dtype, device, generator, _dt.int64)
     with _backend.on_device(dev):
         arr = rs.permutation(n)
-    return _done(arr, dt, requires_grad)
+    return _out(_done(arr, dt, requires_grad), out)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
@@ -187,7 +193,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
             raise RuntimeError("normal expects all elements of std >= 0.0")
         with _backend.on_device(like.device):
             arr = m + s * rs.standard_normal(shape)
-        return _done(arr, like.dtype, requires_grad)
+        return _out(_done(arr, like.dtype, requires_grad), out)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     t = randn(*(size or ()), generator=generator, dtype=dtype, device=device)
@@ -195,17 +201,31 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     t._data = t._data.astype((_dt.to_dtype(dtype) if dtype else _dt.get_default_dtype()).np, copy=False)
     if requires_grad:
         t.requires_grad_(True)
-    return t
+    return _out(t, out)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
-    """0/1 samples with probabilities ``input`` (or a fixed p).  >>> wb.bernoulli(wb.full((3,), 1.0))"""
-    probs = input._data if p is None else p
-    g = generator or default_generator
-    rs = g._stream(input.device)
-    with _backend.on_device(input.device):
-        u = rs.random(input.shape) if input.device.type == "cpu" else rs.random_sample(tuple(input.shape))
-    return Tensor._make((u < probs).astype(input._data.dtype))
+    """0/1 samples with probabilities ``input`` (or a fixed p), in input's floating dtype.
+
+    >>> import workbench as wb
+    >>> wb.bernoulli(wb.tensor([0.0, 1.0, 1.0]))
+    tensor([0., 1., 1.])
+    """
+    if not input.dtype.is_floating_point and p is None:
+        raise NotImplementedError(f"bernoulli: the probabilities must be a floating tensor, got {input.dtype}; "
+                                  "convert them first, e.g. probs.float()")
+    probs = input._data if p is None else (p._data if isinstance(p, Tensor) else p)
+    xp = _backend.xp_of(input._data)
+    if not bool(((xp.asarray(probs) >= 0) & (xp.asarray(probs) <= 1)).all()):
+        raise RuntimeError("bernoulli: expected every probability p to satisfy 0 <= p <= 1; clamp them first "
+                           "(probs.clamp(0, 1)) or pass probabilities, not logits (torch.sigmoid(logits))")
+    u = _uniform(_stream_for(input, generator), input.device, tuple(input.shape))
+    return _out(Tensor._make((u < probs).astype(input._data.dtype)), out)
+
+
+def _bernoulli_method(self, p=None, *, generator=None):
+    """A 0/1 sample with probability self (or p) per element.  >>> wb.full((2,), 1.0).bernoulli()  ->  tensor([1., 1.])"""
+    return bernoulli(self, p, generator=generator)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
@@ -239,7 +259,45 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     res = np.stack(out_rows).astype(np.int64)
     if input.ndim == 1:
         res = res[0]
-    return Tensor._make(res).to(input.device)
+    return _out(Tensor._make(res).to(input.device), out)
+
+
+def _multinomial_method(self, num_samples, replacement=False, *, generator=None):
+    """Category indices sampled from self's rows.  >>> wb.tensor([0., 1.]).multinomial(1)  ->  tensor([1])"""
+    return multinomial(self, num_samples, replacement, generator=generator)
+
+
+def poisson(input, generator=None):
+    """Samples of Poisson(rate) per element of ``input`` (the rates), in input's dtype.
+
+    >>> import workbench as wb
+    >>> wb.poisson(wb.tensor([0.0, 0.0]))
+    tensor([0., 0.])
+    """
+    xp = _backend.xp_of(input._data)
+    if not bool((input._data >= 0).all()):
+        raise RuntimeError("poisson: invalid Poisson rate, expected every rate to be non-negative")
+    rs = _stream_for(input, generator)
+    with _backend.on_device(input.device):
+        arr = rs.poisson(xp.asarray(input._data, dtype=xp.float64))
+    return Tensor._make(arr.astype(input._data.dtype))
+
+
+def binomial(count, prob, generator=None):
+    """Samples of Binomial(count, prob) per element (float tensors of the same shape).
+
+    >>> import workbench as wb
+    >>> wb.binomial(wb.tensor([5.0, 5.0]), wb.tensor([0.0, 1.0]))
+    tensor([0., 5.])
+    """
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: {t.dtype}; "
+                             f"convert it first, e.g. {name}.float()")
+    rs = _stream_for(count, generator)
+    with _backend.on_device(count.device):
+        arr = rs.binomial(count._data.astype("int64"), prob._data.astype("float64"))
+    return Tensor._make(arr.astype(count._data.dtype))
 
 
 # --- in-place sampling methods (nn.init and users' init code call these) ----------------------------
@@ -265,8 +323,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with samples of U[a, b), in place.  >>> wb.empty(3).uniform_(-1, 1).shape"""
     rs = _stream_for(self, generator)
-    with _backend.on_device(self.device):
-        u = rs.random(tuple(self.shape)) if self.device.type == "cpu" else rs.random_sample(tuple(self.shape))
+    u = _uniform(rs, self.device, tuple(self.shape))
     return _fill_from(self, u * (b - a) + a, "uniform_")
 
 
@@ -274,8 +331,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples with probability p (a number or a tensor), in place."""
     rs = _stream_for(self, generator)
     probs = p._data if isinstance(p, Tensor) else p
-    with _backend.on_device(self.device):
-        u = rs.random(tuple(self.shape)) if self.device.type == "cpu" else rs.random_sample(tuple(self.shape))
+    u = _uniform(rs, self.device, tuple(self.shape))
     return _fill_from(self, u < probs, "bernoulli_")
 
 
@@ -285,6 +341,54 @@ def exponential_(self, lambd=1.0, *, generator=None):
     with _backend.on_device(self.device):
         arr = rs.standard_exponential(tuple(self.shape)) / lambd
     return _fill_from(self, arr, "exponential_")
+
+
+def _floating_only(self, opname, what):
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(f"{opname}: {what} is a continuous distribution; the tensor must be floating point, "
+                           f"got {self.dtype} (make it with dtype=torch.float32)")
+
+
+def geometric_(self, p, *, generator=None):
+    """Fill with the number of Bernoulli(p) trials up to the first success (1, 2, ...), in place.
+
+    >>> import workbench as wb
+    >>> wb.empty(3).geometric_(1.0)
+    tensor([1., 1., 1.])
+    """
+    if not 0 < p <= 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1], but got p={p}")
+    rs = _stream_for(self, generator)
+    with _backend.on_device(self.device):
+        arr = rs.geometric(p, tuple(self.shape))
+    return _fill_from(self, arr, "geometric_")
+
+
+def log_normal_(self, mean=1, std=2, *, generator=None):
+    """Fill with exp(N(mean, std**2)) samples (mean and std of the underlying normal), in place.
+
+    >>> import workbench as wb
+    >>> bool((wb.empty(4).log_normal_(0.0, 0.5) > 0).all())
+    True
+    """
+    _floating_only(self, "log_normal_", "the log-normal")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    rs = _stream_for(self, generator)
+    with _backend.on_device(self.device):
+        arr = rs.lognormal(mean, std, tuple(self.shape))
+    return _fill_from(self, arr, "log_normal_")
+
+
+def cauchy_(self, median=0, sigma=1, *, generator=None):
+    """Fill with Cauchy(median, sigma) samples, in place.  >>> wb.empty(3).cauchy_(0.0, 1.0).shape  ->  workbench.Size([3])"""
+    _floating_only(self, "cauchy_", "the Cauchy")
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    rs = _stream_for(self, generator)
+    with _backend.on_device(self.device):
+        arr = median + sigma * rs.standard_cauchy(tuple(self.shape))
+    return _fill_from(self, arr, "cauchy_")
 
 
 def random_(self, from_=0, to=None, *, generator=None):
@@ -299,4 +403,6 @@ def random_(self, from_=0, to=None, *, generator=None):
 
 
 # attached to Tensor by the registry in workbench/tensor.py
-METHODS = {fn.__name__: fn for fn in (normal_, uniform_, bernoulli_, exponential_, random_)}
+METHODS = {fn.__name__: fn for fn in (normal_, uniform_, bernoulli_, exponential_, random_, geometric_, log_normal_,
+                                      cauchy_)}
+METHODS.update(bernoulli=_bernoulli_method, multinomial=_multinomial_method)

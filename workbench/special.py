@@ -48,3 +48,8 @@ __all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "cheby
            "polygamma", "psi", "round", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
            "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
            "shifted_chebyshev_polynomial_w", "sinc", "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
+
+# NumPy's spellings (axis=, keepdims=), as PyTorch's argument parser takes them: see ops/_numpy_names.py
+from .ops._numpy_names import numpy_names as _numpy_names  # noqa: E402
+
+globals().update({_n: _numpy_names(globals()[_n]) for _n in __all__})

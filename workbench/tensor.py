@@ -5,7 +5,7 @@ below (autograd state, interop, in-place machinery), each op family's tables (``
 see ``workbench/ops/__init__.py``), creation (``new_*``, the legacy constructor), random (``normal_``...)
 and multiprocessing (pickling, ``share_memory_``). A name registered twice is an error, so the whole
 surface is listed in one place; ``workbench/tensor.pyi`` is generated from it
-(``python tools/gen_tensor_pyi.py``) for editors and type checkers.
+(``make pyi``, which runs ``python -m workbench.testing.tensor_stub``) for editors and type checkers.
 """
 import sys
 import weakref
@@ -328,7 +328,7 @@ def _register(provider, methods, inplace=()):
             raise RuntimeError(f"Tensor.{name} is registered by both {REGISTRY[name]} and {provider.__name__}: "
                                "one op family must own it")
         REGISTRY[name] = provider.__name__
-        setattr(Tensor, name, fn)
+        setattr(Tensor, name, _ops.numpy_names(fn))  # x.sum(1, keepdims=True), as PyTorch's parser takes it
 
 
 def _own_methods(cls):

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { TapeModel, moduleId } from "../src/core/graph-model";
 import { fixture } from "./fixtures";
 import { syntheticTape } from "./synthetic";
+import type { Snapshot } from "../src/core/types";
 
 describe("TapeModel: collapsing and expanding", () => {
   const model = new TapeModel(fixture("mlp"));
@@ -58,5 +59,43 @@ describe("TapeModel: search", () => {
     expect(model.search("encoder.1").map((n) => n.id)).toEqual(["relu"]);
     expect(model.search("mse").map((n) => n.id)).toEqual(["sub", "pow", "loss"]);
     expect(model.search("  ")).toEqual([]);
+  });
+});
+
+describe("graph model: calls and series", () => {
+  // An RNN-like tape: module "rnn" called once, its part "layer0" once, "layer0.step" three times;
+  // a parameter of "rnn" shared by every step; a loop calling "cell" twice at top level.
+  const node = (id: string, scope: string, calls: (number | null)[] | undefined, kind = "op") => ({
+    id, kind, op: "mul", name: "MulBackward0", scope, calls, group: null, site: null, shape: [2], dtype: "float32", device: "cpu",
+    param: kind === "param" ? `${scope}.w` : null, saved: [], value: null, grad: null, cut: null,
+  });
+  const snap = {
+    format: "workbench.tape", version: 1, title: "t", roots: ["o"], trace: null,
+    modules: [{ path: "rnn", type: "GRU", parent: null }, { path: "cell", type: "Cell", parent: null }],
+    nodes: [
+      node("w", "rnn", undefined, "param"),
+      node("a", "rnn.layer0.step", [0, 1, 2]), node("b", "rnn.layer0.step", [0, 1, 3]), node("c", "rnn.layer0.step", [0, 1, 4]),
+      node("d", "cell", [5]), node("e", "cell", [6]), node("o", "", undefined, "output"),
+    ],
+    edges: [{ source: "a", target: "b", index: 0, shape: [2], dtype: "float32" }, { source: "b", target: "c", index: 0, shape: [2], dtype: "float32" },
+      { source: "c", target: "d", index: 0, shape: [2], dtype: "float32" }, { source: "d", target: "e", index: 0, shape: [2], dtype: "float32" },
+      { source: "e", target: "o", index: 0, shape: [2], dtype: "float32" }],
+  } as unknown as Snapshot;
+
+  it("makes each call its own group and repeated calls a series, RNN parts by layer then step", () => {
+    const m = new TapeModel(snap);
+    expect(m.ancestors("a")).toEqual(["m:rnn", "m:rnn.layer0", "s:rnn.layer0.step", "m:rnn.layer0.step|rnn.layer0.step#2"]);
+    expect(m.containers.get("s:rnn.layer0.step")!.label).toBe("step ×3");
+    expect(m.containers.get("s:rnn.layer0.step")!.type).toBe("GRU step · series of 3 calls");
+    expect(m.containers.get("m:rnn.layer0.step|rnn.layer0.step#3")!.label).toBe("step #2");
+    expect(m.ancestors("d")).toEqual(["s:cell", "m:cell|cell#5"]);
+    expect(m.containers.get("s:cell")!.label).toBe("cell ×2");
+    // The parameter is not inside any one call.
+    expect(m.ancestors("w")).toEqual(["m:rnn"]);
+    // Collapsed: one box per series; opened: one box per call.
+    const closed = m.visible(new Set(["m:rnn", "m:rnn.layer0"]));
+    expect(closed.items.map((i) => i.id)).toEqual(["w", "s:rnn.layer0.step", "s:cell", "o"]);
+    const open = m.visible(new Set(["m:rnn", "m:rnn.layer0", "s:rnn.layer0.step"]));
+    expect(open.items.filter((i) => i.type === "box").map((i) => i.id)).toHaveLength(4);
   });
 });

@@ -150,3 +150,19 @@ describe("anywidget entry", () => {
     expect(el.querySelector<HTMLElement>(".wb-banner")!.hidden).toBe(false);
   });
 });
+
+describe("live debugger errors", () => {
+  it("keeps a kernel error apart from the pause reason, and a later state clears it", () => {
+    const { model } = fakeModel({});
+    const c = new LiveController(model, [], () => "");
+    c.receive(state(0));
+    c.step();
+    c.receive({ type: "error", message: "RuntimeError: The graph being debugged was changed" });
+    expect(c.view().error).toContain("graph being debugged was changed");
+    expect(c.view().pausedReason).toBeNull();
+    expect(c.view().busy).toBe(false);
+    c.restart();
+    c.receive(state(0));
+    expect(c.view().error).toBeNull();
+  });
+});

@@ -69,9 +69,16 @@ describe("debugger controls in the viewer (replay)", () => {
     const panel = root.querySelector(".wb-panel")!;
     expect(panel.textContent).toContain("Step 1 / 7 · MulBackward0");
     expect(panel.textContent).toContain("→ input 0 (AddBackward0)");
-    // Classroom derivation is on by default and can be hidden.
-    expect(panel.querySelector(".wb-derivation")!.textContent).toContain("dL/dd = f = -2.0");
-    const box = root.querySelector<HTMLInputElement>('input[type="checkbox"]')!;
+    // Classroom mode: off unless the trace asks for it; the control shows that and toggles it live,
+    // and the derivation is the first thing under the step's title.
+    const box = root.querySelector<HTMLInputElement>("input.wb-classroom")!;
+    expect(box.checked).toBe(false);
+    expect(panel.querySelector(".wb-derivation")).toBeNull();
+    box.checked = true;
+    box.dispatchEvent(new Event("change"));
+    const der = panel.querySelector(".wb-derivation")!;
+    expect(der.textContent).toContain("dL/dd = f = -2.0");
+    expect(der.previousElementSibling!.tagName).toBe("H3");
     box.checked = false;
     box.dispatchEvent(new Event("change"));
     expect(panel.querySelector(".wb-derivation")).toBeNull();
@@ -94,7 +101,11 @@ describe("debugger controls in the viewer (replay)", () => {
     expect(item(root, "d")!.querySelector(".wb-bp")).not.toBeNull();
     key(root, "c");
     expect(root.querySelector(".wb-counter")!.textContent).toBe("3 / 7");
-    expect(root.querySelector(".wb-paused")!.textContent).toContain("breakpoint");
+    // the state in the toolbar (warning colour, no reason), the reason once, in the step panel
+    expect(root.querySelector(".wb-bar .wb-paused")!.textContent).toBe("‖ paused");
+    expect(root.querySelector(".wb-step-current .wb-paused")!.textContent).toContain("breakpoint");
+    const saying = [...root.querySelectorAll(".wb-paused, .wb-banner, [role=status], .wb-notes")].filter((e) => e.textContent!.includes("breakpoint"));
+    expect(saying.length).toBe(1);
     key(root, "b"); // focus is on d (clicked), so this removes the breakpoint
     expect(item(root, "d")!.querySelector(".wb-bp")).toBeNull();
     key(root, "n");
@@ -118,5 +129,46 @@ describe("NaN marks while stepping", () => {
     key(root, "c"); // end: w.grad is NaN
     expect(w().classList.contains("wb-health-nan")).toBe(true);
     expect(w().textContent).toContain("⚠NaN");
+  });
+});
+
+describe("notes, classroom flag and messages", () => {
+  afterEach(() => document.body.replaceChildren());
+
+  it("says a note once above the graph, in the error colour, and marks its node", async () => {
+    const snap = structuredClone(fixture("scalar"));
+    snap.notes = [{ level: "error", text: "The loss (L) is NaN in the forward pass already.", node: "d" }];
+    const { root } = await mount(snap);
+    const note = root.querySelector(".wb-notes .wb-note-error")!;
+    expect(note.getAttribute("role")).toBe("alert");
+    expect(root.textContent!.split("is NaN in the forward pass").length - 1).toBe(1);
+    expect(item(root, "d")!.classList.contains("wb-origin")).toBe(true);
+    expect(item(root, "d")!.textContent).toContain("⚑ origin");
+    note.querySelector("button")!.click();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(root.querySelector(".wb-panel h3")!.textContent).toContain(snap.nodes.find((n) => n.id === "d")!.name);
+  });
+
+  it("opens in classroom mode when the trace asks for it, and names notebook cells as IPython does", async () => {
+    const snap = structuredClone(fixture("scalar"));
+    snap.trace!.classroom = true;
+    const d = snap.nodes.find((n) => n.id === "d")!;
+    d.site = { file: "Cell In[3]", line: 10, function: "<module>" };
+    const { root, v } = await mount(snap);
+    expect(root.querySelector<HTMLInputElement>("input.wb-classroom")!.checked).toBe(true);
+    key(root, "n");
+    expect(root.querySelector(".wb-derivation")).not.toBeNull();
+    v.select("d");
+    expect(root.querySelector(".wb-panel")!.textContent).toContain("Cell In[3], line 10");
+    expect(root.querySelector(".wb-panel")!.textContent).not.toContain("Cell In[3]:10");
+  });
+
+  it("tells how to record what is not recorded", async () => {
+    const snap = structuredClone(fixture("scalar"));
+    const d = snap.nodes.find((n) => n.id === "d")!;
+    d.value = null;
+    const { root, v } = await mount(snap);
+    v.select("d");
+    expect(root.querySelector(".wb-panel .wb-missing")!.textContent).toContain("with wb.viz.record():");
   });
 });

@@ -131,3 +131,9 @@ def test_vjp_inside_grad_and_jvp_of_grad():
     hvp = WF.jvp(WF.grad(lambda t: (t ** 3).sum()), (wb.tensor(X),), (wb.tensor(M[0]),))[1]
     thvp = TF.jvp(TF.grad(lambda t: (t ** 3).sum()), (torch.tensor(X),), (torch.tensor(M[0]),))[1]
     close(hvp, thvp)
+
+
+def test_torch_vmap_is_torch_func_vmap():
+    assert torch.vmap is torch.func.vmap
+    assert wb.vmap is wb.func.vmap
+    assert wb.vmap(wb.dot)(wb.ones(3, 2), wb.ones(3, 2)).tolist() == [2.0, 2.0, 2.0]

@@ -10,18 +10,13 @@ through ``executable_path``.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from labserver import Lab, running_lab  # noqa: F401 - Lab: the type the fixture yields
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
@@ -31,26 +26,6 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/browser" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.browser)
-
-
-@dataclass
-class Lab:
-    url: str
-    root: Path
-
-    def write_notebook(self, name: str, cells: list[dict]) -> Path:
-        """Writes an .ipynb under the server root; ``cells`` are nbformat v4 cell dicts."""
-        nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-              "nbformat": 4, "nbformat_minor": 5}
-        path = self.root / name
-        path.write_text(json.dumps(nb))
-        return path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _labextension_args(tmp: Path) -> list[str]:
@@ -69,35 +44,9 @@ def _labextension_args(tmp: Path) -> list[str]:
 def lab(tmp_path_factory):
     pytest.importorskip("jupyterlab")
     tmp = tmp_path_factory.mktemp("lab")
-    root = tmp / "root"
-    root.mkdir()
-    port = _free_port()
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
-           "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
-           "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={root}",
-           f"--LabApp.workspaces_dir={tmp / 'ws'}", "--LabApp.expose_app_in_browser=True",
-           *_labextension_args(tmp)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/status", timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"jupyter lab did not start; see {tmp / 'server.log'}")
-            time.sleep(0.3)
-    yield Lab(url=url, root=root)
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with running_lab(sys.executable, tmp, env, _labextension_args(tmp)) as lab:
+        yield lab
 
 
 @pytest.fixture(scope="session")

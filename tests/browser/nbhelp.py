@@ -65,7 +65,8 @@ def reopen_without_kernel(page, lab, name):
     page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=90_000)
     page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
-    page.wait_for_function("!window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=30_000)
+    # a kernel shutdown can take tens of seconds on a loaded 2-core machine
+    page.wait_for_function("!window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=90_000)
 
 
 def stat(panel_section, title, key="norm"):

@@ -62,7 +62,8 @@ def test_live_stepping_nan_breakpoint_and_offline_replay(lab, page):
 
     nan = outs.nth(1)
     _btn(nan, "c").click()
-    paused = nan.locator(".wb-paused").first
+    paused = nan.locator(".wb-step-current .wb-paused").first
+    paused.wait_for(timeout=15_000)
     page.wait_for_function("(el) => /NaN|Inf/.test(el.textContent)", arg=paused.element_handle(), timeout=15_000)
     reason = ask_kernel(page, lab, "dbg2.paused_reason")
     assert "Inf" in reason or "NaN" in reason

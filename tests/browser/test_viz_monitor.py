@@ -72,4 +72,5 @@ def test_monitor_updates_live_and_raises_nan_alarm(lab, page):
     # (a view's monitor_sync is answered with every alarm so far, so the list may repeat them)
     nan = sorted({t for t in alarms.all_inner_texts() if "NaN" in t})
     assert len(nan) == 1 and "step 70" in nan[0] and "head.bias" in nan[0] and "models.py" in nan[0]
+    assert all("NaN" in t for t in alarms.all_inner_texts())  # the healthy steps before raised nothing
     assert page_errors(page) == []

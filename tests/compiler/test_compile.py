@@ -218,6 +218,22 @@ def test_hooks_run_eagerly_with_the_reason():
     assert "hooks" in wb.compiler.explain(cm).reasons[0]
 
 
+def test_module_forward_in_grad_mode_runs_eagerly_and_says_why():
+    # the returned graph is differentiated after the call: a forward-only replay could not serve backward
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    ref = copy.deepcopy(model)
+    cm = wb.compile(model)
+    x = _input((2, 4))
+    for _ in range(3):
+        y = cm(x)
+    y.sum().backward()
+    ref(x).sum().backward()
+    assert model[0].weight.grad.tolist() == ref[0].weight.grad.tolist()
+    e = wb.compiler.explain(cm)
+    assert e.replays == 0 and "still to be differentiated" in e.reasons[0]
+    assert "compile the whole training step" in e.reasons[0]
+
+
 def test_raw_numpy_inside_the_call_falls_back():
     def f(x):
         return wb.tensor(x.numpy() * 2) + 1  # computed outside any op: would be frozen

@@ -40,3 +40,31 @@ def test_a_parameter_without_gradient_is_reported_at_the_next_forward():
     for r in (0, 1):
         line = next(x for x in out.splitlines() if x.startswith(f"{r} RAISED"))
         assert "find_unused_parameters=True" in line and "unused.weight" in line
+
+
+def test_when_rank_0_dies_its_rendezvous_server_outlives_it_and_ends_the_others():
+    # without the launcher, so the message must come from the server through rank 1
+    import os
+    import subprocess
+    import sys
+
+    from workbench.distributed.run import free_port
+
+    from .launch import HERE, ROOT
+
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": "2",
+           "PYTHONPATH": ROOT}
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "workers", "faults.py"), "kill0"],
+                              env={**env, "RANK": str(r)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in (0, 1)]
+    start = time.monotonic()
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert time.monotonic() - start < 30
+    assert procs[0].returncode == -9 and procs[1].returncode == 75, outs
+    assert "rank 0 (pid" in outs[1][1] and "died" in outs[1][1] and "Ending rank 1" in outs[1][1], outs
+
+
+def test_monitored_barrier_names_the_rank_that_did_not_arrive():
+    rc, out = run("workers/faults.py", "monitored", timeout=60)
+    assert rc == 1, out
+    assert "Rank 1 failed to pass monitoredBarrier in 1000 ms" in out, out

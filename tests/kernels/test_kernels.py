@@ -1,5 +1,6 @@
 """The fused kernels: CUDA sources compile with nvcc; NumPy references agree with PyTorch; on a GPU the
-kernels agree with the references; on the fake cupy the dispatch runs the references."""
+kernels agree with the references; on the fake cupy the dispatch runs the references, and the CPU emulator runs
+the elementwise kernels (gelu, adam) against them."""
 import shutil
 import subprocess
 
@@ -177,3 +178,29 @@ def test_kernels_match_references_on_gpu():
     K.adam_step(np, hs, [cp.asnumpy(g) for g in gs], *hstate, **kw)
     for p, h in zip(ps, hs):
         np.testing.assert_allclose(cp.asnumpy(p), h, rtol=1e-5, atol=1e-6)
+
+
+# --- on the fake cupy's CPU emulator: the kernels whose threads are independent, against the references ---
+def test_elementwise_kernels_match_references_on_the_cpu_emulator(monkeypatch):
+    cp = fake_cupy.module()
+    monkeypatch.setattr(K, "_is_cuda", lambda xp: xp is cp)  # take the kernel path on the fake device
+    xh, gh = _rand(64, 100).astype(np.float32), _rand(64, 100, seed=1).astype(np.float32)
+    x, g = cp.asarray(xh), cp.asarray(gh)
+    for approx in ("none", "tanh"):
+        np.testing.assert_allclose(K.gelu(cp, x, approx).get(), K.gelu(np, xh, approx), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(K.gelu_backward(cp, g, x, approx).get(), K.gelu_backward(np, gh, xh, approx),
+                                   rtol=1e-5, atol=1e-6)
+    hs = [_rand(300, seed=i).astype(np.float32) for i in range(3)]
+    ps = [cp.asarray(h) for h in hs]
+    gs = [_rand(300, seed=9 + i).astype(np.float32) for i in range(3)]
+    state = [[cp.zeros(300, np.float32) for _ in ps] for _ in range(3)]
+    hstate = [[np.zeros(300, np.float32) for _ in ps] for _ in range(3)]
+    for step in (1, 2):
+        kw = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01, step=step, decoupled=True,
+                  amsgrad=True)
+        K.adam_step(cp, ps, [cp.asarray(g) for g in gs], *state, **kw)
+        K.adam_step(np, hs, gs, *hstate, **kw)
+    for p, h in zip(ps, hs):
+        np.testing.assert_allclose(p.get(), h, rtol=1e-5, atol=1e-6)
+    with pytest.raises(fake_cupy.NotEmulated, match="__shared__"):  # row reductions need a GPU
+        K.softmax(cp, x)

@@ -62,8 +62,8 @@ def test_current_exposes_tensors_and_leaf_before_after():
             names.append((before.item(), after.item()))
     assert (10.0, 8.0) in names  # the engine sums both paths into a before one accumulation
     assert a.grad.item() == 10.0 + 1.0 - 3.0 and b.grad.item() == 2.0
-    mul = next(r for r in st.records if r["derivation"] and "a * b" in r["derivation"])
-    assert "= 1 * -3 = -3" in mul["derivation"]
+    mul = next(r for r in st.records if r["derivation"] and "= a · b" in r["derivation"])
+    assert "dL/da = dL/dmul₂ · b = 1 · (−3) = −3" in mul["derivation"]
 
 
 def test_breakpoints_on_node_condition_and_nan():

@@ -95,16 +95,18 @@ def test_exploding_vanishing_and_dead_relu_alarms():
     with wb.no_grad():
         m.encoder._children["0"].bias -= 100.0  # every ReLU unit dead
     mon = wb.viz.watch(m, display=False, detail_every=1)  # dead units are counted on detail steps
-    _train(m, 2)
+    _train(m, 3)  # vanishing must hold 3 steps in a row
     mon.detach()
     kinds = {a["kind"]: a for a in mon.alarms}
     assert "dead_relu" in kinds and kinds["dead_relu"]["layer"] == "encoder.1"
     assert kinds["dead_relu"]["value"] == 1.0 and "4 of 4 units" in kinds["dead_relu"]["detail"]
     assert "vanishing" in kinds  # encoder.0 gets no gradient through dead units
-    assert mon.history["dead_relu/encoder.1"].tolist() == [4, 4]
+    assert mon.history["dead_relu/encoder.1"].tolist() == [4, 4, 4]
 
     m = MLP()
     mon = wb.viz.watch(m, display=False, explode_at=1e-6)
+    _train(m, 2)
+    assert mon.alarms == []  # two steps above the bound are not yet an explosion
     _train(m, 1)
     mon.detach()
     assert {a["kind"] for a in mon.alarms} >= {"exploding"}

@@ -101,7 +101,7 @@ def test_mlp_names_scopes_modules_and_values(validate):
     assert inputs == {"x", "y"}
     scopes = {n["scope"] for n in d["nodes"] if n["kind"] == "op"}
     assert {"encoder.0", "encoder.1", "head"} <= scopes
-    assert d["modules"] == [{"path": "encoder", "type": "Sequential", "parent": None},
+    assert [{k: m[k] for k in ("path", "type", "parent")} for m in d["modules"]] == [{"path": "encoder", "type": "Sequential", "parent": None},
                             {"path": "encoder.0", "type": "Linear", "parent": "encoder"},
                             {"path": "encoder.1", "type": "ReLU", "parent": "encoder"},
                             {"path": "head", "type": "Linear", "parent": None}]

@@ -74,9 +74,12 @@ def softmax(xp, x, log=False):
     m = x.max(axis=-1, keepdims=True) if x.size else x
     z = x - m
     if log:
-        return z - xp.log(xp.exp(z).sum(axis=-1, keepdims=True))
-    e = xp.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
+        e = xp.exp(z)
+        z -= xp.log(e.sum(axis=-1, keepdims=True))
+        return z
+    xp.exp(z, out=z)
+    z *= 1 / z.sum(axis=-1, keepdims=True)  # times the reciprocal, as PyTorch's CPU kernel (a multiply is cheaper)
+    return z
 
 
 def softmax_backward(xp, y, g, log=False):
@@ -88,8 +91,13 @@ def softmax_backward(xp, y, g, log=False):
                                                            (y, g, dx, numpy.int32(cols), numpy.int32(log)))
         return dx
     if log:
-        return g - xp.exp(y) * g.sum(axis=-1, keepdims=True)
-    return y * (g - (g * y).sum(axis=-1, keepdims=True))
+        e = xp.exp(y)
+        e *= g.sum(axis=-1, keepdims=True)
+        return xp.subtract(g, e, out=e)
+    d = g * y
+    xp.subtract(g, d.sum(axis=-1, keepdims=True), out=d)  # y (g - sum(g y)), reusing g y's memory
+    d *= y
+    return d
 
 
 # --- cross-entropy from logits and class indices ---------------------------------------------------
@@ -105,13 +113,18 @@ def cross_entropy(xp, x, target, weight=None, ignore_index=-100, label_smoothing
                                        numpy.int64(ignore_index), numpy.float32(label_smoothing)))
         return loss, lse
     m = x.max(axis=-1, keepdims=True)
-    lse = (m + xp.log(xp.exp(x - m).sum(axis=-1, keepdims=True)))[..., 0]
+    e = xp.subtract(x, m)
+    xp.exp(e, out=e)
+    lse = (m + xp.log(e.sum(axis=-1, keepdims=True)))[..., 0]
+    del e
     valid = target != ignore_index
     t = xp.where(valid, target, 0)
     picked = xp.take_along_axis(x, t[..., None], axis=-1)[..., 0]
     wt = weight[t] if weight is not None else 1.0
-    smooth = ((lse[..., None] - x) * weight).sum(axis=-1) if weight is not None else cols * lse - x.sum(axis=-1)
-    loss = (1.0 - label_smoothing) * wt * (lse - picked) + label_smoothing / cols * smooth
+    loss = (1.0 - label_smoothing) * wt * (lse - picked)
+    if label_smoothing:
+        smooth = ((lse[..., None] - x) * weight).sum(axis=-1) if weight is not None else cols * lse - x.sum(axis=-1)
+        loss = loss + label_smoothing / cols * smooth
     return xp.where(valid, loss, 0).astype(x.dtype, copy=False), lse.astype(x.dtype, copy=False)
 
 
@@ -127,14 +140,19 @@ def cross_entropy_backward(xp, x, target, lse, grow, weight=None, ignore_index=-
         return dx
     valid = target != ignore_index
     t = xp.where(valid, target, 0)
-    p = xp.exp(x - lse[..., None])
-    onehot = xp.arange(cols) == t[..., None]
-    gr = xp.where(valid, grow, 0)[..., None]
-    if weight is None:
-        d = p - (1.0 - label_smoothing) * onehot - label_smoothing / cols
-    else:
-        d = ((1.0 - label_smoothing) * weight[t][..., None] * (p - onehot)
-             + label_smoothing / cols * (weight.sum() * p - weight))
+    p = xp.subtract(x, lse[..., None])
+    xp.exp(p, out=p)
+    gr = xp.where(valid, grow, 0).astype(x.dtype, copy=False)[..., None]
+    if weight is None:  # p - (1 - ls) onehot - ls / C, in place and in x's dtype (no float64 onehot)
+        if label_smoothing:
+            p -= label_smoothing / cols
+        flat = p.reshape(-1, cols)
+        flat[xp.arange(flat.shape[0]), t.reshape(-1)] -= 1.0 - label_smoothing
+        p *= gr
+        return p
+    onehot = (xp.arange(cols) == t[..., None]).astype(x.dtype)
+    d = ((1.0 - label_smoothing) * weight[t][..., None] * (p - onehot)
+         + label_smoothing / cols * (weight.sum() * p - weight))
     return (gr * d).astype(x.dtype, copy=False)
 
 
@@ -151,6 +169,8 @@ def layer_norm(xp, x, weight, bias, eps):
             (rows,), (_block(cols),), (x, weight if weight is not None else 0, bias if bias is not None else 0, y,
                                        mean, rstd, numpy.int32(cols), numpy.float32(eps)))
         return y, mean, rstd
+    if xp is numpy and x.ndim == 2 and x.dtype.char in "fd" and rows:
+        return _layer_norm_numpy(x, weight, bias, eps)
     mean = x.mean(axis=-1)
     d = x - mean[..., None]
     rstd = 1.0 / xp.sqrt((d * d).mean(axis=-1) + eps)
@@ -178,6 +198,8 @@ def layer_norm_backward(xp, g, x, mean, rstd, weight, need_w=True, need_b=True):
                                                   (g, x, mean, rstd, dw if dw is not None else 0,
                                                    db if db is not None else 0, numpy.int32(rows), numpy.int32(cols)))
         return dx, dw, db
+    if xp is numpy and x.ndim == 2 and x.dtype.char in "fd" and g.dtype == x.dtype and rows:
+        return _layer_norm_backward_numpy(g, x, mean, rstd, weight, need_w, need_b)
     xhat = (x - mean[..., None]) * rstd[..., None]
     gw = g * weight if weight is not None else g
     a = gw.mean(axis=-1, keepdims=True)
@@ -189,8 +211,67 @@ def layer_norm_backward(xp, g, x, mean, rstd, weight, need_w=True, need_b=True):
     return dx, dw, db
 
 
+def _row_dots(a, b):
+    """sum(a * b, axis=-1) of (R, C) arrays without a temporary. (No BLAS here: OpenBLAS's threads spin after
+    each call, doubling the CPU time of the NumPy passes that follow on a 2-core machine.)"""
+    return numpy.einsum("ij,ij->i", a, b)
+
+
+def row_norm(x, eps):
+    """(xhat, mean, biased var, rstd) of each row of a C-contiguous (R, C) NumPy float array, in one
+    temporary (the centred rows, normalized in place): layer norm's and the row-wise Normalize's forward."""
+    cols = x.shape[1]
+    mean = numpy.einsum("ij->i", x)
+    mean /= cols
+    d = x - mean[:, None]
+    var = _row_dots(d, d)
+    var /= cols
+    rstd = numpy.sqrt(var + eps)
+    numpy.reciprocal(rstd, out=rstd)
+    d *= rstd[:, None]
+    return d, mean, var, rstd
+
+
+def _layer_norm_numpy(x, weight, bias, eps):
+    d, mean, _, rstd = row_norm(x, eps)
+    if weight is not None:
+        d *= weight
+    if bias is not None:
+        d += bias
+    return d, mean, rstd
+
+
+def row_norm_backward(g, x, mean, rstd):
+    """dx of row_norm's xhat from its gradient g (both (R, C)): the weightless layer norm backward."""
+    return _layer_norm_backward_numpy(g, x, mean, rstd, None, False, False)[0]
+
+
+def _layer_norm_backward_numpy(g, x, mean, rstd, weight, need_w, need_b):
+    # dx = rstd (g w - mean(g w) - xhat mean(g w xhat)), dw = sum_rows(g xhat), db = sum_rows(g), in two
+    # temporaries
+    cols = x.shape[1]
+    xhat = x - mean[:, None]
+    xhat *= rstd[:, None]
+    db = g.sum(axis=0) if need_b else None
+    dw = numpy.einsum("ij,ij->j", g, xhat) if weight is not None and need_w else None
+    gw = g * weight if weight is not None else g
+    a = numpy.einsum("ij->i", gw)
+    a /= cols
+    c = _row_dots(gw, xhat)
+    c /= cols
+    xhat *= c[:, None]
+    gw = numpy.subtract(gw, a[:, None], out=gw if weight is not None else None)
+    gw -= xhat
+    gw *= rstd[:, None]
+    return gw, dw, db
+
+
 # --- GELU -------------------------------------------------------------------------------------------
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+_INV_SQRT_2 = 1 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
 def _erf(xp, x):
@@ -222,9 +303,103 @@ def gelu(xp, x, approximate="none"):
         _module(xp, "gelu").get_function("gelu_fwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
                                                      (x, y, numpy.int64(n), numpy.int32(tanh)))
         return y
-    if tanh:
-        return (0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))).astype(x.dtype, copy=False)
-    return (0.5 * x * (1 + _erf(xp, x / math.sqrt(2.0)))).astype(x.dtype, copy=False)
+    if tanh:  # in place, a block at a time; x * x * 0.044715 (x ** 3 is NumPy's generic pow, ~50x slower)
+        return _blocked(xp, _gelu_tanh_block, x)
+    if x.dtype != numpy.float32 or _is_cuda(xp):
+        return (0.5 * x * (1 + _erf(xp, x / math.sqrt(2.0)))).astype(x.dtype, copy=False)
+    return _blocked(xp, _gelu_block, x)
+
+
+_BLOCK = 1 << 14  # elements per block: a block's temporaries stay in L2 across the ~20 passes
+
+
+def _blocked(xp, fn, *arrays):
+    """fn over the arrays (same shape) one cache-sized block at a time; small arrays in one call."""
+    x = arrays[0]
+    if x.size <= 2 * _BLOCK or xp is not numpy:
+        return fn(xp, *arrays)
+    flat = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
+    out = xp.empty(x.size, dtype=x.dtype)
+    for i in range(0, x.size, _BLOCK):
+        out[i:i + _BLOCK] = fn(xp, *[a[i:i + _BLOCK] for a in flat])
+    return out.reshape(x.shape)
+
+
+def _gelu_block(xp, x):
+    y = _phi(xp, x)[0]
+    y *= x
+    return y.astype(x.dtype, copy=False)
+
+
+def _gelu_backward_block(xp, g, x):
+    d, e = _phi(xp, x)
+    e *= x
+    e *= _INV_SQRT_2PI
+    d += e
+    d *= g
+    return d.astype(x.dtype, copy=False)
+
+
+def _phi(xp, x):
+    """(Phi(x), exp(-x^2 / 2)): the normal CDF from Abramowitz & Stegun 7.1.26 for erfc(|x| / sqrt 2)
+    (|error| < 1.5e-7, float32's precision), in place in a few whole-array passes (the polynomial of
+    ``_erf`` allocates a temporary per term; np.where alone costs more than all of this)."""
+    a = xp.abs(x)
+    a *= _INV_SQRT_2
+    t = a * 0.3275911
+    t += 1
+    xp.reciprocal(t, out=t)
+    h = t * 1.061405429
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        h += c
+        h *= t
+    a *= a
+    xp.negative(a, out=a)
+    xp.exp(a, out=a)
+    h *= a
+    h *= 0.5  # 0.5 erfc(|x| / sqrt 2); Phi(x) = 0.5 + sign(x) (0.5 - that)
+    xp.subtract(0.5, h, out=h)
+    xp.copysign(h, x, out=h)
+    h += 0.5
+    return h, a
+
+
+def _tanh_arg(x):
+    """sqrt(2/pi) * (x + 0.044715 x**3), the tanh GELU's argument, as a fresh array."""
+    u = x * x
+    u *= 0.044715
+    u += 1
+    u *= x
+    u *= _SQRT_2_OVER_PI
+    return u
+
+
+def _gelu_tanh_block(xp, x):
+    y = _tanh_arg(x)
+    xp.tanh(y, out=y)
+    y += 1
+    y *= x
+    y *= 0.5
+    return y.astype(x.dtype, copy=False)
+
+
+def _gelu_tanh_backward_block(xp, g, x):
+    # d = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2), t = tanh(arg), in place
+    t = _tanh_arg(x)
+    xp.tanh(t, out=t)
+    s = x * x
+    s *= 3 * 0.044715
+    s += 1
+    s *= 0.5 * _SQRT_2_OVER_PI
+    s *= x
+    t2 = t * t
+    xp.subtract(1, t2, out=t2)
+    s *= t2
+    t += 1
+    t *= 0.5
+    t += s
+    t *= g
+    return t.astype(x.dtype, copy=False)
 
 
 def gelu_backward(xp, g, x, approximate="none"):
@@ -235,12 +410,19 @@ def gelu_backward(xp, g, x, approximate="none"):
         _module(xp, "gelu").get_function("gelu_bwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
                                                      (g, x, dx, numpy.int64(n), numpy.int32(tanh)))
         return dx
+    if tanh and g.shape == x.shape and g.dtype == x.dtype:
+        return _blocked(xp, _gelu_tanh_backward_block, g, x)
     if tanh:
-        u = _SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)
-        t = xp.tanh(u)
-        d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
-    else:
+        return (g * _gelu_tanh_backward_block(xp, xp.ones_like(x), x)).astype(x.dtype, copy=False)
+    elif x.dtype != numpy.float32 or _is_cuda(xp):
         d = 0.5 * (1 + _erf(xp, x / math.sqrt(2.0))) + x * xp.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    elif g.shape == x.shape and g.dtype == x.dtype:  # Phi(x) + x pdf(x), sharing exp(-x^2 / 2) with the erfc
+        return _blocked(xp, _gelu_backward_block, g, x)
+    else:
+        d, e = _phi(xp, x)
+        e *= x
+        e *= _INV_SQRT_2PI
+        d += e
     return (g * d).astype(x.dtype, copy=False)
 
 

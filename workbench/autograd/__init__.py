@@ -9,6 +9,8 @@ import importlib
 
 from . import engine, graph  # noqa: F401 - engine: wb.autograd.engine
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from .threads import is_multithreading_enabled, set_multithreading_enabled
+from .variable import Variable
 from .engine import BackwardRun, BackwardStep, iter_backward
 from .function import Function, once_differentiable
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
@@ -17,7 +19,8 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inferen
 __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled", "once_differentiable", "iter_backward", "BackwardStep",
            "BackwardRun", "graph", "functional", "gradcheck", "gradgradcheck", "GradcheckError", "detect_anomaly",
-           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "Variable",
+           "is_multithreading_enabled", "set_multithreading_enabled"]
 
 # The package is two layers: the engine core above (Function, graph, engine, grad modes), which the ops
 # are built on, and the tools below, which are built on the ops (backward/grad make root gradients with

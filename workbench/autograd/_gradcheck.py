@@ -29,17 +29,11 @@ def _as_tuple(x):
     return x if isinstance(x, tuple) else (tuple(x) if isinstance(x, list) else (x,))
 
 
-def _tensor_cls():
-    return Tensor
-
-
 def _diff_inputs(inputs):
-    Tensor = _tensor_cls()
     return [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
 
 
 def _outputs(func, inputs):
-    Tensor = _tensor_cls()
     outs = _as_tuple(func(*inputs))
     return [o for o in outs if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex())]
 

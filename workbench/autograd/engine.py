@@ -14,6 +14,7 @@ import warnings
 from .. import _backend
 from .._core import Tensor
 from . import graph
+from .function import free_saved
 from .grad_mode import STATE, count_backward
 from .graph import AccumulateGrad, gradient_edge
 
@@ -109,8 +110,7 @@ class BackwardRun:
     def free(self, node):
         """Free ``node``'s saved tensors: a later backward through it raises, naming this run's call site."""
         if node._saved is not None:
-            node._saved = None
-            node._freed = self._freed_by or graph.user_site(2) or True
+            free_saved(node, self._freed_by or graph.user_site(2) or True)
 
     def close(self):
         """End the run where it stands (a generator's close)."""
@@ -259,8 +259,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                 for g in (*grads, *grad_inputs):
                     shared_add(id(g))
             if freed_by is not None and node._saved is not None:  # nodes that saved nothing stay reusable
-                node._saved = None
-                node._freed = freed_by
+                free_saved(node, freed_by)
             for (nxt, nr), g in zip(node.next_functions, grad_inputs):
                 if nxt is None:
                     continue
@@ -293,8 +292,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
             running = False
             yield _step(BackwardStep, (node, tuple(grads), grad_inputs, (), index))
             if late_free is not None and node._saved is not None:
-                node._saved = None
-                node._freed = late_free
+                free_saved(node, late_free)
             STATE.enabled = create_graph
             count_backward(1)
             running = True

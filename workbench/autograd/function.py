@@ -14,6 +14,7 @@ primitive path therefore avoids per-call allocations beyond the ctx and the resu
 benchmarks/op_overhead.py for what it costs against PyTorch).
 """
 import functools
+import math
 
 from .. import _backend
 from .._core import _INFERENCE_BOX
@@ -133,6 +134,76 @@ def unpack_saved(node):
 
 
 Node.saved_tensors = property(unpack_saved, doc="The tensors saved by save_for_backward (version-checked).")
+
+
+def storage_root(data):
+    # the array that owns the memory a view looks into (NumPy and CuPy both chain views through .base)
+    root = data
+    b = data.base
+    while b is not None and hasattr(b, "nbytes") and hasattr(b, "base"):
+        root = b
+        b = b.base
+    return root
+
+
+def _saved_facts(saved):
+    # what free_saved keeps of each saved tensor (runs once per node in every backward: kept lean).
+    # (saved index, id of the node the tensor came from or -1-k for output k, its output_nr, shape,
+    # dtype, storage id, storage nbytes or None when the array owns its memory). The ids are compared
+    # only with objects that were alive together with them: unique.
+    out = []
+    i = -1
+    for entry in saved:
+        i += 1
+        e = entry[0]
+        if e is None:
+            continue
+        if e.__class__ is _Out:
+            data = e.data
+            src, nr = -1 - e.i, 0
+        else:
+            data = e._data
+            src, nr = id(e.grad_fn or e._acc), e._output_nr
+        if data.base is None:
+            out.append((i, src, nr, data.shape, data.dtype, id(data), None))
+        else:
+            root = storage_root(data)
+            out.append((i, src, nr, data.shape, data.dtype, id(root), root.nbytes))
+    return out
+
+
+def describe_saved(node):
+    """What the node's saved tensors are, without holding them: one tuple per saved tensor,
+    ``(saved index, input position, or -1-k for the node's output k, or None, shape, numpy dtype,
+    nbytes, storage id, storage nbytes)``. The storage id tells views of one storage apart only among
+    one node's entries. Live nodes are described from ``_saved``; freed ones from what ``free_saved``
+    kept, so cost overlays outlive backward.
+
+    >>> import workbench as wb
+    >>> y = wb.ones(2, requires_grad=True) * wb.ones(2)
+    >>> [(e[0], e[1], e[2], e[4]) for e in describe_saved(y.grad_fn)]
+    [(1, None, (2,), 8)]
+    """
+    facts = _saved_facts(node._saved) if node._saved is not None else node._saved_meta
+    if not facts:
+        return ()
+    pos = {}
+    for k, (nxt, nr) in enumerate(node.next_functions):
+        if nxt is not None:
+            pos.setdefault((id(nxt), nr), k)
+    out = []
+    for i, src, nr, shape, dtype, root, root_bytes in facts:
+        where = src if src < 0 else pos.get((src, nr))
+        nbytes = math.prod(shape) * dtype.itemsize
+        out.append((i, where, shape, dtype, nbytes, root, nbytes if root_bytes is None else root_bytes))
+    return tuple(out)
+
+
+def free_saved(node, freed_by):
+    """Drop ``node``'s saved tensors after its backward, keeping the facts ``describe_saved`` reads."""
+    node._saved_meta = _saved_facts(node._saved)
+    node._saved = None
+    node._freed = freed_by
 
 
 def _raise_modified(node, entry, box, version):
@@ -336,6 +407,7 @@ def binary_operator(cls, general, reflected=False):
             return _plain(uf(a, b), rg, cls, (self, other))
         return general(self, other)
 
+    operator._wb_general = general  # what workbench.profiler calls instead, so the op goes through apply
     return operator
 
 
@@ -354,6 +426,7 @@ def unary_operator(cls, general):
 
     operator.__name__ = operator.__qualname__ = general.__name__
     operator.__doc__ = general.__doc__
+    operator._wb_general = general
     return operator
 
 

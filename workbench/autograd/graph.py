@@ -137,6 +137,8 @@ class Node:
     _non_differentiable = None
     _dirty = None
     _freed = None  # once freed: the site of the backward() call that freed the saved tensors
+    _saved_meta = None  # once freed: what the saved tensors were (function.describe_saved), for cost overlays
+    _times = None  # [forward us, backward us] measured by workbench.profiler (None where not profiled)
     _stack = None  # anomaly mode: the forward traceback
 
     def name(self):

@@ -8,6 +8,7 @@ not available, while the switches keep their values and check them as PyTorch do
 True
 >>> wb.backends.cudnn.deterministic = False
 """
-from . import cpu, cuda, cudnn, mha, mkl, mkldnn, mps, openmp, opt_einsum
+from . import cpu, cuda, cudnn, cusparselt, kleidiai, mha, miopen, mkl, mkldnn, mps, nnpack, openmp, opt_einsum, quantized
 
-__all__ = ["cpu", "cuda", "cudnn", "mha", "mkl", "mkldnn", "mps", "openmp", "opt_einsum"]
+__all__ = ["cpu", "cuda", "cudnn", "cusparselt", "kleidiai", "mha", "miopen", "mkl", "mkldnn", "mps", "nnpack", "openmp",
+           "opt_einsum", "quantized"]

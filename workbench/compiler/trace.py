@@ -16,9 +16,11 @@ import importlib
 import sys
 
 from .. import _backend
+from .._patches import Patches, subclasses
 from ..autograd import engine as _engine
 from ..autograd import function as _function
 from ..autograd import graph as _graph
+from ..autograd.backprop import _make_grads
 from ..autograd.grad_mode import STATE
 from ..nn import utils as _nn_utils
 from ..nn.module import Module
@@ -35,16 +37,7 @@ ACTIVE = [None]  # the Tracer recording in this process, if any
 
 # code objects whose Tensor._make calls make deterministic constants (a factory's fresh array, the
 # implicit ones gradient of backward(), zeros for gradients that never arrived)
-_CONST_MAKERS = {_creation._finish.__code__, _engine._materialize.__code__}
-
-
-def _autograd_const_makers():
-    from .. import autograd
-
-    return {autograd._make_grads.__code__}
-
-
-_CONST_MAKERS |= _autograd_const_makers()
+_CONST_MAKERS = {_creation._finish.__code__, _engine._materialize.__code__, _make_grads.__code__}
 
 
 class Unsupported(Exception):
@@ -111,7 +104,7 @@ class Tracer:
         self.reason = None
         self.suspended = 0
         self.in_record = 0
-        self._saved_attrs = []
+        self._patches = Patches()
 
     # --- slots ---------------------------------------------------------------------------------
     def new_slot(self, arr):
@@ -193,13 +186,8 @@ class Tracer:
             raise RuntimeError("workbench.compile: a trace is already running (nested compiled calls trace "
                                "as part of the outer one)")
         ACTIVE[0] = self
-        sw = self._saved_attrs
         T = self
-
-        def swap(owner, name, new):
-            sw.append((owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)))
-            setattr(owner, name, new)
-
+        swap = self._patches.swap
         swap(_function, "_plain", _hook_plain(_function._plain, T))
         swap(_function, "_plain_tuple", _hook_plain_tuple(_function._plain_tuple, T))
         swap(_function, "_view_of", _hook_view_of(_function._view_of, T))
@@ -220,11 +208,11 @@ class Tracer:
         swap(Tensor, "data", property(data.fget, _hook_setdata(T), None, data.__doc__))
         swap(Module, "__call__", _hook_module_call(Module.__call__, T))
         swap(Module, "zero_grad", _hook_opaque(Module.zero_grad, T, "zero_grad", None))
-        for cls in _subclasses(Optimizer):
+        for cls in subclasses(Optimizer):
             for name in ("step", "zero_grad"):
                 if name in cls.__dict__:
                     swap(cls, name, _hook_opaque(cls.__dict__[name], T, f"{cls.__name__}.{name}", "optimizer"))
-        for cls in _subclasses(_lr_scheduler.LRScheduler):
+        for cls in subclasses(_lr_scheduler.LRScheduler):
             if "step" in cls.__dict__:
                 swap(cls, "step", _hook_opaque(cls.__dict__["step"], T, f"{cls.__name__}.step", None))
         for mod in (_nn_utils, _clip_grad):
@@ -234,9 +222,7 @@ class Tracer:
         return self
 
     def __exit__(self, *exc):
-        for owner, name, old in reversed(self._saved_attrs):
-            setattr(owner, name, old)
-        self._saved_attrs.clear()
+        self._patches.restore()
         ACTIVE[0] = None
         return False
 
@@ -259,15 +245,6 @@ def _is_array(x):
         return True
     cp = _backend._cupy
     return cp is not None and isinstance(x, cp.ndarray)
-
-
-def _subclasses(cls):
-    out, stack = [], [cls]
-    while stack:
-        c = stack.pop()
-        out.append(c)
-        stack.extend(c.__subclasses__())
-    return out
 
 
 def _recording(T):

@@ -19,8 +19,10 @@ from .process_group import (Backend, GroupMember, ProcessGroup, ReduceOp, destro
                             group, init_process_group, is_available, is_gloo_available, is_initialized,
                             is_mpi_available, is_nccl_available, is_torchelastic_launched, new_group)
 from .work import Work
+from .grad_bucket import GradBucket
+from . import algorithms
 
-__all__ = ["Backend", "GroupMember", "P2POp", "ProcessGroup", "ReduceOp", "Work", "all_gather",
+__all__ = ["Backend", "GradBucket", "GroupMember", "P2POp", "ProcessGroup", "ReduceOp", "Work", "all_gather",
            "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier",
            "batch_isend_irecv", "broadcast", "broadcast_object_list", "destroy_process_group", "gather",
            "gather_object", "get_backend", "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",

@@ -4,11 +4,14 @@ Each op checks its arguments, counts itself in the group's sequence, runs the cr
 ``WORKBENCH_DISTRIBUTED_DEBUG=DETAIL``, starts a non-blocking MPI operation (or an NCCL one for CUDA
 tensors of an nccl group) and returns a ``Work`` if ``async_op=True``, else waits for it.
 """
+import time
+
 from .. import _backend
 from . import debug as _debug
 from . import mpi as _mpi
+from . import nccl
 from .buffers import Buf, check_tensor, concat, empty, send_array
-from .process_group import ReduceOp, op_name, resolve
+from .process_group import ReduceOp, _seconds, op_name, resolve
 from .work import Work, _Done
 
 np = _backend.numpy
@@ -33,8 +36,8 @@ def _start(op, group, tensors, fingerprint=None, collective=True):
     devs = {t.device for t in tensors}
     if len(devs) > 1:
         raise ValueError(f"{op}: all tensors must be on one device, got {sorted(map(str, devs))}")
-    dev = next(iter(devs)).type if devs else "cpu"
-    backend = pg.backends.get(dev)
+    dev = next(iter(devs)).type if devs else None
+    backend = pg.backends.get(dev) if dev else "mpi"  # no tensors (objects, barrier): the MPI communicator
     if backend is None:
         raise RuntimeError(f"{op}: no backend type associated with device type {dev}: the group's backend is "
                            f"'{pg.backend_name()}'. Use backend='gloo' (or 'cpu:gloo,cuda:nccl') for {dev} tensors.")
@@ -70,12 +73,12 @@ def _group_rank(pg, rank, group_rank, what, op):
 
 
 def _nccl(pg):
-    from . import nccl
-
     return nccl.communicator(pg)
 
 
 def _avg(arr, n):
+    if n == 1:
+        return
     if arr.dtype.kind == "f" or arr.dtype.kind == "c":
         arr /= n
     else:
@@ -94,7 +97,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     pg, desc, backend = _start("all_reduce", group, [tensor])
     if backend == "nccl":
         _nccl(pg).all_reduce(tensor, name)
-        return _Done(pg, desc) if async_op else None
+        return _Done(pg, desc, result=[tensor]) if async_op else None
     MPI = _mpi.loaded()
     b = Buf(tensor, reducing=True)
     req = pg.comm.Iallreduce(MPI.IN_PLACE, b.arr, _mpi.reduce_op(MPI, name))
@@ -397,10 +400,6 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
 
     >>> dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))  # doctest: +SKIP
     """
-    import time
-
-    from .process_group import _seconds
-
     pg, desc, _ = _start("monitored_barrier", group, [])
     seconds = pg.timeout if timeout is None else _seconds(timeout)
     tag, me, n = 0x4D42, pg.rank(), pg.size()

@@ -6,6 +6,7 @@ is initialised when ``mpi4py.MPI`` is first imported, so that import happens onl
 ``init_process_group``, after the environment says how this process meets the others.
 """
 import os
+import sys
 
 _MPI = None
 # variables an MPI launcher sets in each process it starts: hydra (MPICH, Intel MPI), Open MPI, PMIx, Slurm
@@ -32,6 +33,12 @@ def is_available():
     except ImportError:
         return False
     return True
+
+
+def initialized_elsewhere():
+    """True when something imported ``mpi4py.MPI`` (initialising MPI) before workbench could prepare it."""
+    mod = sys.modules.get("mpi4py.MPI")
+    return mod is not None and _MPI is None and mod.Is_initialized()
 
 
 def load(pmi=None):

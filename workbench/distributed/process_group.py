@@ -2,16 +2,19 @@
 
 Every group is an MPI communicator. Ranks started by an MPI launcher (``mpiexec``, ``srun``) use its
 ``COMM_WORLD``. Ranks started any other way (workbench's launcher, ``multiprocessing.spawn``, by hand with
-``env://`` or ``tcp://``) meet at a rendezvous server that rank 0 starts at MASTER_ADDR:MASTER_PORT and
-that acts as their MPI process manager (see ``rendezvous``), so they too get one real ``COMM_WORLD``.
+``env://``, ``tcp://`` or ``file://``) meet at a rendezvous server that rank 0 starts at MASTER_ADDR:MASTER_PORT
+(for ``file://``: on a free port, whose address rank 0 writes into the file) and that acts as their MPI
+process manager (see ``rendezvous``), so they too get one real ``COMM_WORLD``.
 CUDA tensors on an ``nccl`` group go through NCCL (CuPy's ``cupy.cuda.nccl``), its communicator created on
 first use from a unique id broadcast over the group's MPI communicator, as ChainerMN does.
 """
 import datetime
 import enum
 import os
+import socket
 import subprocess
 import sys
+import time
 
 from . import mpi as _mpi
 from . import rendezvous as _rendezvous
@@ -169,7 +172,8 @@ def _env_int(name, given, what):
 
 
 def _rendezvous_address(init_method, rank, world_size):
-    """(addr, port, rank, world_size) from an env:// or tcp:// init_method."""
+    """(addr, port, rank, world_size) from an env://, tcp:// or file:// init_method (file://: addr is the file's
+    path and port None: rank 0 picks the port)."""
     if init_method.startswith("env://"):
         addr = os.environ.get("MASTER_ADDR")
         if addr is None:
@@ -187,24 +191,70 @@ def _rendezvous_address(init_method, rank, world_size):
             raise ValueError(f"init_method {init_method!r} needs rank and world_size: "
                              "init_process_group(backend, init_method, rank=r, world_size=n)")
         return addr.strip("[]"), int(port), rank, world_size
+    if init_method.startswith("file://"):
+        path = init_method[len("file://"):].split("?")[0]
+        if not path.startswith("/"):
+            raise ValueError(f"init_method {init_method!r}: expected file:///ABSOLUTE/PATH (three slashes)")
+        if rank is None or rank < 0 or world_size is None or world_size < 0:
+            raise ValueError(f"init_method {init_method!r} needs rank and world_size: "
+                             "init_process_group(backend, init_method, rank=r, world_size=n)")
+        if not os.path.isdir(os.path.dirname(path)):
+            raise ValueError(f"init_method {init_method!r}: the folder {os.path.dirname(path)!r} does not exist; "
+                             "the file must be on a file system every rank sees")
+        return path, None, rank, world_size
     raise ValueError(f"init_method {init_method!r} is not supported: use 'env://' (MASTER_ADDR, MASTER_PORT, RANK, "
-                     "WORLD_SIZE), 'tcp://HOST:PORT' with rank and world_size, or start the ranks with an MPI "
-                     "launcher (mpiexec -n N python script.py)")
+                     "WORLD_SIZE), 'tcp://HOST:PORT' or 'file:///PATH' with rank and world_size, or start the ranks "
+                     "with an MPI launcher (mpiexec -n N python script.py)")
+
+
+def _publish(path, port):
+    """Rank 0 of a file:// job: write where its rendezvous server listens (atomically: readers see all or nothing).
+
+    The host is MASTER_ADDR if set, else this machine's name: what the other ranks connect to."""
+    host = os.environ.get("MASTER_ADDR") or socket.gethostname()
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(f"{host} {port}\n")
+    os.replace(tmp, path)
+    return host
+
+
+def _await_published(path, rank, seconds):
+    """Ranks > 0 of a file:// job: (host, port) of a live rendezvous server read from the file.
+
+    A file left by an earlier job names a server that is gone: its address refuses connections, so keep
+    reading until rank 0 has replaced it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with open(path) as f:
+                host, port = f.read().split()
+            with socket.create_connection((host, int(port)), timeout=2.0):
+                return host, int(port)
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"init_process_group: rank {rank} found no rendezvous address from rank 0 in "
+                               f"{path!r} within {seconds:.0f} s; is rank 0 running with the same init_method, and "
+                               "is the file on a file system both ranks see?")
+        time.sleep(0.05)
 
 
 def _start_server(port, world_size, timeout):
-    """Rank 0: start the rendezvous server process on ``port`` and wait until it listens."""
+    """Rank 0: start the rendezvous server process on ``port`` (0: any free one) and wait until it listens;
+    returns the port."""
     # run as a file, not `-m workbench...`: it needs only the standard library, so it starts in milliseconds
     proc = subprocess.Popen(
         [sys.executable, _rendezvous.__file__, "--port", str(port), "--world-size", str(world_size),
-         "--join-timeout", str(timeout)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+         "--join-timeout", str(timeout)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
     line = proc.stdout.readline().decode().strip()
     proc.stdout.close()
-    if line != "ready":
+    if not line.startswith("ready "):
         proc.wait()
         raise RuntimeError(f"init_process_group: rank 0 could not start the rendezvous server on port {port}: "
                            f"{line or 'it exited'}. The port may be in use: choose another MASTER_PORT.")
-    return proc
+    return int(line.split()[1])
 
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
@@ -247,7 +297,7 @@ def _join_world(init_method, rank, world_size, seconds):
         MPI = _mpi.load()
         _watch.install(MPI.COMM_WORLD.Get_rank(), None)
     else:
-        if _mpi.loaded() is not None:
+        if _mpi.loaded() is not None or _mpi.initialized_elsewhere():
             raise RuntimeError(
                 "init_process_group: MPI was already initialised in this process (mpi4py.MPI was imported) before "
                 "the process group was set up, so it cannot join other ranks; import mpi4py.MPI only after "
@@ -259,13 +309,23 @@ def _join_world(init_method, rank, world_size, seconds):
             MPI = _mpi.load()
             _watch.install(0, None)
         else:
+            path = addr if port is None else None  # file://
             if rank == 0:
-                _start_server(port, world_size, seconds)
+                port = _start_server(port or 0, world_size, seconds)
+                if path is not None:
+                    addr = _publish(path, port)
+            elif path is not None:
+                addr, port = _await_published(path, rank, seconds)
             watcher = _watch.connect(addr, port, rank, seconds)
             _watch.install(rank, watcher)
             MPI = _mpi.load(pmi=(addr, port, rank))
+            if MPI.COMM_WORLD.Get_size() != world_size:
+                raise RuntimeError(f"init_process_group: MPI formed a world of {MPI.COMM_WORLD.Get_size()} ranks, "
+                                   f"not the {world_size} asked for (was MPI initialised before?)")
             MPI.COMM_WORLD.Barrier()  # every rank has mapped the node's shared memory: its names can go
             _watch.unlink_mpi_shm()
+            if path is not None and rank == 0:  # every rank has read it: a later job must not find this address
+                os.unlink(path)
     world = MPI.COMM_WORLD
     _WORLD["mpi_world"] = world
     return world

@@ -237,10 +237,10 @@ def main(argv=None):
         print(f"error: cannot listen on port {a.port}: {e}", flush=True)
         return 1
     listener.listen(128)
-    print("ready", flush=True)  # rank 0 waits for this line before connecting
+    print(f"ready {listener.getsockname()[1]}", flush=True)  # rank 0 waits for this line before connecting
     sys.stdout.close()
     os.close(1)
-    Server(a.world_size, f"workbench_{os.getpid()}_{a.port}", a.join_timeout).serve(listener)
+    Server(a.world_size, f"workbench_{os.getpid()}_{listener.getsockname()[1]}", a.join_timeout).serve(listener)
     return 0
 
 

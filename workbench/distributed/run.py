@@ -15,8 +15,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
+from .. import cuda
 from . import mpi as _mpi
 from . import watch as _watch
 
@@ -68,8 +70,6 @@ def _nproc(text):
     if text in ("cpu", "auto"):
         return os.cpu_count() or 1
     if text == "gpu":
-        from .. import cuda
-
         return max(cuda.device_count(), 1)
     return int(text)
 
@@ -135,10 +135,39 @@ def main(argv=None):
     cmd += a.script_args
     run_id = a.rdzv_id if a.rdzv_id != "none" else f"{addr}:{port}"
     base = _mpi.allow_root(dict(os.environ))
-    procs, ranks = [], []
+    procs, ranks, pumps = [], [], []
     for env in rank_envs(nproc, nnodes, a.node_rank, addr, port, run_id):
-        procs.append(subprocess.Popen(cmd, env={**base, **env}))
+        p = subprocess.Popen(cmd, env={**base, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        procs.append(p)
         ranks.append(int(env["RANK"]))
+        pumps += [_pump(p.stdout, sys.stdout), _pump(p.stderr, sys.stderr)]
+    try:
+        return _watch_ranks(procs, ranks, a)
+    finally:
+        deadline = time.monotonic() + 5.0  # what the ranks wrote last (a process they started may hold a pipe)
+        for t in pumps:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+
+_LOCK = threading.Lock()
+
+
+def _pump(pipe, out):
+    # the ranks' output, forwarded a whole line at a time: ranks writing to one terminal at once would
+    # otherwise interleave inside lines
+    def run():
+        for line in iter(pipe.readline, b""):
+            with _LOCK:
+                out.buffer.write(line)
+                out.flush()
+        pipe.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def _watch_ranks(procs, ranks, a):
     by_pid = {p.pid: (r, p) for r, p in zip(ranks, procs)}
     secondary = None  # a rank that ended because another failed (PEER_FAILED): name the other if it shows
     try:
@@ -177,9 +206,10 @@ def _wait_until(deadline):
 
 
 def _fail(r, pid, code, ranks, by_pid, grace):
-    sys.stderr.write(f"workbench.distributed.run: rank {r} (local rank {ranks.index(r)}, pid {pid}) "
-                     f"{_describe(code)}; stopping the other ranks of this node\n")
-    sys.stderr.flush()
+    with _LOCK:
+        sys.stderr.write(f"workbench.distributed.run: rank {r} (local rank {ranks.index(r)}, pid {pid}) "
+                         f"{_describe(code)}; stopping the other ranks of this node\n")
+        sys.stderr.flush()
     _stop([q for _, q in by_pid.values()], grace)
     return code if code > 0 else 128 - code
 

@@ -8,6 +8,7 @@ yields the CPU between polls, which matters when ranks share cores.
 import os
 import time
 
+from ..futures import Future
 from . import mpi as _mpi
 from . import watch as _watch
 
@@ -101,6 +102,23 @@ class Work:
     def result(self):
         """The op's output tensors (after ``wait()``)."""
         return list(self._result or ())
+
+    def get_future(self):
+        """A ``workbench.futures.Future`` completed with ``result()`` (the op's tensors) when the op finishes.
+
+        >>> fut = dist.all_reduce(t, async_op=True).get_future(); fut.wait()[0]  # the reduced t  # doctest: +SKIP
+        """
+        fut = Future()
+
+        def waiter():
+            try:
+                self.wait()
+            except Exception as e:  # noqa: BLE001 - the op's error is the future's
+                fut.set_exception(e)
+                return
+            fut.set_result(self.result())
+
+        return fut._bind(waiter, self.is_completed)
 
     def source_rank(self):
         """For a receive from any source: the rank it came from."""

@@ -11,13 +11,12 @@ import inspect
 from .. import _backend, ops
 from ..autograd import graph
 from ..autograd.function import Function
-from ..autograd.grad_mode import STATE, no_grad
+from ..autograd.grad_mode import STATE
 from ..autograd.graph import Node
 from ..tensor import Tensor
 from .schema import Schema, infer_schema
 
 OPDEFS = {}  # "ns::name" -> CustomOpDef, every operator defined in this process
-_DIRECT_KEYS = ("CompositeImplicitAutograd", "Autograd", "AutogradCPU", "AutogradCUDA")
 
 
 class _Layout(tuple):
@@ -58,14 +57,17 @@ class CustomOpDef:
     (tensor([2., 2.]), tensor([2.]))
     """
 
-    def __init__(self, namespace, name, schema, fn=None, tags=()):
+    def __init__(self, namespace, name, schema, fn=None, tags=None):
         self._namespace, self._name = namespace, name
         self._schema_obj = Schema.parse(schema)
         self._schema = str(self._schema_obj)
         self._tags = tuple(tags or ())
         self._init_fn = fn
         self._backend_fns = {}  # None (every device), "cpu", "cuda" -> kernel
-        self._direct_fns = {}  # Library.impl kernels that do their own autograd (CompositeImplicitAutograd...)
+        # Library.impl kernels whose own ops record autograd: an Autograd key's always run; a
+        # CompositeImplicitAutograd one only where no backend (or CompositeExplicitAutograd) kernel exists
+        self._direct_fns = {}  # None, "cpu", "cuda" -> kernel
+        self._composite_fns = {}
         self._abstract_fn = None
         self._backward_fn = None
         self._setup_context_fn = None
@@ -90,8 +92,9 @@ class CustomOpDef:
         """Register the implementation for ``device_types`` ('cpu', 'cuda'); usable as a decorator.
 
         A 'cuda' kernel needs a CPU reference (the op's default or 'cpu' kernel): the two are tested against
-        each other (``workbench.testing.custom_ops.assert_matches_reference``), and on the fake cupy of CPU-only
-        CI the reference stands in for the CUDA kernel.
+        each other (``workbench.testing.custom_ops.assert_matches_reference``). On the fake cupy of CPU-only CI
+        the CUDA kernel runs on a CPU emulator (``workbench.testing.cuda_emulator``) when its threads are
+        independent; for one using shared memory, atomics or warp intrinsics the reference stands in.
 
         >>> import workbench as wb
         >>> @wb.library.custom_op("doc::neg", mutates_args=(), device_types="cpu")
@@ -171,11 +174,14 @@ class CustomOpDef:
     def __call__(self, *args, **kwargs):
         schema = self._schema_obj
         pos, kw = schema.bind(self._qualname, args, kwargs)
-        tensors = _tensors_of(pos, kw)
-        device = self._device(tensors, pos, kw)
-        direct = self._direct_fns.get(device.type if device is not None else "cpu") or self._direct_fns.get(None)
-        if direct is not None:  # a kernel that records its own autograd (CompositeImplicitAutograd)
-            return direct(*pos, **kw)
+        if self._direct_fns or self._composite_fns:
+            device = self._device(_tensors_of(pos, kw), pos, kw)
+            t = device.type if device is not None else "cpu"
+            direct = self._direct_fns.get(t) or self._direct_fns.get(None)
+            if direct is None and self._backend_fns.get(t) is None and self._backend_fns.get(None) is None:
+                direct = self._composite_fns.get(None)
+            if direct is not None:
+                return direct(*pos, **kw)
         if schema.is_mutable:
             self._check_mutation(pos, kw)
         flat, lengths = schema.flatten(pos, kw)
@@ -236,19 +242,22 @@ class CustomOpDef:
         tensors = _tensors_of(pos, kw)
         device = self._device(tensors, pos, kw)
         dtype_ = device.type if device is not None else "cpu"
-        with no_grad():
-            if dtype_ == "cuda" and "cuda" in self._backend_fns and "cuda" not in self._disabled_kernel:
-                ref = self._reference()
-                if getattr(_backend.cupy(), "__fake__", False):
-                    out = _run_on_host(ref, pos, kw, device, _mutated(self._schema_obj, pos, kw))
-                else:
-                    out = self._backend_fns["cuda"](*pos, **kw)
+        # below autograd: Function.apply runs forward under no_grad
+        if dtype_ == "cuda" and "cuda" in self._backend_fns and "cuda" not in self._disabled_kernel:
+            ref = self._reference()
+            cp = _backend.cupy()
+            if getattr(cp, "__fake__", False):
+                out = _run_emulated(self._backend_fns["cuda"], ref, pos, kw, device,
+                                    _mutated(self._schema_obj, pos, kw), cp.NotEmulated)
             else:
-                out = self._kernel(dtype_)(*pos, **kw)
+                out = self._backend_fns["cuda"](*pos, **kw)
+        else:
+            out = self._kernel(dtype_)(*pos, **kw)
         self._check_outputs(out, tensors, device)
-        for _, t in _mutated(self._schema_obj, pos, kw):
-            t._vbox[0] += 1
-            t._vbox[1] = (self._qualname, graph.SCOPE.get(), graph.user_site(3))
+        if self._schema_obj.is_mutable:
+            for _, t in _mutated(self._schema_obj, pos, kw):
+                t._vbox[0] += 1
+                t._vbox[1] = (self._qualname, graph.SCOPE.get(), graph.user_site(3))
         return out
 
     def _check_outputs(self, out, tensors, device):
@@ -337,8 +346,20 @@ def _outputs_list(out, rets):
     return list(out) if isinstance(out, tuple) and len(out) == len(rets) else None
 
 
+def _run_emulated(kernel, ref, pos, kw, device, mutated, not_emulated):
+    # the fake cupy runs a CUDA kernel whose threads are independent on the CPU; for any other (shared memory,
+    # atomics...) the CPU reference runs instead, from the mutated arguments as they were before the kernel started
+    saved = [(t, t._data.copy()) for _, t in mutated]
+    try:
+        return kernel(*pos, **kw)
+    except not_emulated:
+        for t, d in saved:
+            t._data[...] = d
+        return _run_on_host(ref, pos, kw, device, mutated)
+
+
 def _run_on_host(ref, pos, kw, device, mutated):
-    # the fake cupy cannot run CUDA code: the CPU reference runs on host copies, its results go back to the device
+    # the CPU reference runs on host copies, its results go back to the device
     def host(v):
         if isinstance(v, Tensor):
             return Tensor._make(_backend.to_device(v._data, _backend.CPU).copy())

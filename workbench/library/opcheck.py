@@ -123,7 +123,7 @@ def _test_schema(opdef, args, kwargs, atol, rtol):
 def _test_autograd_registration(opdef, args, kwargs, atol, rtol):
     schema = opdef._schema_obj
     pos, kw = schema.bind(opdef._qualname, _clone(args), _clone(kwargs))
-    if not any(_differentiable(t) for _, t in _tensor_items(pos, kw, schema)) or opdef._direct_fns:
+    if not any(_differentiable(t) for _, t in _tensor_items(pos, kw, schema)) or opdef._direct_fns or opdef._composite_fns:
         return
     if opdef._backward_fn is None:
         raise RuntimeError(f"{opdef._qualname}: an input requires grad, but no autograd formula is registered. Use "
@@ -233,7 +233,7 @@ def _test_gradcheck(opdef, args, kwargs, atol, rtol):
         collect(kw, k, v)
     if not slots:
         return
-    if opdef._backward_fn is None and not opdef._direct_fns:
+    if opdef._backward_fn is None and not (opdef._direct_fns or opdef._composite_fns):
         raise RuntimeError(f"Trying to backward through {opdef._namespace}.{opdef._name}.default but no autograd "
                            "formula was registered. Please use register_autograd to add one.")
     inputs = tuple(c[k].detach().double().requires_grad_(True) for c, k in slots)

@@ -1,9 +1,10 @@
 """The older registration form (``Library(ns, kind)``, ``.define(schema)``, ``.impl(name, fn, dispatch_key)``) and
 the free functions (``define``, ``impl``, ``register_kernel``, ``register_autograd``, ``register_fake``) that
 work on any operator by name. All of them feed the one ``CustomOpDef`` per operator."""
-from .custom_op import _DIRECT_KEYS, OPDEFS, CustomOpDef, _device_types, resolve, split_qualname
+from .custom_op import OPDEFS, CustomOpDef, _device_types, resolve, split_qualname
 from .schema import Schema
 
+_DIRECT_KEYS = ("Autograd", "AutogradCPU", "AutogradCUDA")  # kernels that implement autograd themselves
 _DEF_NAMESPACES = set()
 _FRAGMENTS = {}  # namespace -> the FRAGMENT Library that free-function ``define`` uses
 _KEY_TO_DEVICE = {"CPU": "cpu", "CUDA": "cuda", "CompositeExplicitAutograd": None, "AutogradCPU": "cpu",
@@ -95,7 +96,8 @@ def _impl_key(op, key, fn, allow_override):
         slot, table = "fake", None
     elif key in _KEY_TO_DEVICE:
         slot = _KEY_TO_DEVICE[key]
-        table = op._direct_fns if key in _DIRECT_KEYS else op._backend_fns
+        table = (op._composite_fns if key == "CompositeImplicitAutograd" else
+                 op._direct_fns if key in _DIRECT_KEYS else op._backend_fns)
     else:
         raise ValueError(f"dispatch key {key!r} is not one workbench dispatches on; use one of "
                          f"{sorted(_KEY_TO_DEVICE) + ['Meta']}")
@@ -119,6 +121,8 @@ def define(qualname, schema, *, lib=None, tags=()):
     >>> wb.ops.doc2.double(wb.ones(1))
     tensor([2.])
     """
+    if isinstance(qualname, Library):  # the older form: define(lib, schema) decorates the implementation
+        return _define_and_impl(qualname, schema)
     ns, name = split_qualname(qualname)
     if lib is None:
         lib = _FRAGMENTS.get(ns)
@@ -127,9 +131,24 @@ def define(qualname, schema, *, lib=None, tags=()):
     lib.define(name + schema, tags=tags)
 
 
+def _define_and_impl(lib, schema):
+    def wrap(f):
+        lib.impl(lib.define(schema), f)
+        return f
+
+    return wrap
+
+
 def impl(qualname, types, func=None, *, lib=None):
     """Register ``func`` as the kernel of ``qualname`` for device type(s) ``types`` ('cpu', 'cuda') or a dispatch
-    key ('CompositeImplicitAutograd', ...); usable as a decorator."""
+    key ('CompositeImplicitAutograd', ...); usable as a decorator. The older ``impl(lib, name, dispatch_key)``
+    returns a decorator registering on ``lib``."""
+    if isinstance(qualname, Library):
+        def register_on(fn):
+            qualname.impl(types, fn, func or "")
+            return fn
+
+        return register_on
     op = resolve(qualname)
 
     def register(fn):  # returns None, as PyTorch's
@@ -155,14 +174,18 @@ def register_autograd(op, backward, /, *, setup_context=None, lib=None):
     resolve(op).register_autograd(backward, setup_context=setup_context)
 
 
-def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
+def register_fake(op, func=None, /, *, lib=None, _stacklevel=1, allow_override=True):
     """``register_fake("mylib::foo", fn)``: the shape-and-dtype function; usable as a decorator."""
     d = resolve(op)
 
     def register(fn):
+        if d._abstract_fn is not None and not allow_override:
+            raise RuntimeError(f"register_fake: {d._qualname} already has a fake function (allow_override=False)")
         return d.register_fake(fn)
 
     return register if func is None else register(func)
 
 
-impl_abstract = register_fake
+def impl_abstract(qualname, func=None, *, lib=None, _stacklevel=1):
+    """The former name of ``register_fake``."""
+    return register_fake(qualname, func, lib=lib)

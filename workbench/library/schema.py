@@ -316,8 +316,9 @@ def _return_text(opname, ann):
     return [_type_text(opname, "return", ann)]
 
 
-def infer_schema(prototype_function, /, *, mutates_args, op_name=None):
-    """The schema string of a function from its type hints, as ``torch.library.infer_schema``.
+def infer_schema(prototype_function, /, *, mutates_args, op_name=None, tags=()):
+    """The schema string of a function from its type hints, as ``torch.library.infer_schema`` (``tags`` are
+    accepted for PyTorch code; no workbench tag changes a schema).
 
     >>> import workbench as wb
     >>> def f(x: wb.Tensor, n: int, *, scale: float = 2.0) -> wb.Tensor: ...

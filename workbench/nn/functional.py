@@ -35,4 +35,9 @@ from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, 
 from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
 from ..ops.pad import pad
 
+from ..ops._numpy_names import numpy_names as _numpy_names
+
+# PyTorch binds these two in C++, so its argument parser takes NumPy's axis=/keepdims= for them too
+cosine_similarity, pairwise_distance = _numpy_names(cosine_similarity), _numpy_names(pairwise_distance)
+
 __all__ = [n for n in dir() if not n.startswith("_")]

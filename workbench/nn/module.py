@@ -21,6 +21,56 @@ _TREE_VERSION = itertools.count(1)  # bumped whenever any module's set of childr
 _tree = [0]
 _NAMES = contextvars.ContextVar("workbench_module_names", default=None)  # the active root's {id: name}
 _SCOPE = _graph.SCOPE
+_CALLS = itertools.count()
+
+
+class CallScope(str):
+    """The module scope a tape node records: the dotted name (it is that string), and which call it was.
+
+    ``call`` numbers this call (unique in the process), ``parent`` is the call it ran inside (or
+    None), so the viewer can draw every call of a module as its own group and repeated calls (a
+    loop, an RNN over time, one block applied N times) as a series.
+
+    >>> import workbench as wb
+    >>> net = wb.nn.Sequential(wb.nn.Linear(2, 2))
+    >>> a, b = net(wb.ones(1, 2)), net(wb.ones(1, 2))
+    >>> a.grad_fn.scope == b.grad_fn.scope == "0", a.grad_fn.scope.call != b.grad_fn.scope.call
+    (True, True)
+    """
+
+    def __new__(cls, name, parent):
+        self = super().__new__(cls, name)
+        self.call = next(_CALLS)
+        self.parent = parent if isinstance(parent, CallScope) else None
+        return self
+
+
+class call_scope:
+    """Record the ops inside as one call of a named part of the current module (``"layer0"``, ``"step"``).
+
+    Modules that loop inside one forward (an RNN over layers and time steps) use it so the viewer
+    groups their ops by layer, then by step, as it groups module calls.
+
+    >>> import workbench as wb
+    >>> with call_scope("step"):
+    ...     y = wb.ones(1, requires_grad=True) * 2
+    >>> y.grad_fn.scope
+    'step'
+    """
+
+    __slots__ = ("name", "token")
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        outer = _SCOPE.get()
+        self.token = _SCOPE.set(CallScope(f"{outer}.{self.name}" if outer else self.name, outer))
+        return self
+
+    def __exit__(self, *exc):
+        _SCOPE.reset(self.token)
+        return False
 
 
 def _changed():
@@ -149,7 +199,7 @@ class Module:
         if scope is None:  # a module not registered under the root (e.g. made on the fly)
             outer = _SCOPE.get()
             scope = f"{outer}.{type(self).__name__}" if outer else type(self).__name__
-        tok = _SCOPE.set(scope)
+        tok = _SCOPE.set(CallScope(scope, _SCOPE.get()))
         try:
             d = self.__dict__
             if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:

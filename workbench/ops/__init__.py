@@ -15,11 +15,14 @@ import importlib
 
 FAMILIES = ["convert", "elementwise", "reduce", "views", "index", "slicing", "join", "pad", "arrange", "linalg_core",
             "linalg", "linear", "conv", "pool", "resample", "activation", "normalization", "loss", "attention", "misc",
-            "special"]
+            "special", "stft", "queries", "method_forms", "statistics", "numeric", "lookup", "norms",
+            "integrate"]
+from ._numpy_names import numpy_names
+
 MODULES = [importlib.import_module(f".{_name}", __name__) for _name in FAMILIES]
 __all__ = []
 for _mod in MODULES:
     for _name in getattr(_mod, "__all__", ()):
-        globals()[_name] = getattr(_mod, _name)
+        globals()[_name] = numpy_names(getattr(_mod, _name))  # axis=/keepdims= as PyTorch takes them
         __all__.append(_name)
 del _mod, _name

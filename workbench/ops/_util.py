@@ -3,9 +3,10 @@ dtype errors, ufunc.at on raw arrays, dropout's uniform samples, array steps of 
 from .. import _backend
 from .. import random as _random
 from .._backend import dtypes as _dt
-from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
+from .._core import Tensor
+from .._outargs import _out, _outs, writes_out  # noqa: F401 - the op families import them from here
 
 np = _backend.numpy
 _np_generic = np.generic
@@ -86,6 +87,17 @@ def cast(x, npd):
         if not lo <= x < lo + (1 << bits):  # wrap as PyTorch does (NumPy 2 refuses out-of-range ints)
             x = (x - lo) % (1 << bits) + lo
     return x
+
+
+def gemm(a, b):
+    """a @ b on raw arrays. NumPy has no half-precision GEMM (ml_dtypes' bfloat16 product even comes back
+    float32, and float16 runs ~20x slower than float32), so 16-bit float operands multiply in float32 BLAS
+    and the product is rounded once: what PyTorch's CPU kernels compute too (float32 accumulation). CuPy
+    keeps float16 on cuBLAS."""
+    d = a.dtype
+    if d.itemsize == 2 and (d.kind == "V" or d.kind == "f" and a.__class__ is _ndarray):
+        return (a.astype(np.float32) @ b.astype(np.float32)).astype(d)
+    return a @ b
 
 
 def float_np(npd):
@@ -191,24 +203,6 @@ def _check_scatter_src(op, region, src):
     if tuple(region.shape) != tuple(src.shape):
         raise RuntimeError(f"{op}: expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {list(region.shape)}")
-
-
-def _out(r, out):
-    """Write ``r`` into ``out=`` (PyTorch's out arguments), which must not need autograd."""
-    if out is None:
-        return r
-    if STATE.enabled and (out._rg or r._rg):
-        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one of "
-                           "the arguments requires grad. Call it under workbench.no_grad() or drop out=.")
-    if out._data.shape != r._data.shape:
-        if out._data.size:
-            raise RuntimeError(f"out= has shape {list(out.shape)} but the result has shape {list(r.shape)}; "
-                               "pass an empty tensor or one of the result's shape")
-        out._data = r._data.astype(out._data.dtype, copy=True)
-    else:
-        out._data[...] = r._data
-    out._vbox[0] += 1
-    return out
 
 
 def dtype_error(kernel, npd):

@@ -11,13 +11,16 @@ import warnings
 
 from .. import _backend
 from .. import random as _random
-from .._backend import dtypes as _dt
-from .._backend import kernels as _k
+from .._backend import dtypes as _dt, kernels as _k, pointwise as _pw
 from .._core import Tensor
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
 from ._util import _uniform, _uniform_array, array_step
 from .elementwise import relu as _relu
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
+from .join import cat
 
 
 def _like(mask, x):
@@ -25,25 +28,79 @@ def _like(mask, x):
     return mask.to(x.dtype)
 
 
-def _pointwise(name, fwd, deriv):
-    """A primitive y = fwd(xp, x, *params) whose gradient is g * deriv(x, *params) (Tensor ops)."""
+def _check_floating(name, x):
+    if x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
+        raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
+
+
+def _pointwise(name, fwd, deriv, fast=None, fast_grad=None):
+    """A primitive y = fwd(xp, x, *params) whose gradient is g * deriv(x, *params) (Tensor ops).
+
+    fast(xp, x, *params) and fast_grad(xp, g, x, *params): the same on float32/float64 arrays in a few
+    in-place passes (``_backend.pointwise``), or None where they do not serve those params; fast_grad
+    runs when backward builds no graph, deriv stays the differentiable form (gradgradcheck's).
+    """
 
     def forward(ctx, x, *params):
-        if x.dtype.kind not in "fcV" and str(x.dtype) != "bfloat16":
-            raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
+        _check_floating(name, x)
         ctx.params = params
         ctx.save_for_backward(x)
-        y = fwd(ctx.xp, x, *params)
+        y = fast(ctx.xp, x, *params) if fast is not None and _pw.eligible(x) else None
+        if y is None:
+            y = fwd(ctx.xp, x, *params)
         return y.astype(x.dtype, copy=False)
 
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
+        if fast_grad is not None and not STATE.enabled and _pw.eligible(x._data, g._data):
+            d = fast_grad(ctx.xp, g._data, x._data, *ctx.params)
+            if d is not None:
+                return (Tensor._make(d),) + (None,) * len(ctx.params)
         return (g * deriv(x, *ctx.params),) + (None,) * len(ctx.params)
 
     cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
                                                   "forward": staticmethod(forward),
                                                   "backward": staticmethod(backward)})
     return cls
+
+
+def _piecewise(name, kernel, slope=1.0):
+    """A primitive whose slope is ``slope`` where a bool mask holds and 0 elsewhere (clamps, shrinks,
+    thresholds): kernel(xp, x, *params, want_mask) -> (y, mask) from ``_backend.pointwise``. It saves the
+    mask (a quarter of x's bytes) instead of x, and its backward is one multiply, differentiable in g."""
+
+    def forward(ctx, x, *params):
+        _check_floating(name, x)
+        ctx.n_params = len(params)
+        flat = x.reshape(1) if x.ndim == 0 else x  # ufuncs return scalars for 0-d operands, and out= needs arrays
+        y, m = kernel(ctx.xp, flat, *params, bool(ctx.needs_input_grad and ctx.needs_input_grad[0]))
+        ctx.save_for_backward(None if m is None else m.reshape(x.shape))
+        return y.reshape(x.shape).astype(x.dtype, copy=False)
+
+    def backward(ctx, g):
+        (m,) = ctx.saved_tensors
+        if not STATE.enabled:
+            d = ctx.xp.multiply(g._data, m._data)
+            if slope != 1:
+                d *= slope
+            d = Tensor._make(d)
+        else:
+            d = g * m if slope == 1 else g * m * slope
+        return (d,) + (None,) * ctx.n_params
+
+    return type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
+                                                 "forward": staticmethod(forward),
+                                                 "backward": staticmethod(backward)})
+
+
+def _on_x(kernel):
+    """_pointwise's fast from a ``_backend.pointwise`` kernel of (x, *params)."""
+    return lambda xp, x, *params: _pw.run(xp, kernel, (x,), *params)
+
+
+def _on_gx(kernel):
+    """_pointwise's fast_grad from a ``_backend.pointwise`` kernel of (g, x, *params)."""
+    return lambda xp, g, x, *params: _pw.run(xp, kernel, (g, x), *params)
 
 
 def _inplace(fn, name):
@@ -68,8 +125,7 @@ def relu(input, inplace=False):
     return _relu(input)
 
 
-_Hardtanh = _pointwise("hardtanh", lambda xp, x, lo, hi: xp.clip(x, lo, hi),
-                       lambda x, lo, hi: _like(x > lo, x) * _like(x < hi, x))
+_Hardtanh = _piecewise("hardtanh", _pw.hardtanh)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -99,7 +155,9 @@ def relu6(input, inplace=False):
 
 
 _LeakyRelu = _pointwise("leaky_relu", lambda xp, x, s: xp.where(x > 0, x, x * s),
-                        lambda x, s: _like(x > 0, x) + _like(x <= 0, x) * s)
+                        lambda x, s: _like(x > 0, x) + _like(x <= 0, x) * s,
+                        lambda xp, x, s: _pw.run(xp, _pw.leaky_relu, (x,), s) if 0 <= s <= 1 else None,
+                        lambda xp, g, x, s: _pw.run(xp, _pw.leaky_relu_grad, (g, x), s) if 0 <= s <= 1 else None)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -127,7 +185,8 @@ def _elu_deriv(x, alpha, scale, input_scale, grad_input_scale=None):
     return pos * scale + (1 - pos) * neg
 
 
-_Elu = _pointwise("elu", _elu_fwd, _elu_deriv)
+_Elu = _pointwise("elu", _elu_fwd, _elu_deriv, lambda xp, x, a, s, i, gi=None: _pw.run(xp, _pw.elu, (x,), a, s, i),
+                  lambda xp, g, x, a, s, i, gi=None: _pw.run(xp, _pw.elu_grad, (g, x), a, s, i if gi is None else gi))
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
@@ -210,8 +269,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return input._inplace("rrelu_", fn) if inplace else fn(input)
 
 
-_Threshold = _pointwise("threshold", lambda xp, x, th, v: xp.where(x > th, x, v),
-                        lambda x, th, v: _like(x > th, x))
+_Threshold = _piecewise("threshold", _pw.threshold)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -237,7 +295,7 @@ def _silu_deriv(x):
     return s * (1 + x * (1 - s))
 
 
-_Silu = _pointwise("silu", lambda xp, x: x * _sigm(xp, x), _silu_deriv)
+_Silu = _pointwise("silu", lambda xp, x: x * _sigm(xp, x), _silu_deriv, _on_x(_pw.silu), _on_gx(_pw.silu_grad))
 
 
 def silu(input, inplace=False):
@@ -266,7 +324,7 @@ def _softplus_deriv(x, beta, threshold):
     return big + (1 - big) * bx.sigmoid()
 
 
-_Softplus = _pointwise("softplus", _softplus_raw, _softplus_deriv)
+_Softplus = _pointwise("softplus", _softplus_raw, _softplus_deriv, _on_x(_pw.softplus), _on_gx(_pw.softplus_grad))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -277,6 +335,8 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> F.softplus(wb.tensor([0.0]))
     tensor([0.6931])
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("softplus", input)
     return _Softplus.apply(input, beta, threshold)
 
 
@@ -289,7 +349,7 @@ def _mish_deriv(x):
     return t + x * x.sigmoid() * (1 - t * t)
 
 
-_Mish = _pointwise("mish", _mish_raw, _mish_deriv)
+_Mish = _pointwise("mish", _mish_raw, _mish_deriv, _on_x(_pw.mish), _on_gx(_pw.mish_grad))
 
 
 def mish(input, inplace=False):
@@ -322,9 +382,9 @@ def softsign(input):
 # PyTorch's hardsigmoid backward multiplies by 1/6 rounded to float32, in every dtype; match it
 _ONE_SIXTH_F32 = 0.1666666716337204
 _Hardswish = _pointwise("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6,
-                        lambda x: _like(x > 3, x) + _like(x >= -3, x) * _like(x <= 3, x) * (x / 3 + 0.5))
-_Hardsigmoid = _pointwise("hardsigmoid", lambda xp, x: xp.clip(x + 3, 0, 6) / 6,
-                          lambda x: _like(x > -3, x) * _like(x < 3, x) * _ONE_SIXTH_F32)
+                        lambda x: _like(x >= 3, x) + _like(x > -3, x) * _like(x < 3, x) * (x / 3 + 0.5),  # PyTorch's ends
+                        _on_x(_pw.hardswish), _on_gx(_pw.hardswish_grad))
+_Hardsigmoid = _piecewise("hardsigmoid", _pw.hardsigmoid, _ONE_SIXTH_F32)
 
 
 def hardswish(input, inplace=False):
@@ -354,7 +414,7 @@ def hardsigmoid(input, inplace=False):
 
 
 _Logsigmoid = _pointwise("log_sigmoid", lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))),
-                         lambda x: (-x).sigmoid())
+                         lambda x: (-x).sigmoid(), _on_x(_pw.logsigmoid), _on_gx(_pw.logsigmoid_grad))
 
 
 def logsigmoid(input):
@@ -380,10 +440,8 @@ def tanhshrink(input):
     return input - input.tanh()
 
 
-_Softshrink = _pointwise("softshrink", lambda xp, x, l: xp.where(x > l, x - l, xp.where(x < -l, x + l, 0)),
-                         lambda x, l: _like(x.abs() > l, x))
-_Hardshrink = _pointwise("hardshrink", lambda xp, x, l: xp.where(xp.abs(x) > l, x, 0),
-                         lambda x, l: _like(x.abs() > l, x))
+_Softshrink = _piecewise("softshrink", _pw.softshrink)
+_Hardshrink = _piecewise("hardshrink", _pw.hardshrink)
 
 
 def softshrink(input, lambd=0.5):
@@ -434,8 +492,51 @@ def glu(input, dim=-1):
     n = input.shape[d]
     if n % 2:
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size {n}")
+    if input.is_floating_point() and not input.is_complex():
+        return Glu.apply(input, d)
     pre = (slice(None),) * d
     return input[pre + (slice(0, n // 2),)] * input[pre + (slice(n // 2, n),)].sigmoid()
+
+
+class Glu(Function):
+    """a * sigmoid(b) of x's two halves along dim as one primitive: a few in-place passes over the halves
+    (the composite's slices, sigmoid and product cost twice that, and its gradient scattered each half
+    into a zero array). Backward: g sigmoid(b) into the first half, g a s (1 - s) into the second."""
+
+    _raw = True
+    op_name = "glu"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        xp = ctx.xp
+        h = x.shape[dim] // 2
+        pre = (slice(None),) * dim
+        a, b = x[pre + (slice(0, h),)], x[pre + (slice(h, None),)]
+        s = xp.negative(b)
+        with _pw.quiet():  # e**-b overflowing to inf gives sigmoid 0, as it should
+            xp.exp(s, out=s)
+        s += 1
+        xp.reciprocal(s, out=s)
+        ctx.dim, ctx.h = dim, h
+        ctx.save_for_backward(x, s)
+        return xp.multiply(a, s).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, s = ctx.saved_tensors
+        pre = (slice(None),) * ctx.dim
+        first, second = pre + (slice(0, ctx.h),), pre + (slice(ctx.h, None),)
+        if STATE.enabled:  # create_graph: the differentiable form
+            a, sb = x[first], x[second].sigmoid()
+            ga = g * sb
+            return cat([ga, ga * a * (1 - sb)], ctx.dim), None
+        xp, gx = ctx.xp, ctx.xp.empty_like(x._data)
+        ga, gb = gx[first], gx[second]
+        xp.multiply(g._data, s._data, out=ga)
+        xp.subtract(1, s._data, out=gb)
+        gb *= x._data[first]
+        gb *= ga
+        return Tensor._make(gx), None
 
 
 @composite("prelu")
@@ -446,6 +547,8 @@ def prelu(input, weight):
     >>> wb.prelu(wb.tensor([-2.0, 1.0]), wb.tensor([0.25]))
     tensor([-0.5000,  1.0000])
     """
+    if _AUTOCAST[0]:
+        input, weight = _autocast_cast("prelu", input, weight)
     if weight.numel() != 1:
         c = input.shape[1] if input.ndim >= 2 else input.shape[0]
         if weight.numel() != c:
@@ -630,6 +733,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     >>> wb.softmax(wb.tensor([0.0, 0.0]), dim=0)
     tensor([0.5000, 0.5000])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("softmax", input)
     if isinstance(_stacklevel, _dt.dtype):
         dtype = _stacklevel
     return _softmax("softmax", input, dim, dtype, False)
@@ -642,6 +747,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     >>> wb.log_softmax(wb.tensor([0.0, 0.0]), dim=0)
     tensor([-0.6931, -0.6931])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("log_softmax", input)
     if isinstance(_stacklevel, _dt.dtype):
         dtype = _stacklevel
     return _softmax("log_softmax", input, dim, dtype, True)
@@ -656,6 +763,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     >>> F.softmin(wb.tensor([0.0, 0.0]), dim=0)
     tensor([0.5000, 0.5000])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("softmin", input)
     if isinstance(_stacklevel, _dt.dtype):
         dtype = _stacklevel
     return _softmax("softmin", input, dim, dtype, False, neg=True)
@@ -693,6 +802,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     >>> F.normalize(wb.tensor([[3.0, 4.0]]))
     tensor([[0.6000, 0.8000]])
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("normalize", input)
     if p == 2:
         norm = (input * input).sum(dim, keepdim=True).sqrt()
     elif p == 1:
@@ -770,7 +881,25 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     >>> F.dropout2d(wb.ones(1, 2, 3, 3), training=False).shape
     workbench.Size([1, 2, 3, 3])
     """
-    return _feature_dropout("dropout2d", input, p, training, inplace, 2)
+    _check_p("dropout2d", p)
+    if input.ndim not in (3, 4):  # PyTorch warns and proceeds, masking per (dim 0, dim 1) entry
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      "inputs).", UserWarning, stacklevel=2)
+    if input.ndim == 3:  # PyTorch's historical reading of 3-D input: (N, C, L), not an unbatched (C, H, W)
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", UserWarning, stacklevel=2)
+    if input.ndim < 2:
+        raise RuntimeError(f"dropout2d: Feature dropout requires at least 2 dimensions in the input, got shape "
+                           f"{list(input.shape)}")
+    if not training or p == 0.0:
+        return input
+    return _mask_mul("dropout2d", input, tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
@@ -781,7 +910,17 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     >>> F.dropout3d(wb.ones(1, 2, 2, 2, 2), training=False).shape
     workbench.Size([1, 2, 2, 2, 2])
     """
-    return _feature_dropout("dropout3d", input, p, training, inplace, 3)
+    _check_p("dropout3d", p)
+    if input.ndim not in (4, 5):  # PyTorch warns and proceeds, reading any non-5-D input as unbatched
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                      "inputs).", UserWarning, stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    lead = 2 if input.ndim == 5 else 1
+    return _mask_mul("dropout3d", input, tuple(input.shape[:lead]) + (1,) * (input.ndim - lead), p, inplace)
 
 
 def _alpha_dropout(name, input, p, training, inplace, feature):

@@ -6,6 +6,7 @@ from .. import _backend, creation
 from .._backend import dtypes as _dt
 from .._core import Tensor
 from ..autograd.function import Function
+from ..creation import _sizes_or_keyword
 from ._util import _check_scatter_src, _shape_args, wrap_dim
 from .convert import clone
 from .elementwise import where
@@ -160,8 +161,9 @@ class Flip(Function):
         return Flip.apply(g, ctx.dims), None
 
 
-def flip(input, *dims):
+def flip(input, *order, dims=None):
     """Reverse the order along ``dims`` (a copy, as in PyTorch).  >>> wb.flip(wb.tensor([1, 2, 3]), [0])"""
+    dims = order if dims is None else _sizes_or_keyword(order, dims, "flip", "dims")
     if not dims:
         raise TypeError("flip() missing 1 required positional argument: 'dims'")
     dims = _shape_args(dims)

@@ -9,14 +9,16 @@ import math
 from .. import _backend
 from .._backend import kernels as _k
 from .._backend.dtypes import bool_, float32
-from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from ._util import _uniform_array, array_step
 from .activation import Softmax, SoftmaxBackward, dropout, softmax
 from .join import cat
 from .linear import linear
 from .pad import pad
+from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
+from ._util import array_step, gemm, _uniform_array
 
 
 class Attention(Function):
@@ -26,7 +28,7 @@ class Attention(Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, scale, keep):
         xp = ctx.xp
-        s = q @ xp.swapaxes(k, -1, -2)
+        s = gemm(q, xp.swapaxes(k, -1, -2))
         s *= scale
         if bias is not None:
             s = s + bias
@@ -34,7 +36,7 @@ class Attention(Function):
         pd = p * keep if keep is not None else p
         ctx.scale = scale
         ctx.save_for_backward(q, k, v, bias, p, keep)
-        return (pd @ v).astype(q.dtype, copy=False)
+        return gemm(pd, v).astype(q.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
@@ -85,6 +87,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     >>> F.scaled_dot_product_attention(q, q, q, is_causal=True).shape
     workbench.Size([1, 2, 3, 4])
     """
+    if _AUTOCAST[0]:
+        query, key, value, attn_mask = _autocast_cast("scaled_dot_product_attention", query, key, value, attn_mask)
     op = "scaled_dot_product_attention"
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):

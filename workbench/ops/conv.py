@@ -17,7 +17,9 @@ import math
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
-from ._util import _check_float, ntuple
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
+from ._util import _check_float, gemm, ntuple
 from ._windows import _col2im, _out_size, _pad, _windows
 
 
@@ -99,7 +101,7 @@ class _Grid:
         stride, lo, hi, dil, _ = self.geom
         wt = w3.swapaxes(1, 2)
         if not self.flat:
-            d = (wt @ gc).reshape((c,) + self.ksize + (n,) + self.osize)
+            d = gemm(wt, gc).reshape((c,) + self.ksize + (n,) + self.osize)
             return xp.ascontiguousarray(_col2im(xp, d, self.spatial, self.ksize, stride, lo, hi, dil).swapaxes(0, 1))
         length, taps = math.prod(self.ext), len(self.offs)
         nb = _CHUNK_BYTES // (c * taps * length * gc.dtype.itemsize)
@@ -107,7 +109,7 @@ class _Grid:
         buf = xp.zeros((c, n, math.prod(self.padded) + self.tail), dtype=gc.dtype)
         for n0 in range(0, n, nb):
             m = min(nb, n - n0)
-            d = (wt @ gc[..., n0 * length:(n0 + m) * length]).reshape(c, taps, m, length)
+            d = gemm(wt, gc[..., n0 * length:(n0 + m) * length]).reshape(c, taps, m, length)
             for j, off in enumerate(self.offs):
                 buf[:, n0:n0 + m, off:off + length] += d[:, j]
         region = buf[:, :, :math.prod(self.padded)].reshape((c, n) + self.padded)
@@ -130,7 +132,7 @@ class Conv(Function):
         grid = _Grid(x.shape[2:], w.shape[2:], geom, osize)
         cols = grid.cols(xp, x, groups)
         # (N*L, O/G) per group: BLAS runs faster with the long N*L side as the result's rows
-        y = (cols.swapaxes(1, 2) @ w.reshape(groups, o // groups, -1).swapaxes(1, 2)).swapaxes(1, 2).reshape(o, -1)
+        y = gemm(cols.swapaxes(1, 2), w.reshape(groups, o // groups, -1).swapaxes(1, 2)).swapaxes(1, 2).reshape(o, -1)
         if b is not None:
             y += b[:, None]
         nig = ctx.needs_input_grad
@@ -152,7 +154,7 @@ class Conv(Function):
         gw = ConvGradWeight.apply(x, g, ctx.geom, ctx.wshape[2:], cols, gc) if nig[1] else None
         gb = None
         if nig[2]:  # (zeros in the flat layout's extra columns); a matrix-vector product beats sum()
-            gb = (Tensor._make((gc @ ctx.xp.ones(gc.shape[-1], dtype=gc.dtype)).reshape(-1)) if gc is not None
+            gb = (Tensor._make(gemm(gc, ctx.xp.ones(gc.shape[-1], dtype=gc.dtype)).reshape(-1)) if gc is not None
                   else g.sum((0,) + tuple(range(2, g.ndim))))
         return gx, gw, gb, None, None
 
@@ -202,7 +204,7 @@ class ConvGradWeight(Function):
             cols = grid.cols(xp, x, groups)
         if gc is None:
             gc = grid.gcols(xp, g, groups)
-        gw = (cols @ gc.swapaxes(1, 2)).swapaxes(1, 2)  # (G, O/G, Cg*K)
+        gw = gemm(cols, gc.swapaxes(1, 2)).swapaxes(1, 2)  # (G, O/G, Cg*K)
         ctx.geom, ctx.ksize = geom, ksize
         nig = ctx.needs_input_grad
         ctx.save_for_backward(x if nig[1] else None, g if nig[0] else None)
@@ -280,6 +282,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     >>> wb.conv1d(wb.ones(1, 2, 5), wb.ones(3, 2, 3)).shape
     workbench.Size([1, 3, 3])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("conv1d", input, weight, bias)
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -290,6 +294,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     >>> wb.conv2d(wb.ones(1, 1, 4, 4), wb.ones(2, 1, 3, 3), padding=1).shape
     workbench.Size([1, 2, 4, 4])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("conv2d", input, weight, bias)
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -300,6 +306,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     >>> wb.conv3d(wb.ones(1, 1, 3, 3, 3), wb.ones(2, 1, 2, 2, 2)).shape
     workbench.Size([1, 2, 2, 2, 2])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("conv3d", input, weight, bias)
     return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -337,6 +345,8 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     >>> wb.conv_transpose1d(wb.ones(1, 2, 3), wb.ones(2, 4, 3), stride=2).shape
     workbench.Size([1, 4, 7])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("conv_transpose1d", input, weight, bias)
     return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)
 
@@ -348,6 +358,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     >>> wb.conv_transpose2d(wb.ones(1, 2, 3, 3), wb.ones(2, 1, 2, 2), stride=2).shape
     workbench.Size([1, 1, 6, 6])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("conv_transpose2d", input, weight, bias)
     return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)
 
@@ -359,6 +371,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     >>> wb.conv_transpose3d(wb.ones(1, 1, 2, 2, 2), wb.ones(1, 1, 2, 2, 2)).shape
     workbench.Size([1, 1, 3, 3, 3])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("conv_transpose3d", input, weight, bias)
     return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)
 

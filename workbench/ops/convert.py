@@ -76,12 +76,33 @@ def to(self, *args, **kwargs):
     return ToCopy.apply(self, dtype, device, copy)
 
 
-def type_(self, dtype=None, non_blocking=False):
+_LEGACY_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                 "bfloat16": "BFloat16Tensor", "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor",
+                 "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
+                 "uint8": "ByteTensor", "bool": "BoolTensor"}
+_BY_LEGACY_NAME = {v: k for k, v in _LEGACY_NAMES.items()}
+
+
+def type_(self, dtype=None, non_blocking=False, **kwargs):
+    """The legacy type name (``'workbench.FloatTensor'``, ``'workbench.cuda.LongTensor'``), or, given a dtype, a
+    legacy type class or such a name, the tensor converted to it (a legacy name also says cpu or cuda).
+
+    >>> import workbench as wb
+    >>> x = wb.ones(2)
+    >>> x.type(), x.type("torch.DoubleTensor").dtype, x.type(wb.LongTensor).dtype
+    ('workbench.FloatTensor', workbench.float64, workbench.int64)
+    """
     if dtype is None:
-        return "workbench." + {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-                               "int32": "IntTensor", "bool": "BoolTensor", "float16": "HalfTensor",
-                               "uint8": "ByteTensor", "int8": "CharTensor", "int16": "ShortTensor"}.get(
-            self.dtype.name, self.dtype.name)
+        prefix = "workbench.cuda." if self.device.type == "cuda" else "workbench."
+        return prefix + _LEGACY_NAMES.get(self.dtype.name, self.dtype.name)
+    if isinstance(dtype, str) or isinstance(dtype, type) and dtype.__name__ in _BY_LEGACY_NAME:
+        parts = (dtype if isinstance(dtype, str) else dtype.__name__).split(".")
+        name = _BY_LEGACY_NAME.get(parts[-1])
+        if name is None or parts[0] not in ("torch", "workbench") and len(parts) > 1:
+            raise ValueError(f"invalid type: {dtype!r} (a legacy type name such as 'torch.FloatTensor' or "
+                             "'torch.cuda.LongTensor', or a dtype)")
+        device = _backend.resolve_device("cuda") if "cuda" in parts[:-1] else _backend.CPU
+        return to(self, getattr(_dt, name if name != "bool" else "bool_"), device=device)
     return to(self, dtype)
 
 

@@ -13,8 +13,9 @@ from .._backend import dtypes as _dt
 from .._core import Tensor
 from ..autograd.function import Function
 from ..creation import tensor
-from ._util import wrap_dim
-from .elementwise import _out
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
+from ._util import _out, wrap_dim, writes_out
 
 _NORMS = ("backward", "forward", "ortho")
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -32,19 +33,22 @@ def _complex_of(npd):
     return _dt.complex64.np if npd.itemsize <= 4 or npd.kind == "c" and npd.itemsize == 8 else _dt.complex128.np
 
 
-def _check_dtype(op, x, real_only=False):
+def _input(op, x, real_only=False):
+    """x as a transform takes it: float32/64 or complex (integers in the default float dtype)."""
+    if _AUTOCAST[0]:  # every fft_* is on the CPU autocast's float32 list
+        x, = _autocast_cast("fft", x)
     if not isinstance(x, Tensor):
         raise TypeError(f"fft.{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
     npd = x._data.dtype
     if npd.kind in "biu":
-        return _dt.get_default_dtype().np
+        return x.to(_dt.get_default_dtype())
     if npd.name in ("float16", "bfloat16"):
         raise RuntimeError(f"Unsupported dtype {'Half' if npd.name == 'float16' else 'BFloat16'}: {op} runs in "
                            "float32/float64; cast the input with .float() first (autocast does this for you)")
     if real_only and npd.kind == "c":
         name = "ComplexFloat" if npd.itemsize == 8 else "ComplexDouble"
         raise RuntimeError(f"{op} expects a real input tensor, but got {name}")
-    return npd
+    return x
 
 
 def _dims_and_sizes(op, x, s, dim, default_all=True):
@@ -173,22 +177,19 @@ class C2R(Function):
 
 
 def _c2c(op, input, s, dim, norm, forward, default_all=True):
-    npd = _check_dtype(op, input)
-    x = input if npd == input._data.dtype else input.to(_dt.from_numpy_dtype(npd))
+    x = _input(op, input)
     dims, sizes = _dims_and_sizes(op, x, s, dim, default_all)
     return C2C.apply(_resize(x, dims, sizes), dims, _norm(norm), forward)
 
 
 def _r2c(op, input, s, dim, norm, default_all=True):
-    npd = _check_dtype(op, input, real_only=True)
-    x = input if npd == input._data.dtype else input.to(_dt.from_numpy_dtype(npd))
+    x = _input(op, input, real_only=True)
     dims, sizes = _dims_and_sizes(op, x, s, dim, default_all)
     return R2C.apply(_resize(x, dims, sizes), dims, _norm(norm))
 
 
 def _c2r(op, input, s, dim, norm, default_all=True):
-    npd = _check_dtype(op, input)
-    x = input if npd == input._data.dtype else input.to(_dt.from_numpy_dtype(npd))
+    x = _input(op, input)
     if s is None:
         dims, sizes = _dims_and_sizes(op, x, None, dim, default_all)
         sizes = sizes[:-1] + (2 * (x.shape[dims[-1]] - 1),)
@@ -324,6 +325,7 @@ def _freq_tensor(values, dtype, device, requires_grad):
     return tensor(values, dtype=dt, device=device, requires_grad=requires_grad)
 
 
+@writes_out
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of fft(x, n): [0, 1, ..., n/2 - 1, -n/2, ..., -1] / (d * n).
 
@@ -335,6 +337,7 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     return _freq_tensor(vals, dtype, device, requires_grad)
 
 
+@writes_out
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of rfft(x, n): [0, 1, ..., n // 2] / (d * n).
 

@@ -7,6 +7,7 @@ accumulating) serves them all. Ops that return indices (sort, nonzero, unique...
 that take no gradient.
 """
 import collections
+import collections.abc
 import warnings
 
 from .. import _backend, creation
@@ -14,6 +15,8 @@ from .._backend import dtypes as _dt
 from .._core import Tensor
 from ..autograd.function import Function
 from ..creation import tensor as _tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import _out, ufunc_at, wrap_dim
 from .elementwise import where
 from .views import Expand, broadcast_shapes, broadcast_tensors, reshape
@@ -57,9 +60,10 @@ def _convert_key1(k, x):
         if d.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         return d
-    if isinstance(k, list):
+    if isinstance(k, (list, range, tuple, collections.abc.Sequence)) and not isinstance(k, (str, bytes)):
+        # any sequence of integers is an index array, as in PyTorch: logprobs[range(n), Yb], x[(0, 2), :]
         xp = _backend.xp_of(x._data)
-        arr = xp.asarray(_backend.numpy.asarray(k))
+        arr = xp.asarray(_backend.numpy.asarray(k if isinstance(k, list) else list(k)))
         if arr.dtype.kind not in "biu" and arr.size:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         return arr.astype(_backend.numpy.int64) if arr.size == 0 else arr
@@ -222,15 +226,15 @@ class TakeRows(Function):
     op_name = "take_rows"
 
     @staticmethod
-    def forward(ctx, x, idx):
-        ctx.nrows = x.shape[0]
+    def forward(ctx, x, idx, unique=False):  # unique: no index repeats, so the gradient is a plain scatter
+        ctx.nrows, ctx.unique = x.shape[0], unique
         ctx.save_for_backward(idx)
         return x[idx]
 
     @staticmethod
     def backward(ctx, g):
         (idx,) = ctx.saved_tensors
-        return PutRows.apply(g, idx, ctx.nrows), None
+        return (PutRows.apply(g, idx, ctx.nrows, ctx.unique),) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
 class PutRows(Function):
@@ -431,6 +435,8 @@ def scatter_add(input, dim, index, src):
     >>> wb.zeros(3).scatter_add(0, wb.tensor([0, 0, 2]), wb.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
+    if _AUTOCAST[0]:
+        input, src = _autocast_cast("scatter_add", input, src)
     d = _check_gather_like("scatter_add", input, dim, index, src)
     if src.dtype != input.dtype:
         raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
@@ -590,6 +596,8 @@ def index_copy(input, dim, index, source):
     >>> wb.zeros(3).index_copy(0, wb.tensor([2]), wb.tensor([5.]))
     tensor([0., 0., 5.])
     """
+    if _AUTOCAST[0]:
+        input, source = _autocast_cast("index_copy", input, source)
     d = _check_index_op("index_copy", input, dim, index, source)
     if source.dtype != input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
@@ -1026,6 +1034,60 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     return _out(Tensor._make(counts.astype(input._data.dtype)), out)
 
 
+HistogramResult = _named("histogram", ["hist", "bin_edges"])
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
+    """Histogram of ``input`` and its bin edges: ``bins`` equal-width bins (over ``range``, else the data's
+    min and max) or a 1-D tensor of increasing edges; ``weight`` sums weights, ``density`` normalises.
+
+    >>> import workbench as wb
+    >>> hist, edges = wb.histogram(wb.tensor([1., 2., 1.]), bins=4, range=(0., 3.))
+    >>> hist, edges
+    (tensor([0., 2., 1., 0.]), tensor([0.0000, 0.7500, 1.5000, 2.2500, 3.0000]))
+    """
+    if not input.is_floating_point():
+        raise RuntimeError(f"\"histogram\" not implemented for '{input.dtype}': histogram needs a floating point "
+                           "input (use .float(), or bincount to count integers)")
+    x = input._data.reshape(-1)
+    xp = _backend.xp_of(x)
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1 or bins.numel() < 2:
+            raise RuntimeError(f"torch.histogram(): bins tensor should have one dimension and at least 2 elements, "
+                               f"got shape {list(bins.shape)}")
+        if bins.dtype != input.dtype:
+            raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, got "
+                               f"{input.dtype} and {bins.dtype}")
+        edges = _on(bins._data, input)
+    else:
+        if bins <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif x.size:
+            lo, hi = float(x.min()), float(x.max())
+        else:
+            lo = hi = 0.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {lo} max {hi}")
+        if lo == hi:  # PyTorch (and NumPy) widen an empty range to [lo - 0.5, hi + 0.5]
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = xp.linspace(lo, hi, int(bins) + 1).astype(x.dtype)
+    w = None
+    if weight is not None:
+        if weight.shape != input.shape:
+            raise RuntimeError(f"torch.histogram(): weight should have the same shape as input, got "
+                               f"{list(weight.shape)} and {list(input.shape)}")
+        w = _on(weight._data, input).reshape(-1)
+    hist, _ = xp.histogram(x, bins=edges, weights=w, density=bool(density))
+    result = HistogramResult(Tensor._make(hist.astype(x.dtype)), Tensor._make(edges))
+    if out is not None:
+        _out(result.hist, out[0])
+        _out(result.bin_edges, out[1])
+        return HistogramResult(out[0], out[1])
+    return result
+
+
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     """Reduce source's slices into input at ``index`` along ``dim``: 'prod', 'mean', 'amax' or 'amin'.
 
@@ -1078,7 +1140,7 @@ def _put_(self, index, source, accumulate=False):
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_copy",
            "index_fill", "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "put",
            "nonzero", "argwhere", "sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
-           "searchsorted", "bucketize", "bincount", "histc", "index_reduce", "nonzero_static", "index_put",
+           "searchsorted", "bucketize", "bincount", "histc", "histogram", "index_reduce", "nonzero_static", "index_put",
            "index_put_"]
 METHODS = {name: globals()[name] for name in __all__ if name not in ("searchsorted", "bucketize", "index_put_")}
 METHODS.update({"put_": _put_, "__getitem__": getitem, "__setitem__": setitem})

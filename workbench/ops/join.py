@@ -4,6 +4,8 @@ import warnings
 from .. import creation
 from .._core import Tensor
 from ..autograd.function import Function
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, result_dtype_n, wrap_dim
 from .pad import ConstantPad
 from .slicing import narrow, unbind
@@ -122,6 +124,8 @@ def cat(tensors, dim=0, *, out=None):
     >>> wb.cat([wb.zeros(2, 3), wb.ones(1, 3)]).shape
     workbench.Size([3, 3])
     """
+    if _AUTOCAST[0]:
+        tensors, = _autocast_cast("cat", tensors)
     ts = _tensor_list(tensors, "cat")
     if not ts:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -144,6 +148,8 @@ concat = concatenate = cat
 
 def stack(tensors, dim=0, *, out=None):
     """Join same-shaped tensors along a new dim.  >>> wb.stack([wb.zeros(3), wb.ones(3)]).shape  ->  Size([2, 3])"""
+    if _AUTOCAST[0]:
+        tensors, = _autocast_cast("stack", tensors)
     ts = _tensor_list(tensors, "stack")
     if not ts:
         raise RuntimeError("stack expects a non-empty TensorList")

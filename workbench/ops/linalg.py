@@ -11,10 +11,12 @@ import warnings
 from .. import _backend, creation
 from .._core import Tensor
 from ..autograd.function import Function
-from ._util import _out, cast, norm_dims, result_dtype_n, wrap_dim
 from .elementwise import where
 from .index import IndexPut
 from .join import cat, stack
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
+from ._util import _out, _outs, cast, norm_dims, result_dtype_n, wrap_dim, writes_out
 from .linalg_core import matmul
 from .pad import ConstantPad
 from .views import broadcast_tensors
@@ -127,6 +129,8 @@ class Einsum(Function):
         ctx.save_for_backward(*ops)
         # the contraction-order search pays off for chains, and for big operands (it dispatches to BLAS)
         big = len(full) > 2 or max(x.size for x in full) > 4096
+        if rd.itemsize == 2 and rd.kind in "fV":  # no 16-bit einsum in NumPy (nor bfloat16's): float32, one rounding
+            full = [x.astype("float32") for x in full]
         r = xp.einsum(",".join(subs) + "->" + out, *full, optimize=big)
         return xp.asarray(r, dtype=rd)
 
@@ -178,6 +182,9 @@ def einsum(*args):
     >>> wb.einsum('ii', wb.eye(3))
     tensor(3.)
     """
+    if _AUTOCAST[0]:
+        args = (args[:1] + _autocast_cast("einsum", *args[1:]) if args and isinstance(args[0], str)
+                else _autocast_cast("einsum", *args))
     if not args:
         raise TypeError("einsum(): must specify the equation string and at least one operand")
     if isinstance(args[0], str):
@@ -210,6 +217,8 @@ def tensordot(a, b, dims=2, out=None):
     >>> wb.tensordot(wb.ones(2, 3, 4), wb.ones(3, 4, 5)).shape
     workbench.Size([2, 5])
     """
+    if _AUTOCAST[0]:
+        a, b = _autocast_cast("tensordot", a, b)
 
     if isinstance(dims, Tensor):
         dims = dims.tolist()
@@ -275,6 +284,8 @@ def cross(input, other, dim=None, *, out=None):
     >>> wb.cross(wb.tensor([1., 0., 0.]), wb.tensor([0., 1., 0.]), dim=0)
     tensor([0., 0., 1.])
     """
+    if _AUTOCAST[0]:
+        input, other = _autocast_cast("cross", input, other)
 
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated. Please either pass the dim "
@@ -366,6 +377,8 @@ class Inv(Function):
 
 def inv(A, *, out=None):
     """The inverse of a square matrix (or batch).  >>> wb.linalg.inv(wb.eye(2) * 2)"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.inv")
     return _out(Inv.apply(A), out)
@@ -425,6 +438,7 @@ class Slogdet(Function):
         return glog.unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
 
 
+@writes_out
 def slogdet(A, *, out=None):
     """(sign, log|det|) of a square matrix: stable where det over- or underflows.
 
@@ -473,6 +487,8 @@ def solve(A, B, *, left=True, out=None):
     >>> wb.linalg.solve(wb.eye(2) * 2, wb.tensor([2., 4.]))
     tensor([1., 2.])
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
 
     _check_matrix(A, "linalg.solve")
     if A.dtype != B.dtype:
@@ -505,6 +521,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     tensor([[1.],
             [1.]])
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
 
     _check_matrix(A, "linalg.solve_triangular")
     T = A.triu() if upper else A.tril()
@@ -548,6 +566,8 @@ def linalg_cholesky(A, *, upper=False, out=None):
     tensor([[2., 0.],
             [0., 2.]])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.cholesky")
     L = Cholesky.apply(A)
@@ -581,6 +601,7 @@ class QRSquare(Function):
         return _mH(Solve.apply(R, _mH(gA))), None
 
 
+@writes_out
 def linalg_qr(A, mode="reduced", *, out=None):
     """A = Q @ R with Q orthonormal columns and R upper triangular; mode 'reduced', 'complete' or 'r'.
 
@@ -590,6 +611,8 @@ def linalg_qr(A, mode="reduced", *, out=None):
     tensor([[3., 0.],
             [4., 5.]])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.qr", square=False)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
@@ -654,6 +677,7 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
     return U @ gA @ Vh
 
 
+@writes_out
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U @ diag(S) @ Vh, singular values descending (a named tuple U, S, Vh).
 
@@ -661,12 +685,16 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     >>> wb.linalg.svd(wb.tensor([[3., 0.], [0., 4.]])).S
     tensor([4., 3.])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.svd", square=False)
     return SVDResult(*SVD.apply(A, bool(full_matrices)))
 
 
 def svdvals(A, *, driver=None, out=None):
     """The singular values, descending.  >>> wb.linalg.svdvals(wb.tensor([[3., 0.], [0., 4.]]))  ->  tensor([4., 3.])"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.svdvals", square=False)
     return _out(SVD.apply(A, False)[1], out)
@@ -699,6 +727,7 @@ def _uplo(UPLO, op):
     return UPLO
 
 
+@writes_out
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of a Hermitian matrix (its UPLO triangle is read).
 
@@ -706,12 +735,16 @@ def eigh(A, UPLO="L", *, out=None):
     >>> wb.linalg.eigh(wb.tensor([[2., 0.], [0., 1.]])).eigenvalues
     tensor([1., 2.])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.eigh")
     return EighResult(*Eigh.apply(A, _uplo(UPLO, "linalg.eigh")))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a Hermitian matrix.  >>> wb.linalg.eigvalsh(wb.eye(2))  ->  tensor([1., 1.])"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.eigvalsh")
     return _out(Eigh.apply(A, _uplo(UPLO, "linalg.eigvalsh"))[0], out)
@@ -748,6 +781,7 @@ class Eig(Function):
         return gA.real if ctx.real_input else gA
 
 
+@writes_out
 def eig(A, *, out=None):
     """Complex eigenvalues and eigenvectors (unit columns) of a general square matrix, with PyTorch's
     gradient (defined when the loss does not depend on the eigenvectors' phases).
@@ -756,12 +790,17 @@ def eig(A, *, out=None):
     >>> wb.linalg.eig(wb.tensor([[2., 0.], [0., 1.]])).eigenvalues.real
     tensor([2., 1.])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.eig")
     return EigResult(*Eig.apply(A))
 
 
+@writes_out
 def eigvals(A, *, out=None):
     """Complex eigenvalues of a general square matrix.  >>> wb.linalg.eigvals(wb.eye(2)).real  ->  tensor([1., 1.])"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     return eig(A).eigenvalues
 
 
@@ -815,6 +854,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     tensor([[0.5000, 0.0000],
             [0.0000, 0.0000]])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.pinv", square=False)
     a, r = _tols(A, atol, rtol, "linalg.pinv")
@@ -823,11 +864,16 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 def pinverse(input, rcond=1e-15):
     """pinv with singular values under rcond * s_max treated as zero.  >>> wb.pinverse(wb.eye(2) * 2)"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("linalg", input)
     return pinv(input, rtol=rcond)
 
 
+@writes_out
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The number of singular values above max(atol, rtol * s_max).  >>> wb.linalg.matrix_rank(wb.eye(3))  ->  tensor(3)"""
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.matrix_rank", square=False)
     a, r = _tols(A, atol, rtol, "linalg.matrix_rank")
     xp = _backend.xp_of(A._data)
@@ -843,6 +889,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     >>> wb.linalg.lstsq(wb.tensor([[1.], [1.]]), wb.tensor([[1.], [3.]])).solution
     tensor([[2.0000]])
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
     _check_matrix(A, "linalg.lstsq", square=False)
     drivers = ("gels", "gelsy", "gelsd", "gelss")
     driver = driver or "gelsy"
@@ -906,6 +954,8 @@ def multi_dot(tensors, *, out=None):
     >>> wb.linalg.multi_dot([wb.ones(2), wb.ones(2, 3), wb.ones(3)])
     tensor(6.)
     """
+    if _AUTOCAST[0]:
+        tensors, = _autocast_cast("multi_dot", tensors)
 
     ts = list(tensors)
     if len(ts) < 2:
@@ -993,6 +1043,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     >>> wb.linalg.vector_norm(wb.tensor([3., 4.]))
     tensor(5.)
     """
+    if _AUTOCAST[0] and dtype is None:
+        x, = _autocast_cast("vector_norm", x)
 
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
@@ -1018,6 +1070,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     >>> wb.linalg.matrix_norm(wb.tensor([[3., 0.], [0., 4.]]), 2)
     tensor(4.)
     """
+    if _AUTOCAST[0] and dtype is None:
+        A, = _autocast_cast("matrix_norm", A)
 
     if A.ndim < 2:
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got shape "
@@ -1086,6 +1140,8 @@ def cond(A, p=None, *, out=None):
     >>> wb.linalg.cond(wb.tensor([[1., 0.], [0., 4.]]))
     tensor(4.)
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.cond", square=False)
     if p in (None, 2, -2):
@@ -1100,6 +1156,8 @@ def cond(A, p=None, *, out=None):
 
 def vecdot(x, y, *, dim=-1, out=None):
     """Dot product of vectors along ``dim`` (x conjugated), broadcast.  >>> wb.linalg.vecdot(wb.ones(2, 3), wb.ones(3))"""
+    if _AUTOCAST[0]:
+        x, y = _autocast_cast("vecdot", x, y)
 
     xx = x.conj() if x.is_complex() else x
     return _out((xx * y).sum(dim), out)
@@ -1163,6 +1221,7 @@ CholeskyExResult = _named("cholesky_ex", ["L", "info"])
 SolveExResult = _named("solve_ex", ["result", "info"])
 
 
+@writes_out
 def inv_ex(A, *, check_errors=False, out=None):
     """inv with an ``info`` tensor (non-zero for singular matrices, whose result is NaN) instead of an error.
 
@@ -1170,10 +1229,13 @@ def inv_ex(A, *, check_errors=False, out=None):
     >>> wb.linalg.inv_ex(wb.zeros(2, 2)).info
     tensor(1, dtype=workbench.int32)
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.inv_ex")
     return InvExResult(*_with_info(A, Inv.apply, _singular_info, check_errors))
 
 
+@writes_out
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """cholesky with an ``info`` tensor (the order of the failing minor, 0 on success) instead of an error.
 
@@ -1181,11 +1243,14 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     >>> wb.linalg.cholesky_ex(-wb.eye(2)).info
     tensor(1, dtype=workbench.int32)
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
     _check_matrix(A, "linalg.cholesky_ex")
     L, info = _with_info(A, Cholesky.apply, _not_pd_info, check_errors)
     return CholeskyExResult(_mH(L) if upper else L, info)
 
 
+@writes_out
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """solve with an ``info`` tensor (non-zero for singular A, whose result is NaN) instead of an error.
 
@@ -1193,6 +1258,8 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     >>> wb.linalg.solve_ex(wb.eye(2), wb.ones(2)).info
     tensor(0, dtype=workbench.int32)
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
     _check_matrix(A, "linalg.solve_ex")
     try:
         r = solve(A, B, left=left)
@@ -1220,6 +1287,8 @@ def tensorinv(A, ind=2, *, out=None):
     >>> wb.linalg.tensorinv(wb.eye(4).reshape(4, 2, 2), ind=1).shape
     workbench.Size([2, 2, 4])
     """
+    if _AUTOCAST[0]:
+        A, = _autocast_cast("linalg", A)
 
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
@@ -1243,6 +1312,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
     >>> wb.linalg.tensorsolve(wb.eye(4).reshape(2, 2, 4), wb.ones(2, 2)).shape
     workbench.Size([4])
     """
+    if _AUTOCAST[0]:
+        A, B = _autocast_cast("linalg", A, B)
 
     if dims is not None:
         dims = [wrap_dim(d, A.ndim) for d in dims]
@@ -1332,6 +1403,8 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     tensor([[0.2500],
             [0.2500]])
     """
+    if _AUTOCAST[0]:
+        B, L = _autocast_cast("linalg", B, L)
 
     Lo = _mH(L) if upper else L
     return _out(Solve.apply(_mH(Lo), Solve.apply(Lo, B)), out)
@@ -1345,6 +1418,8 @@ def cholesky_inverse(L, upper=False, *, out=None):
     tensor([[0.2500, 0.0000],
             [0.0000, 0.2500]])
     """
+    if _AUTOCAST[0]:
+        L, = _autocast_cast("linalg", L)
 
     Lo = _mH(L) if upper else L
     return _out(inv(Lo @ _mH(Lo)), out)
@@ -1352,6 +1427,8 @@ def cholesky_inverse(L, upper=False, *, out=None):
 
 def chain_matmul(*matrices, out=None):
     """The product of 2-D matrices (deprecated in PyTorch: use linalg.multi_dot).  >>> wb.chain_matmul(wb.eye(2), wb.eye(2))"""
+    if _AUTOCAST[0]:
+        matrices = _autocast_cast("chain_matmul", *matrices)
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead", UserWarning, stacklevel=2)
     if len(matrices) == 1:
@@ -1366,6 +1443,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     >>> wb.cdist(wb.tensor([[0., 0.]]), wb.tensor([[3., 4.], [0., 1.]]))
     tensor([[5., 1.]])
     """
+    if _AUTOCAST[0]:
+        x1, x2 = _autocast_cast("cdist", x1, x2)
     if x1.ndim < 2 or x2.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D, X2 got: {x2.ndim}D")
     if x1.shape[-1] != x2.shape[-1]:
@@ -1442,6 +1521,7 @@ LUResult = _named("lu", ["P", "L", "U"])
 LUFactorResult = _named("lu_factor", ["LU", "pivots"])
 
 
+@writes_out
 def linalg_lu(A, *, pivot=True, out=None):
     """A = P @ L @ U with partial pivoting: P a permutation, L unit lower and U upper trapezoidal.
 
@@ -1471,6 +1551,7 @@ def linalg_lu(A, *, pivot=True, out=None):
     return LUResult(P, cat([L1, L2], -2), U)
 
 
+@writes_out
 def lu_factor(A, *, pivot=True, out=None):
     """The LU factors packed in one matrix (L's unit diagonal implied), and 1-based pivots (int32).
 
@@ -1498,6 +1579,7 @@ def _lu_info(LU):
     return Tensor._make(xp.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype("int32"))
 
 
+@writes_out
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """lu_factor with an ``info`` tensor: the first zero pivot (1-based) of a singular matrix, else 0.
 
@@ -1526,6 +1608,7 @@ def _pivots_to_perm(xp, piv, m):
     return perm.reshape(batch + (m,))
 
 
+@writes_out
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) from lu_factor's packed factors and pivots.
 
@@ -1559,6 +1642,8 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     tensor([[1.],
             [2.]])
     """
+    if _AUTOCAST[0]:
+        LU, B = _autocast_cast("linalg", LU, B)
 
     if LU.ndim < 2 or LU.shape[-1] != LU.shape[-2]:
         raise RuntimeError(f"linalg.lu_solve: Expected LU to be batches of square matrices, got shape "
@@ -1576,11 +1661,16 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 # --- the legacy top-level spellings --------------------------------------------------------------
 def inverse(input, *, out=None):
     """Same as linalg.inv.  >>> wb.inverse(wb.eye(2) * 2)"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("linalg", input)
     return inv(input, out=out)
 
 
+@writes_out
 def svd(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: (U, S, V) with V (not V^H); reduced when some=True.  >>> wb.svd(wb.eye(2)).S"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("linalg", input)
     _check_matrix(input, "svd", square=False)
     U, S, Vh = SVD.apply(input, not some)
     if not compute_uv:
@@ -1590,16 +1680,21 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     return TorchSVDResult(U, S, _mH(Vh))
 
 
+@writes_out
 def qr(input, some=True, *, out=None):
     """torch.qr (deprecated in PyTorch): reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("linalg", input)
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
                   "release. Use Q, R = workbench.linalg.qr(A, 'reduced' if some else 'complete')", UserWarning,
-                  stacklevel=2)
+                  stacklevel=3)
     return linalg_qr(input, "reduced" if some else "complete")
 
 
 def cholesky(input, upper=False, *, out=None):
     """torch.cholesky (deprecated in PyTorch in favour of linalg.cholesky).  >>> wb.cholesky(wb.eye(2))"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("cholesky", input)
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release. L = workbench.cholesky(A) should be replaced with L = workbench.linalg.cholesky(A)",
                   UserWarning, stacklevel=2)
@@ -1609,6 +1704,7 @@ def cholesky(input, upper=False, *, out=None):
 TriangularSolveResult = _named("triangular_solve", ["solution", "cloned_coefficient"])
 
 
+@writes_out
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """Solve A X = b with triangular A (deprecated in PyTorch: use linalg.solve_triangular).
 
@@ -1619,7 +1715,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     """
     warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular and will be removed "
                   "in a future PyTorch release. workbench.linalg.solve_triangular has its arguments reversed and does "
-                  "not return a copy of one of the inputs.", UserWarning, stacklevel=2)
+                  "not return a copy of one of the inputs.", UserWarning, stacklevel=3)
     _check_matrix(A, "triangular_solve")
     T = A.triu() if upper else A.tril()
     if unitriangular:
@@ -1637,6 +1733,8 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):
     tensor([[0.5000],
             [0.5000]])
     """
+    if _AUTOCAST[0]:
+        b, LU_data = _autocast_cast("linalg", b, LU_data)
     return linalg_lu_solve(LU_data, LU_pivots, b, out=out)
 
 
@@ -1650,7 +1748,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
     warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
                   "removed in a future PyTorch release.", UserWarning, stacklevel=2)
     LU, piv = lu_factor(A, pivot=pivot)
-    return (LU, piv, _lu_info(LU)) if get_infos else (LU, piv)
+    return _outs((LU, piv, _lu_info(LU)) if get_infos else (LU, piv), out)
 
 
 __all__ = ["einsum", "tensordot", "kron", "cross", "det", "logdet", "slogdet", "inverse", "pinverse",

@@ -1,7 +1,9 @@
 """matmul and its relatives, the ops most models spend their time in."""
 from ..autograd.function import Function
-from ._util import _out, cast, result_dtype
 from .views import broadcast_shapes
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
+from ._util import _out, cast, gemm, result_dtype
 
 
 class Matmul(Function):
@@ -24,7 +26,7 @@ class Matmul(Function):
         a, b = cast(a, rd), cast(b, rd)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
         ctx.nd = (a.ndim, b.ndim)
-        return ctx.xp.matmul(a, b)
+        return gemm(a, b)
 
     @staticmethod
     def backward(ctx, g):
@@ -62,7 +64,8 @@ def matmul(input, other, *, out=None):
     >>> wb.matmul(wb.ones(2, 3), wb.ones(3)).shape
     workbench.Size([2])
     """
-
+    if _AUTOCAST[0]:
+        input, other = _autocast_cast("matmul", input, other)
     return _out(Matmul.apply(input, other), out)
 
 
@@ -73,6 +76,8 @@ def mm(input, mat2, *, out=None):
     >>> wb.mm(wb.ones(2, 3), wb.ones(3, 4)).shape
     workbench.Size([2, 4])
     """
+    if _AUTOCAST[0]:
+        input, mat2 = _autocast_cast("mm", input, mat2)
     if input.ndim != 2:
         raise RuntimeError(f"self must be a matrix (mm got a {input.ndim}-D tensor of shape {list(input.shape)})")
     if mat2.ndim != 2:
@@ -87,6 +92,8 @@ def bmm(input, mat2, *, out=None):
     >>> wb.bmm(wb.ones(2, 3, 4), wb.ones(2, 4, 5)).shape
     workbench.Size([2, 3, 5])
     """
+    if _AUTOCAST[0]:
+        input, mat2 = _autocast_cast("bmm", input, mat2)
     if input.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor (got shape {list(input.shape)})")
     if mat2.ndim != 3:
@@ -100,17 +107,21 @@ def bmm(input, mat2, *, out=None):
 
 def mv(input, vec, *, out=None):
     """Matrix-vector product.  >>> wb.mv(wb.ones(2, 3), wb.ones(3))  ->  tensor([3., 3.])"""
+    if _AUTOCAST[0]:
+        input, vec = _autocast_cast("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {vec.ndim}, {input.ndim}, {vec.ndim} "
                            f"(mv of shapes {list(input.shape)} and {list(vec.shape)})")
     if input.shape[1] != vec.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({input.shape[0]}x{input.shape[1]}), "
                            f"vec ({vec.shape[0]})")
-    return matmul(input, vec, out=out)
+    return _out(Matmul.apply(input, vec), out)  # its own kernel: not lowered by CPU autocast, as PyTorch's mv
 
 
 def dot(input, tensor, *, out=None):
     """Inner product of two 1-D tensors.  >>> wb.dot(wb.tensor([1., 2.]), wb.tensor([3., 4.]))  ->  tensor(11.)"""
+    if _AUTOCAST[0]:
+        input, tensor = _autocast_cast("dot", input, tensor)
     if input.ndim != 1 or tensor.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
     if input.dtype != tensor.dtype:
@@ -120,7 +131,7 @@ def dot(input, tensor, *, out=None):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
                            f"[{tensor.shape[0]}] to have the same number of elements, but got {input.shape[0]} and "
                            f"{tensor.shape[0]} elements respectively")
-    return matmul(input, tensor, out=out)
+    return _out(Matmul.apply(input, tensor), out)  # its own kernel: not lowered by CPU autocast, as PyTorch's dot
 
 
 def vdot(input, other, *, out=None):
@@ -190,36 +201,48 @@ class _Ignored(Function):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat1 @ mat2).  >>> wb.addmm(wb.zeros(2, 2), wb.eye(2), wb.eye(2))"""
+    if _AUTOCAST[0]:
+        input, mat1, mat2 = _autocast_cast("addmm", input, mat1, mat2)
 
     return _out(_add_scaled(input, mm(mat1, mat2), beta, alpha, "addmm"), out)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec).  >>> wb.addmv(wb.zeros(2), wb.eye(2), wb.ones(2))"""
+    if _AUTOCAST[0]:
+        input, mat, vec = _autocast_cast("addmv", input, mat, vec)
 
     return _out(_add_scaled(input, mv(mat, vec), beta, alpha, "addmv"), out)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * outer(vec1, vec2).  >>> wb.addr(wb.zeros(2, 2), wb.ones(2), wb.ones(2))"""
+    if _AUTOCAST[0]:
+        input, vec1, vec2 = _autocast_cast("addr", input, vec1, vec2)
 
     return _out(_add_scaled(input, outer(vec1, vec2), beta, alpha, "addr"), out)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * bmm(batch1, batch2).  >>> wb.baddbmm(wb.zeros(1, 2, 2), wb.ones(1, 2, 3), wb.ones(1, 3, 2))"""
+    if _AUTOCAST[0]:
+        input, batch1, batch2 = _autocast_cast("baddbmm", input, batch1, batch2)
 
     return _out(_add_scaled(input, bmm(batch1, batch2), beta, alpha, "baddbmm"), out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * sum_b(batch1[b] @ batch2[b]).  >>> wb.addbmm(wb.zeros(2, 2), wb.ones(3, 2, 4), wb.ones(3, 4, 2))"""
+    if _AUTOCAST[0]:
+        input, batch1, batch2 = _autocast_cast("addbmm", input, batch1, batch2)
 
     return _out(_add_scaled(input, bmm(batch1, batch2).sum(0), beta, alpha, "addbmm"), out)
 
 
 def trace(input):
     """Sum of the main diagonal of a matrix.  >>> wb.trace(wb.eye(3))  ->  tensor(3.)"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("trace", input)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     return input.diagonal().sum()

@@ -3,6 +3,9 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
 from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
+from ._util import gemm
 
 
 # --- linear ------------------------------------------------------------------------------------
@@ -23,7 +26,7 @@ class Linear(Function):
         ctx.save_for_backward(x if nig[1] else None, w if nig[0] else None)
         ctx.x_shape = x.shape
         # one 2-D GEMM over all leading dims (a stacked matmul would loop over them)
-        y = (x.reshape(-1, x.shape[-1]) if x.ndim > 2 else x) @ w.T
+        y = gemm(x.reshape(-1, x.shape[-1]) if x.ndim > 2 else x, w.T)
         if b is not None:
             y += b
         return y.reshape(x.shape[:-1] + (w.shape[0],)) if x.ndim > 2 else y
@@ -48,8 +51,8 @@ class Linear(Function):
 
 def _linear_grads_raw(g, x, w, nig, x_shape):
     g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
-    gx = Tensor._make((g2 @ w._data).reshape(x_shape)) if nig[0] else None
-    gw = Tensor._make(g2.T @ x._data.reshape(-1, x_shape[-1])) if nig[1] else None
+    gx = Tensor._make(gemm(g2, w._data).reshape(x_shape)) if nig[0] else None
+    gw = Tensor._make(gemm(g2.T, x._data.reshape(-1, x_shape[-1]))) if nig[1] else None
     gb = Tensor._make(g2.sum(0)) if nig[2] else None
     return gx, gw, gb
 
@@ -62,6 +65,8 @@ def linear(input, weight, bias=None):
     >>> F.linear(wb.ones(2, 3), wb.ones(4, 3)).shape
     workbench.Size([2, 4])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("linear", input, weight, bias)
     if weight.ndim == 1:
         y = input @ weight
         return y + bias if bias is not None else y
@@ -79,6 +84,8 @@ def bilinear(input1, input2, weight, bias=None):
     >>> F.bilinear(wb.ones(2, 3), wb.ones(2, 4), wb.ones(5, 3, 4)).shape
     workbench.Size([2, 5])
     """
+    if _AUTOCAST[0]:
+        input1, input2, weight, bias = _autocast_cast("bilinear", input1, input2, weight, bias)
     if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
         raise RuntimeError(f"bilinear: expected weight of shape (out, {input1.shape[-1]}, {input2.shape[-1]}), "
                            f"got {list(weight.shape)}")

@@ -10,11 +10,13 @@ import math
 import warnings
 
 from .. import _backend
-from .._backend import kernels as _k
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
+from .._backend import kernels as _k, pointwise as _pw
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
 from ._util import array_step
 from .elementwise import minimum, relu, where
@@ -177,6 +179,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     >>> F.cross_entropy(wb.tensor([[0.0, 0.0]]), wb.tensor([1]))
     tensor(0.6931)
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("cross_entropy", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -222,6 +226,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     >>> F.nll_loss(wb.tensor([[-1.0, -2.0]]), wb.tensor([1]))
     tensor(2.)
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("nll_loss", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     t = _class_targets("nll_loss", input, target, ignore_index)
@@ -246,7 +252,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         return idx, scaled, xp.where(total == 0, xp.nan, 0.0).astype(dt)
 
     steps = array_step(rows_and_weights, t, *([weight] if weight is not None else []))
-    picked = TakeRows.apply(x2.reshape(-1), steps[0])
+    picked = TakeRows.apply(x2.reshape(-1), steps[0], True)  # one position per row: unique
     if reduction != "mean":
         loss = -(picked * steps[1])
         return loss.reshape(tuple(target.shape)) if reduction == "none" else loss.sum()
@@ -263,6 +269,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     >>> F.binary_cross_entropy(wb.tensor([0.5]), wb.tensor([1.0]))
     tensor(0.6931)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("binary_cross_entropy", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -287,10 +295,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     >>> F.binary_cross_entropy_with_logits(wb.tensor([0.0]), wb.tensor([1.0]))
     tensor(0.6931)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("binary_cross_entropy_with_logits", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if pos_weight is None and _fused_reduction(input, target, reduction, weight):
+        return BceWithLogits.apply(input, target, reduction == "mean")
     pos = _Logsigmoid.apply(input)
     neg = _Logsigmoid.apply(-input)
     if pos_weight is not None:
@@ -306,6 +318,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def _pointwise_loss(name, fn):
     @composite(name)
     def loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+        if _AUTOCAST[0]:
+            input, target = _autocast_cast(name, input, target)
         reduction = _legacy_reduction(size_average, reduce, reduction)
         _check_reduction(reduction)
         _check_same_size(name, input, target)
@@ -317,13 +331,13 @@ def _pointwise_loss(name, fn):
     return loss
 
 
-def _sum_squares(flat, block=4096):
-    """sum(flat ** 2) as BLAS dot products of 4096-long blocks, then a pairwise sum of those: about the
-    speed of one dot, and the accuracy of a pairwise sum (one dot over 512 K float32s is off by ~3e-7)."""
-    m = flat.size // block
-    head = flat[:m * block].reshape(m, 1, block)
-    tail = flat[m * block:]
-    return (head @ head.transpose(0, 2, 1)).sum() + tail @ tail
+def _block_dot(a, b, block=4096):
+    """sum(a * b) of two flat arrays as BLAS dot products of 4096-long blocks, then a pairwise sum of those:
+    about the speed of one dot, and the accuracy of a pairwise sum (one dot over 512 K float32s is off by
+    ~3e-7)."""
+    m = a.size // block
+    tail = a[m * block:] @ b[m * block:]
+    return (a[:m * block].reshape(m, 1, block) @ b[:m * block].reshape(m, block, 1)).sum() + tail
 
 
 class MseLoss(Function):
@@ -337,7 +351,8 @@ class MseLoss(Function):
     @staticmethod
     def forward(ctx, x, t, mean):
         d = ctx.xp.subtract(x, t)
-        total = _sum_squares(d.reshape(-1))
+        flat = d.reshape(-1)
+        total = _block_dot(flat, flat)
         ctx.norm = 2.0 / d.size if mean else 2.0
         ctx.save_for_backward(x, t, d)
         return ctx.xp.asarray(total / d.size if mean else total, dtype=x.dtype)
@@ -356,6 +371,92 @@ class MseLoss(Function):
 _mse_composite = _pointwise_loss("mse_loss", lambda d: d * d)
 
 
+class HuberLoss(Function):
+    """huber_loss summed or averaged in one primitive: with a = |x - t| and c = min(a, delta), the loss
+    scale * (0.5 d^2 inside delta, delta (a - delta / 2) outside) is scale * (c.a - c.c / 2), two BLAS dots;
+    the gradient is scale * clip(x - t, -delta, delta) from the saved difference. smooth_l1_loss is the
+    same with delta = beta and scale = 1 / beta. The composite made ~15 passes and two np.where-like selects."""
+
+    _raw = True
+    op_name = "huber_loss"
+
+    @staticmethod
+    def forward(ctx, x, t, delta, scale, mean):
+        xp = ctx.xp
+        d = xp.subtract(x, t)
+        a = xp.abs(d).reshape(-1)
+        c = xp.minimum(a, delta)
+        total = (_block_dot(c, a) - 0.5 * _block_dot(c, c)) * scale
+        ctx.delta, ctx.coef = delta, scale / d.size if mean else scale
+        ctx.save_for_backward(x, t, d)
+        return xp.asarray(total / d.size if mean else total, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t, d = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        if STATE.enabled:  # create_graph: differentiable in x, t and g
+            gx = (x - t).clamp(-ctx.delta, ctx.delta) * (g * ctx.coef)
+        else:
+            gd = ctx.xp.clip(d._data, -ctx.delta, ctx.delta)
+            gd *= g._data * g._data.dtype.type(ctx.coef)
+            gx = Tensor._make(gd)
+        return gx if nig[0] else None, -gx if nig[1] else None, None, None, None
+
+
+class BceWithLogits(Function):
+    """binary_cross_entropy_with_logits summed or averaged in one primitive: the loss of logit x against
+    target t is max(x, 0) - x t + log1p(exp(-|x|)), so the total is two sums and a BLAS dot; the gradient
+    is (sigmoid(x) - t) times g (/ n), in place. The composite took two log-sigmoids and six Tensor ops."""
+
+    _raw = True
+    op_name = "binary_cross_entropy_with_logits"
+
+    @staticmethod
+    def forward(ctx, x, t, mean):
+        xp = ctx.xp
+        xf, tf = xp.ascontiguousarray(x).reshape(-1), xp.ascontiguousarray(t).reshape(-1)
+        e = xp.abs(xf)
+        xp.negative(e, out=e)
+        xp.exp(e, out=e)
+        xp.log1p(e, out=e)
+        total = e.sum(dtype=x.dtype) + xp.maximum(xf, 0, out=e).sum(dtype=x.dtype) - _block_dot(xf, tf)
+        ctx.coef = 1.0 / x.size if mean else 1.0
+        ctx.save_for_backward(x, t)
+        return xp.asarray(total / x.size if mean else total, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        if STATE.enabled:  # create_graph: differentiable in x, t and g
+            gc = g * ctx.coef
+            return (x.sigmoid() - t) * gc if nig[0] else None, -x * gc if nig[1] else None, None
+        xp, gd = ctx.xp, g._data * g._data.dtype.type(ctx.coef)
+        gx = gt = None
+        if nig[0]:
+            s = _pw.run(xp, _pw.sigmoid, (x._data,))
+            s -= t._data
+            s *= gd
+            gx = Tensor._make(s)
+        if nig[1]:  # d/dt of -x t
+            gt = Tensor._make(xp.multiply(x._data, -gd))
+        return gx, gt, None
+
+
+class SmoothL1Loss(HuberLoss):
+    """smooth_l1_loss: HuberLoss's primitive with delta = beta, scale = 1 / beta, under its own node name."""
+
+    op_name = "smooth_l1_loss"
+
+
+def _fused_reduction(input, target, reduction, weight=None):
+    """Whether a regression loss can run as one reduced primitive (same shape and float dtype, no weight)."""
+    return (weight is None and reduction in ("mean", "sum") and isinstance(input, Tensor)
+            and isinstance(target, Tensor) and input.shape == target.shape
+            and input._data.dtype == target._data.dtype and input._data.dtype.char in "fd" and input.numel() > 0)
+
+
 @composite("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error.
@@ -365,9 +466,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     >>> F.mse_loss(wb.tensor([1.0, 3.0]), wb.tensor([0.0, 0.0]))
     tensor(5.)
     """
-    if (size_average is None and reduce is None and weight is None and reduction in ("mean", "sum")
-            and isinstance(input, Tensor) and isinstance(target, Tensor) and input.shape == target.shape
-            and input._data.dtype == target._data.dtype and input._data.dtype.char in "fd" and input.numel() > 0):
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("mse_loss", input, target)
+    if size_average is None and reduce is None and _fused_reduction(input, target, reduction, weight):
         return MseLoss.apply(input, target, reduction == "mean")
     return _mse_composite(input, target, size_average, reduce, reduction, weight)
 l1_loss = _pointwise_loss("l1_loss", lambda d: d.abs())
@@ -395,11 +496,15 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     >>> F.smooth_l1_loss(wb.tensor([0.5, 3.0]), wb.tensor([0.0, 0.0]))
     tensor(1.3125)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("smooth_l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_same_size("smooth_l1_loss", input, target)
+    if beta > 0 and _fused_reduction(input, target, reduction):
+        return SmoothL1Loss.apply(input, target, beta, 1.0 / beta, reduction == "mean")
     d = input - target
     v = d.abs() if beta == 0 else _huberish(d, beta, 1.0 / beta)
     return _reduce(v, reduction)
@@ -414,10 +519,14 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     >>> F.huber_loss(wb.tensor([0.5, 3.0]), wb.tensor([0.0, 0.0]))
     tensor(1.3125)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("huber_loss", input, target)
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta, got {delta}")
     _check_same_size("huber_loss", input, target)
+    if _fused_reduction(input, target, reduction, weight):
+        return HuberLoss.apply(input, target, delta, 1.0, reduction == "mean")
     v = _huberish(input - target, delta, 1.0)
     if weight is not None:
         v = v * weight
@@ -439,6 +548,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     >>> F.kl_div(wb.tensor([0.0]), wb.tensor([1.0]), reduction="sum")
     tensor(0.)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("kl_div", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, ("batchmean",))
     if reduction == "mean":
@@ -465,6 +576,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     >>> F.poisson_nll_loss(wb.tensor([0.0]), wb.tensor([1.0]))
     tensor(1.)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("poisson_nll_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     v = input.exp() - target * input if log_input else input - target * (input + eps).log()
@@ -484,6 +597,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     >>> F.gaussian_nll_loss(wb.tensor([0.0]), wb.tensor([0.0]), wb.tensor([1.0]))
     tensor(0.)
     """
+    if _AUTOCAST[0]:
+        input, target, var = _autocast_cast("gaussian_nll_loss", input, target, var)
     _check_reduction(reduction)
     if not isinstance(var, Tensor):
         var = Tensor._make(_xp(input).full(tuple(input.shape), float(var), dtype=input._data.dtype))
@@ -538,6 +653,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     >>> F.cosine_similarity(wb.tensor([[1.0, 0.0]]), wb.tensor([[1.0, 1.0]]))
     tensor([0.7071])
     """
+    if _AUTOCAST[0]:
+        x1, x2 = _autocast_cast("cosine_similarity", x1, x2)
     n1 = (x1 * x1).sum(dim, keepdim=True).sqrt()
     n2 = (x2 * x2).sum(dim, keepdim=True).sqrt()
     # clamp the values only (PyTorch clamps under no_grad)
@@ -555,6 +672,8 @@ def pdist(input, p=2):
     >>> F.pdist(wb.tensor([[0.0, 0.0], [3.0, 4.0]]))
     tensor([5.])
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("pdist", input)
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     xp = _xp(input)
@@ -668,6 +787,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     >>> F.cosine_embedding_loss(wb.tensor([[1.0, 0.0]]), wb.tensor([[1.0, 0.0]]), wb.tensor([1]))
     tensor(0.)
     """
+    if _AUTOCAST[0]:
+        input1, input2 = _autocast_cast("cosine_embedding_loss", input1, input2)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     dim = input1.ndim - 1
@@ -691,6 +812,8 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     >>> F.margin_ranking_loss(wb.tensor([1.0]), wb.tensor([2.0]), wb.tensor([1.0]))
     tensor(1.)
     """
+    if _AUTOCAST[0]:
+        input1, input2, target = _autocast_cast("margin_ranking_loss", input1, input2, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not (input1.ndim == input2.ndim == target.ndim):
@@ -709,6 +832,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     >>> F.triplet_margin_loss(wb.zeros(1, 2), wb.zeros(1, 2), wb.ones(1, 2) * 3).item()
     0.0
     """
+    if _AUTOCAST[0]:
+        anchor, positive, negative = _autocast_cast("triplet_margin_loss", anchor, positive, negative)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not (anchor.ndim == positive.ndim == negative.ndim):
@@ -753,6 +878,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     >>> F.hinge_embedding_loss(wb.tensor([0.3, 0.3]), wb.tensor([1.0, -1.0]))
     tensor(0.5000)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("hinge_embedding_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     not_pos = (target != 1).to(input.dtype)
@@ -770,6 +897,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     >>> F.soft_margin_loss(wb.tensor([0.0]), wb.tensor([1.0]))
     tensor(0.6931)
     """
+    if _AUTOCAST[0]:
+        input, target = _autocast_cast("soft_margin_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     return _reduce(-_Logsigmoid.apply(target * input), reduction)
@@ -804,6 +933,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     >>> F.multi_margin_loss(wb.tensor([[0.1, 0.8]]), wb.tensor([1]))
     tensor(0.1500)
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("multi_margin_loss", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if p not in (1, 2):
@@ -812,7 +943,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     n, c = x.shape
     xp = _xp(input)
     t = target._data.reshape(-1)
-    picked = TakeRows.apply(x.reshape(-1), xp.arange(n) * c + t).unsqueeze(1)
+    picked = TakeRows.apply(x.reshape(-1), xp.arange(n) * c + t, True).unsqueeze(1)
     z = (margin - picked + x).clamp(min=0)
     if p == 2:
         z = z * z
@@ -859,6 +990,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> F.multilabel_margin_loss(wb.tensor([[0.1, 0.2, 0.4, 0.8]]), wb.tensor([[3, 0, -1, 1]]))
     tensor(0.8500)
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("multilabel_margin_loss", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     x = input if input.ndim == 2 else input.reshape(1, -1)
@@ -1060,6 +1193,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     >>> round(F.ctc_loss(lp, wb.tensor([[1]]), [2], [1]).item(), 4)
     0.2747
     """
+    if _AUTOCAST[0]:
+        log_probs, = _autocast_cast("ctc_loss", log_probs)
     _check_reduction(reduction)
     batched = log_probs.ndim == 3
     lp = log_probs if batched else log_probs.unsqueeze(1)

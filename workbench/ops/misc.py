@@ -1,5 +1,7 @@
 """The fused updates optimizers use: lerp, addcmul, addcdiv (one pass each, PyTorch's formulas)."""
 from ..autograd.function import Function
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, dtype_error, result_dtype, result_dtype_n
 
 
@@ -101,6 +103,8 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     >>> wb.addcmul(wb.ones(2), wb.tensor([1.0, 2.0]), wb.tensor([3.0, 4.0]), value=0.5)
     tensor([2.5000, 5.0000])
     """
+    if _AUTOCAST[0]:
+        input, tensor1, tensor2 = _autocast_cast("addcmul", input, tensor1, tensor2)
     return _out(Addcmul.apply(input, tensor1, tensor2, value), out)
 
 
@@ -111,6 +115,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     >>> wb.addcdiv(wb.zeros(2), wb.tensor([1.0, 2.0]), wb.tensor([2.0, 4.0]), value=-1)
     tensor([-0.5000, -0.5000])
     """
+    if _AUTOCAST[0]:
+        input, tensor1, tensor2 = _autocast_cast("addcdiv", input, tensor1, tensor2)
     return _out(Addcdiv.apply(input, tensor1, tensor2, value), out)
 
 

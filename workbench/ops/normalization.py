@@ -10,10 +10,12 @@ import math
 
 from .. import _backend
 from .._backend import kernels as _k
-from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
+from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 
 _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
         "float64": 2.220446049250313e-16}
@@ -37,17 +39,26 @@ class Normalize(Function):
         xp = ctx.xp
         if x.dtype.kind != "f" and str(x.dtype) != "bfloat16":
             raise RuntimeError(f"normalization expects a floating-point input, got {x.dtype}")
+        ctx.axes, ctx.w_shape, ctx.eps = axes, w_shape, eps
+        ctx.red_axes = tuple(i for i in range(x.ndim) if i >= len(w_shape) or w_shape[i] == 1)
+        ctx.rows = _row_shape(xp, x, w, b, axes)
+        if ctx.rows is not None:  # statistics over the trailing dims of a contiguous array: rows, in place
+            y, mean, var, rstd = _k.row_norm(x.reshape(ctx.rows), eps)
+            ctx.save_for_backward(x, None, mean, rstd)
+            ctx.b_shape = None
+            lead = x.shape[:x.ndim - len(axes)]
+            mean, var = mean.reshape(lead), var.reshape(lead)
+            ctx.mark_non_differentiable(mean, var)
+            return y.reshape(x.shape), mean, var
         mean = x.mean(axis=axes, keepdims=True)
-        d = x - mean
-        var = (d * d).mean(axis=axes, keepdims=True)
+        y = x - mean  # centred, then normalized in place
+        var = xp.square(y).mean(axis=axes, keepdims=True)
         rstd = 1.0 / xp.sqrt(var + eps)
-        y = d * rstd
+        y *= rstd
         if w is not None:
             y *= w.reshape(w_shape)
         if b is not None:
             y += b.reshape(w_shape)
-        ctx.axes, ctx.w_shape, ctx.eps = axes, w_shape, eps
-        ctx.red_axes = tuple(i for i in range(x.ndim) if i >= len(w_shape) or w_shape[i] == 1)
         ctx.save_for_backward(x, w, mean, rstd)
         ctx.b_shape = b.shape if b is not None else None
         mean, var = xp.squeeze(mean, axes), xp.squeeze(var, axes)
@@ -58,15 +69,59 @@ class Normalize(Function):
     def backward(ctx, g, _gm=None, _gv=None):
         x, w, mean, rstd = ctx.saved_tensors
         axes = ctx.axes
-        if STATE.enabled:  # create_graph: the statistics are functions of x too
-            mean = x.mean(axes, keepdim=True)
-            d = x - mean
-            rstd = ((d * d).mean(axes, keepdim=True) + ctx.eps) ** -0.5
+        nig = ctx.needs_input_grad
+        if ctx.rows is not None:
+            if not STATE.enabled:
+                dx = _k.row_norm_backward(ctx.xp.ascontiguousarray(g._data).reshape(ctx.rows),
+                                          x._data.reshape(ctx.rows), mean._data, rstd._data)
+                return Tensor._make(dx.reshape(x.shape)), None, None, None, None, None
+            lead = x.shape[:x.ndim - len(axes)]
+            mean = mean.reshape(lead + (1,) * len(axes))
+            rstd = rstd.reshape(lead + (1,) * len(axes))
+        if not STATE.enabled:
+            return _normalize_grads(ctx, g._data, x._data, w._data if w is not None else None, mean._data,
+                                    rstd._data, nig)
+        # create_graph: Tensor ops, and the statistics are functions of x too
+        mean = x.mean(axes, keepdim=True)
+        d = x - mean
+        rstd = ((d * d).mean(axes, keepdim=True) + ctx.eps) ** -0.5
         xhat = (x - mean) * rstd
         dx, dw, db = _affine_grads(g, xhat, w, ctx.red_axes, ctx.w_shape, rstd, axes)
-        nig = ctx.needs_input_grad
         return (dx if nig[0] else None, dw.reshape(w.shape) if nig[1] else None,
                 db.reshape(ctx.b_shape) if nig[2] else None, None, None, None)
+
+
+def _row_shape(xp, x, w, b, axes):
+    """(rows, cols) when Normalize can run on rows: no affine, statistics over the trailing dims of a
+    C-contiguous NumPy float32/float64 array; else None."""
+    if (w is None and b is None and xp is _backend.numpy and x.dtype.char in "fd" and x.flags.c_contiguous and x.size
+            and tuple(axes) == tuple(range(x.ndim - len(axes), x.ndim))):
+        cols = math.prod(x.shape[x.ndim - len(axes):])
+        return (x.size // cols, cols)
+    return None
+
+
+def _normalize_grads(ctx, g, x, w, mean, rstd, nig):
+    """Normalize's first derivatives on arrays: _affine_grads' formulas in place, three temporaries."""
+    axes, red = ctx.axes, ctx.red_axes
+    xhat = x - mean
+    xhat *= rstd
+    gx = gw = gb = None
+    if nig[1] or nig[2]:
+        if nig[2]:
+            gb = Tensor._make(g.sum(axis=red).reshape(ctx.b_shape))
+        if nig[1]:
+            gw = Tensor._make((g * xhat).sum(axis=red).reshape(w.shape))
+    if nig[0]:
+        gx = g * w.reshape(ctx.w_shape) if w is not None else g.copy()
+        c = (gx * xhat).mean(axis=axes, keepdims=True)
+        a = gx.mean(axis=axes, keepdims=True)
+        xhat *= c
+        gx -= a
+        gx -= xhat
+        gx *= rstd
+        gx = Tensor._make(gx.astype(x.dtype, copy=False))
+    return gx, gw, gb, None, None, None
 
 
 def _check_channels(op, x, t, what):
@@ -165,6 +220,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     >>> wb.group_norm(wb.tensor([[1.0, 3.0]]), 1)
     tensor([[-1.0000,  1.0000]])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("group_norm", input, weight, bias)
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected at least 2D input (N, C, ...), got {input.ndim}D")
     n, c = input.shape[:2]
@@ -254,6 +311,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     >>> wb.layer_norm(wb.tensor([[1.0, 3.0]]), (2,))
     tensor([[-1.0000,  1.0000]])
     """
+    if _AUTOCAST[0]:
+        input, weight, bias = _autocast_cast("layer_norm", input, weight, bias)
     _, k = _norm_shape("layer_norm", input, normalized_shape, (weight, "weight"), (bias, "bias"))
     return LayerNorm.apply(input, weight, bias, k, eps)
 

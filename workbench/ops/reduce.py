@@ -13,11 +13,13 @@ import warnings
 
 from .. import _backend
 from .._backend import dtypes as _dt
-from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
 from ..creation import full
+from .._core import Tensor
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import _out, norm_dims, to_float, wrap_dim
 from .elementwise import isnan, maximum, minimum, where
 from .index import IndexBackward
@@ -165,6 +167,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     >>> wb.tensor([[1, 2], [3, 4]]).sum(0)
     tensor([4, 6])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("sum", input)
     if dim is None and isinstance(input, Tensor):
         if not keepdim and dtype is None:
             return SumAll.apply(input)
@@ -271,6 +275,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     >>> wb.tensor([[1., 2.], [3., 4.]]).prod(1)
     tensor([ 2., 12.])
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("prod", input)
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple (reduce one dim at a time)")
     d = None if dim is None else wrap_dim(dim, input._data.ndim)
@@ -310,6 +316,8 @@ class Cumsum(Function):
 
 def cumsum(input, dim, *, dtype=None, out=None):
     """Running sum along ``dim``.  >>> wb.cumsum(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 3, 6])"""
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("cumsum", input)
     return _out(Cumsum.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
 
 
@@ -351,6 +359,8 @@ class Cumprod(Function):
 
 def cumprod(input, dim, *, dtype=None, out=None):
     """Running product along ``dim`` (gradient exact with zeros).  >>> wb.cumprod(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 2, 6])"""
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("cumprod", input)
     return _out(Cumprod.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
 
 
@@ -816,6 +826,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     >>> wb.norm(wb.tensor([3., 4.]))
     tensor(5.)
     """
+    if _AUTOCAST[0] and dtype is None:
+        input, = _autocast_cast("norm", input)
     if dtype is not None:
         input = input.to(dtype)
     if input._data.dtype.kind not in "fc":
@@ -873,6 +885,8 @@ def logsumexp(input, dim=None, keepdim=False):
     >>> wb.logsumexp(wb.tensor([1000.0, 1000.0]), 0)
     tensor(1000.6931)
     """
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("logsumexp", input)
     return Logsumexp.apply(input, _dims(input, dim, "logsumexp"), keepdim)
 
 

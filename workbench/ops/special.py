@@ -23,6 +23,8 @@ from .. import _backend
 from .._backend import dtypes
 from .._core import Tensor
 from ..autograd.function import Function
+from ._autocast import AUTOCAST as _AUTOCAST
+from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, dtype_error, result_dtype, to_float
 
 _np = _backend.numpy
@@ -187,6 +189,8 @@ def erfc(input, *, out=None):
 
 def erfinv(input, *, out=None):
     """The inverse of erf on (-1, 1) (±inf at ±1, NaN outside).  >>> wb.erfinv(wb.tensor([0.0, 0.5]))  ->  tensor([0.0000, 0.4769])"""
+    if _AUTOCAST[0]:
+        input, = _autocast_cast("erfinv", input)
     return _out(Erfinv.apply(input), out)
 
 

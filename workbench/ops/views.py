@@ -7,6 +7,7 @@ every as_strided-style view is one storage-map primitive (``StorageMap``). Writi
 from .. import _backend
 from .._core import Size
 from ..autograd.function import Function, _NoGradCtx
+from ..creation import _sizes_or_keyword
 from ._util import _shape_args, ufunc_at, wrap_dim
 from .convert import view_dtype
 
@@ -68,7 +69,7 @@ class View(Function):
         return g.reshape(ctx.in_shape), None
 
 
-def reshape(input, *shape):
+def reshape(input, *sizes, shape=None):
     """The same data in a new shape; a view where possible.
 
     >>> import workbench as wb
@@ -76,16 +77,23 @@ def reshape(input, *shape):
     tensor([[0, 1, 2],
             [3, 4, 5]])
     """
-    return Reshape.apply(input, tuple(_shape_args(shape)))
+    if shape is not None:  # reshape(shape=...); the check stays off the positional (hot) path
+        sizes = _sizes_or_keyword(sizes, shape, "reshape", "shape")
+    return Reshape.apply(input, tuple(_shape_args(sizes)))
 
 
-def view(input, *shape):
+def view(input, *sizes, size=None, dtype=None):
     """A view with a new shape (RuntimeError if the strides don't allow one).
 
     >>> import workbench as wb
     >>> wb.arange(4).view(2, 2).shape
     workbench.Size([2, 2])
     """
+    if dtype is not None:  # x.view(dtype=...)
+        if sizes or size is not None:
+            raise TypeError("view() takes a shape or a dtype, not both")
+        sizes = (dtype,)
+    shape = sizes if size is None else _sizes_or_keyword(sizes, size, "view")
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and shape[0] is not None:
         return view_dtype(input, shape[0])
     return View.apply(input, tuple(_shape_args(shape)))
@@ -140,9 +148,9 @@ class Permute(Function):
         return g.permute(*inv), None
 
 
-def permute(input, *dims):
+def permute(input, *order, dims=None):
     """Reorder dims (a view).  >>> wb.zeros(2, 3, 4).permute(2, 0, 1).shape  ->  workbench.Size([4, 2, 3])"""
-    dims = _shape_args(dims)
+    dims = _shape_args(order if dims is None else _sizes_or_keyword(order, dims, "permute", "dims"))
     n = input._data.ndim
     if len(dims) != n:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "

@@ -11,11 +11,14 @@ and ``False`` its legacy format: files ``torch.load`` reads.
 containers, numbers, strings and the globals on the allowlist (:func:`add_safe_globals`) are built.
 ``weights_only=False`` unpickles anything, which can run arbitrary code: only for files you trust.
 """
+import mmap as _mmap
 import os
 import pickle
 import re
 import warnings
+import zipfile
 
+from ..utils.serialization import config as _config
 from . import _native, _torch_files
 from ._common import CheckpointError, location_map, write_to
 from ._safetensors import is_safetensors, load_file as _load_safetensors_file, load_safetensors, save_safetensors
@@ -139,10 +142,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         def unpickle(file, persistent_load):
             return cls(file, persistent_load, **kwargs).load()
     locate = location_map(map_location)
+    if mmap is None:
+        mmap = _config.load.mmap
     try:
         if isinstance(f, (str, bytes, os.PathLike)):
             path = os.fsdecode(os.fspath(f))
-            with open(path, "rb") as fh:
+            shared = mmap and _config.load.mmap_flags == _mmap.MAP_SHARED  # a shared map writes to the file
+            with open(path, "r+b" if shared else "rb") as fh:
                 return _load_open(fh, path, locate, mmap, unpickle, kwargs)
         if not hasattr(f, "read"):
             raise TypeError(f"workbench.load expects a path or a binary file object, got {type(f).__name__}")
@@ -220,8 +226,6 @@ def get_unsafe_globals_in_checkpoint(f):
     if head.startswith(_native.MAGIC):
         return unsafe_globals(_native.pickle_bytes(f))
     if head.startswith(b"PK\x03\x04"):
-        import zipfile
-
         with zipfile.ZipFile(f) as zf:
             pkl = sorted((n for n in zf.namelist() if n.endswith("data.pkl") and n.count("/") <= 1), key=len)
             if not pkl:

@@ -1,10 +1,12 @@
 """What every checkpoint reader and writer shares: the error type, exact reads, atomic writes, where
 tensors go on load (``map_location``) and the memory blocks that saved tensors occupy."""
 import ctypes
+import mmap
 import os
 import tempfile
 
-from .. import _backend
+from .. import _backend, cuda
+from ..utils.serialization import config
 
 np = _backend.numpy
 
@@ -96,12 +98,16 @@ def location_map(map_location):
     raise TypeError(f"map_location should be a str, device, dict or callable, got {type(map_location).__name__}")
 
 
+def mmap_access():
+    """How ``load(..., mmap=True)`` maps files: copy-on-write, or shared when ``config.load.mmap_flags`` is
+    ``mmap.MAP_SHARED`` (writes to the tensors then reach the file)."""
+    return mmap.ACCESS_WRITE if config.load.mmap_flags == mmap.MAP_SHARED else mmap.ACCESS_COPY
+
+
 def to_device(arr, loc):
     """A host array moved to the device named ``loc`` (itself for the CPU)."""
     dev = _backend.device(loc)
     if dev.type == "cuda":
-        from .. import cuda
-
         if not cuda.is_available():
             raise RuntimeError("Attempting to deserialize object on a CUDA device but workbench.cuda.is_available() is "
                                "False. If you are running on a CPU-only machine, please use workbench.load with "

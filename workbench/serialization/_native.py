@@ -10,6 +10,7 @@ storages (version 2). The format is specified in docs/serialization-format.md.
 """
 import io
 import json
+import mmap
 import pickle
 import struct
 import sys
@@ -20,7 +21,7 @@ from .. import _backend
 from .._backend import dtypes as _dt
 from ..nn.parameter import Parameter
 from ..tensor import Size, Tensor
-from ._common import Blocks, CheckpointError, block_bytes, read_exact, to_device
+from ._common import Blocks, CheckpointError, block_bytes, mmap_access, read_exact, to_device
 
 np = _backend.numpy
 
@@ -306,9 +307,7 @@ def load(f, path, locate, use_mmap, unpickler):
     storages, records, tree = header["storages"], header["tensors"], header["object"]
     mm = None
     if use_mmap:
-        import mmap
-
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+        mm = mmap.mmap(f.fileno(), 0, access=mmap_access())
         if len(mm) < origin + start + header.get("data_nbytes", 0):
             raise CheckpointError(f"checkpoint is truncated: {len(mm) - origin} bytes, the header describes "
                                   f"{start + header['data_nbytes']}")

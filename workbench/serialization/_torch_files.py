@@ -26,14 +26,14 @@ from .._backend import dtypes as _dt
 from ..nn.parameter import Parameter
 from ..tensor import Size, Tensor
 from . import _torch_names
-from ._common import Blocks, CheckpointError, block_bytes, read_exact
+from ._common import Blocks, CheckpointError, block_bytes, mmap_access, read_exact
+from ..utils.serialization import config
 from ._unpickler import WeightsOnlyUnpickler, persistent_ids
 
 np = _backend.numpy
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL = 1001
-_ALIGN = 64
 _LOCAL_HEADER = struct.Struct("<4s5H3I2H")  # a zip entry's local header: its name and extra field follow
 # what zipfile raises on a damaged archive, depending on which bytes are damaged
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, UnicodeDecodeError,
@@ -87,7 +87,7 @@ def load_zip(f, where, locate, use_mmap, unpickler):
         raise CheckpointError(f"{where}is a zip archive without a data.pkl record: not a file torch.save wrote")
     prefix = pkl[0][: -len("data.pkl")]
     byteorder = zf.read(prefix + "byteorder").decode() if prefix + "byteorder" in names else "little"
-    mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if use_mmap else None
+    mm = mmap.mmap(f.fileno(), 0, access=mmap_access()) if use_mmap else None
     storages = {}
 
     def persistent_load(pid):
@@ -279,7 +279,8 @@ def _pickled(obj, protocol, legacy):
 def zip_writer(obj, protocol, byteorder_record=True):
     """``write(fileobj)`` for ``obj`` in PyTorch's zip format; pickling happens now, before any write."""
     data_pkl, blocks = _pickled(obj, protocol, legacy=False)
-    records = [("data.pkl", data_pkl), (".format_version", b"1"), (".storage_alignment", str(_ALIGN).encode())]
+    align = int(config.save.storage_alignment)
+    records = [("data.pkl", data_pkl), (".format_version", b"1"), (".storage_alignment", str(align).encode())]
     if byteorder_record:
         records.append(("byteorder", sys.byteorder.encode()))
     records += [(f"data/{g['key']}", g) for g in blocks]
@@ -292,7 +293,7 @@ def zip_writer(obj, protocol, byteorder_record=True):
                 if isinstance(data, dict):
                     data = block_bytes(data)
                 info = zipfile.ZipInfo("archive/" + name, date_time=(1980, 1, 1, 0, 0, 0))
-                pad = -(zf.fp.tell() + _LOCAL_HEADER.size + len(info.filename) + 4) % _ALIGN
+                pad = -(zf.fp.tell() + _LOCAL_HEADER.size + len(info.filename) + 4) % align
                 info.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad  # PyTorch's alignment padding
                 zf.writestr(info, data)
 

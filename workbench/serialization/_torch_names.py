@@ -8,8 +8,11 @@
 """
 from collections import OrderedDict
 
-from .. import _backend
+import workbench
+
+from .. import _backend, nn
 from .._backend import dtypes as _dt
+from ..creation import tensor
 from ..nn.parameter import Parameter
 from ..tensor import Size, Tensor
 from ._common import CheckpointError, to_device
@@ -164,8 +167,6 @@ def _rebuild_device_tensor_from_cpu_tensor(data, dtype, device, requires_grad):
 
 
 def _rebuild_device_tensor_from_numpy(data, dtype, device, requires_grad):
-    from ..creation import tensor
-
     return _grad(tensor(data, dtype=dtype, device=device), requires_grad)
 
 
@@ -225,6 +226,26 @@ def names():
         table[f"torch.{name}"] = table[f"torch.cuda.{name}"] = StorageType(name)
     table["torch.storage.UntypedStorage"] = StorageType("UntypedStorage")
     return table
+
+
+_NN_ALIASES = {"NonDynamicallyQuantizableLinear": "Linear"}  # MultiheadAttention's out_proj: a plain Linear
+
+
+def counterpart(full_path):
+    """The workbench object standing for a PyTorch ``nn`` module class (``torch.nn.modules.linear.Linear`` ->
+    ``workbench.nn.Linear``) or function (``torch.nn.functional.relu``, ``torch.tanh``), or None. A whole
+    module pickled by PyTorch then loads as workbench's: its state (attributes, ``_parameters``,
+    ``_buffers``, ``_modules``) uses the same names."""
+    if full_path == "torch._C._VariableFunctionsClass":  # torch.tanh & co. pickle as getattr(this, "tanh")
+        return workbench
+    module, _, name = full_path.rpartition(".")
+    if module == "torch.nn" or module.startswith("torch.nn.modules"):
+        cls = getattr(nn, _NN_ALIASES.get(name, name), None)
+        return cls if isinstance(cls, type) and issubclass(cls, nn.Module) else None
+    owner = {"torch.nn.functional": nn.functional, "torch._C._nn": nn.functional, "torch": workbench,
+             "torch._C._VariableFunctions": workbench}.get(module)  # where PyTorch's functions pickle from
+    fn = getattr(owner, name, None) if owner is not None else None
+    return fn if callable(fn) and not isinstance(fn, type) else None
 
 
 def missing_dtype_message(obj):

@@ -10,7 +10,7 @@ call other things (INST, OBJ, the copyreg extension codes, out-of-band buffers) 
 ``os``, ``sys``, ``posix`` and ``nt`` are refused even when allowlisted.
 
 ``weights_only=False`` unpickles fully (any class, any function: only for trusted files), still reading
-PyTorch's names as workbench objects.
+PyTorch's names as workbench objects: whole ``nn`` modules PyTorch pickled become workbench's.
 """
 import _compat_pickle
 import codecs
@@ -191,6 +191,9 @@ class WeightsOnlyUnpickler(pickle._Unpickler):
             raise pickle.UnpicklingError(f"Trying to load unsupported GLOBAL {full_path} whose module {module} is "
                                          "blocked.")
         if full_path not in self._allowed:
+            cls = _torch_names.counterpart(full_path)  # allowlisted as workbench's class: PyTorch's name is it
+            if cls is not None and id(cls) in self._values:
+                return cls
             raise _refused(full_path)
         return _checked(self._allowed[full_path])
 
@@ -259,6 +262,13 @@ def full_unpickler(pickle_module=pickle):
             full_path = f"{module}.{name}"
             if full_path in torch_names:
                 return _checked(torch_names[full_path])
+            if module == "torch" or module.startswith("torch."):
+                cls = _torch_names.counterpart(full_path)
+                if cls is None:
+                    raise pickle.UnpicklingError(
+                        f"this checkpoint pickles {full_path}, a PyTorch object workbench has no counterpart for; "
+                        "save its state_dict() in PyTorch instead and load that")
+                return cls
             return super().find_class(module, name)
 
     return Unpickler

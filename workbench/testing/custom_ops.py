@@ -30,8 +30,10 @@ def assert_matches_reference(op, args, kwargs=None, *, device="cuda", rtol=1e-5,
     """Run ``op`` on ``device`` copies of ``args`` (its CUDA kernel) and on CPU copies (its reference), and assert the
     outputs, and the input gradients through the registered backward for the same output gradients, agree.
 
-    On a GPU this tests the kernel. On the fake cupy of CPU-only CI the reference stands in for the kernel, so it
-    tests the dispatch only: outputs and gradients placed on the device, and the tape node recorded there.
+    On a GPU this tests the kernel. On the fake cupy of CPU-only CI a kernel whose threads are independent runs
+    on the CPU emulator (``workbench.testing.cuda_emulator``), so its numbers are tested too; for one the
+    emulator refuses (shared memory, atomics) the reference stands in and only the dispatch is tested: outputs
+    and gradients placed on the device, and the tape node recorded there.
 
     >>> import workbench as wb
     >>> from workbench.testing.custom_ops import assert_matches_reference

@@ -4,8 +4,10 @@ Arrays are ``ndarray`` subclasses that remember their device; module functions a
 results re-tagged as device arrays. It is faithful where workbench depends on CuPy's behaviour:
 ``.get()`` to copy to the host, ``cupy.asnumpy``/``asarray`` for transfers, ``cuda.Device`` as the
 current-device context, ``cuda.runtime.getDeviceCount``, memory-pool accounting, streams and
-events, and a refusal to convert implicitly to NumPy (``numpy.asarray(cupy_array)`` raises
-TypeError in real CuPy).
+events, ``cuda.nccl`` (``fake_nccl``: NCCL's collectives across real processes), ``RawModule`` and
+``ElementwiseKernel`` (``cuda_emulator``: kernels whose threads are independent, run on the CPU; others raise
+``NotEmulated``), and a refusal to convert implicitly to NumPy (``numpy.asarray(cupy_array)`` raises TypeError in
+real CuPy).
 
 Use ``install()`` (or the ``fake_cuda`` pytest fixture) to route workbench's "cuda" to it.
 """
@@ -16,6 +18,9 @@ import types
 import weakref
 
 import numpy
+
+from . import cuda_emulator, fake_nccl
+from .cuda_emulator import NotEmulated
 
 N_DEVICES = 2
 _current = [0]
@@ -57,6 +62,12 @@ class ndarray(numpy.ndarray):
     @property
     def device(self):
         return Device(self._dev)
+
+    @property
+    def data(self):
+        """CuPy's MemoryPointer: ``.ptr`` is the address of the array's first element (here in host memory, which
+        the CPU emulator's kernels read)."""
+        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0], device=self.device)
 
     def get(self, stream=None, order="C", out=None):
         _synced("get")
@@ -258,8 +269,16 @@ cuda = types.SimpleNamespace(
     runtime=types.SimpleNamespace(getDeviceCount=lambda: N_DEVICES, deviceSynchronize=lambda: None),
     get_current_stream=lambda: Stream(),
     MemoryPool=_MemoryPool,
+    nccl=fake_nccl,
 )
 Stream.null = Stream()
+RawModule = cuda_emulator.EmulatedModule
+
+
+def ElementwiseKernel(in_params, out_params, operation, name="kernel", **kwargs):  # noqa: N802 - CuPy's name
+    """cupy.ElementwiseKernel, run by the CPU emulator; the outputs it allocates are on the current device."""
+    return cuda_emulator.EmulatedElementwiseKernel(in_params, out_params, operation, name,
+                                                   device_array=lambda a: _wrap(a, _current[0]), **kwargs)
 
 
 def get_default_memory_pool():
@@ -334,7 +353,8 @@ class _Module(types.ModuleType):
 
 _module = _Module("cupy", __doc__)
 for _k, _v in list(globals().items()):
-    if not _k.startswith("__") and _k not in ("numpy", "types", "time", "contextlib", "weakref", "_Module"):
+    if not _k.startswith("__") and _k not in ("numpy", "types", "time", "contextlib", "weakref", "_Module",
+                                              "fake_nccl", "cuda_emulator"):
         setattr(_module, _k, _v)
 _module.__fake__ = True
 # dtypes and scalar types are NumPy's, as in real CuPy

@@ -6,7 +6,7 @@
 """
 import importlib
 
-_SUBMODULES = ("data", "checkpoint", "cpp_extension")
+_SUBMODULES = ("data", "checkpoint", "cpp_extension", "serialization", "tensorboard")
 
 
 def __getattr__(name):

@@ -55,9 +55,28 @@ def _refuse_libtorch(name, label, text):
         "workbench.library.custom_op for autograd (see docs/extensions.md).")
 
 
-def _cache_root():
+def get_default_build_root():
+    """Where extensions are built when no build_directory is given: $WORKBENCH_EXTENSIONS_DIR, else
+    ~/.cache/workbench_extensions.
+
+    >>> import os, workbench as wb
+    >>> os.environ["WORKBENCH_EXTENSIONS_DIR"] = "/tmp/my_exts"
+    >>> wb.utils.cpp_extension.get_default_build_root()
+    '/tmp/my_exts'
+    >>> del os.environ["WORKBENCH_EXTENSIONS_DIR"]
+    """
     return os.environ.get("WORKBENCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
                                                                        "workbench_extensions")
+
+
+def include_paths(device_type="cpu", torch_include_dirs=True):
+    """The include folders every build gets: workbench's own (``workbench/extension.h``).
+
+    >>> import workbench as wb
+    >>> import os; os.path.exists(os.path.join(wb.utils.cpp_extension.include_paths()[0], "workbench", "extension.h"))
+    True
+    """
+    return [_c_abi.include_dir()]
 
 
 def _compiler(var, default, name):
@@ -105,7 +124,7 @@ def _build(name, sources, extra_cflags, extra_ldflags, extra_include_paths, buil
     for path, _ in sources:
         h.update(path.encode() + b"\0" + _file_hash(path).encode())
     key = h.hexdigest()[:16]
-    build_dir = build_directory or os.path.join(_cache_root(), name)
+    build_dir = build_directory or os.path.join(get_default_build_root(), name)
     os.makedirs(build_dir, exist_ok=True)
     prefix = f"{name}_{key}_"
     for f in sorted(os.listdir(build_dir)):
@@ -243,7 +262,7 @@ def load_inline(name, cpp_sources, cuda_sources=None, sycl_sources=None, functio
     cpu_files = []
     code = "\n".join(cpp_sources or [])
     if code.strip():
-        build_dir = build_directory or os.path.join(_cache_root(), name)
+        build_dir = build_directory or os.path.join(get_default_build_root(), name)
         os.makedirs(build_dir, exist_ok=True)
         path = os.path.join(build_dir, f"{name}.cpp")
         _refuse_libtorch(name, "cpp_sources", code)

@@ -29,6 +29,7 @@ import warnings
 from .. import _backend
 from ..autograd import graph
 from ..autograd.graph import AccumulateGrad, walk
+from .recorder import site_dict
 
 METRICS = ("grad_norm", "weight_norm", "update_ratio")
 
@@ -91,7 +92,7 @@ class GradStats:
         self._hsteps = _Grow(None, "int64")
         self._alarms = []
         self._alarm_keys = set()
-        self._prev_norm = None
+        self._level = None  # per layer: the running level of log10 ‖grad‖ that alarms are judged against
         self._dead = {}  # relu scope -> list of (step, dead, units) device pairs (host after flush)
         self._dead_pending = []
         self._n_backward = 0
@@ -381,17 +382,8 @@ class GradStats:
             with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
                 norms = np.sqrt(host[:, 1:])  # [n, 3L]: grad, weight and update norms
                 gn = norms[:, :L]
-                prev = np.empty_like(gn)
-                prev[0] = self._prev_norm if self._prev_norm is not None else np.nan
-                prev[1:] = gn[:-1]
-                # NaN/Inf or above explode_at (NaN fails <=); grown 10x from above 1e-8; vanishing
-                # (a row with NaN/Inf is flagged already, so fmax may take them or skip them)
-                bad = ~(gn <= self.explode_at) | (gn > 10 * np.where(prev > 1e-8, prev, np.inf))
-                flag = bad.any(1) | (gn[:, self._first] < self.vanish_ratio * np.fmax.reduce(gn, axis=1))
-            for k in np.flatnonzero(flag):
-                self._prev_norm = prev[k]
-                new_alarms += self._check(start + int(k), host[k])
-            self._prev_norm = gn[-1].copy()
+            for k in range(len(host)):
+                new_alarms += self._judge(start + k, host[k, 0], gn[k])
             self._emit("rows", start, end, norms)
         for step, scope, dead, units, site in dead_pending:
             d = dead if type(dead) is int else int(_host(dead))
@@ -409,14 +401,6 @@ class GradStats:
     def _emit(self, *event):
         for fn in list(self.listeners):
             fn(*event)
-
-    def _split(self, row):
-        L = len(self.layers)
-        loss = row[0]
-        gn = np_sqrt(row[1:1 + L])
-        wn = np_sqrt(row[1 + L:1 + 2 * L])
-        un = np_sqrt(row[1 + 2 * L:1 + 3 * L])
-        return loss, gn, wn, un
 
     def _metrics(self, rows, norms=None, dtype="float64"):
         """[n, L, 3] grad_norm, weight_norm, update_ratio of host rows [n, width] (norms: their roots)."""
@@ -441,49 +425,81 @@ class GradStats:
         idx = np.searchsorted(self._hsteps.view(), np.arange(a, b), side="right") - 1
         return store[np.maximum(idx, 0)].reshape(b - a, L, B)
 
-    def _check(self, step, row):
+    def _judge(self, step, loss, gn):
+        """Alarms for one step's gradient norms, judged against each layer's smoothed level.
+
+        Healthy training wobbles: a bias gradient may dip tenfold and come back. So growth counts
+        only when it is sustained (PATIENCE steps in a row) above ten times the layer's running level
+        (an average of log10 ‖grad‖ over the first WARMUP_ALARMS steps, then an exponential moving
+        average), and only for layers that carry a real share of the gradient; the absolute bound
+        ``explode_at`` and the vanishing ratio must hold PATIENCE steps too. NaN/Inf alarm at once.
+        """
         np = _backend.numpy
-        loss, gn, wn, un = self._split(row)
         out = []
-        # the first non-finite gradient, nearest the loss first (backward order)
-        for k in reversed(range(len(self.layers))):
-            v = gn[k]
-            if not math.isfinite(v):
-                kind = "nan" if v != v else "inf"
-                if ("nonfinite",) in self._alarm_keys:
-                    break
-                self._alarm_keys.add(("nonfinite",))
-                op, site = (self._consumers or {}).get(self.layers[k], (None, None))
-                detail = f"{'NaN' if kind == 'nan' else 'Inf'} in the gradient of {self.layers[k]}"
-                if loss != loss or loss in (math.inf, -math.inf):
-                    detail += f" (the loss itself is {loss})"
-                if site is None:
-                    detail += "; build the model under `with wb.viz.trace():` for its source line"
-                out.append(_alarm(step, self.layers[k], kind, op, site, None, detail))
-                break
         fin = np.isfinite(gn)
-        for k, v in enumerate(gn):
+        if not fin.all() and ("nonfinite",) not in self._alarm_keys:
+            # the first non-finite gradient, nearest the loss first (backward order)
+            k = int(np.flatnonzero(~fin)[-1])
+            v = gn[k]
+            kind = "nan" if v != v else "inf"
+            self._alarm_keys.add(("nonfinite",))
+            op, site = (self._consumers or {}).get(self.layers[k], (None, None))
+            detail = f"{'NaN' if kind == 'nan' else 'Inf'} in the gradient of {self.layers[k]}"
+            if loss != loss or loss in (math.inf, -math.inf):
+                detail += f" (the loss itself is {loss})"
+            if site is None:
+                detail += "; build the model under `with wb.viz.trace():` for its source line"
+            out.append(_alarm(step, self.layers[k], kind, op, site, None, detail))
+        pos = fin & (gn > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lg = np.where(pos, np.log10(np.where(pos, gn, 1.0)), np.nan)
+        if self._level is None:
+            self._level = np.full(len(gn), np.nan)
+            self._seen = np.zeros(len(gn), dtype="int64")
+            self._streaks = {kind: np.zeros(len(gn), dtype="int64") for kind in ("grow", "big", "vanish")}
+        level, seen, streaks = self._level, self._seen, self._streaks
+        top = np.nanmax(lg) if pos.any() else np.nan
+        big = fin & (gn > self.explode_at)
+        # growth: ten times the running level, in a layer with at least 1e-3 of the largest gradient
+        grow = pos & (seen >= WARMUP_ALARMS) & (lg - level > 1.0) & (lg >= top - 3.0)
+        streaks["big"] = np.where(big, streaks["big"] + 1, 0)
+        streaks["grow"] = np.where(grow, streaks["grow"] + 1, 0)
+        for k in np.flatnonzero((streaks["big"] >= PATIENCE) | (streaks["grow"] >= PATIENCE)):
             key = ("exploding", self.layers[k])
-            prev = self._prev_norm[k] if self._prev_norm is not None else None
-            grew = prev is not None and math.isfinite(prev) and prev > 1e-8 and math.isfinite(v) and v > 10 * prev
-            big = math.isfinite(v) and v > self.explode_at
-            if big or grew:
-                if key not in self._alarm_keys:
-                    self._alarm_keys.add(key)
-                    why = f"‖grad‖ = {v:.3g} > {self.explode_at:g}" if big else f"‖grad‖ grew {v / prev:.1f}x in one step"
-                    out.append(_alarm(step, self.layers[k], "exploding", None, None, float(v), why))
-        # vanishing: the layer nearest the input gets a tiny fraction of the largest layer's gradient
+            if key in self._alarm_keys:
+                continue
+            self._alarm_keys.add(key)
+            v = float(gn[k])
+            if streaks["big"][k] >= PATIENCE:
+                why = f"‖grad‖ = {v:.3g}, above {self.explode_at:g} for {PATIENCE} steps in a row"
+            else:
+                why = (f"‖grad‖ = {v:.3g}, over 10x its running level ({10 ** level[k]:.3g}) for {PATIENCE} steps "
+                       "in a row")
+            out.append(_alarm(step, self.layers[k], "exploding", None, None, v, why))
+        # the running level: the mean of the first WARMUP_ALARMS steps, then an exponential average
+        n = seen + pos
+        mean = np.where(seen > 0, level + (lg - level) / np.maximum(n, 1), lg)
+        ema = level + LEVEL_RATE * (lg - level)
+        self._level = np.where(pos, np.where(seen < WARMUP_ALARMS, mean, ema), level)
+        self._seen = n
+        # vanishing: the layer nearest the input gets a tiny share of the largest layer's gradient
         first = self._first
-        last = int(np.argmax(np.where(fin, gn, -1.0))) if fin.any() else first
-        if first != last and fin[first] and gn[last] > 0:
-            ratio = gn[first] / gn[last]
+        lv = self._level.copy()
+        if fin[first] and gn[first] == 0:  # no gradient at all reaches it: as vanished as it gets
+            lv[first] = -np.inf
+        known = np.isfinite(lv)
+        warm = seen[first] >= WARMUP_ALARMS or lv[first] == -np.inf
+        if (known[first] or lv[first] == -np.inf) and known.sum() >= 1 and warm:
+            last = int(np.nanargmax(np.where(known, lv, np.nan)))
+            ratio = 10 ** (lv[first] - lv[last])
+            van = first != last and ratio < self.vanish_ratio
+            streaks["vanish"][first] = streaks["vanish"][first] + 1 if van else 0
             key = ("vanishing", self.layers[first])
-            if ratio < self.vanish_ratio:
-                if key not in self._alarm_keys:
-                    self._alarm_keys.add(key)
-                    out.append(_alarm(step, self.layers[first], "vanishing", None, None, float(ratio),
-                                      f"‖grad‖ of {self.layers[first]} is {ratio:.2g} x that of {self.layers[last]} "
-                                      f"(layers {self.layers[first]} … {self.layers[last]})"))
+            if streaks["vanish"][first] >= PATIENCE and key not in self._alarm_keys:
+                self._alarm_keys.add(key)
+                out.append(_alarm(step, self.layers[first], "vanishing", None, None, float(ratio),
+                                  f"‖grad‖ of {self.layers[first]} is {ratio:.2g} x that of {self.layers[last]} "
+                                  f"(running levels, {PATIENCE} steps in a row)"))
         return out
 
     def block(self, a, b, norms=None):
@@ -673,6 +689,9 @@ _BLOCK = 256  # rows per device block
 HIST_BUDGET = 0.002  # hist_every="auto": histograms take at most this fraction of the training step
 DETAIL_BASE = 10  # detail_every="auto": detail steps every DETAIL_BASE steps, or a multiple of it if that
 DETAIL_BUDGET = 0.002  # would take over DETAIL_BUDGET of the step (weight norms, update copy)
+PATIENCE = 3  # an exploding or vanishing condition must hold this many steps in a row to alarm
+WARMUP_ALARMS = 10  # steps averaged into a layer's first running level (no growth alarms before)
+LEVEL_RATE = 0.1  # then the running level follows log10 ‖grad‖ with this exponential-average rate
 WARMUP = 50  # the first steps get every histogram and a detail step every DETAIL_BASE (a short run's
 # picture stays full; the budgets are for long runs, where a fixed cost up front does not count)
 
@@ -708,15 +727,9 @@ def _low(new, est):
     return new if est is None or new < est else 0.8 * est + 0.2 * new
 
 
-def np_sqrt(x):
-    np = _backend.numpy
-    with np.errstate(invalid="ignore"):
-        return np.sqrt(x)
-
-
 def _alarm(step, layer, kind, op, site, value, detail):
     return {"step": int(step), "layer": layer, "kind": kind, "op": op,
-            "site": {"file": str(site[0]), "line": int(site[1]), "function": str(site[2])} if site else None,
+            "site": site_dict(site),  # a notebook cell as IPython names it: "Cell In[3]"
             "value": value if value is None or math.isfinite(value) else None, "detail": detail}
 
 

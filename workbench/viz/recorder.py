@@ -66,7 +66,8 @@ class Recorder:
 
     def __init__(self, sites=True):
         self.sites = sites
-        self.nodes = weakref.WeakKeyDictionary()  # node -> (output weakrefs, {arg position: ConstInput})
+        # node -> (output weakrefs, {arg position: ConstInput}, per output: all finite? (0-d array or None))
+        self.nodes = weakref.WeakKeyDictionary()
         self._consts = {}  # id(tensor) -> ConstInput while that tensor is alive
         self.exports = collections.deque(maxlen=64)  # a loop calling loss.item() must not grow it forever
         self._prev = None
@@ -101,7 +102,7 @@ class Recorder:
                     consts = {}
                 consts[i] = self._const(a)
         outs = tuple(weakref.ref(r) if isinstance(r, Tensor) else None for r in results)
-        self.nodes[node] = (outs, consts)
+        self.nodes[node] = (outs, consts, tuple(_finite(r) for r in results))
 
     def _const(self, t):
         c = self._consts.get(id(t))
@@ -114,6 +115,15 @@ class Recorder:
         c = ConstInput(t, mark)
         self._consts[id(t)] = c
         return c
+
+
+def _finite(r):
+    # whether an output holds only finite numbers, kept as the backend's 0-d array: on a GPU no sync
+    # happens until a snapshot reads it, and it lets the snapshot name the op where a NaN started
+    # after the output itself is gone
+    if not isinstance(r, Tensor) or r._data.dtype.kind not in "fc":
+        return None
+    return _backend.xp_of(r._data).isfinite(r._data).all()
 
 
 def _mark_cut(t, reason, source):
@@ -166,7 +176,7 @@ class trace:
 
 
 def lookup(node):
-    """(outputs, consts) recorded for ``node`` by any live recorder, or None."""
+    """(outputs, consts, finite flags) recorded for ``node`` by any live recorder, or None."""
     for rec in list(_KNOWN):
         info = rec.nodes.get(node)
         if info is not None:

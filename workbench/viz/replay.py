@@ -20,7 +20,8 @@ def _label(snap_nodes, nid, labels=None):
         return str(nid)
     if n["kind"] in ("leaf", "param", "input", "cut"):
         return n.get("param") or n["name"]
-    return (labels or {}).get(nid) or n["op"] or nid
+    # an op's own name plus its node number: two "mul"s stay apart in every step's text
+    return (labels or {}).get(nid) or (n["op"] or "op") + classroom.subscript(nid)
 
 
 def make_record(bstep, ids, snap_nodes, classroom_text=True, labels=None):
@@ -42,31 +43,50 @@ def make_record(bstep, ids, snap_nodes, classroom_text=True, labels=None):
         rec["leaves"].append({"node": nid, "before": summarize(before), "after": summarize(after)})
     if classroom_text:
         leaf = type(node) is AccumulateGrad
-        rec["derivation"] = classroom.derivation(node, bstep.grad_outputs, bstep.grad_inputs,
-                                                 [_label(snap_nodes, nid)] if leaf else input_labels,
-                                                 "out" if leaf else _label(snap_nodes, nid, labels))
+        if leaf:
+            names, out = [_label(snap_nodes, nid)], "out"
+        else:
+            names = _distinct([*input_labels, _label(snap_nodes, nid, labels)],
+                              [ids.get(nxt) for nxt, _ in node.next_functions] + [nid])
+            names, out = names[:-1], names[-1]
+        shapes = [snap_nodes[ids[nxt]]["shape"] if nxt in ids else None for nxt, _ in node.next_functions]
+        rec["derivation"] = classroom.derivation(node, bstep.grad_outputs, bstep.grad_inputs, names, out, shapes)
     return rec
 
 
-def nonfinite(rec):
-    """'NaN in grad_inputs[0] (sent to n3)'-style text when the step record holds NaN/Inf, else None."""
+def _distinct(names, node_ids):
+    # "add = mul + mul" says nothing: a name used twice gets its node's number ("mul₄ + mul₇")
+    seen = {}
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+    return [n + classroom.subscript(i) if seen[n] > 1 and i is not None else n for n, i in zip(names, node_ids)]
+
+
+def nonfinite(rec, snap_nodes=None):
+    """'NaN in the gradient sent to SubBackward0 (input 0)'-style text when the step record holds
+    NaN/Inf, else None; ``snap_nodes`` (id -> node dict) names the nodes, else their ids do."""
+
+    def name(nid):
+        n = (snap_nodes or {}).get(nid)
+        return (n.get("param") or n["name"]) if n else nid
+
     for gi in rec["grad_inputs"]:
         g = gi["grad"]
         if g is not None and (g["nan"] or g["inf"]):
-            return f"{'NaN' if g['nan'] else 'Inf'} in grad_inputs[{gi['index']}] (sent to {gi['target']})"
+            return f"{'NaN' if g['nan'] else 'Inf'} in the gradient sent to {name(gi['target'])} (input {gi['index']})"
     for leaf in rec["leaves"]:
         a = leaf["after"]
         if a["nan"] or a["inf"]:
-            return f"{'NaN' if a['nan'] else 'Inf'} in the .grad of {leaf['node']}"
+            return f"{'NaN' if a['nan'] else 'Inf'} in the .grad of {name(leaf['node'])}"
     return None
 
 
-def flag_first_nonfinite(rec, node, seen_bad):
+def flag_first_nonfinite(rec, node, seen_bad, snap_nodes=None):
     """Set ``rec["breakpoint"]`` on the first step that produces NaN/Inf; returns whether this one holds any.
 
     ``continue`` stops there by itself; the reason names the op and, when recorded, its forward line.
     """
-    reason = nonfinite(rec)
+    reason = nonfinite(rec, snap_nodes)
     if reason is None:
         return False
     incoming = any(g is not None and (g["nan"] or g["inf"]) for g in rec["grad_outputs"])
@@ -96,7 +116,7 @@ def record_backward(roots, builder, gradient=None, retain_graph=False):
     # the engine frees each node's saved tensors (retain_graph=False) once its record is made
     for bstep in engine.iter_backward(roots, grads, retain_graph=retain_graph, keep_before=True, free_after_step=True):
         rec = make_record(bstep, builder.ids, nodes, True, builder.labels)
-        bad = flag_first_nonfinite(rec, bstep.node, bad) or bad
+        bad = flag_first_nonfinite(rec, bstep.node, bad, nodes) or bad
         steps.append(rec)
     return steps
 

@@ -11,8 +11,10 @@ import sys
 
 from .. import _backend
 from ..autograd import graph
-from ..autograd.function import _Out
+from ..autograd.function import _Out, describe_saved
 from ..autograd.graph import AccumulateGrad, walk
+from ..nn.module import CallScope
+from ..profiler.flops import node_flops
 from ..tensor import Tensor
 from . import recorder
 from .recorder import site_dict, site_text
@@ -20,6 +22,7 @@ from .summary import summarize, summarize_array
 
 MIME = "application/vnd.workbench.tape.v1+json"
 _INPUT_NAMES = ("self", "other", "third", "fourth")
+COST_FIELDS = ("flops", "saved_bytes", "forward_us", "backward_us")  # per node, summed per module
 
 
 def as_roots(x):
@@ -55,27 +58,20 @@ def _caller_names():
     return names
 
 
-def _saved_list(node):
-    saved = node._saved
+def _saved_list(entries):
+    """The node's saved tensors ({name, shape, dtype, bytes}) and their bytes, each storage counted once."""
     out = []
-    if not saved:
-        return out
-    nexts = node.next_functions
-    for i, entry in enumerate(saved):
-        e = entry[0] if type(entry) is tuple else entry
-        if e is None:
-            continue
-        if type(e) is _Out:
-            data, name = e.data, "result" if e.i == 0 else f"result{e.i}"
+    storages = {}
+    for i, where, shape, npd, nbytes, root, root_bytes in entries:
+        if where is None:
+            name = f"saved[{i}]"
+        elif where < 0:
+            name = "result" if where == -1 else f"result{-1 - where}"
         else:
-            data, name = e._data, f"saved[{i}]"
-            src = e.grad_fn if e.grad_fn is not None else e._acc
-            for k, (nxt, nr) in enumerate(nexts):
-                if nxt is not None and nxt is src and nr == e._output_nr:
-                    name = _INPUT_NAMES[k] if k < len(_INPUT_NAMES) else f"input{k}"
-                    break
-        out.append({"name": name, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)})
-    return out
+            name = _INPUT_NAMES[where] if where < len(_INPUT_NAMES) else f"input{where}"
+        storages[root] = root_bytes
+        out.append({"name": name, "shape": [int(s) for s in shape], "dtype": _dtype_name(npd), "bytes": int(nbytes)})
+    return out, int(sum(storages.values()))
 
 
 class _Builder:
@@ -98,8 +94,10 @@ class _Builder:
                 self.names[id(v)] = k
         self.model = model
         self.saved_values = {}  # (node, nr) -> array, from consumers' saved tensors
+        self._call_ids = {}  # CallScope.call -> its number in this snapshot
         self.main = set()  # the nodes a backward from the roots executes (not the cut-off subgraphs)
         self._cut_edges = set()
+        self.finite = {}  # op id -> whether record() saw its output finite (kept when the output is gone)
 
     # --- values -------------------------------------------------------------------------------
     def _value_array(self, node, nr=0):
@@ -120,6 +118,9 @@ class _Builder:
         return None
 
     def _index_saved(self, nodes):
+        for r in self.roots:  # the roots' own values (the loss), which no consumer saved
+            if r.grad_fn is not None:
+                self.saved_values.setdefault((r.grad_fn, r._output_nr), r._data)
         for n in nodes:
             for entry in n._saved or ():
                 e = entry[0] if type(entry) is tuple else entry
@@ -164,8 +165,8 @@ class _Builder:
                     self._add_leaf(nxt)
             for pos, c in sorted((consts.get(n) or {}).items()):
                 if c not in self.ids:
-                    self._add_const(c, exports)
-            self._add_op(n, id(n) in root_nodes)
+                    self._add_const(c, exports, n)
+            self._add_op(n, id(n) in root_nodes, consts.get(n))
         for s in starts:  # a leaf given as a root
             if s not in self.ids:
                 self._add_leaf(s)
@@ -205,7 +206,8 @@ class _Builder:
     def _base(self, i, kind, op, name, scope="", group=None, site=None, shape=(), dtype="", device="cpu"):
         return {"id": i, "kind": kind, "op": op, "name": name, "scope": scope, "group": group, "site": site,
                 "shape": [int(s) for s in shape], "dtype": dtype, "device": device, "param": None, "saved": [],
-                "value": None, "grad": None, "cut": None}
+                "value": None, "grad": None, "cut": None, "flops": None, "saved_bytes": 0, "saved_tensors": [],
+                "forward_us": None, "backward_us": None}
 
     def _add_leaf(self, acc):
         i = self._new_id(acc)
@@ -226,10 +228,12 @@ class _Builder:
             d["value"] = summarize(t)
         if self.grads and t._grad is not None:
             d["grad"] = summarize(t._grad)
+        if acc._times is not None:
+            d["backward_us"] = acc._times[1]
         self.scopes[i] = d["scope"]
         self.nodes.append(d)
 
-    def _add_const(self, c, exports):
+    def _add_const(self, c, exports, consumer):
         i = self._new_id(c)
         t = c.ref()
         name = self.names.get(id(t)) if t is not None else None
@@ -264,25 +268,59 @@ class _Builder:
         d["cut"] = cut
         if t is not None and self.values:
             d["value"] = summarize(t)
-        self.scopes[i] = ""
+        if kind == "input" and name is None and (consumer.scope or consumer.group is not None):
+            # made inside a module or composite op (a pooling matrix, a mask): an implementation
+            # detail of that call, so it sits inside its box instead of among the user's inputs
+            d["name"] = "constant"
+            d["scope"] = str(consumer.scope or "")
+            d["group"] = None if consumer.group is None else str(consumer.group)
+            calls = self._calls(consumer.scope)
+            if calls is not None:
+                d["calls"] = calls
+        self.scopes[i] = d["scope"]
         self.nodes.append(d)
 
-    def _add_op(self, n, is_root):
+    def _input_shapes(self, n, consts):
+        # what is known of each tensor input's shape: the producer's output meta, or the recorder's
+        # note of a data input (the op's own saved tensors fill the rest, in node_flops)
+        tpos = n._tensor_pos
+        out = []
+        for k, (nxt, nr) in enumerate(n.next_functions):
+            if nxt is not None:
+                shape, dt = self._meta(nxt, nr)
+                out.append(tuple(shape) if dt is not None else None)
+            else:
+                c = consts.get(tpos[k] if k < len(tpos) else k) if consts else None
+                out.append(c.shape if c is not None else None)
+        return out
+
+    def _add_op(self, n, is_root, consts=None):
         i = self._new_id(n)
         meta = n._out_meta[0] if n._out_meta else None
         shape, dt = meta if meta is not None else ((), None)
         arr = self._value_array(n) if self.values else None
         device = str(_backend.device_of(arr)) if arr is not None else ("cpu" if n.xp is _backend.numpy else "cuda")
         group = n.group
-        d = self._base(i, "output" if is_root else "op", n._op or n.name(), n.name(), n.scope or "",
+        d = self._base(i, "output" if is_root else "op", n._op or n.name(), n.name(), str(n.scope or ""),
                        None if group is None else str(group), site_dict(n.site), shape,
                        _dtype_name(dt) if dt is not None else "", device)
+        calls = self._calls(n.scope)
+        if calls is not None:
+            d["calls"] = calls
         label = self.names.get(id(n))
         if label:
             self.labels[i] = label
-        d["saved"] = _saved_list(n)
+        entries = describe_saved(n)
+        d["saved_tensors"], d["saved_bytes"] = _saved_list(entries)
+        d["saved"] = [{k: e[k] for k in ("name", "shape", "dtype")} for e in d["saved_tensors"]]
+        d["flops"] = node_flops(n, self._input_shapes(n, consts), entries)
+        if n._times is not None:
+            d["forward_us"], d["backward_us"] = n._times
         if arr is not None:
             d["value"] = summarize_array(arr)
+        info = recorder.lookup(n)
+        if info is not None and info[2] and info[2][0] is not None:
+            self.finite[i] = bool(info[2][0])
         if self.grads and n._retain:
             for nr, ref in n._retain.items():
                 t = ref()
@@ -290,6 +328,22 @@ class _Builder:
                     d["grad"] = summarize(t._grad)
         self.scopes[i] = d["scope"]
         self.nodes.append(d)
+
+    def _calls(self, scope):
+        # which call of each dotted part of the scope this node ran in, numbered in order of appearance
+        if not isinstance(scope, CallScope):
+            return None
+        chain = {}
+        c = scope
+        while c is not None:
+            chain.setdefault(str(c), c.call)
+            c = c.parent
+        parts = str(scope).split(".")
+        out = []
+        for k in range(len(parts)):
+            cid = chain.get(".".join(parts[:k + 1]))
+            out.append(None if cid is None else self._call_ids.setdefault(cid, len(self._call_ids)))
+        return out
 
     def modules(self):
         if self.model is None or not hasattr(self.model, "named_modules"):
@@ -302,9 +356,22 @@ class _Builder:
             parent = path.rsplit(".", 1)[0] if "." in path else None
             while parent is not None and parent not in paths:
                 parent = parent.rsplit(".", 1)[0] if "." in parent else None
-            out.append({"path": path, "type": type(m).__name__, "parent": parent})
+            out.append({"path": path, "type": type(m).__name__, "parent": parent, **self._sums(path)})
             paths.add(path)
         return out
+
+    def _sums(self, path):
+        # a module's cost: the sum over the nodes in its scope and its children's (None: nothing known)
+        sums = dict.fromkeys(COST_FIELDS)
+        pre = path + "."
+        for d in self.nodes:
+            sc = d["scope"]
+            if sc == path or sc.startswith(pre):
+                for k in COST_FIELDS:
+                    v = d[k]
+                    if v is not None:
+                        sums[k] = v if sums[k] is None else sums[k] + v
+        return sums
 
 
 def _caller_names_safe():
@@ -337,7 +404,66 @@ def build(roots, model=None, names=None, title=None, values=True, grads=True):
         title = _default_title(b, roots)
     snap = {"format": "workbench.tape", "version": 1, "title": title, "nodes": b.nodes, "edges": b.edges,
             "modules": b.modules(), "roots": root_ids, "trace": None}
+    notes = nonfinite_notes(snap, b.labels, b.finite)
+    if notes:
+        snap["notes"] = notes
     return snap, b
+
+
+def _bad(summary):
+    return summary is not None and bool(summary["nan"] or summary["inf"])
+
+
+def _where(node):
+    s = node["site"]
+    if not s:
+        return ""
+    return f" at {s['file']}, line {s['line']}" if s["file"].startswith("Cell In[") else f" at {s['file']}:{s['line']}"
+
+
+def nonfinite_notes(snap, labels=None, finite=None):
+    """An error note when a root's value (the loss) is NaN/Inf, naming the first op that produced it.
+
+    Under ``record()`` every op's output was checked as it was made (``finite``: op id -> bool), so
+    that op is where the NaN started; without it only the values kept for backward are known, and
+    the note says how to find the origin. ``labels`` maps node ids to the caller's variable names.
+
+    >>> import workbench as wb
+    >>> w = wb.tensor([1.0, 0.0], requires_grad=True)
+    >>> with wb.viz.record():
+    ...     loss = wb.log(w * w).sum()
+    >>> print(wb.viz.snapshot(loss).to_dict()["notes"][0]["text"])  # doctest: +ELLIPSIS
+    The loss (loss) is Inf in the forward pass already... The first op that produced NaN or Inf: log at ...
+    """
+    labels, finite = labels or {}, finite or {}
+    by_id = {n["id"]: n for n in snap["nodes"]}
+    bad_roots = [by_id[r] for r in snap["roots"] if _bad(by_id[r]["value"])]
+    if not bad_roots:
+        return []
+    root = bad_roots[0]
+    what = "NaN" if root["value"]["nan"] else "Inf"
+
+    def bad(n):
+        return _bad(n["value"]) or finite.get(n["id"]) is False
+
+    inputs = {}
+    for e in snap["edges"]:
+        inputs.setdefault(e["target"], []).append(e["source"])
+    first = None
+    for n in snap["nodes"]:  # forward order: the first op whose value is bad while its inputs are not
+        if n["kind"] in ("op", "output") and bad(n) and not any(bad(by_id[i]) for i in inputs.get(n["id"], ())):
+            first = n
+            break
+    text = (f"The loss ({labels.get(root['id'], root['name'])}) is {what} in the forward pass already, so no "
+            "gradient of this backward pass can be trusted.")
+    recorded = all(n["value"] is not None or n["id"] in finite for n in snap["nodes"] if n["kind"] == "op")
+    if first is not None and (first is not root or recorded):
+        label = labels.get(first["id"])
+        text += f" The first op that produced NaN or Inf: {first['op'] or first['name']}" + \
+            (f" ({label})" if label else "") + f"{_where(first)}."
+    if not recorded:
+        text += " Run the forward pass under `with wb.viz.record():` to see where it started."
+    return [{"level": "error", "text": text, "node": first["id"] if first is not None else root["id"]}]
 
 
 def _default_title(b, roots):

@@ -14,6 +14,8 @@ NODE_H = 38
 RANK_GAP = 46
 NODE_GAP = 18
 CHAR_W = 6.6
+EDGE_CHAR_W = 5.5  # 9 px monospace
+VIRTUAL_W = 10  # the lane of a long edge through a rank
 PAD = 16
 NAN_COLOR = "#d32f2f"
 INF_COLOR = "#ef6c00"
@@ -38,7 +40,19 @@ def _fmt(v):
 
 
 def _shape(s):
-    return "[" + ", ".join(str(d) for d in s) + "]"
+    """A shape as the interactive viewer writes it: "8×3", "scalar"."""
+    return "×".join(str(d) for d in s) if len(s) else "scalar"
+
+
+def _wrap(text, chars):
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > chars:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + ([line] if line else [])
 
 
 def _bad(summary):
@@ -88,11 +102,11 @@ def _choose_units(nodes, budget):
     return lambda n: _unit_key(n, best, True), True
 
 
-def layout(snap, budget=60, sweeps=4):
+def layout(snap, budget=60, sweeps=4, top=22):
     """Units (nodes or collapsed boxes) with rank/x/y, the unit edges, and how many nodes were left out.
 
     >>> snap = {"nodes": [{"id": "a", "kind": "leaf", "scope": "", "group": None, "op": "", "name": "a",
-    ...   "shape": [], "value": None, "grad": None, "cut": None, "site": None}], "edges": [], "modules": []}
+    ...   "shape": [], "dtype": "float32", "value": None, "grad": None, "cut": None, "site": None}], "edges": [], "modules": []}
     >>> units, edges, hidden = layout(snap)
     >>> (len(units), hidden)
     (1, 0)
@@ -126,8 +140,8 @@ def layout(snap, budget=60, sweeps=4):
         if a is None or b is None or a is b or id(a) not in drawn or id(b) not in drawn:
             continue
         k = (id(a), id(b))
-        if k not in edges:
-            edges[k] = (a, b, _shape(e["shape"]))
+        if k not in edges:  # scalars carry no edge label, as in the viewer
+            edges[k] = (a, b, _shape(e["shape"]) if e["shape"] else "")
             preds[id(b)].append(a)
     # longest-path ranks in forward order (back edges of collapsed cycles are ignored)
     for u in ordered:
@@ -143,8 +157,29 @@ def layout(snap, budget=60, sweeps=4):
         later = [s.rank for s in succs[id(u)] if s.index > u.index]
         if later:
             u.rank = max(u.rank, min(later) - 1)
+    # an edge over several ranks runs through a thin virtual unit on each rank between, so ordering
+    # and spacing leave it a lane of its own instead of drawing it across the nodes it passes
+    via = {}
+    virtual = []
+    for k, (a, b, _label) in edges.items():
+        if b.rank - a.rank < 2:
+            continue
+        chain, prev = [], a
+        for r in range(a.rank + 1, b.rank):
+            v = _Unit(None, a.index)
+            v.kind, v.w, v.rank, v.label, v.sub = "virtual", VIRTUAL_W, r, "", ""
+            preds[id(v)], succs[id(v)] = [prev], []
+            succs[id(prev)].append(v)
+            chain.append(v)
+            prev = v
+        preds[id(b)].append(prev)
+        succs[id(prev)].append(b)
+        preds[id(b)].remove(a)
+        succs[id(a)].remove(b)
+        via[k] = chain
+        virtual += chain
     ranks = {}
-    for u in ordered:
+    for u in ordered + virtual:
         ranks.setdefault(u.rank, []).append(u)
     levels = [ranks[r] for r in sorted(ranks)]
     for lvl in levels:
@@ -161,6 +196,8 @@ def layout(snap, budget=60, sweeps=4):
             lvl.sort(key=bary)
             for i, u in enumerate(lvl):
                 u.order = i
+    for lvl in levels:  # the virtual lanes' order is settled by the sweeps above; keep the units stable
+        lvl.sort(key=lambda u: u.order)
     widths = []
     for lvl in levels:
         x = 0.0
@@ -173,8 +210,8 @@ def layout(snap, budget=60, sweeps=4):
         off = (total_w - widths[r]) / 2 + PAD
         for u in lvl:
             u.x += off
-            u.y = PAD + 22 + r * (NODE_H + RANK_GAP)
-    return ordered, list(edges.values()), hidden
+            u.y = PAD + top + r * (NODE_H + RANK_GAP)
+    return ordered, [(a, b, label, via.get(k, ())) for k, (a, b, label) in edges.items()], hidden
 
 
 def _describe(u, types):
@@ -182,14 +219,13 @@ def _describe(u, types):
     if len(m) == 1 and not u.key.startswith(("m:", "g:")):
         n = m[0]
         u.kind = n["kind"]
-        if n["kind"] in ("param", "leaf", "input", "cut"):
-            u.label = n.get("param") or n["name"] or n["op"]
-        else:
-            u.label = n["op"] or n["name"]
-        sub = _shape(n["shape"])
+        # the viewer's words: the node's name (MulBackward0, a parameter's path), then "mul → 8×3"
+        u.label = n.get("param") or n["name"] or n["op"] or n["id"]
+        sub = f"{n['op']} → {_shape(n['shape'])}" if n["kind"] in ("op", "output") else \
+            f"{n['kind']} {_shape(n['shape'])} {n['dtype']}".strip()
         v, g = n["value"], n["grad"]
         if v and v["values"] is not None and v["numel"] == 1:  # micrograd-style numbers for scalars
-            sub = f"data {_fmt(v['values'][0])}"
+            sub += f" · data {_fmt(v['values'][0])}"
             if g and g["values"] is not None:
                 sub += f" | grad {_fmt(g['values'][0])}"
         u.sub = sub
@@ -197,7 +233,9 @@ def _describe(u, types):
         u.nan, u.inf = map(sum, zip(_bad(v), _bad(g)))
         tip = [n["name"], f"op: {n['op']}" if n["op"] else "", f"scope: {n['scope']}" if n["scope"] else ""]
         if n["site"]:
-            tip.append(f"{n['site']['file']}:{n['site']['line']} in {n['site']['function']}")
+            f = n["site"]["file"]
+            tip.append(f"{f}, line {n['site']['line']}" if f.startswith("Cell In[") else
+                       f"{f}:{n['site']['line']} in {n['site']['function']}")
         if n["cut"]:
             tip.append("cut: " + n["cut"]["detail"])
         u.tip = "\n".join(t for t in tip if t)
@@ -205,11 +243,13 @@ def _describe(u, types):
         path = u.key[2:]
         if u.key.startswith("m:"):
             u.kind = "module"
-            u.label = f"{path} ({types[path]})" if path in types else path
+            u.label = f"▸ {path}"
+            kind = types.get(path, "module")
         else:
             u.kind = "group"
-            u.label = path.split("#", 1)[0]
-        u.sub = f"{len(m)} nodes"
+            u.label = "▸ " + path.split("#", 1)[0].rsplit("\0", 1)[-1]
+            kind = "composite op"
+        u.sub = f"{kind} · {len(m)} nodes"
         for n in m:
             a, b = map(sum, zip(_bad(n["value"]), _bad(n["grad"])))
             u.nan += a
@@ -237,15 +277,42 @@ def _scope_boxes(units, snap):
     return boxes
 
 
+def _bezier(x1, y1, x2, y2, t):
+    my = (y1 + y2) / 2
+    c = 1 - t
+    return (c ** 3 * x1 + 3 * c * c * t * x1 + 3 * c * t * t * x2 + t ** 3 * x2,
+            c ** 3 * y1 + 3 * c * c * t * my + 3 * c * t * t * my + t ** 3 * y2)
+
+
+def _overlaps(box, boxes):
+    x0, y0, x1, y1 = box
+    return any(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in boxes)
+
+
+def text_boxes(units):
+    """The boxes (x0, y0, x1, y1) that node texts and badges take, for placing edge labels around them."""
+    boxes = []
+    for u in units:
+        boxes.append((u.x, u.y - 8, u.x + u.w, u.y + NODE_H))
+    return boxes
+
+
 def render_svg(snap, budget=60, standalone=False):
     """The SVG text of a tape.v1 snapshot (for ``text/html`` or a ``.svg`` file).
+
+    Names and shapes are the interactive viewer's ("MulBackward0", "mul → 8×3"); the snapshot's notes
+    (a NaN loss) come first, in the error colour; an edge label that would cover another label or a
+    node moves along its edge or, with no room, stays in the edge's tooltip.
 
     >>> snap = {"title": "t", "nodes": [], "edges": [], "modules": []}
     >>> render_svg(snap, standalone=True).startswith("<svg")
     True
     """
-    units, edges, hidden = layout(snap, budget)
-    width = max([u.x + u.w for u in units], default=200) + PAD
+    notes = snap.get("notes") or ()
+    note_lines = [(n["level"], line) for n in notes for line in _wrap(("⚠ " if n["level"] == "error" else "ⓘ ") + n["text"], 110)]
+    units, edges, hidden = layout(snap, budget, top=22 + (15 * len(note_lines) + 10 if note_lines else 0))
+    width = max([u.x + u.w for u in units] + [PAD + CHAR_W * max([len(t) for _, t in note_lines], default=0)],
+                default=200) + PAD
     height = max([u.y + NODE_H for u in units], default=40) + PAD + (18 if hidden else 0)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{_x(snap.get("title", "tape"))}" '
@@ -256,33 +323,58 @@ def render_svg(snap, budget=60, standalone=False):
            '</marker></defs>',
            f'<text x="{PAD}" y="{PAD + 4}" font-size="12" font-weight="bold" fill="currentColor">'
            f'{_x(snap.get("title", ""))}</text>']
+    for k, (level, line) in enumerate(note_lines):
+        color = NAN_COLOR if level == "error" else INF_COLOR
+        out.append(f'<text class="wb-note" x="{PAD}" y="{PAD + 21 + 15 * k}" fill="{color}">{_x(line)}</text>')
     for path, (x0, y0, x1, y1) in _scope_boxes(units, snap).items():
         out.append(f'<g class="wb-scope"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
                    f'rx="8" fill="{FILL["module"]}" fill-opacity="0.5" stroke="currentColor" stroke-opacity="0.25" '
                    f'stroke-dasharray="4 3"/><text x="{x0 + 4:.1f}" y="{y0 + 10:.1f}" font-size="9" '
                    f'fill="currentColor" fill-opacity="0.6">{_x(path)}</text></g>')
-    for a, b, label in edges:
+    taken = text_boxes(units)
+    for a, b, label, lanes in edges:
         x1, y1 = a.x + a.w / 2, a.y + NODE_H
-        x2, y2 = b.x + b.w / 2, b.y
+        first = lanes[0] if lanes else b
+        x2, y2 = first.x + first.w / 2, first.y
         my = (y1 + y2) / 2
-        out.append(f'<path d="M{x1:.1f},{y1:.1f} C{x1:.1f},{my:.1f} {x2:.1f},{my:.1f} {x2:.1f},{y2 - 1:.1f}" '
-                   'fill="none" stroke="currentColor" stroke-opacity="0.45" marker-end="url(#wb-arrow)"/>')
-        out.append(f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{my + 3:.1f}" font-size="9" fill="currentColor" '
-                   f'fill-opacity="0.6">{_x(label)}</text>')
+        d = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{my:.1f} {x2:.1f},{my:.1f} {x2:.1f},{y2 - (0 if lanes else 1):.1f}"
+        for v, nxt in zip(lanes, list(lanes[1:]) + [b]):
+            vx, vy = v.x + v.w / 2, v.y + NODE_H
+            nx, ny = nxt.x + nxt.w / 2, nxt.y
+            ym = (vy + ny) / 2
+            d += f" L{vx:.1f},{vy:.1f} C{vx:.1f},{ym:.1f} {nx:.1f},{ym:.1f} {nx:.1f},{ny - (1 if nxt is b else 0):.1f}"
+        spot = None
+        if label:
+            lw = len(label) * EDGE_CHAR_W
+            for t in (0.5, 0.35, 0.65, 0.2, 0.8):
+                px, py = _bezier(x1, y1, x2, y2, t)
+                box = (px + 3, py - 7, px + 3 + lw, py + 4)
+                if not _overlaps(box, taken):
+                    spot = box
+                    taken.append(box)
+                    break
+        tip = f"<title>{_x(label)}</title>" if label and spot is None else ""
+        out.append(f'<path d="{d}" fill="none" stroke="currentColor" stroke-opacity="0.45" '
+                   f'marker-end="url(#wb-arrow)">{tip}</path>')
+        if spot is not None:
+            out.append(f'<text class="wb-edge-label" x="{spot[0]:.1f}" y="{spot[3] - 1:.1f}" font-size="9" '
+                       f'fill="currentColor" fill-opacity="0.6">{_x(label)}</text>')
+    noted = {n.get("node") for n in notes}
     for u in units:
-        bad = u.nan or u.inf
-        stroke = NAN_COLOR if u.nan else INF_COLOR if u.inf else "currentColor"
+        origin = any(m["id"] in noted for m in u.members)  # where the note says the NaN started
+        bad = u.nan or u.inf or origin
+        stroke = NAN_COLOR if u.nan or origin else INF_COLOR if u.inf else "currentColor"
         dash = ' stroke-dasharray="5 3"' if u.cut or u.kind in ("module", "group") else ""
         out.append(f'<g class="wb-{_x(u.kind)}"><title>{_x(u.tip)}</title>'
                    f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
                    f'fill="{FILL.get(u.kind, "none")}" stroke="{stroke}" stroke-opacity="{1 if bad else 0.6}"'
-                   f' stroke-width="{2 if bad else 1}"{dash}/>')
+                   f' stroke-width="{3 if origin else 2 if bad else 1}"{dash}/>')
         cx = u.x + u.w / 2
         out.append(f'<text x="{cx:.1f}" y="{u.y + 15:.1f}" text-anchor="middle" fill="currentColor" '
                    f'font-weight="{"bold" if u.kind in ("module", "output") else "normal"}">{_x(u.label)}</text>')
         out.append(f'<text x="{cx:.1f}" y="{u.y + 29:.1f}" text-anchor="middle" font-size="9.5" '
                    f'fill="currentColor" fill-opacity="0.7">{_x(u.sub)}</text>')
-        badges = []
+        badges = [("⚑ origin", NAN_COLOR)] if origin else []
         if u.nan:
             badges.append(("NaN", NAN_COLOR))
         if u.inf:

@@ -10,6 +10,7 @@ from ..autograd import engine, graph
 from ..autograd.graph import AccumulateGrad
 from ..tensor import Tensor
 from .replay import default_grads, fill_grads, flag_first_nonfinite, make_record, nonfinite, record_backward
+from .recorder import site_text
 from .snapshot import as_roots, build
 
 
@@ -133,7 +134,7 @@ class Stepper:
     def replay_snapshot(self):
         """The tape.v1 dict with the recorded replay as its trace (None steps: the backward failed)."""
         snap = dict(self.snapshot, nodes=[dict(n) for n in self.snapshot["nodes"]],
-                    trace={"steps": self.replay} if self.replay is not None else None)
+                    trace={"steps": self.replay, "classroom": self.classroom} if self.replay is not None else None)
         if self.replay is not None:
             fill_grads(snap)
         return snap
@@ -192,13 +193,17 @@ class Stepper:
             self.paused_reason = "end"
             return None
         except BaseException as e:  # an error (or an interrupt) inside backward ends this run
+            self.done = True
+            changed = self.changed_since_forward() if isinstance(e, RuntimeError) else None
+            if changed is not None:  # restarting cannot help: say what changed, not the in-place hint
+                self._broken = changed
+                raise RuntimeError(changed) from None
             self._broken = (f"the backward pass stopped at step {self.position + 1}: {type(e).__name__}: {e}. "
                             "Restart to run it again.")
-            self.done = True
             raise
-        rec = make_record(bstep, self.ids, self.nodes, self.classroom, self.builder.labels)
+        rec = make_record(bstep, self.ids, self.nodes, True, self.builder.labels)
         cur = Step(bstep, rec, rec["node"])
-        self._bad = flag_first_nonfinite(rec, bstep.node, self._bad) or self._bad
+        self._bad = flag_first_nonfinite(rec, bstep.node, self._bad, self.nodes) or self._bad
         self.records.append(rec)
         self.current = cur
         self.position += 1
@@ -206,6 +211,42 @@ class Stepper:
         if self.position >= self.total:
             self._peek_end()
         return cur
+
+    def changed_since_forward(self):
+        """Why the debugged graph can no longer run, when code after the forward pass changed a tensor
+        it saved in place (``optimizer.step()`` updating the weights), else None.
+
+        >>> import workbench as wb
+        >>> w = wb.tensor([1.0, 2.0], requires_grad=True)
+        >>> st = Stepper((w * w).sum())
+        >>> with wb.no_grad():
+        ...     _ = w.add_(1.0)
+        >>> print(st.changed_since_forward())  # doctest: +ELLIPSIS
+        The graph being debugged was changed by code run after its forward pass: w, which MulBackward0 saved ...
+        """
+        for n in self.builder.main:
+            for entry in n._saved or ():
+                if type(entry) is not tuple:
+                    continue
+                t, box, version = entry
+                if box is None or box[0] == version:
+                    continue
+                # the leaf whose storage it is (a view like w.t() shares the leaf's version box)
+                leaf = next((a.variable for a in self.ids if type(a) is AccumulateGrad and a.variable is not None
+                             and a.variable._vbox is box), t)
+                path = self.builder.params.get(id(leaf))
+                name = path or self.builder.names.get(id(leaf))
+                what = f"{'parameter ' if path else ''}{name}" if name else "a tensor"
+                by = ""
+                if box[1]:
+                    op, _scope, site = box[1]
+                    by = f" by {op} at {site_text(site)}"
+                # an optimizer's update runs under no_grad, where no op is recorded: name the usual cause
+                hint = "" if by or leaf.grad_fn is not None else " (optimizer.step() updates parameters in place)"
+                return (f"The graph being debugged was changed by code run after its forward pass: {what}, which "
+                        f"{n.name()} saved for backward, was modified in place{by}{hint}. This backward pass cannot "
+                        "run any more; compute the loss again and call wb.viz.debug(loss) on the new one.")
+        return None
 
     def _peek_end(self):
         # the counted total is reached: let the generator finish (runs the engine's epilogue)
@@ -282,6 +323,10 @@ class Stepper:
         """Back to before the first step: .grad restored, the graph (retained) run again from the start."""
         if self._broken and "closed" in self._broken:
             raise RuntimeError(self._broken)
+        changed = self.changed_since_forward()
+        if changed is not None:
+            self._broken = changed
+            raise RuntimeError(changed)
         self._backward.close()
         self._restore_grads()
         self.total = len(self.builder.main)

@@ -50,7 +50,8 @@ class Snapshot:
             kinds[n["kind"]] = kinds.get(n["kind"], 0) + 1
         parts = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
         tr = f", trace of {len(d['trace']['steps'])} steps" if d["trace"] else ""
-        return f"<workbench tape {d['title']!r}: {len(d['nodes'])} nodes ({parts}), {len(d['edges'])} edges{tr}>"
+        notes = "".join(f" {n['level']}: {n['text']}" for n in d.get("notes") or ())  # said in a script too
+        return f"<workbench tape {d['title']!r}: {len(d['nodes'])} nodes ({parts}), {len(d['edges'])} edges{tr}>{notes}"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {MIME: self.data, "text/html": self.svg(), "text/plain": repr(self)}

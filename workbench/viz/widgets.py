@@ -72,10 +72,11 @@ class DebuggerWidget(_Base):
     """
 
     snapshot = traitlets.Dict().tag(sync=True)
+    classroom = traitlets.Bool(False).tag(sync=True)
 
     def __init__(self, stepper, height=0):
         super().__init__(snapshot=stepper.snapshot, view="debugger", height=height,
-                         title=stepper.snapshot["title"])
+                         title=stepper.snapshot["title"], classroom=bool(stepper.classroom))
         self.stepper = stepper
         self._static = None
         self.on_msg(self._on_msg)
@@ -86,8 +87,9 @@ class DebuggerWidget(_Base):
             snap = self.stepper.replay_snapshot()
             steps = len(snap["trace"]["steps"]) if snap["trace"] else 0
             self._static = Snapshot(snap)._repr_mimebundle_()
+            notes = "".join(f" {n['level']}: {n['text']}" for n in snap.get("notes") or ())  # before any step
             self._static["text/plain"] = (f"<workbench debugger {snap['title']!r}: {len(snap['nodes'])} nodes, "
-                                          f"replay of {steps} backward steps>")
+                                          f"replay of {steps} backward steps>{notes}")
         return self._static
 
     # --- Python API (the same actions the buttons take) ------------------------------------------

@@ -14,6 +14,8 @@ export interface DebugView {
   breakpoints: ReadonlySet<string>;
   /** A problem the user must know about (e.g. the kernel is gone), or null. */
   notice: string | null;
+  /** The backward pass failed (the kernel's error message), or null. */
+  error: string | null;
   /** True while waiting for the kernel; controls are disabled. */
   busy: boolean;
 }
@@ -45,7 +47,7 @@ export class ReplayController implements DebugController {
   constructor(readonly stepper: Stepper) {}
   view(): DebugView {
     const s = this.stepper;
-    return { ...s.state(), steps: s.steps, breakpoints: s.breakpoints, notice: null, busy: false };
+    return { ...s.state(), steps: s.steps, breakpoints: s.breakpoints, notice: null, error: null, busy: false };
   }
   private after<T>(r: T) {
     this.listeners.emit();

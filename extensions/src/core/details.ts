@@ -1,6 +1,6 @@
 // The side panel: details of the selected node or module, and the current backward step.
 import { h } from "./dom";
-import { fmt, health, inlineValues } from "./format";
+import { fmt, health, inlineValues, siteLine } from "./format";
 import type { Container, TapeModel } from "./graph-model";
 import { shapeText } from "./graph-model";
 import { histogram } from "./histogram";
@@ -21,10 +21,22 @@ export function healthMark(s: Summary | null | undefined): HTMLElement | null {
   return h("span", { class: `wb-bad-${hh}`, role: "img", "aria-label": text }, ` ${text}`);
 }
 
-export function summaryBlock(title: string, sum: Summary | null | undefined): HTMLElement {
+/** How to get what a summary block shows when the snapshot has none. */
+export const HOW_TO_RECORD = {
+  value: "not recorded: run the forward pass under `with wb.viz.record():` to keep every op's value",
+  gradient: "not recorded: wb.viz.show(loss, trace=True) or wb.viz.debug(loss) records every gradient",
+  leafGrad: "no .grad yet: call loss.backward() first, or use wb.viz.show(loss, trace=True)",
+};
+
+export function summaryBlock(title: string, sum: Summary | null | undefined, missing = "none"): HTMLElement {
   const box = h("div", { class: "wb-summary" }, h("h4", {}, title, healthMark(sum)));
   if (!sum) {
-    box.append(h("div", { class: "wb-muted" }, "not recorded"));
+    box.append(h("div", { class: "wb-muted wb-missing" }, missing));
+    return box;
+  }
+  if (sum.numel === 1 && sum.values?.length === 1) {
+    // one number: the number, not a table of its statistics
+    box.append(h("div", { class: "wb-scalar" }, h("span", { class: "wb-code" }, fmt(sum.values[0])), h("span", { class: "wb-muted" }, ` ${sum.dtype}`)));
     return box;
   }
   const row = (...cells: [string, string][]) => h("tr", {}, ...cells.flatMap(([k, v]) => [h("th", {}, k), h("td", {}, v)]));
@@ -49,7 +61,7 @@ function dl(rows: [string, string | Node | null][]): HTMLElement {
   return out;
 }
 
-export const siteText = (n: TapeNode) => (n.site ? `${n.site.file}:${n.site.line} in ${n.site.function}` : null);
+export const siteText = (n: TapeNode) => (n.site ? siteLine(n.site) : null);
 
 export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
   return h("section", { "aria-label": "selected node" },
@@ -66,8 +78,9 @@ export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
     n.saved.length
       ? h("div", {}, h("h4", {}, "saved for backward"), h("ul", {}, ...n.saved.map((sv) => h("li", { class: "wb-code" }, `${sv.name}: ${shapeText(sv.shape)} ${sv.dtype}`))))
       : null,
-    summaryBlock("value", n.value),
-    summaryBlock(n.kind === "param" || n.kind === "leaf" ? ".grad" : "gradient", grad),
+    summaryBlock("value", n.value, HOW_TO_RECORD.value),
+    n.kind === "param" || n.kind === "leaf" ? summaryBlock(".grad", grad, HOW_TO_RECORD.leafGrad)
+      : summaryBlock("gradient", grad, n.kind === "op" || n.kind === "output" ? HOW_TO_RECORD.gradient : "no gradient flows to this input"),
   );
 }
 
@@ -78,9 +91,9 @@ export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
 export function containerDetails(c: Container, model: TapeModel, reveal: (id: string) => void): HTMLElement {
   const bad = c.members.map((id) => model.nodes.get(id)!).filter((n) => health(n.value, n.grad) !== "ok");
   return h("section", { "aria-label": "selected module" },
-    h("h3", {}, c.label, " ", h("span", { class: "wb-muted" }, c.kind === "module" ? c.type : "composite op")),
+    h("h3", {}, c.label, " ", h("span", { class: "wb-muted" }, c.type)),
     dl([
-      ["kind", c.kind === "module" ? "module" : "composite op"],
+      ["kind", c.kind === "module" ? "module call" : c.kind === "series" ? "repeated calls of one module" : "composite op"],
       ["scope", c.path || "(top level)"],
       ["nodes", String(c.members.length)],
     ]),
@@ -104,13 +117,15 @@ export function stepDetails(step: StepRecord, total: number, model: TapeModel, c
   const sec = h("section", { class: "wb-step-current", "aria-label": "current backward step" },
     h("h3", {}, `Step ${step.index + 1} / ${total} · ${n ? n.name : step.node}`),
   );
-  if (pausedReason && pausedReason !== "end") sec.append(h("p", { class: "wb-paused" }, pausedReason === "breakpoint" ? "● paused at your breakpoint" : `⚠ paused: ${pausedReason}`));
-  if (n?.site) sec.append(h("div", { class: "wb-muted" }, siteText(n)));
+  // classroom mode: the chain rule of this step comes first, the numbers below it
+  if (classroom && step.derivation) sec.append(h("pre", { class: "wb-derivation", "aria-label": "derivation" }, step.derivation));
+  if (pausedReason && pausedReason !== "end") sec.append(h("p", { class: "wb-paused" }, pausedReason === "breakpoint" ? "● paused at your breakpoint" : `‖ paused: ${pausedReason}`));
+  const site = n ? siteText(n) : null;
+  if (site && !pausedReason?.includes(site)) sec.append(h("div", { class: "wb-muted" }, site));
   step.grad_outputs.forEach((g, i) => sec.append(summaryBlock(step.grad_outputs.length > 1 ? `incoming gradient ${i}` : "incoming gradient", g)));
   for (const gi of step.grad_inputs) sec.append(summaryBlock(`→ input ${gi.index} (${label(gi.target)})`, gi.grad));
   for (const leaf of step.leaves) {
     sec.append(summaryBlock(`${label(leaf.node)}.grad before`, leaf.before), summaryBlock(`${label(leaf.node)}.grad after`, leaf.after));
   }
-  if (classroom && step.derivation) sec.append(h("h4", {}, "derivation"), h("pre", { class: "wb-derivation" }, step.derivation));
   return sec;
 }

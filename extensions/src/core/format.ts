@@ -46,3 +46,9 @@ export function niceTicks(lo: number, hi: number, n = 5): number[] {
   for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
   return out;
 }
+
+/** A source site as IPython writes it: "Cell In[3], line 10" for a notebook cell, else "train.py:10 in step". */
+export function siteLine(site: { file: string; line: number; function?: string }): string {
+  if (site.file.startsWith("Cell In[")) return `${site.file}, line ${site.line}`;
+  return `${site.file}:${site.line}` + (site.function ? ` in ${site.function}` : "");
+}

@@ -6,10 +6,13 @@ import type { Snapshot, TapeNode } from "./types";
 
 export interface Container {
   id: string;
-  kind: "module" | "group";
+  /** module: one call of a module; series: repeated calls of one module ("step ×200"); group: a composite op. */
+  kind: "module" | "series" | "group";
   /** Module path, or the scope of a group. */
   path: string;
+  /** What the box says: "encoder.0", "step #3", "step ×200", "softmax". */
   label: string;
+  /** What it is: the module's class, "composite op", or "GRU · series of 200 calls". */
   type: string;
   parent: string | null;
   /** Every tape node inside, at any depth. */
@@ -59,33 +62,60 @@ export class TapeModel {
   constructor(readonly snapshot: Snapshot) {
     for (const n of snapshot.nodes) this.nodes.set(n.id, n);
     const types = new Map(snapshot.modules.map((m) => [m.path, m.type]));
-    const moduleChain = new Map<string, string[]>();
-    const chainOfScope = (scope: string): string[] => {
-      if (scope === "") return [];
-      let c = moduleChain.get(scope);
-      if (c) return c;
-      // Parents come from the dotted path so a scope missing from `modules` still nests correctly.
-      const dot = scope.lastIndexOf(".");
-      c = [...chainOfScope(dot < 0 ? "" : scope.slice(0, dot)), moduleId(scope)];
-      moduleChain.set(scope, c);
-      if (!this.containers.has(moduleId(scope))) {
-        this.containers.set(moduleId(scope), {
-          id: moduleId(scope), kind: "module", path: scope, label: scope, type: types.get(scope) ?? "Module",
-          parent: c.length > 1 ? c[c.length - 2] : null, members: [],
-        });
-      }
-      return c;
+    const last = (p: string) => p.slice(p.lastIndexOf(".") + 1);
+    // First pass: the distinct calls of every scope part under each parent call. A part called
+    // more than once there becomes a series of calls; called once, it is a plain module box.
+    const callsUnder = new Map<string, Set<number>>();
+    const rawChain = (n: TapeNode) => {
+      const parts = n.scope ? n.scope.split(".") : [];
+      let raw = "";
+      return parts.map((_, k) => {
+        const p = parts.slice(0, k + 1).join("."), cid = n.calls?.[k] ?? null;
+        const under = `${raw}/${p}`;
+        raw = `${under}@${cid ?? "*"}`;
+        return { p, cid, under };
+      });
     };
-    for (const m of snapshot.modules) chainOfScope(m.path);
+    for (const n of snapshot.nodes) for (const lv of rawChain(n)) {
+      if (lv.cid === null) continue;
+      let set = callsUnder.get(lv.under);
+      if (!set) callsUnder.set(lv.under, (set = new Set()));
+      set.add(lv.cid);
+    }
+    const add = (id: string, kind: Container["kind"], path: string, label: string, type: string, parent: string | null) => {
+      if (!this.containers.has(id)) this.containers.set(id, { id, kind, path, label, type, parent, members: [] });
+    };
+    // Second pass: each node's containers, outermost first.
     for (const n of snapshot.nodes) {
-      let c = chainOfScope(n.scope);
-      if (n.group !== null) {
-        const gid = groupId(n.scope, n.group);
-        if (!this.containers.has(gid)) {
-          const label = n.group.split("#")[0];
-          this.containers.set(gid, { id: gid, kind: "group", path: n.scope, label, type: label, parent: c.length ? c[c.length - 1] : null, members: [] });
+      const c: string[] = [];
+      let ctx = "";
+      for (const { p, cid, under } of rawChain(n)) {
+        const parent = c.length ? c[c.length - 1] : null;
+        const calls = callsUnder.get(under);
+        // A named part of a module that is not a module itself (an RNN's "layer0", "step"): "GRU step".
+        const owner = c.length ? this.containers.get(c[c.length - 1])?.type : undefined;
+        const type = types.get(p) ?? (owner && owner !== "Module" ? `${owner.split(" ")[0]} ${last(p).replace(/\d+$/, "")}` : "Module");
+        if (calls && calls.size > 1) {
+          const sid = `s:${p}${ctx}`;
+          add(sid, "series", p, `${last(p)} ×${calls.size}`, `${type} · series of ${calls.size} calls`, parent);
+          c.push(sid);
+          if (cid === null) break; // a parameter of the repeated module: shared by every call
+          const order = [...calls].sort((a, b) => a - b).indexOf(cid);
+          ctx = `${ctx}|${p}#${cid}`;
+          const mid = `m:${p}${ctx}`;
+          add(mid, "module", p, `${last(p)} #${order + 1}`, type, sid);
+          c.push(mid);
+        } else {
+          const mid = moduleId(p) + ctx;
+          add(mid, "module", p, p, type, parent);
+          c.push(mid);
         }
-        c = [...c, gid];
+      }
+      if (n.group !== null) {
+        const gid = groupId(n.scope, n.group) + ctx;
+        const label = n.group.split("#")[0];
+        add(gid, "group", n.scope, label, "composite op", c.length ? c[c.length - 1] : null);
+        c.push(gid);
       }
       this.chain.set(n.id, c);
       for (const cid of c) this.containers.get(cid)!.members.push(n.id);

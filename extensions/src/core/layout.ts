@@ -135,3 +135,27 @@ function layered(input: LayoutInput): LayoutResult {
   });
   return { boxes, edges, width: maxAcross, height: along, engine: "layered", ms: 0 };
 }
+
+/**
+ * How many pairs of drawn edges cross (segment by segment; edges sharing an end do not count).
+ * The layout's quality figure for tests and benchmarks: O(segments²), so for graphs of a few
+ * thousand edges at most.
+ */
+export function countCrossings(r: LayoutResult, input: LayoutInput): number {
+  const segs: { a: { x: number; y: number }; b: { x: number; y: number }; e: number }[] = [];
+  r.edges.forEach((e, i) => {
+    for (let j = 1; j < e.points.length; j++) segs.push({ a: e.points[j - 1], b: e.points[j], e: i });
+  });
+  const cross = (p: { x: number; y: number }, q: { x: number; y: number }, r2: { x: number; y: number }) =>
+    (q.x - p.x) * (r2.y - p.y) - (q.y - p.y) * (r2.x - p.x);
+  const seen = new Set<string>();
+  for (let i = 0; i < segs.length; i++) for (let j = i + 1; j < segs.length; j++) {
+    const s1 = segs[i], s2 = segs[j];
+    if (s1.e === s2.e) continue;
+    const e1 = input.edges[s1.e], e2 = input.edges[s2.e];
+    if (e1.source === e2.source || e1.target === e2.target || e1.source === e2.target || e1.target === e2.source) continue;
+    const d1 = cross(s2.a, s2.b, s1.a), d2 = cross(s2.a, s2.b, s1.b), d3 = cross(s1.a, s1.b, s2.a), d4 = cross(s1.a, s1.b, s2.b);
+    if (d1 * d2 < 0 && d3 * d4 < 0) seen.add(s1.e < s2.e ? `${s1.e},${s2.e}` : `${s2.e},${s1.e}`);
+  }
+  return seen.size;
+}

@@ -20,7 +20,9 @@ export class Minimap {
       "aria-label": "minimap of the whole graph; the outlined part is in view. Click to move there." });
     const go = (e: PointerEvent) => {
       const r = this.el.getBoundingClientRect();
-      this.jump((e.clientX - r.left - this.ox) / this.scale, (e.clientY - r.top - this.oy) / this.scale);
+      // the stylesheet may draw it smaller than MW×MH on a small canvas
+      const sx = MW / (r.width || MW), sy = MH / (r.height || MH);
+      this.jump(((e.clientX - r.left) * sx - this.ox) / this.scale, ((e.clientY - r.top) * sy - this.oy) / this.scale);
     };
     this.el.addEventListener("pointerdown", (e) => {
       e.stopPropagation();

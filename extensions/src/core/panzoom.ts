@@ -65,11 +65,17 @@ export class PanZoom {
     this.set({ k: READABLE_K, x: w / 2 - x * READABLE_K, y: h / 2 - y * READABLE_K }, animate);
   }
 
+  /** A corner of the canvas something sits over (the minimap), in canvas pixels; reveal keeps points out of it. */
+  covered: () => { x0: number; y0: number; x1: number; y1: number } | null = () => null;
+
   /** Pans so (x, y) in graph coordinates is centred, unless it is already comfortably in view. */
   reveal(x: number, y: number, animate = true) {
     const { w, h } = this.size();
     const sx = x * this.t.k + this.t.x, sy = y * this.t.k + this.t.y;
-    if (sx > w * 0.1 && sx < w * 0.9 && sy > h * 0.1 && sy < h * 0.9) return;
+    const c = this.covered();
+    // a node's box reaches ~150 px right of and ~30 px around its centre
+    const hidden = c !== null && sx + 150 > c.x0 && sx - 150 < c.x1 && sy + 30 > c.y0 && sy - 30 < c.y1;
+    if (!hidden && sx > w * 0.1 && sx < w * 0.9 && sy > h * 0.1 && sy < h * 0.9) return;
     this.set({ k: this.t.k, x: w / 2 - x * this.t.k, y: h / 2 - y * this.t.k }, animate);
   }
 

@@ -26,6 +26,8 @@ export interface TapeNode {
   op: string;
   name: string;
   scope: string;
+  /** Per dotted part of `scope`, which call of it the node ran in (optional; null: not known). */
+  calls?: (number | null)[];
   group: string | null;
   site: { file: string; line: number; function: string } | null;
   shape: number[];
@@ -70,7 +72,15 @@ export interface Snapshot {
   edges: TapeEdge[];
   modules: ModuleInfo[];
   roots: string[];
-  trace: { steps: StepRecord[] } | null;
+  trace: { steps: StepRecord[]; classroom?: boolean } | null;
+  /** What the user must know before reading the graph (a NaN loss), shown once above it. */
+  notes?: Note[];
+}
+
+export interface Note {
+  level: "error" | "warning";
+  text: string;
+  node?: string | null;
 }
 
 export const TAPE_MIME = "application/vnd.workbench.tape.v1+json";

@@ -20,6 +20,8 @@ export interface ViewerOptions {
   controller?: DebugController | null;
   /** Height of the viewer in pixels. */
   height?: number;
+  /** Classroom mode at the start (each step's derivation first); defaults to the trace's flag, else off. */
+  classroom?: boolean;
 }
 
 export interface ViewerHandle {
@@ -85,7 +87,11 @@ class Viewer {
   #matches = new Set<string>();
   #resultIds: string[] = [];
   #activeResult = -1;
-  #classroom = true;
+  #classroom: boolean;
+  /** The key and mouse help is open in the panel. */
+  #help = false;
+  /** Nodes a note is about (where a NaN started): marked on the graph. */
+  readonly #noted = new Set<string>();
   #firstLayout = true;
   #dbg: { counter: HTMLElement; paused: HTMLElement; banner: HTMLElement; buttons: HTMLButtonElement[] } | null = null;
   #unsubscribe: (() => void) | null = null;
@@ -93,6 +99,8 @@ class Viewer {
   constructor(host: HTMLElement, readonly snapshot: Snapshot, opts: ViewerOptions) {
     ensureStyle(host.ownerDocument);
     this.model = new TapeModel(snapshot);
+    this.#classroom = opts.classroom ?? snapshot.trace?.classroom ?? false;
+    for (const n of snapshot.notes ?? []) if (n.node) this.#noted.add(n.node);
     this.#layoutFn = opts.layout ?? workerLayout;
     this.#ctrl = opts.controller !== undefined ? opts.controller
       : snapshot.trace ? new ReplayController(new Stepper(snapshot.trace.steps, (id) => this.model.nodes.get(id)?.scope ?? "")) : null;
@@ -112,6 +120,10 @@ class Viewer {
       btn("Expand all", null, "Open every module", () => this.#setExpanded([...this.model.containers.keys()])),
       btn("Collapse all", null, "Close every module", () => this.#setExpanded([])),
       btn("⤢", "m", "Maximize: the whole window for the graph (again, or Esc, to restore)", () => this.#maximize()),
+      btn("?", null, "How to move around", () => {
+        this.#help = !this.#help;
+        this.#renderPanel();
+      }),
     );
     this.#canvas = h("div", { class: "wb-canvas" });
     this.#viewport = s("g", { class: "wb-viewport" });
@@ -136,6 +148,8 @@ class Viewer {
     });
     this.#root.style.height = `${opts.height ?? 520}px`;
     this.#root.append(bar);
+    const notes = this.#notes();
+    if (notes) this.#root.append(notes);
     if (this.#ctrl) this.#root.append(this.#debuggerBar(btn));
     this.#root.append(h("div", { class: "wb-main" }, this.#canvas, this.#panel), this.#status);
     host.replaceChildren(this.#root);
@@ -145,6 +159,11 @@ class Viewer {
       this.#schedulePaint();
     });
 
+    this.#pz.covered = () => {
+      if (this.#minimap.el.hidden) return null;
+      const c = this.#canvas.getBoundingClientRect(), m = this.#minimap.el.getBoundingClientRect();
+      return m.width ? { x0: m.left - c.left, y0: m.top - c.top, x1: m.right - c.left, y1: m.bottom - c.top } : null;
+    };
     this.#search.addEventListener("input", () => this.#onSearch());
     this.#canvas.addEventListener("click", (e) => this.#onClick(e));
     this.#root.addEventListener("keydown", (e) => this.#onKey(e));
@@ -179,6 +198,18 @@ class Viewer {
     this.#relayout();
   }
 
+  /** The snapshot's notes (a NaN loss), each said once above the graph, with a link to its node. */
+  #notes(): HTMLElement | null {
+    const notes = this.snapshot.notes ?? [];
+    if (!notes.length) return null;
+    return h("div", { class: "wb-notes" }, ...notes.map((n) => {
+      const show = n.node && this.model.nodes.has(n.node) ? h("button", { type: "button", class: "wb-link" }, "show the node") : null;
+      show?.addEventListener("click", () => void this.#reveal(n.node!));
+      return h("div", { class: `wb-note wb-note-${n.level}`, role: n.level === "error" ? "alert" : "note" },
+        h("strong", {}, n.level === "error" ? "⚠ " : "ⓘ "), n.text, show ? " " : null, show);
+    }));
+  }
+
   // ---- debugger -------------------------------------------------------------------------------
 
   #debuggerBar(btn: (l: string, k: string | null, t: string, f: () => void) => HTMLButtonElement): HTMLElement {
@@ -191,10 +222,12 @@ class Viewer {
     ];
     const counter = h("span", { class: "wb-counter", "aria-label": "backward step" });
     const paused = h("span", { class: "wb-paused" });
-    const classroom = h("input", { type: "checkbox", checked: this.#classroom });
+    const classroom = h("input", { type: "checkbox", class: "wb-classroom" });
+    classroom.checked = this.#classroom;
     classroom.addEventListener("change", () => {
       this.#classroom = classroom.checked;
       this.#renderPanel();
+      this.#say(`Classroom mode ${this.#classroom ? "on: each step shows its derivation first" : "off"}`);
     });
     const banner = h("div", { class: "wb-banner", role: "alert", hidden: true });
     this.#dbg = { counter, paused, banner, buttons };
@@ -211,9 +244,13 @@ class Viewer {
     if (!this.#ctrl || !this.#dbg) return;
     const v = this.#ctrl.view();
     this.#dbg.counter.textContent = `${v.position} / ${v.total}`;
-    this.#dbg.paused.textContent = v.pausedReason === "end" ? "done" : v.pausedReason === "breakpoint" ? "● breakpoint" : v.pausedReason ? `⚠ ${v.pausedReason}` : "";
-    this.#dbg.banner.hidden = !v.notice;
-    this.#dbg.banner.textContent = v.notice ?? "";
+    // The state in a word; the reason is said once, in the step panel (warning colour), an error once in the banner.
+    this.#dbg.paused.textContent = v.pausedReason === "end" ? "✓ done" : v.pausedReason ? "‖ paused" : "";
+    this.#dbg.paused.classList.toggle("wb-done-label", v.pausedReason === "end");
+    const message = v.error ?? v.notice;
+    this.#dbg.banner.hidden = !message;
+    this.#dbg.banner.textContent = message ? (v.error ? `✖ ${message}` : message) : "";
+    this.#dbg.banner.classList.toggle("wb-banner-error", !!v.error);
     for (const b of this.#dbg.buttons) b.disabled = v.busy;
   }
 
@@ -226,7 +263,7 @@ class Viewer {
       const node = this.model.nodes.get(v.current.node);
       const g = this.#gradOf(v.current.node);
       this.#say(`Step ${v.position} of ${v.total}: ${node?.name ?? v.current.node}` + (g?.norm != null ? `, gradient norm ${fmt(g.norm)}` : "") +
-        (v.pausedReason && v.pausedReason !== "end" ? `. Paused: ${v.pausedReason}` : ""));
+        (v.pausedReason && v.pausedReason !== "end" ? ", paused" : ""));
       const box = this.#layout?.boxes[this.#visible.repOf(v.current.node)];
       if (box) this.#pz.focus(box.x, box.y);
     } else this.#say(v.notice ?? `Before backward: ${v.total} steps recorded`);
@@ -257,8 +294,8 @@ class Viewer {
     let title: string, sub: string, inline: string | null = null, bad: ReturnType<typeof health> = "ok", cut = false;
     if (type === "box") {
       const c = this.model.containers.get(id)!;
-      title = `▸ ${c.kind === "module" ? c.path : c.label}`;
-      sub = `${c.kind === "module" ? c.type : "composite op"} · ${c.members.length} nodes`;
+      title = `▸ ${c.label}`;
+      sub = `${c.type} · ${c.members.length} nodes`;
       for (const m of c.members) {
         const n = this.model.nodes.get(m)!;
         const hh = health(n.value, n.grad);
@@ -278,13 +315,15 @@ class Viewer {
     // Icons as well as colours: NaN/Inf and cuts must not rely on colour alone.
     const badges: { text: string; cls: string }[] = [];
     if (bad !== "ok") badges.push({ text: bad === "nan" ? "⚠NaN" : "⚠Inf", cls: `wb-badge-${bad}` });
+    if (type === "node" && this.#noted.has(id)) badges.push({ text: "⚑ origin", cls: "wb-badge-origin" });
     if (cut) badges.push({ text: "✂", cls: "wb-badge-cut" });
     const tip = [title, sub, inline].filter(Boolean).join("\n");
     const room = MAX_W - GUTTER - PAD * 2;
-    title = ellipsize(title, Math.floor((room - badges.length * 36) / CHAR_W));
+    const badgeW = badges.reduce((sum, b) => sum + b.text.length * CHAR_W + 6, 0);
+    title = ellipsize(title, Math.floor((room - badgeW) / CHAR_W));
     sub = ellipsize(sub, Math.floor(room / SUB_W));
     if (inline) inline = ellipsize(inline, Math.floor(room / SUB_W));
-    const w = Math.ceil(Math.max(title.length * CHAR_W + badges.length * 36, sub.length * SUB_W, (inline?.length ?? 0) * SUB_W) + GUTTER + PAD * 2);
+    const w = Math.ceil(Math.max(title.length * CHAR_W + badgeW, sub.length * SUB_W, (inline?.length ?? 0) * SUB_W) + GUTTER + PAD * 2);
     const hgt = 12 + LINE * (inline ? 3 : 2);
     return { w, h: hgt, title, sub, inline, badges, tip };
   }
@@ -396,9 +435,9 @@ class Viewer {
       const head = s("g", { class: "wb-cluster-head", "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": "true",
         "aria-label": `${info.path || info.label} ${info.type}, open; Enter closes it` },
         s("rect", { x, y, width: Math.min(b.width, 260), height: 20, class: "wb-cluster-label" }),
-        s("title", {}, `${info.kind === "module" ? `${info.path} · ${info.type}` : `${info.label} (composite op)`}: click to close`),
+        s("title", {}, `${info.label} · ${info.type}: click to close`),
         s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" },
-          ellipsize(`▾ ${info.kind === "module" ? `${info.path} · ${info.type}` : `${info.label} (composite op)`}`, Math.floor((Math.min(b.width, 260) - 12) / SUB_W))));
+          ellipsize(`▾ ${info.label} · ${info.type}`, Math.floor((Math.min(b.width, 260) - 12) / SUB_W))));
       clusters.append(s("rect", { x, y, width: b.width, height: b.height, rx: 6, class: "wb-cluster-rect" }), head);
       this.#els.set(id, head);
     }
@@ -432,8 +471,8 @@ class Viewer {
 
   #drawItem(id: string, type: "node" | "box", m: Measured): SVGGElement {
     const n = type === "node" ? this.model.nodes.get(id)! : null;
-    const bad = m.badges.find((b) => b.cls !== "wb-badge-cut")?.cls.replace("wb-badge-", "wb-health-") ?? "";
-    const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}`) + ` ${bad}`;
+    const bad = m.badges.find((b) => b.cls === "wb-badge-nan" || b.cls === "wb-badge-inf")?.cls.replace("wb-badge-", "wb-health-") ?? "";
+    const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}${this.#noted.has(id) ? " wb-origin" : ""}`) + ` ${bad}`;
     const g = s("g", { class: cls, "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": type === "box" ? "false" : null,
       "aria-label": this.#itemLabel(id, type, m) });
     if (type === "box") g.append(s("rect", { x: 4, y: 4, width: m.w, height: m.h, rx: 5, class: "wb-box-shadow" }));
@@ -443,7 +482,7 @@ class Viewer {
     if (m.inline) g.append(s("text", { x, y: 18 + LINE * 2, class: "wb-t-sub wb-inline" }, m.inline));
     let bx = m.w - 6;
     for (const b of m.badges) {
-      g.append(s("text", { x: bx, y: 16, "text-anchor": "end", class: `wb-badge ${b.cls}`, "data-health": b.cls !== "wb-badge-cut" || null }, b.text));
+      g.append(s("text", { x: bx, y: 16, "text-anchor": "end", class: `wb-badge ${b.cls}`, "data-health": b.cls === "wb-badge-nan" || b.cls === "wb-badge-inf" || null }, b.text));
       bx -= b.text.length * CHAR_W + 6;
     }
     if (type === "node") {
@@ -455,7 +494,7 @@ class Viewer {
 
   #itemLabel(id: string, type: "node" | "box", m: Measured): string {
     if (type === "box") return `${m.title.slice(2)}, ${m.sub}, closed; Enter opens it`;
-    const words: Record<string, string> = { "⚠NaN": "contains NaN", "⚠Inf": "contains Inf", "✂": "graph cut here" };
+    const words: Record<string, string> = { "⚠NaN": "contains NaN", "⚠Inf": "contains Inf", "✂": "graph cut here", "⚑ origin": "the NaN or Inf starts here" };
     return [m.title, m.sub, m.inline, ...m.badges.map((b) => words[b.text])].filter(Boolean).join(", ") + (this.#ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
   }
 
@@ -582,12 +621,14 @@ class Viewer {
     const cont = sel ? this.model.containers.get(sel) : undefined;
     if (node) parts.push(nodeDetails(node, this.#gradOf(node.id)));
     else if (cont) parts.push(containerDetails(cont, this.model, (id) => void this.#reveal(id)));
-    else if (!v?.current) {
+    else if (!v?.current && this.#help) {
       parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",
         "Arrow keys move between nodes, Enter opens a module, Esc closes the one around the focused node, / searches, f fits. Drag to pan; the wheel zooms once the viewer has focus (or with Ctrl).",
         this.#ctrl ? " Backward: n step, o step over, c continue, r restart, b breakpoint." : ""));
     }
     this.#panel.replaceChildren(...parts);
+    // Nothing to show: the graph gets the whole width (a small graph then fits at a readable scale).
+    this.#panel.hidden = parts.length === 0;
   }
 
   #say(text: string) {

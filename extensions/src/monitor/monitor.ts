@@ -1,7 +1,7 @@
 // The gradient monitor: loss curve, per-layer norm charts and gradient heatmaps, and an alarm list,
 // fed incrementally by "monitor" messages (see PROTOCOL.md). Nothing is redrawn from scratch on append.
 import { h } from "../core/dom";
-import { fmt } from "../core/format";
+import { fmt, siteLine } from "../core/format";
 import { ensureStyle } from "../core/style";
 import { type BufferLike, asFloat32, asUint32 } from "./buffers";
 import { Heatmap } from "./heatmap";
@@ -46,13 +46,15 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
   let loss = new LineChart("loss", ["loss"], false, 620, 120);
   const overviewSlot = h("div", { class: "wb-mon-overview" });
   const detail = h("div", { class: "wb-mon-detail", "aria-live": "polite" });
-  const alarms = h("ul", { class: "wb-alarms", "aria-label": "alarms" });
+  // No alarms, no list: the status line says "no alarms"
+  const alarmsHead = h("h4", { class: "wb-muted wb-alarms-head", hidden: true }, "alarms");
+  const alarms = h("ul", { class: "wb-alarms", "aria-label": "alarms", hidden: true });
   const status = h("div", { class: "wb-status", role: "status", "aria-live": "polite" });
   const grid = h("div", { class: "wb-mon-grid" }, loss.el, overviewSlot, detail);
   const root = h("div", { class: "wb-root wb-monitor", tabindex: 0, "data-lm-suppress-shortcuts": "true", role: "region",
     "aria-label": opts.title ?? "gradient monitor" },
     h("div", { class: "wb-bar" }, h("span", { class: "wb-title" }, opts.title ?? "gradient monitor")),
-    banner, h("h4", { class: "wb-muted wb-alarms-head" }, "alarms"), alarms, grid, status);
+    banner, alarmsHead, alarms, grid, status);
   el.replaceChildren(root);
   let overview: Overview | null = null;
   let layerNames: string[] = [], metricNames: string[] = [];
@@ -128,7 +130,7 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
   function alarms_(list: Alarm[]) {
     for (const a of list) {
       alarmCount++;
-      const where = [a.op, a.site ? siteText(a.site) : null].filter(Boolean).join(" at ");
+      const where = [a.op, a.site ? siteLine({ file: a.site.file, line: a.site.line }) : null].filter(Boolean).join(" at ");
       // Errors (NaN/Inf) in the error colour, everything else in the warning colour, each said once.
       alarms.append(h("li", { class: a.kind === "nan" || a.kind === "inf" ? "wb-bad-nan" : "wb-bad-inf" },
         `${ALARM_ICON[a.kind] ?? a.kind}  step ${a.step} · ${a.layer}`, where ? ` · ${where}` : "", a.detail ? ` — ${a.detail}` : ""));
@@ -136,6 +138,7 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
     // Keep the DOM bounded on a run that alarms every step.
     while (alarms.childElementCount > 500) alarms.firstElementChild!.remove();
     if (list.length) latest = `${list[list.length - 1].kind} in ${list[list.length - 1].layer}`;
+    alarmsHead.hidden = alarms.hidden = alarmCount === 0;
     summary();
   }
 
@@ -153,6 +156,7 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
         shown = -1;
         alarms.replaceChildren();
         alarmCount = steps = 0;
+        alarmsHead.hidden = alarms.hidden = true;
         const fresh = new LineChart("loss", ["loss"], false, 620, 120);
         loss.el.replaceWith(fresh.el);
         loss = fresh;
@@ -168,7 +172,3 @@ export function renderMonitor(el: HTMLElement, opts: { title?: string; saved?: b
   };
 }
 
-/** "Cell In[3], line 10" for a notebook cell, else "train.py:42". */
-export function siteText(site: { file: string; line: number }): string {
-  return site.file.startsWith("Cell In[") ? `${site.file}, line ${site.line}` : `${site.file}:${site.line}`;
-}

@@ -48,6 +48,7 @@ export class Overview {
     if (every > 1) [...this.labels.children].forEach((c, k) => { if (k % every) (c as HTMLElement).style.visibility = "hidden"; });
     this.xAxis = s("svg", { class: "wb-ov-axis", width: PLOT_W, height: 30, viewBox: `0 0 ${PLOT_W} 30` });
     this.bar = h("div", { class: "wb-ov-bar" });
+    this.bar.style.height = `${Math.max(80, H)}px`; // the colour ramp as tall as the rows it explains
     this.tip = h("div", { class: "wb-ov-tip", hidden: true });
     const plot = h("div", { class: "wb-ov-plot" }, this.canvas, this.xAxis, this.tip);
     this.el = h("div", { class: "wb-overview-mon" },

@@ -32,7 +32,8 @@ function renderGraph(model: WidgetModel, el: HTMLElement, live: boolean): () => 
       const scopes = new Map(snap.nodes.map((n) => [n.id, n.scope]));
       ctrl = new LiveController(model, snap.trace?.steps ?? [], (id) => scopes.get(id) ?? "");
     }
-    viewer = renderTape(el, snap, { controller: live ? ctrl : undefined, height: (model.get("height") as number) || undefined });
+    viewer = renderTape(el, snap, { controller: live ? ctrl : undefined, height: (model.get("height") as number) || undefined,
+      classroom: live ? Boolean(model.get("classroom")) : undefined });
   };
   model.on("msg:custom", onMsg);
   model.on("comm:close", onClose);

@@ -28,6 +28,7 @@ export class LiveController implements DebugController {
   private breakpoints = new Set<string>();
   private busy = false;
   private dead: string | null = null;
+  private error: string | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private readonly model: WidgetModel, initial: StepRecord[], scopeOf: (node: string) => string, private readonly timeoutMs = REPLY_TIMEOUT_MS) {
@@ -39,10 +40,10 @@ export class LiveController implements DebugController {
   }
 
   view(): DebugView {
-    if (this.dead) return { ...this.replay.state(), steps: this.known, breakpoints: this.replay.breakpoints, notice: this.dead, busy: false };
+    if (this.dead) return { ...this.replay.state(), steps: this.known, breakpoints: this.replay.breakpoints, notice: this.dead, error: this.error, busy: false };
     const p = this.replay.position;
     return { position: p, total: this.total, current: p > 0 ? this.known[p - 1] ?? null : null, pausedReason: this.pausedReason,
-      steps: this.known, breakpoints: this.breakpoints, notice: null, busy: this.busy };
+      steps: this.known, breakpoints: this.breakpoints, notice: null, error: this.error, busy: this.busy };
   }
 
   step() { this.act("step", () => this.replay.step()); }
@@ -71,13 +72,15 @@ export class LiveController implements DebugController {
   receive(msg: { type?: string; message?: string }): boolean {
     if (msg.type === "error") {
       this.settle();
-      this.pausedReason = msg.message ?? "error";
+      this.error = msg.message ?? "error";
       this.listeners.emit();
       return true;
     }
     if (msg.type !== "state") return false;
     const m = msg as StateMessage;
     this.settle();
+    // an answer to a new request: an earlier failure is no longer the news (restart cleared it, or it is sent again)
+    this.error = null;
     for (const st of m.steps ?? []) this.known[st.index] = st;
     if (m.step) this.known[m.step.index] = m.step;
     this.total = m.total;

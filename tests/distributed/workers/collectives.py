@@ -92,13 +92,23 @@ for dev in devices:
         for q in reqs:
             q.wait()
         check(f"isend_irecv-{tag}", t, all_[(r - 1) % n])
+        outs = [T(np.zeros((2, 3))) for _ in range(n)]
+        dist.all_to_all(outs, [T(data(r, npd, offset=10 * k)) for k in range(n)])
+        for k in range(n):
+            check(f"all_to_all{k}-{tag}", outs[k], data(k, npd, offset=10 * r))
+        t = T(np.zeros((2, 3)))
+        ops = [dist.P2POp(dist.isend, T(mine), (r + 1) % n), dist.P2POp(dist.irecv, t, (r - 1) % n)]
+        for q in dist.batch_isend_irecv(ops):
+            q.wait()
+        check(f"batch_isend_irecv-{tag}", t, all_[(r - 1) % n])
         if r == 0:
             dist.send(T(mine), dst=1)
         else:
             t = T(np.zeros((2, 3)))
-            assert dist.recv(t) == 0  # from any source: returns the sender
+            assert dist.recv(t, src=0 if backend == "nccl" else None) == 0  # any source (MPI): the sender
             check(f"send_recv-{tag}", t, all_[0])
 dist.barrier()
+dist.monitored_barrier(wait_all_ranks=True)
 objs = [None] * n
 dist.all_gather_object(objs, {"rank": r, "name": f"r{r}"})
 assert objs == [{"rank": k, "name": f"r{k}"} for k in range(n)], objs
@@ -119,10 +129,29 @@ else:
 sys.stdout.write(f"{r} OK objects\n")
 g = dist.new_group([1])
 if r == 1:
-    t = wb.ones(2)
+    t = wb.ones(2, device=devices[0])
     dist.all_reduce(t, group=g)
     assert dist.get_rank(g) == 0 and dist.get_world_size(g) == 1 and dist.get_process_group_ranks(g) == [1]
     check("new_group", t, np.ones(2, np.float32))
 else:
     assert g == dist.GroupMember.NON_GROUP_MEMBER and dist.get_rank(g) == -1
+if backend == "nccl":
+    assert dist.process_group.resolve(None).nccl is not None  # the CUDA ops went through NCCL
+    # DDP on CUDA parameters: the broadcast and the bucket all-reduces run on NCCL
+    from workbench.nn.parallel import DistributedDataParallel as DDP
+
+    wb.manual_seed(0)
+    X, Y = wb.randn(4, 3, dtype=wb.float64), wb.randn(4, 2, dtype=wb.float64)
+    ref = wb.nn.Linear(3, 2).double()
+    net = wb.nn.Linear(3, 2).double().to("cuda")
+    with wb.no_grad():
+        net.weight.copy_(ref.weight.to("cuda") + r)  # rank 1 starts elsewhere: the broadcast fixes it
+        net.bias.copy_(ref.bias.to("cuda"))
+    ddp = DDP(net, bucket_cap_mb=0.00001)
+    wb.nn.functional.mse_loss(ref(X), Y).backward()
+    wb.nn.functional.mse_loss(ddp(X.chunk(n)[r].to("cuda")), Y.chunk(n)[r].to("cuda")).backward()
+    assert len(ddp.bucket_indices) == 2 and net.weight.grad.device.type == "cuda"
+    for a, b in ((ref.weight.grad, net.weight.grad), (ref.bias.grad, net.bias.grad)):
+        assert np.allclose(a.numpy(), b.cpu().numpy(), rtol=1e-12, atol=1e-12), (a, b)
+    sys.stdout.write(f"{r} OK ddp-nccl\n")
 dist.destroy_process_group()

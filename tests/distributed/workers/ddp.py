@@ -63,7 +63,7 @@ for cap, as_view in ((25, False), (0.0005, False), (0.0005, True)):
     assert ddp.bucket_indices[0][0] == 5  # reverse registration order: the last layer's bias first
     assert ddp.launched_in_backward == nb, (ddp.launched_in_backward, nb)  # every bucket started inside backward
     if as_view:
-        assert all(any(np.shares_memory(p.grad._data, b.buffer._data) for b in ddp._buckets)
+        assert all(any(np.shares_memory(p.grad._data, b.buffer._data) for b in ddp.reducer.buckets)
                    for p in m.parameters())  # .grad is a view into its bucket: no copy back
     ok(f"equals_single_process-cap{cap}-view{int(as_view)}")
 

@@ -12,7 +12,7 @@ import warnings
 from ... import creation, ops
 from .. import init
 from .. import functional as F
-from ..module import Module
+from ..module import Module, call_scope
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 
@@ -158,20 +158,22 @@ class RNNBase(Module):
         h, c = h0, c0
         outs = [None] * T
         act = _activation(self.mode) if self.mode.startswith("RNN") else None
+        step = "step_reverse" if reverse else "step"  # each time step is one call: the viewer's series
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            n = bs[t]
-            gi = proj[offs[t]:offs[t + 1]]
-            hs = h if uniform else h[:n]
-            if self.mode == "LSTM":
-                cs = c if uniform else c[:n]
-                hn, cn = _lstm_step(gi, hs, cs, w_hh, b_hh, w_hr)
-                c = cn if uniform or n == c.shape[0] else ops.cat([cn, c[n:]])
-            elif self.mode == "GRU":
-                hn = _gru_step(gi, hs, w_hh, b_hh)
-            else:
-                hn = act(gi + F.linear(hs, w_hh, b_hh))
-            h = hn if uniform or n == h.shape[0] else ops.cat([hn, h[n:]])
-            outs[t] = hn
+            with call_scope(step):
+                n = bs[t]
+                gi = proj[offs[t]:offs[t + 1]]
+                hs = h if uniform else h[:n]
+                if self.mode == "LSTM":
+                    cs = c if uniform else c[:n]
+                    hn, cn = _lstm_step(gi, hs, cs, w_hh, b_hh, w_hr)
+                    c = cn if uniform or n == c.shape[0] else ops.cat([cn, c[n:]])
+                elif self.mode == "GRU":
+                    hn = _gru_step(gi, hs, w_hh, b_hh)
+                else:
+                    hn = act(gi + F.linear(hs, w_hh, b_hh))
+                h = hn if uniform or n == h.shape[0] else ops.cat([hn, h[n:]])
+                outs[t] = hn
         return ops.cat(outs) if T > 1 else outs[0], h, c
 
     def forward(self, input, hx=None):
@@ -224,14 +226,15 @@ class RNNBase(Module):
         layer_in = data
         for layer in range(self.num_layers):
             outs = []
-            for d in range(D):
-                k = layer * D + d
-                out, h, c = self._run_direction(layer_in, bs, h0[k], c0[k] if is_lstm else None,
-                                                self._layer_params(layer, d), reverse=d == 1)
-                outs.append(out)
-                h_n.append(h)
-                c_n.append(c)
-            layer_in = outs[0] if D == 1 else ops.cat(outs, -1)
+            with call_scope(f"layer{layer}"):  # the viewer groups by layer, then by time step
+                for d in range(D):
+                    k = layer * D + d
+                    out, h, c = self._run_direction(layer_in, bs, h0[k], c0[k] if is_lstm else None,
+                                                    self._layer_params(layer, d), reverse=d == 1)
+                    outs.append(out)
+                    h_n.append(h)
+                    c_n.append(c)
+                layer_in = outs[0] if D == 1 else ops.cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_in = F.dropout(layer_in, self.dropout, True)
         h_n = ops.stack(h_n)

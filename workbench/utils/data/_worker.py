@@ -6,7 +6,9 @@ import sys
 import traceback
 from multiprocessing import queues as _mp_queues
 
-from ... import _backend, multiprocessing
+from ... import _backend
+# the package import registers the shared-memory reducers the batches leave through
+from ... import multiprocessing  # noqa: F401
 from ... import random as wb_random
 
 _POLL_S = 0.25  # how often an idle worker checks for shutdown and that the main process is still there

@@ -18,7 +18,7 @@ import time
 import warnings
 
 from ... import cuda
-from ... import multiprocessing as _wb_mp
+# importing workbench.multiprocessing registers the shared-memory reducers batches come back through
 from ...multiprocessing.reductions import release_fds
 from ...random import randint
 from ...tensor import Tensor
@@ -204,7 +204,6 @@ def _accelerator():
 
 def _pin(data):
     """The batch with its CPU tensors copied into page-locked memory (``Tensor.pin_memory``)."""
-
     if isinstance(data, Tensor):
         if data.device.type != "cpu":
             return data
@@ -276,7 +275,6 @@ class _SingleProcessIter(_BaseIter):
 
 class _MultiProcessIter(_BaseIter):
     def __init__(self, loader):
-
         super().__init__(loader)
         self._shutdown = True  # until the workers exist
         self._num_workers = loader.num_workers

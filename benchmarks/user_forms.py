@@ -1,0 +1,302 @@
+"""The workloads of issue 18 written as users write them, workbench eager against PyTorch eager, one thread.
+
+    python benchmarks/user_forms.py [--rounds R] [--only chain,tiny,mlp,cnn,gpt,wide,memory]
+
+Each program is one function body run by both libraries (``lib`` is ``torch`` or ``workbench``), on the
+same weights and batches; the two take turns in every round (process CPU time). Figures: median step
+time per library over the rounds, and the median and range of the per-round ratios.
+
+* chain   10-op chain (mul, add, tanh, mul, sub, sin, mul, add, exp, sum) fwd+bwd on 4x4    <= 1.0x
+* tiny    MLP 64-16-10 (modules), batch 8, MSE, SGD                                          <= 1.0x
+* mlp     digits MLP 64-256-256-10 (modules), batch 64, cross-entropy, Adam                  <= 0.8x
+* cnn     digits CNN conv3x3 16, conv3x3 32, max-pool 2, linear 10 on 8x8, batch 64, Adam     <= 1.3x
+* gpt     one GPT block (d 128, 4 heads, seq 64, batch 16, Adam), in three forms:           <= 1.5x each
+          modules (TransformerEncoderLayer, exact GELU), modules with tanh GELU, functional (raw
+          parameter tensors: F.embedding, F.layer_norm, an additive causal mask, softmax,
+          F.gelu(approximate="tanh"), F.cross_entropy) and mixed (nn.Linear/nn.LayerNorm modules with
+          functional attention and GELU)
+* wide    MLP 3 x 1024, batch 512, SGD: achieved GFLOP/s over NumPy's GEMM rate on the same shapes >= 0.9
+* memory  peak resident memory of one GPT / digits-CNN training step above the memory held before it
+          (fresh process per library and form)                                               <= PyTorch
+
+Memory method: in a child process with both libraries imported, the model and batch are built and one
+warm-up step runs; then, per measured step, ``gc.collect()``, glibc's ``malloc_trim(0)`` (so memory the
+allocator kept from the previous step must be faulted in again, as on a first step), Linux's peak-RSS
+reset (``5`` into ``/proc/self/clear_refs``), VmRSS read as the baseline, the step, and VmHWM read: the
+step's peak is VmHWM - baseline. Median of 5 steps. It counts everything resident: arrays, the tape,
+saved tensors, optimizer temporaries, allocator slack.
+"""
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = "1"
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import ctypes  # noqa: E402
+import gc  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import workbench as wb  # noqa: E402
+from benchmarks.train_cpu import WIDE, cnn, make_pair, mlp, numpy_wide_limit, wide  # noqa: E402
+
+torch.set_num_threads(1)
+VOCAB, CTX, D, HEADS = 65, 64, 128, 4
+
+
+# --- the programs ----------------------------------------------------------------------------------
+def chain_program(lib, rng):
+    x, w = (lib.tensor(rng.standard_normal((4, 4)).astype(np.float32) * 0.5, requires_grad=True) for _ in range(2))
+    b = lib.tensor(rng.standard_normal((4, 4)).astype(np.float32) * 0.5)
+
+    def step():
+        x.grad = w.grad = None
+        y = ((((x * w + b).tanh() * x - w).sin() * b + x).exp()).sum()
+        y.backward()
+
+    return step
+
+
+def module_step(lib, model, x, y, loss, optimizer="Adam", lr=1e-3):
+    opt = getattr(lib.optim, optimizer)(model.parameters(), lr=lr)
+    F = lib.nn.functional
+
+    def step():
+        opt.zero_grad()
+        out = model(x)
+        l = F.mse_loss(out, y) if loss == "mse" else F.cross_entropy(out.reshape(-1, out.shape[-1]), y)
+        l.backward()
+        opt.step()
+
+    return step
+
+
+def gpt_modules(nn, approximate):
+    lib = torch if nn is torch.nn else wb
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(VOCAB, D)
+            self.pos = nn.Embedding(CTX, D)
+            act = "gelu" if approximate == "none" else (lambda t: lib.nn.functional.gelu(t, approximate="tanh"))
+            self.block = nn.TransformerEncoderLayer(D, HEADS, 4 * D, dropout=0.0, activation=act, batch_first=True,
+                                                    norm_first=True)
+            self.norm = nn.LayerNorm(D)
+            self.head = nn.Linear(D, VOCAB)
+            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(CTX), persistent=False)
+
+        def forward(self, idx):
+            h = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
+            h = self.block(h, src_mask=self.mask, is_causal=True)
+            return self.head(self.norm(h))
+
+    return GPT()
+
+
+def gpt_functional_params(rng):
+    """The weights of the functional block, as NumPy arrays (shared by both libraries)."""
+    def w(*shape, scale=0.02):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    return {"tok": w(VOCAB, D), "pos": w(CTX, D), "ln1_w": np.ones(D, np.float32), "ln1_b": np.zeros(D, np.float32),
+            "qkv": w(3 * D, D), "qkv_b": np.zeros(3 * D, np.float32), "proj": w(D, D), "proj_b": np.zeros(D, np.float32),
+            "ln2_w": np.ones(D, np.float32), "ln2_b": np.zeros(D, np.float32), "fc": w(4 * D, D),
+            "fc_b": np.zeros(4 * D, np.float32), "fc2": w(D, 4 * D), "fc2_b": np.zeros(D, np.float32),
+            "lnf_w": np.ones(D, np.float32), "lnf_b": np.zeros(D, np.float32), "head": w(VOCAB, D),
+            "head_b": np.zeros(VOCAB, np.float32)}
+
+
+def attention(lib, h, qkv, bias, proj, proj_b, mask):
+    F = lib.nn.functional
+    B, T, _ = h.shape
+    q, k, v = F.linear(h, qkv, bias).split(D, dim=-1)
+    q, k, v = (t.reshape(B, T, HEADS, D // HEADS).transpose(1, 2) for t in (q, k, v))
+    att = F.softmax(q @ k.transpose(-2, -1) / math.sqrt(D // HEADS) + mask, dim=-1)
+    return F.linear((att @ v).transpose(1, 2).reshape(B, T, D), proj, proj_b)
+
+
+def gpt_functional_step(lib, arrays, idx, tgt):
+    F = lib.nn.functional
+    p = {k: lib.tensor(v.copy(), requires_grad=True) for k, v in arrays.items()}
+    opt = lib.optim.Adam(list(p.values()), lr=1e-3)
+    mask = lib.triu(lib.full((CTX, CTX), float("-inf")), diagonal=1)
+
+    def step():
+        opt.zero_grad()
+        x = F.embedding(idx, p["tok"]) + F.embedding(lib.arange(CTX), p["pos"])
+        x = x + attention(lib, F.layer_norm(x, (D,), p["ln1_w"], p["ln1_b"]), p["qkv"], p["qkv_b"], p["proj"],
+                          p["proj_b"], mask)
+        hid = F.gelu(F.linear(F.layer_norm(x, (D,), p["ln2_w"], p["ln2_b"]), p["fc"], p["fc_b"]), approximate="tanh")
+        x = x + F.linear(hid, p["fc2"], p["fc2_b"])
+        logits = F.linear(F.layer_norm(x, (D,), p["lnf_w"], p["lnf_b"]), p["head"], p["head_b"])
+        F.cross_entropy(logits.reshape(-1, VOCAB), tgt).backward()
+        opt.step()
+
+    return step
+
+
+def gpt_mixed(nn):
+    lib = torch if nn is torch.nn else wb
+    F = lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(VOCAB, D), nn.Embedding(CTX, D)
+            self.ln1, self.ln2, self.lnf = nn.LayerNorm(D), nn.LayerNorm(D), nn.LayerNorm(D)
+            self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
+            self.fc, self.fc2, self.head = nn.Linear(D, 4 * D), nn.Linear(4 * D, D), nn.Linear(D, VOCAB)
+            self.register_buffer("mask", lib.triu(lib.full((CTX, CTX), float("-inf")), diagonal=1), persistent=False)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
+            x = x + attention(lib, self.ln1(x), self.qkv.weight, self.qkv.bias, self.proj.weight, self.proj.bias,
+                              self.mask)
+            x = x + self.fc2(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+            return self.head(self.lnf(x))
+
+    return Block()
+
+
+# --- timing --------------------------------------------------------------------------------------
+def pair_rounds(w, t, steps, rounds):
+    for f in (w, t):
+        for _ in range(2):
+            f()
+    ws, ts = [], []
+    for _ in range(rounds):
+        for f, acc in ((w, ws), (t, ts)):
+            t0 = time.process_time()
+            for _ in range(steps):
+                f()
+            acc.append((time.process_time() - t0) / steps)
+    return ws, ts
+
+
+def row(name, ws, ts, target, unit=1e3, fmt="{:9.3f}"):
+    ratios = [a / b for a, b in zip(ws, ts)]
+    med = statistics.median(ratios)
+    ok = "met" if med <= target else "MISSED"
+    print(f"{name:52s} {fmt.format(statistics.median(ws) * unit)} {fmt.format(statistics.median(ts) * unit)} "
+          f"{med:6.2f} ({min(ratios):.2f}-{max(ratios):.2f})  <= {target}  {ok}", flush=True)
+
+
+def _status_kib(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
+
+def peak_memory_child(lib_name, form):
+    """Run in a subprocess: the median peak resident memory (MiB) of a training step above the memory held
+    before it (the method in the module docstring)."""
+    lib = torch if lib_name == "torch" else wb
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    if form == "cnn":
+        xs, ys = rng.standard_normal((64, 1, 8, 8)).astype(np.float32), rng.integers(0, 10, 64)
+        step = module_step(lib, cnn(lib.nn), lib.tensor(xs), lib.tensor(ys), "ce")
+    else:
+        idx = lib.tensor(rng.integers(0, VOCAB, (16, CTX)))
+        tgt = lib.tensor(rng.integers(0, VOCAB, 16 * CTX))
+        if form == "functional":
+            step = gpt_functional_step(lib, gpt_functional_params(rng), idx, tgt)
+        else:
+            step = module_step(lib, gpt_modules(lib.nn, "none"), idx, tgt, "seq")
+    step()
+    libc = ctypes.CDLL("libc.so.6")
+    peaks = []
+    for _ in range(5):
+        gc.collect()
+        libc.malloc_trim(0)
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        base = _status_kib("VmRSS")
+        step()
+        peaks.append((_status_kib("VmHWM") - base) / 1024)
+    print(statistics.median(peaks))
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--memory-child":
+        return peak_memory_child(sys.argv[2], sys.argv[3])
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--only", default="chain,tiny,mlp,cnn,gpt,wide,memory")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    R = args.rounds
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}, 1 thread, process CPU time, {R} rounds; "
+          f"torch {torch.__version__}, numpy {np.__version__}")
+    print(f"{'workload':52s} {'wb ms':>9s} {'torch ms':>9s} {'ratio':>6s} (range)   target")
+    rng = np.random.default_rng(0)
+    if "chain" in only:
+        ws, ts = pair_rounds(chain_program(wb, np.random.default_rng(0)), chain_program(torch, np.random.default_rng(0)),
+                             2000, R)
+        row("10-op chain fwd+bwd, 4x4 (per chain)", ws, ts, 1.0, 1e6, "{:7.2f}us")
+    xs, ys = rng.standard_normal((64, 64)).astype(np.float32), rng.integers(0, 10, 64)
+    if "tiny" in only:
+        def tiny(nn):
+            return nn.Sequential(nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10))
+        tm, wm = make_pair(tiny)
+        x8, y8 = rng.standard_normal((8, 64)).astype(np.float32), rng.standard_normal((8, 10)).astype(np.float32)
+        ws, ts = pair_rounds(module_step(wb, wm, wb.tensor(x8), wb.tensor(y8), "mse", "SGD", 0.01),
+                             module_step(torch, tm, torch.from_numpy(x8), torch.from_numpy(y8), "mse", "SGD", 0.01),
+                             500, R)
+        row("tiny MLP 64-16-10, b8, MSE, SGD", ws, ts, 1.0)
+    if "mlp" in only:
+        tm, wm = make_pair(mlp)
+        ws, ts = pair_rounds(module_step(wb, wm, wb.tensor(xs), wb.tensor(ys), "ce"),
+                             module_step(torch, tm, torch.from_numpy(xs), torch.from_numpy(ys), "ce"), 100, R)
+        row("digits MLP 64-256-256-10, b64, CE, Adam", ws, ts, 0.8)
+    if "cnn" in only:
+        xi = rng.standard_normal((64, 1, 8, 8)).astype(np.float32)
+        tm, wm = make_pair(cnn)
+        ws, ts = pair_rounds(module_step(wb, wm, wb.tensor(xi), wb.tensor(ys), "ce"),
+                             module_step(torch, tm, torch.from_numpy(xi), torch.from_numpy(ys), "ce"), 20, R)
+        row("digits CNN conv16-conv32-pool-fc, b64, CE, Adam", ws, ts, 1.3)
+    idx = rng.integers(0, VOCAB, (16, CTX))
+    tgt = rng.integers(0, VOCAB, 16 * CTX)
+    wi, wt, ti, tt = wb.tensor(idx), wb.tensor(tgt), torch.from_numpy(idx), torch.from_numpy(tgt)
+    if "gpt" in only:
+        for label, approx in (("exact GELU", "none"), ("tanh GELU", "tanh")):
+            tm, wm = make_pair(lambda nn: gpt_modules(nn, approx))
+            ws, ts = pair_rounds(module_step(wb, wm, wi, wt, "seq"), module_step(torch, tm, ti, tt, "seq"), 2, R)
+            row(f"GPT block, modules, {label}", ws, ts, 1.5)
+        arrays = gpt_functional_params(np.random.default_rng(1))
+        ws, ts = pair_rounds(gpt_functional_step(wb, arrays, wi, wt), gpt_functional_step(torch, arrays, ti, tt), 2, R)
+        row("GPT block, functional, tanh GELU, additive mask", ws, ts, 1.5)
+        tm, wm = make_pair(gpt_mixed)
+        ws, ts = pair_rounds(module_step(wb, wm, wi, wt, "seq"), module_step(torch, tm, ti, tt, "seq"), 2, R)
+        row("GPT block, mixed (modules + functional attention)", ws, ts, 1.5)
+    if "wide" in only:
+        xw = rng.standard_normal((512, WIDE)).astype(np.float32)
+        yw = rng.standard_normal((512, WIDE)).astype(np.float32)
+        tm, wm = make_pair(wide)
+        ws, ls = pair_rounds(module_step(wb, wm, wb.tensor(xw), wb.tensor(yw), "mse", "SGD"), numpy_wide_limit(), 2, R)
+        eff = [b / a for a, b in zip(ws, ls)]
+        print(f"{'wide MLP 3x1024, b512: GFLOP/s / NumPy GEMM GFLOP/s':52s} {statistics.median(ws) * 1e3:9.3f} "
+              f"{statistics.median(ls) * 1e3:9.3f} {statistics.median(eff):6.2f} ({min(eff):.2f}-{max(eff):.2f})"
+              f"  >= 0.9  {'met' if statistics.median(eff) >= 0.9 else 'MISSED'}", flush=True)
+    if "memory" in only:
+        for form in ("modules", "functional", "cnn"):
+            mib = {lib: float(subprocess.run([sys.executable, __file__, "--memory-child", lib, form], check=True,
+                                             capture_output=True, text=True).stdout.split()[-1])
+                   for lib in ("workbench", "torch")}
+            name = "digits CNN step" if form == "cnn" else f"GPT step ({form})"
+            print(f"{'peak RSS of a ' + name + ' above before, MiB':52s} {mib['workbench']:9.1f} {mib['torch']:9.1f} "
+                  f"{'':6s}  <= torch  {'met' if mib['workbench'] <= mib['torch'] else 'MISSED'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""How fast the tape viewer is on big graphs, in headless Chromium (Debian's /usr/bin/chromium).
+
+    python benchmarks/viewer_speed.py [--nodes 2000,20000]
+
+For each size, a deep model (blocks of Linear(4, 4) + Tanh in stages of 50 blocks, four tape nodes per
+block) is recorded and saved as the standalone viewer page (``snapshot.save("tape.html")``: the same
+viewer, layout worker and stylesheet as JupyterLab's). Figures, from the page's own clock:
+
+- ready_ms: page start to the first layout drawn (the status line says "N items shown of M nodes");
+- expand_ms: "Expand all" clicked to that layout drawn (every node laid out and culled to the view);
+- longest_task_ms: the longest main-thread task seen meanwhile (PerformanceObserver "longtask"),
+  i.e. how long the page could not answer a click.
+
+Targets: 2,000 nodes ready and expanded within 1 s each; 20,000 nodes never freeze the page (no task
+of 1 s or more). Without chromium or playwright it says so and exits 0.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import workbench as wb  # noqa: E402
+import workbench.nn as nn  # noqa: E402
+
+CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
+LONGTASKS = """window.__longest = 0;
+new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__longest = Math.max(window.__longest, e.duration); })
+  .observe({ type: "longtask", buffered: true });"""
+SHOWN = "() => /items shown of/.test(document.querySelector('.wb-status')?.textContent ?? '')"
+
+
+def tape(nodes):
+    blocks = max(1, nodes // 4)
+    stages = [nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.Tanh()) for _ in range(min(50, blocks - s))])
+              for s in range(0, blocks, 50)]
+    model = nn.Sequential(*stages)
+    with wb.viz.record():
+        loss = model(wb.randn(2, 4)).sum()
+    return wb.viz.snapshot(loss, model)
+
+
+def measure(page, path):
+    page.goto(f"file://{path}")
+    page.wait_for_function(SHOWN, timeout=120_000)
+    ready = page.evaluate("performance.now()")
+    before = page.evaluate("document.querySelector('.wb-status').textContent")
+    page.evaluate("window.__t0 = performance.now()")
+    page.locator(".wb-btn", has_text="Expand all").click()
+    page.wait_for_function(f"() => {{ const t = document.querySelector('.wb-status').textContent;"
+                           f" return t !== {before!r} && /items shown of/.test(t); }}", timeout=120_000)
+    expand = page.evaluate("performance.now() - window.__t0")
+    status = page.evaluate("document.querySelector('.wb-status').textContent")
+    return ready, expand, page.evaluate("window.__longest"), status
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", default="2000,20000", help="tape sizes, comma-separated")
+    args = ap.parse_args()
+    try:
+        from playwright.sync_api import sync_playwright  # the [dev] extra's; optional here
+    except ImportError:
+        print("viewer_speed: playwright is not installed (pip install -e '.[dev]'); nothing measured")
+        return
+    if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
+        print(f"viewer_speed: no chromium at {CHROMIUM} (apt-get install chromium); nothing measured")
+        return
+    tmp = tempfile.mkdtemp()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        print(f"{'nodes':>7} {'ready_ms':>9} {'expand_ms':>10} {'longest_task_ms':>16}  status after expand")
+        for n in [int(s) for s in args.nodes.split(",")]:
+            snap = tape(n)
+            path = snap.save(os.path.join(tmp, f"tape{n}.html"))
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.add_init_script(LONGTASKS)
+            ready, expand, longest, status = measure(page, path)
+            print(f"{len(snap.to_dict()['nodes']):>7} {ready:>9.0f} {expand:>10.0f} {longest:>16.0f}  {status}")
+            page.close()
+        browser.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
