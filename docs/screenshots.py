@@ -49,6 +49,19 @@ def monitor_page(tmp):
     return page
 
 
+def series_page(tmp):
+    """``mon.snapshots`` of a run kept every 10 steps, saved as the offline page (slider and play)."""
+    model, x, y = model_and_data()
+    opt = wb.optim.SGD(model.parameters(), lr=0.5)
+    mon = wb.viz.watch(model, snapshots_every=10, display=False)
+    for _ in range(100):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    mon.detach()
+    return mon.snapshots.save(tmp / "series.html")
+
+
 def main(images=IMAGES):
     tmp = Path(tempfile.mkdtemp())
     model, x, y = model_and_data()
@@ -62,6 +75,7 @@ def main(images=IMAGES):
     loss = scope["loss"]
     wb.viz.snapshot(loss, model, trace=True, title="backward, step by step").save(tmp / "debug.html")
     monitor = monitor_page(tmp)
+    series = series_page(tmp)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 960, "height": 640})
@@ -79,8 +93,15 @@ def main(images=IMAGES):
         page.locator("#m svg").first.wait_for()
         page.wait_for_timeout(500)
         page.locator("#m").screenshot(path=images / "gradient-monitor.png")
+        page.goto(Path(series).as_uri())
+        page.locator(".wb-root .wb-ov-has").first.wait_for()
+        page.locator(".wb-btn", has_text="Expand all").click()
+        page.locator(".wb-step-slider").focus()
+        page.keyboard.press("Home")  # the first kept step: the gradients before training moved them
+        page.wait_for_timeout(500)
+        page.screenshot(path=images / "tape-over-time.png")
         browser.close()
-    for name in ("tape-viewer", "backward-debugger", "gradient-monitor"):
+    for name in ("tape-viewer", "backward-debugger", "gradient-monitor", "tape-over-time"):
         print(images / f"{name}.png", (images / f"{name}.png").stat().st_size // 1024, "KiB")
 
 

@@ -7,7 +7,8 @@ import type { LayoutResult } from "./layout";
 /** Most items drawn as SVG at once; beyond this the canvas overview is shown. */
 export const LOD = 1500;
 
-export interface OverviewItem { id: string; mark: "nan" | "inf" | "current" | "selected" | null }
+/** `fill`: the overlay's colour of the item (a translucent CSS colour), drawn when it has no mark. */
+export interface OverviewItem { id: string; mark: "nan" | "inf" | "current" | "selected" | null; fill?: string | null }
 
 export function paintOverview(canvas: HTMLCanvasElement, L: LayoutResult, items: OverviewItem[], clusters: string[], edges: number[], t: Transform) {
   const dpr = window.devicePixelRatio || 1;
@@ -45,7 +46,7 @@ export function paintOverview(canvas: HTMLCanvasElement, L: LayoutResult, items:
   for (const it of items) {
     const b = L.boxes[it.id];
     if (!b) continue;
-    ctx.fillStyle = it.mark ? fill[it.mark] : plain;
+    ctx.fillStyle = it.mark ? fill[it.mark] : it.fill ?? plain;
     ctx.fillRect(b.x - b.width / 2, b.y - b.height / 2, b.width, b.height);
     ctx.strokeRect(b.x - b.width / 2, b.y - b.height / 2, b.width, b.height);
   }

@@ -7,9 +7,11 @@ import { TapeModel, type VisibleGraph, shapeText } from "./graph-model";
 import type { LayoutInput, LayoutResult } from "./layout";
 import { type LayoutFn, workerLayout } from "./layout-client";
 import { Minimap } from "./minimap";
+import { type ColourScale, type Measure, type Tint, colourScale, legend, measureFor, measuresOf, aggregate, tintCss, tintRgba, topN, topTable } from "./overlay";
 import { LOD, paintOverview } from "./overview";
 import { PanZoom } from "./panzoom";
 import { Stepper } from "./stepper";
+import { Timeline } from "./timeline";
 import { ensureStyle } from "./style";
 import { type Snapshot, type Summary, parseSnapshot } from "./types";
 
@@ -32,6 +34,13 @@ export interface ViewerHandle {
   reveal(nodeId: string): Promise<void>;
   select(id: string | null): void;
   fit(): void;
+  /**
+   * Colours the nodes by a measure (null: no colouring), without a relayout; updates the legend and
+   * the top-N table. `values`, when given, replace the measure's per-node values (the watch slider).
+   */
+  setOverlay(key: string | null, values?: Map<string, number | null>): void;
+  /** The measure the nodes are coloured by now (null: none). */
+  overlayKey(): string | null;
   destroy(): void;
 }
 
@@ -95,6 +104,13 @@ class Viewer {
   #firstLayout = true;
   #dbg: { counter: HTMLElement; paused: HTMLElement; banner: HTMLElement; buttons: HTMLButtonElement[] } | null = null;
   #unsubscribe: (() => void) | null = null;
+  /** Every measure the nodes can be coloured by, and the one they are (with its scale and each drawn item's tint). */
+  readonly #measures: Map<string, Measure>;
+  #ov: { m: Measure; sc: ColourScale; tints: Map<string, Tint | null> } | null = null;
+  #ovKey: string | null = null;
+  readonly #ovSelect: HTMLSelectElement | null = null;
+  readonly #legendBar: HTMLElement;
+  #topEl: HTMLElement | null = null;
 
   constructor(host: HTMLElement, readonly snapshot: Snapshot, opts: ViewerOptions) {
     ensureStyle(host.ownerDocument);
@@ -113,9 +129,17 @@ class Viewer {
       b.addEventListener("click", () => onClick());
       return b;
     };
+    this.#measures = measuresOf(snapshot);
+    if (this.#measures.size) {
+      this.#ovSelect = h("select", { class: "wb-select", "aria-label": "Colour the nodes by", title: "Colour the nodes by a measure" },
+        h("option", { value: "" }, "none"), ...[...this.#measures.values()].map((m) => h("option", { value: m.key }, m.label)));
+      this.#ovSelect.addEventListener("change", () => this.#setOverlay(this.#ovSelect!.value || null));
+    }
+    this.#legendBar = h("div", { class: "wb-bar wb-legend-bar", hidden: true });
     const bar = h("div", { class: "wb-bar" },
       h("span", { class: "wb-title", title: snapshot.title }, snapshot.title || "autograd tape"),
       h("span", { class: "wb-search-wrap" }, this.#search, this.#results),
+      this.#ovSelect ? h("label", { class: "wb-colour-by" }, "Colour by ", this.#ovSelect) : null,
       btn("Fit", "f", "Fit the graph to the view", () => this.#fit(true)),
       btn("Expand all", null, "Open every module", () => this.#setExpanded([...this.model.containers.keys()])),
       btn("Collapse all", null, "Close every module", () => this.#setExpanded([])),
@@ -147,7 +171,7 @@ class Viewer {
       "aria-keyshortcuts": "/ f m ArrowUp ArrowDown ArrowLeft ArrowRight Enter Escape" + (this.#ctrl ? " n o c r b" : ""),
     });
     this.#root.style.height = `${opts.height ?? 520}px`;
-    this.#root.append(bar);
+    this.#root.append(bar, this.#legendBar);
     const notes = this.#notes();
     if (notes) this.#root.append(notes);
     if (this.#ctrl) this.#root.append(this.#debuggerBar(btn));
@@ -186,6 +210,8 @@ class Viewer {
       reveal: (id) => this.#reveal(id),
       select: (id) => this.#select(id),
       fit: () => this.#fit(false),
+      setOverlay: (key, values) => this.#setOverlay(key, values),
+      overlayKey: () => this.#ovKey,
       destroy: () => {
         this.#generation++;
         resize?.disconnect();
@@ -194,8 +220,83 @@ class Viewer {
         this.#root.remove();
       },
     };
-    this.#renderPanel();
+    const start = snapshot.overlay ?? null;
+    // a watched run's steps: the slider sets the first colouring (the last step's) and every later one
+    if (snapshot.series) this.#canvas.parentElement!.before(new Timeline(snapshot, this.handle).el);
+    else if (start && this.#measures.has(start)) this.#setOverlay(start);
+    else this.#renderPanel();
     this.#relayout();
+  }
+
+  // ---- overlay --------------------------------------------------------------------------------
+
+  #setOverlay(key: string | null, values?: Map<string, number | null>) {
+    if (key !== null) {
+      let m = this.#measures.get(key);
+      if (!m) {
+        if (!values) throw new Error(`setOverlay: unknown measure ${JSON.stringify(key)}; known: ${[...this.#measures.keys()].join(", ") || "none"}`);
+        m = measureFor(key, this.snapshot);
+        this.#measures.set(key, m);
+        this.#ovSelect?.append(h("option", { value: key }, m.label));
+      }
+      if (values) m.values = values;
+    }
+    this.#ovKey = key;
+    if (this.#ovSelect && this.#ovSelect.value !== (key ?? "")) this.#ovSelect.value = key ?? "";
+    this.#computeOverlay();
+    this.#tintAll();
+    if (!this.#overview.hidden) this.#paint();
+    this.#renderPanel();
+    if (this.#ov) {
+      const { m, sc } = this.#ov;
+      this.#say(`Coloured by ${m.label}` + (sc.missing ? `; ${sc.missing} of ${this.#ov.tints.size} items n/a` : ""));
+    } else this.#say("No colouring");
+  }
+
+  /** The tints of what is drawn now (a collapsed box shows its nodes' aggregate), the legend and the top N. */
+  #computeOverlay() {
+    const m = this.#ovKey !== null ? this.#measures.get(this.#ovKey) : undefined;
+    if (!m || !this.#visible) {
+      this.#ov = null;
+      this.#topEl = null;
+      this.#legendBar.hidden = true;
+      this.#legendBar.replaceChildren();
+      this.#root.classList.toggle("wb-ov-on", false);
+      return;
+    }
+    const vals = new Map<string, number | null>();
+    for (const it of this.#visible.items) {
+      vals.set(it.id, it.type === "box" ? aggregate(m, this.model.containers.get(it.id)?.members ?? []) : m.values.get(it.id) ?? null);
+    }
+    const sc = colourScale(m.scale, vals.values());
+    const tints = new Map<string, Tint | null>();
+    for (const [id, v] of vals) tints.set(id, sc.tint(v));
+    this.#ov = { m, sc, tints };
+    this.#root.classList.toggle("wb-ov-on", true);
+    this.#legendBar.replaceChildren(legend(m, sc, vals.size));
+    this.#legendBar.hidden = false;
+    const describe = (id: string) => {
+      const n = this.model.nodes.get(id);
+      return { name: n ? n.param ?? n.name : id, where: n ? n.scope : "" };
+    };
+    this.#topEl = topTable(m, topN(m, 10), sc, describe, (id) => void this.#reveal(id, true));
+    this.#markTopSelected();
+  }
+
+  #tint(id: string, g: SVGGElement) {
+    const t = this.#ov ? this.#ov.tints.get(id) : undefined;
+    g.classList.toggle("wb-ov-has", !!t);
+    g.classList.toggle("wb-ov-na", t === null);
+    if (t) g.style.setProperty("--wb-ov-fill", tintCss(t));
+    else g.style.removeProperty("--wb-ov-fill");
+  }
+
+  #tintAll() {
+    for (const [id, g] of this.#cache) this.#tint(id, g);
+  }
+
+  #markTopSelected() {
+    this.#topEl?.querySelectorAll(".wb-topn-row").forEach((b) => b.setAttribute("aria-current", String(b.getAttribute("data-id") === this.#selected)));
   }
 
   /** The snapshot's notes (a NaN loss), each said once above the graph, with a link to its node. */
@@ -342,6 +443,10 @@ class Viewer {
     this.#drawn = this.#layoutFn(input).then((res) => {
       if (gen !== this.#generation) return;
       this.#layout = res;
+      if (this.#ovKey !== null) {
+        this.#computeOverlay();
+        this.#renderPanel();
+      }
       const marks = new Map<string, string>();
       const css = getComputedStyle(this.#root);
       for (const it of this.#visible.items) {
@@ -420,7 +525,11 @@ class Viewer {
         return id === current ? "current" : id === this.#selected ? "selected"
           : b.some((x) => x.cls === "wb-badge-nan") ? "nan" : b.some((x) => x.cls === "wb-badge-inf") ? "inf" : null;
       };
-      paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id) })), clusterIds, edgeIdx, this.#pz.t);
+      const tint = (id: string) => {
+        const t = this.#ov?.tints.get(id);
+        return t ? tintRgba(t) : null;
+      };
+      paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id), fill: tint(it.id) })), clusterIds, edgeIdx, this.#pz.t);
       this.#say(`${all.length} items shown of ${this.snapshot.nodes.length} nodes, as an overview: zoom in (wheel, or click) to read labels`);
       return;
     }
@@ -458,6 +567,7 @@ class Viewer {
         const b = L.boxes[it.id], m = this.#measured.get(it.id)!;
         g = this.#drawItem(it.id, it.type, m);
         g.setAttribute("transform", `translate(${(b.x - m.w / 2).toFixed(1)},${(b.y - m.h / 2).toFixed(1)})`);
+        this.#tint(it.id, g);
         this.#cache.set(it.id, g);
       }
       nodes.append(g);
@@ -559,7 +669,8 @@ class Viewer {
     if (b) this.#pz.reveal(b.x, b.y);
   }
 
-  async #reveal(nodeId: string) {
+  /** Opens what holds the node, selects it and brings it into view (`centre`: in the middle, focus stays where it is). */
+  async #reveal(nodeId: string, centre = false) {
     this.#closeResults();
     let changed = false;
     for (const a of this.model.ancestors(nodeId)) if (!this.#expanded.has(a)) {
@@ -569,19 +680,23 @@ class Viewer {
     if (changed) await this.#relayout();
     else await this.#drawn;
     const b = this.#layout?.boxes[nodeId];
-    if (b && this.#visible.items.length > LOD) {
+    if (b && centre) {
+      const { w, h } = this.#pz.size(), k = this.#visible.items.length > LOD ? 1 : this.#pz.t.k;
+      this.#pz.set({ k, x: w / 2 - b.x * k, y: h / 2 - b.y * k }, true);
+    } else if (b && this.#visible.items.length > LOD) {
       // In a culled graph, zoom to reading size so the node is drawn as SVG, not in the overview.
       const { w, h } = this.#pz.size();
       this.#pz.set({ k: 1, x: w / 2 - b.x, y: h / 2 - b.y });
     } else if (b) this.#pz.reveal(b.x, b.y);
     this.#paint();
     this.#select(nodeId);
-    this.#setRoving(nodeId, true);
+    this.#setRoving(nodeId, !centre);
   }
 
   #select(id: string | null) {
     this.#selected = id;
     this.#refreshNodes();
+    this.#markTopSelected();
     this.#renderPanel();
   }
 
@@ -613,7 +728,8 @@ class Viewer {
   }
 
   #renderPanel() {
-    const parts: Node[] = [];
+    // The top-N table stays first and keeps its element (open/closed, focus) while the selection below changes.
+    const parts: Node[] = this.#topEl ? [this.#topEl] : [];
     const v = this.#ctrl?.view();
     if (v?.current) parts.push(stepDetails(v.current, v.total, this.model, this.#classroom, v.pausedReason));
     const sel = this.#selected;
@@ -705,7 +821,8 @@ class Viewer {
       e.stopPropagation();
       return;
     }
-    if (e.target instanceof HTMLInputElement || e.target instanceof HTMLButtonElement && (e.key === "Enter" || e.key === " ")) return;
+    if (e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement ||
+      e.target instanceof HTMLButtonElement && (e.key === "Enter" || e.key === " ")) return;
     const c = this.#ctrl;
     const handled = (() => {
       switch (e.key) {
