@@ -183,11 +183,8 @@ def _test_aot_dispatch_dynamic(opdef, args, kwargs, atol, rtol):
         if node._op == opdef._qualname:
             recorded.append(node_args)
 
-    graph.LISTENERS.append(listen)
-    try:
+    with graph.add_listener(listen):
         eager = opdef(*pos, **kw)
-    finally:
-        graph.LISTENERS.remove(listen)
     if recorded:
         node_args = recorded[-1]
     else:  # nothing required grad, so no node was recorded: the arguments a node would hold

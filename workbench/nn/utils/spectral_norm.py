@@ -53,7 +53,7 @@ class SpectralNorm:
     @staticmethod
     def apply(module, name, n_power_iterations, dim, eps):
         """Replace ``module.<name>`` by ``<name>_orig`` and the power-iteration buffers."""
-        for hook, _ in module._forward_pre_hooks.values():
+        for hook in module._forward_pre_hooks.values():
             if isinstance(hook, SpectralNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
         fn = SpectralNorm(name, n_power_iterations, dim, eps)
@@ -103,7 +103,7 @@ def remove_spectral_norm(module, name="weight"):
     >>> sorted(n for n, _ in m.named_parameters())
     ['bias', 'weight']
     """
-    for k, (hook, _) in list(module._forward_pre_hooks.items()):
+    for k, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, SpectralNorm) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
