@@ -126,10 +126,9 @@ class GradStats:
         self._trace_prev = graph.TRACE[0]
         graph.TRACE[0] = max(2, graph.TRACE[0])  # the first forward records sites: alarms name the line
         self._site_pending = True
-        self._on_op = self._on_op  # one bound method: the LISTENERS membership test is by identity
         graph.BACKWARD_HOOKS.append(self._on_backward)
         self._listening = bool(dead_relu)
-        self._listener_on = False
+        self._listener = None  # the tape listener's handle while dead ReLUs are being counted
         if self._listening:
             self._toggle_listener(True)  # step 0 is a detail step
 
@@ -183,7 +182,7 @@ class GradStats:
                 self._blk_n = i + 1
                 if step - self._hist_step >= self._hist_every and self.bins:
                     self._hist_new.append((step, self._timed_hist(xp, step)))
-            if self._listening and (self.step == self._next_detail) != self._listener_on:
+            if self._listening and (self.step == self._next_detail) != (self._listener is not None):
                 self._toggle_listener()
             if time.monotonic() - self._last_flush >= self._period:
                 self.flush()
@@ -217,12 +216,12 @@ class GradStats:
 
     def _toggle_listener(self, on=None):
         # dead ReLUs change slowly: they are counted on the forward of every detail step
-        on = not self._listener_on if on is None else on
-        if on and self._on_op not in graph.LISTENERS:
-            graph.LISTENERS.append(self._on_op)
-        elif not on and self._on_op in graph.LISTENERS:
-            graph.LISTENERS.remove(self._on_op)
-        self._listener_on = on
+        on = self._listener is None if on is None else on
+        if on and self._listener is None:
+            self._listener = graph.add_listener(self._on_op)
+        elif not on and self._listener is not None:
+            self._listener.remove()
+            self._listener = None
 
     def _detail(self, xp, row, step):
         # squared weight norms and |w - w_before|^2 (w_before: copied at the step before)
