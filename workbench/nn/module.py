@@ -467,7 +467,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            _remove_from(name, d)
+            _remove_from(name, d, keep="_parameters")
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
@@ -479,7 +479,7 @@ class Module:
         if isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            _remove_from(name, d)
+            _remove_from(name, d, keep="_modules")
             d["_modules"][name] = value
             _changed()
             return
@@ -494,7 +494,7 @@ class Module:
         if isinstance(value, Buffer):
             if params is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
-            _remove_from(name, d)
+            _remove_from(name, d, keep="_buffers")
             self.register_buffer(name, value, value.persistent)
             return
         bufs = d.get("_buffers")
@@ -940,10 +940,14 @@ class Module:
             self.__dict__.setdefault(name, OrderedDict())
 
 
-def _remove_from(name, d):
-    """Forget ``name`` wherever the module holds it, before it is registered anew."""
+def _remove_from(name, d, keep=None):
+    """Forget ``name`` wherever the module holds it, before it is registered anew in ``keep``.
+
+    ``keep`` is left alone so that replacing ``seq[1]`` or a parameter keeps its place in the order
+    (``named_modules``, ``state_dict``, a Sequential's forward), as in PyTorch.
+    """
     for key in ("_parameters", "_buffers", "_modules"):
-        if name in d.get(key, ()):
+        if key != keep and name in d.get(key, ()):
             del d[key][name]
             if key == "_modules":
                 _changed()
