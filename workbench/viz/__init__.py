@@ -3,8 +3,9 @@
 The modules form one stack, each importing only those before it: ``recorder`` (forward recording)
 -> ``summary``, ``classroom`` -> ``snapshot`` (tape -> tape.v1) -> ``replay`` (backward recorder) ->
 ``series`` (the tape over time) ->
-``stepper``, ``gradstats`` -> ``static_svg`` -> ``views`` (MIME bundles) -> ``widgets`` -> the
-factories below.
+``stepper``, ``gradstats`` -> ``static_svg`` -> ``views`` (MIME bundles) -> ``widgets``, ``compare``
+(two tapes in one view) -> the factories below; ``align`` (which node is which across snapshots)
+imports none of them.
 
 >>> import workbench as wb
 >>> w = wb.tensor([1.0, 2.0], requires_grad=True)
@@ -14,6 +15,7 @@ factories below.
 >>> snap.save("tape.html")                # doctest: +SKIP
 """
 from . import measures
+from .compare import compare
 from .gradstats import GradStats
 from .recorder import Recorder, record, trace
 from .replay import fill_grads, record_backward
@@ -23,7 +25,7 @@ from .views import Snapshot, Snapshots
 from .widgets import DebuggerWidget, Monitor
 
 __all__ = ["record", "trace", "snapshot", "show", "Snapshot", "Snapshots", "MIME", "debug", "on_nan", "grad_norm_above",
-           "Stepper", "Step", "watch", "Monitor", "GradStats", "Recorder"]
+           "Stepper", "Step", "watch", "Monitor", "GradStats", "Recorder", "compare"]
 
 
 def snapshot(roots, model=None, *, names=None, title=None, trace=False, retain_graph=False, values=True,

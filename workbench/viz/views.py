@@ -12,7 +12,7 @@ import os
 from . import _assets
 from .monitor_svg import render_monitor_svg
 from .snapshot import MIME, to_json
-from .static_svg import render_svg
+from .static_svg import compare_counts, render_svg
 from .summary import sig4
 
 MONITOR_MIME = "application/vnd.workbench.monitor.v1+json"
@@ -51,7 +51,8 @@ class Snapshot:
         parts = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
         tr = f", trace of {len(d['trace']['steps'])} steps" if d["trace"] else ""
         notes = "".join(f" {n['level']}: {n['text']}" for n in d.get("notes") or ())  # said in a script too
-        return f"<workbench tape {d['title']!r}: {len(d['nodes'])} nodes ({parts}), {len(d['edges'])} edges{tr}>{notes}"
+        cmp = f"; {compare_counts(d['compare'])}" if d.get("compare") else ""
+        return f"<workbench tape {d['title']!r}: {len(d['nodes'])} nodes ({parts}), {len(d['edges'])} edges{tr}{cmp}>{notes}"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {MIME: self.data, "text/html": self.svg(), "text/plain": repr(self)}
