@@ -17,6 +17,7 @@ function watched(): Snapshot {
   const row = (k: number) => ids.map((id, j) => (id === "head.weight" && k === 2 ? "NaN" as const : (j + 1) * 10 ** k));
   snap.series = { steps: [0, 10, 20], measures: { grad_norm: [row(0), row(1), row(2)], value_norm: [row(2), row(1), row(0)] } };
   snap.overlay = "grad_norm";
+  snap.nodes.forEach((n, j) => (n.flops = j + 1)); // a measure the steps do not change
   return snap;
 }
 
@@ -56,7 +57,13 @@ describe("timeline", () => {
     const select = root.querySelector<HTMLSelectElement>(".wb-select")!;
     expect([...select.options].map((o) => o.value)).toContain("value_norm");
     select.value = "value_norm";
-    select.dispatchEvent(new Event("change"));
+    select.dispatchEvent(new Event("change", { bubbles: true }));
+    expect(label(root)).toBe("step 20 (3 of 3)"); // no NaN among the value norms
+    select.value = "flops";
+    select.dispatchEvent(new Event("change", { bubbles: true }));
+    expect(label(root)).toContain("the colouring (flops) is the same at every step");
+    select.value = "value_norm";
+    select.dispatchEvent(new Event("change", { bubbles: true }));
     slider(root).value = "1";
     slider(root).dispatchEvent(new Event("input"));
     expect(select.value).toBe("value_norm");

@@ -147,8 +147,28 @@ def test_a_structure_change_is_said_in_a_note(validate):
     row = d["series"]["measures"]["grad_norm"][1]
     enc_w = next(j for j, n in enumerate(d["nodes"]) if n["param"] == "enc.weight")
     assert row[enc_w] is not None
-    assert validate(stats.series.step_dict(1))["notes"][0]["text"] == notes[0]
+    own = validate(stats.series.step_dict(1))  # the changed step alone is its own graph, the extra op included
+    assert own["notes"][0]["text"] == notes[0] and len(own["nodes"]) == len(d["nodes"]) + 1
+    assert len(own["series"]["measures"]["grad_norm"][0]) == len(own["nodes"])
     assert "notes" not in stats.series.step_dict(2)
+    snaps = wb.viz.Snapshots(stats.series)
+    diff = wb.viz.compare(snaps[0], snaps[1]).to_dict()
+    assert diff["compare"]["counts"]["added"] == 1 and diff["compare"]["counts"]["removed"] == 0
+
+
+def test_compare_two_kept_steps():
+    x, y = _data()
+    m = MLP()
+    mon = wb.viz.watch(m, snapshots_every=3, display=False)
+    for _ in range(7):
+        _step(m, x, y, lr=0.5)
+    mon.detach()
+    snaps = mon.snapshots
+    a, b = snaps[0].to_dict(), snaps[-1].to_dict()
+    ratio = wb.viz.compare(snaps[0], snaps[-1]).to_dict()["measures"]["grad_norm_ratio"]["values"]
+    j = next(k for k, n in enumerate(a["nodes"]) if n["param"] == "head.weight")
+    ga, gb = a["series"]["measures"]["grad_norm"][0][j], b["series"]["measures"]["grad_norm"][0][j]
+    assert ratio[b["nodes"][j]["id"]] == pytest.approx(gb / ga, rel=1e-3)
 
 
 @pytest.mark.parametrize("bad", [0, -3, 1.5, True, "5"])

@@ -106,6 +106,33 @@ _TYPENAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloa
               "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
+def zero_grads(params, set_to_none=True):
+    """Reset the gradients of ``params``: PyTorch's ``zero_grad`` of both ``Module`` and ``Optimizer``.
+
+    With ``set_to_none`` the ``.grad`` goes (the next backward allocates it anew); otherwise it is
+    detached from any graph (``create_graph=True`` leaves one) and filled with zeros in place, so
+    whoever holds it sees the zeros.
+
+    >>> import workbench as wb
+    >>> w = wb.nn.Parameter(wb.ones(2)); w.sum().backward(); g = w.grad
+    >>> zero_grads([w], set_to_none=False); g, w.grad is g
+    (tensor([0., 0.]), True)
+    """
+    for p in params:
+        g = p._grad
+        if g is None:
+            continue
+        if set_to_none:
+            p._grad = None
+        else:
+            if g.grad_fn is not None:
+                g.detach_()
+            else:
+                g.requires_grad_(False)
+            g._data[...] = 0
+            g._vbox[0] += 1
+
+
 def _tensor_typename(v):
     """PyTorch's type name of a tensor ("workbench.FloatTensor"), or the Python type name."""
     if isinstance(v, Tensor):
@@ -807,19 +834,7 @@ class Module:
         >>> m.weight.grad is None
         True
         """
-        for p in self.parameters():
-            g = p._grad
-            if g is None:
-                continue
-            if set_to_none:
-                p._grad = None
-            else:
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g._data[...] = 0
-                g._vbox[0] += 1
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         """Call ``fn`` on every descendant (children first) and then on this module; returns self.

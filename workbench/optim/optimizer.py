@@ -11,7 +11,7 @@ from itertools import chain
 
 from .. import _backend
 from ..autograd.grad_mode import enable_grad
-from ..nn.module import _tensor_typename
+from ..nn.module import _tensor_typename, zero_grads
 from ..tensor import Tensor
 from ..utils.hooks import add_hook as _add_hook
 
@@ -167,20 +167,7 @@ class Optimizer:
         >>> w.sum().backward(); opt.zero_grad(); w.grad is None
         True
         """
-        for group in self.param_groups:
-            for p in group["params"]:
-                g = p._grad
-                if g is None:
-                    continue
-                if set_to_none:
-                    p._grad = None
-                else:
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g._data[...] = 0
-                    g._vbox[0] += 1
+        zero_grads(chain.from_iterable(group["params"] for group in self.param_groups), set_to_none)
 
     def _closure(self, closure):
         if closure is None:

@@ -85,7 +85,10 @@ def unserializable_hook(f):
     """Mark ``f`` as a hook that is not saved with its tensor (PyTorch's decorator; returns ``f``).
 
     >>> import workbench as wb
-    >>> wb.utils.hooks.unserializable_hook(print) is print
+    >>> @wb.utils.hooks.unserializable_hook
+    ... def hook(grad):
+    ...     return grad
+    >>> hook.__torch_unserializable__
     True
     """
     f.__torch_unserializable__ = True

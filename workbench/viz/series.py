@@ -133,6 +133,7 @@ class TapeSeries:
         self._value = []  # per kept step: one (norm, nan, inf) or None per structure node
         self._grad = []
         self._notes = []  # per kept step: what differed from the structure (text), or None
+        self._own = {}  # kept step index -> (its own structure, value, grad) where its graph differed
         self._capture = None
 
     @property
@@ -173,6 +174,8 @@ class TapeSeries:
             value, grad, note = cap.value, cap.grad, None
         else:
             value, grad, note = self._map(cap)
+            if note is not None:
+                self._own[len(self.steps)] = (cap.snap, cap.value, cap.grad)
         self.steps.append(cap.step)
         self._value.append(value)
         self._grad.append(grad)
@@ -198,15 +201,16 @@ class TapeSeries:
                          f"{'were' if len(missing) != 1 else 'was'} not there ({_names(missing)}; no value at this step)")
         if extra:
             parts.append(f"{len(extra)} new node{'s' * (len(extra) != 1)} {'are' if len(extra) != 1 else 'is'} not "
-                         f"shown ({_names(extra)}; wb.viz.compare(snaps[0], snaps[{len(self.steps)}]) shows both)")
+                         f"shown here ({_names(extra)}; snapshots[{len(self.steps)}] is that step's own graph, "
+                         f"wb.viz.compare(snapshots[0], snapshots[{len(self.steps)}]) marks what changed)")
         return value, grad, f"The graph changed at step {cap.step}: " + "; ".join(parts) + "."
 
     # --- the tape.v1 dicts ---------------------------------------------------------------------
-    def _dict(self, rows, value, grad, title, notes):
-        # value is None for the whole series: its nodes carry only the last step's gradient norms
-        # (the static picture's colours); the values of every step are in `series` (half the bytes)
-        base = self._structure
-        value = value or [None] * len(grad)
+    def _dict(self, base, steps, values, grads, title, notes):
+        # the nodes carry the last row's norms; for the whole series only its gradient norms (the
+        # static picture's colours): the values of every step are in `series` (half the bytes)
+        grad = grads[-1]
+        value = values[-1] if len(steps) == 1 else [None] * len(grad)
         nodes = [{**n, "value": norm_summary(n, v), "grad": norm_summary(n, g)}
                  for n, v, g in zip(base["nodes"], value, grad)]
         out = {**base, "title": title, "nodes": nodes}
@@ -216,9 +220,8 @@ class TapeSeries:
         else:
             out.pop("notes", None)
         out["overlay"] = "grad_norm"  # the slider's measure when the view opens (the static picture's too)
-        out["series"] = {"steps": [self.steps[i] for i in rows],
-                         "measures": {"grad_norm": [[_json(m) for m in self._grad[i]] for i in rows],
-                                      "value_norm": [[_json(m) for m in self._value[i]] for i in rows]}}
+        out["series"] = {"steps": list(steps), "measures": {"grad_norm": [[_json(m) for m in row] for row in grads],
+                                                            "value_norm": [[_json(m) for m in row] for row in values]}}
         return out
 
     def to_dict(self):
@@ -228,8 +231,8 @@ class TapeSeries:
                              "mon.snapshot() the next one; then run a backward pass")
         steps = self.steps
         span = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}–{steps[-1]} ({len(steps)} kept)"
-        return self._dict(range(len(steps)), None, self._grad[-1],
-                          f"{self._structure['title']} · {span}", self._notes)
+        return self._dict(self._structure, steps, self._value, self._grad, f"{self._structure['title']} · {span}",
+                          self._notes)
 
     def step_dict(self, i):
         """The tape.v1 dict of the i-th kept step alone (negative i counts from the end)."""
@@ -239,7 +242,10 @@ class TapeSeries:
         if not -n <= i < n:
             raise IndexError(f"snapshots[{i}]: {n} step{'s' * (n != 1)} kept")
         i %= n
-        return self._dict([i], self._value[i], self._grad[i], f"{self._structure['title']} · step {self.steps[i]}",
+        # a step whose graph differed is shown as its own graph (compare() with another step marks
+        # what was added and removed); the others on the first step's structure
+        base, value, grad = self._own.get(i) or (self._structure, self._value[i], self._grad[i])
+        return self._dict(base, [self.steps[i]], [value], [grad], f"{self._structure['title']} · step {self.steps[i]}",
                           [self._notes[i]])
 
 

@@ -4,8 +4,9 @@
 import { h } from "./dom";
 import type { JsonNumber, Series, Snapshot } from "./types";
 
-/** What the timeline needs of the viewer: the overlay entry point and the measure selected now. */
+/** What the timeline needs of the viewer: its root, the overlay entry point and the measure selected now. */
 export interface TimelineHost {
+  root: HTMLElement;
   setOverlay(key: string | null, values?: Map<string, number | null>): void;
   overlayKey(): string | null;
 }
@@ -55,6 +56,8 @@ export class Timeline {
     }
     host.setOverlay(start, start ? this.#values.get(start) : undefined);
     this.#sayStep();
+    // another measure chosen under "Colour by" (the viewer has coloured by it already): say the step anew
+    host.root.addEventListener("change", () => this.#sayStep());
   }
 
   get index(): number {
