@@ -82,6 +82,24 @@ describe("compare view", () => {
     expect(ratioText(1.5, s(2), s(3))).toBe("1.5×");
   });
 
+  it("outlines a collapsed module whose nodes were all added, and marks diffs in the canvas overview", async () => {
+    const snap = compared();
+    for (const n of snap.nodes) if (n.scope === "head") n.diff = "added";
+    const { root } = await mount(snap);
+    expect(item(root, "m:head")!.classList.contains("wb-diff-added")).toBe(true);
+    expect(item(root, "m:encoder")!.classList.contains("wb-diff-removed")).toBe(false); // only one of its nodes
+    const { paintOverview } = await import("../src/core/overview");
+    const rects: number[][] = [];  // the dash pattern of each stroked box
+    const ctx = { dash: [] as number[], lineWidth: 1, strokeStyle: "", fillStyle: "",
+      setLineDash(d: number[]) { this.dash = d; }, strokeRect() { rects.push(this.dash); },
+      setTransform() {}, clearRect() {}, fillRect() {}, beginPath() {}, moveTo() {}, lineTo() {}, stroke() {} };
+    const canvas = document.createElement("canvas");
+    canvas.getContext = (() => ctx) as never;
+    const L = { boxes: { p: { x: 0, y: 0, width: 4, height: 4 }, q: { x: 9, y: 0, width: 4, height: 4 } }, edges: [], width: 20, height: 5, ms: 0 };
+    paintOverview(canvas, L as never, [{ id: "p", mark: null, diff: "added" }, { id: "q", mark: null, diff: "removed" }], [], [], { k: 1, x: 0, y: 0 });
+    expect(rects.slice(-2).map((d) => d.length)).toEqual([0, 2]); // added solid, removed dashed
+  });
+
   it("leaves an ordinary snapshot as it was", async () => {
     const { root } = await mount(fixture("mlp"));
     expect(root.querySelector(".wb-compare-bar")).toBeNull();

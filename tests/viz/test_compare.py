@@ -171,3 +171,23 @@ def test_text_and_svg_say_the_diff():
     assert "+ added" in svg and "− removed" in svg
     assert 'class="wb-op wb-removed" opacity="0.6"' in svg and 'class="wb-op wb-added"' in svg
     assert "1 added, 1 removed" in svg and "only in b (bold outline)" in svg  # the legend, in words
+
+
+def test_two_kept_steps_of_a_watched_run(validate):
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    opt = wb.optim.SGD(model.parameters(), lr=0.5)
+    mon = wb.viz.watch(model, snapshots_every=1, display=False)
+    for _ in range(3):
+        opt.zero_grad()
+        (model(wb.randn(2, 3)) ** 2).sum().backward()
+        opt.step()
+    mon.detach()
+    snaps = mon.snapshots
+    d = validate(wb.viz.compare(snaps[0], snaps[-1]))
+    assert d["compare"]["counts"]["added"] == d["compare"]["counts"]["removed"] == 0
+    first, last = snaps[0].to_dict()["nodes"], snaps[-1].to_dict()["nodes"]
+    w = next(i for i, n in enumerate(first) if n.get("param") == "0.weight")
+    assert d["measures"]["grad_norm_ratio"]["values"][f"n{w}"] == pytest.approx(
+        last[w]["grad"]["norm"] / first[w]["grad"]["norm"])
+    with pytest.raises(ValueError, match=r"a holds 3 kept steps .*mon.snapshots\[0\], mon.snapshots\[-1\]"):
+        wb.viz.compare(snaps, snaps[0])

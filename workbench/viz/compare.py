@@ -32,6 +32,10 @@ def _tape(x, side):
                          "expected 'workbench.tape'); pass wb.viz.snapshot(...) or Snapshot.to_dict()")
     if x.get("version") != 1:
         raise ValueError(f"compare(): {side} is tape version {x.get('version')!r}; this workbench reads version 1")
+    steps = (x.get("series") or {}).get("steps") or ()
+    if len(steps) > 1:
+        raise ValueError(f"compare(): {side} holds {len(steps)} kept steps (mon.snapshots); compare two of them, "
+                         "e.g. wb.viz.compare(mon.snapshots[0], mon.snapshots[-1])")
     if x.get("compare") is not None:
         raise ValueError(f"compare(): {side} is already a comparison ({x.get('title')!r}); compare two snapshots")
     return x

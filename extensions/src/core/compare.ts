@@ -52,9 +52,16 @@ export class CompareView {
     return out;
   }
 
-  /** The class a drawn node gets: its outline style (bold for added, dashed and faded for removed). */
-  nodeClass(id: string): string {
-    const d = this.#nodes.get(id)?.diff;
+  /** A drawn item's diff: the node's own, or a box's when every node inside was added (or removed). */
+  diffOf(id: string, members: string[] | null): "added" | "removed" | null {
+    if (!members) return this.#nodes.get(id)?.diff ?? null;
+    const first = members.length ? this.#nodes.get(members[0])?.diff ?? null : null;
+    return first && members.every((m) => this.#nodes.get(m)?.diff === first) ? first : null;
+  }
+
+  /** The class a drawn item gets: its outline style (bold for added, dashed and faded for removed). */
+  nodeClass(id: string, members: string[] | null): string {
+    const d = this.diffOf(id, members);
     return d ? ` wb-diff-${d}` : "";
   }
 

@@ -535,7 +535,8 @@ class Viewer {
         const t = this.#ov?.tints.get(id);
         return t ? tintRgba(t) : null;
       };
-      paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id), fill: tint(it.id) })), clusterIds, edgeIdx, this.#pz.t);
+      paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id), fill: tint(it.id),
+        diff: this.#cmp?.diffOf(it.id, it.type === "box" ? this.model.containers.get(it.id)!.members : null) })), clusterIds, edgeIdx, this.#pz.t);
       this.#say(`${all.length} items shown of ${this.snapshot.nodes.length} nodes, as an overview: zoom in (wheel, or click) to read labels`);
       return;
     }
@@ -588,7 +589,8 @@ class Viewer {
   #drawItem(id: string, type: "node" | "box", m: Measured): SVGGElement {
     const n = type === "node" ? this.model.nodes.get(id)! : null;
     const bad = m.badges.find((b) => b.cls === "wb-badge-nan" || b.cls === "wb-badge-inf")?.cls.replace("wb-badge-", "wb-health-") ?? "";
-    const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}${this.#noted.has(id) ? " wb-origin" : ""}${this.#cmp?.nodeClass(id) ?? ""}`) + ` ${bad}`;
+    const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}${this.#noted.has(id) ? " wb-origin" : ""}`) +
+      (this.#cmp?.nodeClass(id, type === "box" ? this.model.containers.get(id)!.members : null) ?? "") + ` ${bad}`;
     const g = s("g", { class: cls, "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": type === "box" ? "false" : null,
       "aria-label": this.#itemLabel(id, type, m) });
     if (type === "box") g.append(s("rect", { x: 4, y: 4, width: m.w, height: m.h, rx: 5, class: "wb-box-shadow" }));
