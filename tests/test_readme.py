@@ -5,6 +5,7 @@
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -115,3 +116,22 @@ def test_pip_install_editable(tmp_path):
     r = subprocess.run([str(py), "-c", "import workbench as wb; print(wb.ones(3).sum().item())"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "3.0", r.stderr
+
+
+def test_install_from_a_clone_without_node_says_what_to_do(tmp_path):
+    """The README: Node is needed to install from a clone. Without npm, make says so before pip runs."""
+    for name in ("pyproject.toml", "extensions/package.json", "extensions/package-lock.json"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    (tmp_path / "Makefile").write_text((REPO / "Makefile").read_text())
+    fake_python = tmp_path / ".venv" / "bin" / "python"
+    fake_python.parent.mkdir(parents=True)
+    fake_python.write_text("#!/bin/sh\necho pip ran >> ../pip.log\n")  # an existing venv: no venv is made
+    fake_python.chmod(0o755)
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    for target in (".venv/.installed-lab", ".venv/.installed"):
+        r = subprocess.run([shutil.which("make"), target], cwd=tmp_path, env={"PATH": str(empty)},
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and "needs Node 20 with npm" in r.stderr and "make wheel" in r.stderr, r.stderr
+    assert not (tmp_path / "pip.log").exists() and not (tmp_path / ".venv" / ".installed-lab").exists()
