@@ -79,6 +79,7 @@ gpu-check:
 # the documentation site into docs/_build/html, offline, warnings as errors (docs/building.md)
 .PHONY: docs
 docs: setup
+	@echo "building docs/_build/html (the notebooks run unless make test stored their runs: a few minutes)"
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "open docs/_build/html/index.html"
 

@@ -42,6 +42,7 @@ RUN_BY = {  # command -> the test that runs it
     "make docs": "tests/test_site.py (the same sphinx command, into a temporary folder)",
     "make wheel": "tests/browser/test_wheel_install.py",
     "pip install dist/workbench-0.1.0-py3-none-any.whl": "tests/browser/test_wheel_install.py (the wheel make wheel built)",
+    "pip install jupyterlab": "tests/browser/test_wheel_install.py (next to the wheel, in a virtualenv without Node)",
     "python -m workbench.distributed.run --nproc-per-node 2 examples/ddp_train.py --epochs 2":
         "tests/distributed/test_launch.py (the same launcher and script, one epoch)",
 }
