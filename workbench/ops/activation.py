@@ -10,14 +10,16 @@ import struct
 import warnings
 
 from .. import _backend
+from .. import random as _random
 from .._backend import dtypes as _dt, kernels as _k, pointwise as _pw
+from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
-from .._core import Tensor
+from ._util import _uniform, _uniform_array, array_step
+from .elementwise import relu as _relu
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _uniform, _uniform_array, array_step
 from .join import cat
 
 
@@ -118,8 +120,6 @@ def relu(input, inplace=False):
     >>> wb.relu(wb.tensor([-1.0, 2.0]))
     tensor([0., 2.])
     """
-    from .elementwise import relu as _relu
-
     if inplace:
         return input.relu_()
     return _relu(input)
@@ -258,8 +258,6 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    from .. import random as _random
-
     rs = _random.default_generator._stream(input.device)
     with _backend.on_device(input.device):
         u = rs.random(tuple(input.shape)) if input.device.type == "cpu" else rs.random_sample(tuple(input.shape))

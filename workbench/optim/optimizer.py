@@ -4,15 +4,17 @@ Subclasses update parameters on their raw arrays in place (under no autograd), b
 parameter's version counter, so a step allocates little and records nothing on the tape.
 """
 import functools
-from collections import defaultdict
+import warnings
+from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 
 from .. import _backend
 from .._backend import blas
-from ..autograd import graph as _graph
 from ..autograd.grad_mode import enable_grad
+from ..nn.module import _tensor_typename, zero_grads
 from ..tensor import Tensor
+from ..utils.hooks import add_hook as _add_hook
 
 
 class _RequiredParameter:
@@ -26,8 +28,6 @@ required = _RequiredParameter()
 
 
 def _typename(x):
-    from ..nn.module import _tensor_typename
-
     return _tensor_typename(x)
 
 
@@ -60,12 +60,12 @@ class Optimizer:
 
     def __init__(self, params, defaults):
         self.defaults = defaults
-        self._optimizer_step_pre_hooks = _graph._HookDict()
-        self._optimizer_step_post_hooks = _graph._HookDict()
-        self._optimizer_state_dict_pre_hooks = _graph._HookDict()
-        self._optimizer_state_dict_post_hooks = _graph._HookDict()
-        self._optimizer_load_state_dict_pre_hooks = _graph._HookDict()
-        self._optimizer_load_state_dict_post_hooks = _graph._HookDict()
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
         self._step_count = 0
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
@@ -94,7 +94,7 @@ class Optimizer:
                      "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
                      "_optimizer_load_state_dict_post_hooks"):
             if name not in self.__dict__:  # an unpickled or deep-copied optimizer starts without hooks
-                self.__dict__[name] = _graph._HookDict()
+                self.__dict__[name] = OrderedDict()
         self.__dict__.setdefault("_step_count", 0)
 
     def __repr__(self):
@@ -149,8 +149,6 @@ class Optimizer:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
             group.setdefault(name, default)
         if len({id(p) for p in plain}) != len(plain):
-            import warnings
-
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
                           "cause an error", stacklevel=3)
         existing = set()
@@ -170,20 +168,7 @@ class Optimizer:
         >>> w.sum().backward(); opt.zero_grad(); w.grad is None
         True
         """
-        for group in self.param_groups:
-            for p in group["params"]:
-                g = p._grad
-                if g is None:
-                    continue
-                if set_to_none:
-                    p._grad = None
-                else:
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g._data[...] = 0
-                    g._vbox[0] += 1
+        zero_grads(chain.from_iterable(group["params"] for group in self.param_groups), set_to_none)
 
     def _closure(self, closure):
         if closure is None:
@@ -200,7 +185,7 @@ class Optimizer:
         >>> sorted(opt.state_dict()["param_groups"][0])[:3]
         ['amsgrad', 'betas', 'capturable']
         """
-        for h, _ in list(self._optimizer_state_dict_pre_hooks.values()):
+        for h in list(self._optimizer_state_dict_pre_hooks.values()):
             h(self)
         mapping = {}
         start = 0
@@ -217,7 +202,7 @@ class Optimizer:
         groups = [pack(g) for g in self.param_groups]
         packed_state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
         sd = {"state": packed_state, "param_groups": groups}
-        for h, _ in list(self._optimizer_state_dict_post_hooks.values()):
+        for h in list(self._optimizer_state_dict_post_hooks.values()):
             r = h(self, sd)
             if r is not None:
                 sd = r
@@ -247,7 +232,7 @@ class Optimizer:
         >>> opt.load_state_dict(opt.state_dict())
         """
         state_dict = dict(state_dict)
-        for h, _ in list(self._optimizer_load_state_dict_pre_hooks.values()):
+        for h in list(self._optimizer_load_state_dict_pre_hooks.values()):
             r = h(self, state_dict)
             if r is not None:
                 state_dict = r
@@ -279,45 +264,39 @@ class Optimizer:
 
         self.__setstate__({"state": state,
                            "param_groups": [update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
-        for h, _ in list(self._optimizer_load_state_dict_post_hooks.values()):
+        for h in list(self._optimizer_load_state_dict_post_hooks.values()):
             h(self)
 
     # --- hooks ---------------------------------------------------------------------------------
     def register_step_pre_hook(self, hook):
         """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before each step."""
-        return _add(self._optimizer_step_pre_hooks, hook)
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
         """hook(optimizer, args, kwargs) called after each step."""
-        return _add(self._optimizer_step_post_hooks, hook)
+        return _add_hook(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
         """hook(optimizer) called before ``state_dict`` packs the state."""
-        return _add(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend=prepend)
 
     def register_state_dict_post_hook(self, hook, prepend=False):
         """hook(optimizer, state_dict) -> None or a new state dict, after ``state_dict``."""
-        return _add(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend=prepend)
 
     def register_load_state_dict_pre_hook(self, hook, prepend=False):
         """hook(optimizer, state_dict) -> None or a new state dict, before loading."""
-        return _add(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend=prepend)
 
     def register_load_state_dict_post_hook(self, hook, prepend=False):
         """hook(optimizer) called after loading."""
-        return _add(self._optimizer_load_state_dict_post_hooks, hook, prepend)
-
-
-def _add(d, fn, prepend=False):
-    from ..nn.module import _add_hook
-
-    return _add_hook(d, fn, prepend)
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend=prepend)
 
 
 def _with_step_hooks(step):
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        for h, _ in list(self._optimizer_step_pre_hooks.values()):
+        for h in list(self._optimizer_step_pre_hooks.values()):
             r = h(self, args, kwargs)
             if r is not None:
                 if not (isinstance(r, tuple) and len(r) == 2):
@@ -325,7 +304,7 @@ def _with_step_hooks(step):
                 args, kwargs = r
         out = step(self, *args, **kwargs)
         self._step_count += 1
-        for h, _ in list(self._optimizer_step_post_hooks.values()):
+        for h in list(self._optimizer_step_post_hooks.values()):
             h(self, args, kwargs)
         return out
 

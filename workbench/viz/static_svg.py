@@ -6,9 +6,12 @@ in forward order, ordered within a rank by a few barycenter sweeps, and drawn to
 (the loss). Beyond ``budget`` drawn boxes, module scopes collapse level by level into one box each;
 what still does not fit is cut off with an "N more nodes" note, so the drawing stays bounded. Colours
 are ``currentColor`` plus a neutral palette that reads on light and dark themes; every user string is
-XML-escaped.
+XML-escaped. A snapshot with an ``overlay`` has its boxes coloured by that measure (a collapsed box by
+its nodes' aggregate), a legend under the title and, in the HTML form, a top-N table under the drawing.
 """
 from html import escape
+
+from . import measures
 
 NODE_H = 38
 RANK_GAP = 46
@@ -19,6 +22,7 @@ VIRTUAL_W = 10  # the lane of a long edge through a rank
 PAD = 16
 NAN_COLOR = "#d32f2f"
 INF_COLOR = "#ef6c00"
+ADDED_COLOR = "#2e7d32"  # compare: green and grey, clear of a ratio colouring's blue-white-red
 FILL = {"param": "rgba(66,133,244,0.14)", "leaf": "rgba(66,133,244,0.14)", "input": "rgba(128,128,128,0.10)",
         "output": "rgba(52,168,83,0.16)", "op": "rgba(128,128,128,0.06)", "cut": "none",
         "module": "rgba(171,71,188,0.10)", "group": "rgba(255,193,7,0.12)"}
@@ -63,16 +67,17 @@ def _bad(summary):
 
 class _Unit:
     __slots__ = ("key", "label", "sub", "kind", "members", "index", "rank", "order", "x", "y", "w", "nan", "inf",
-                 "cut", "tip")
+                 "cut", "tip", "value", "added", "removed")
 
     def __init__(self, key, index):
         self.key = key
         self.members = []
         self.index = index
         self.rank = 0
-        self.nan = self.inf = 0
+        self.nan = self.inf = self.added = self.removed = 0
         self.cut = None
         self.tip = ""
+        self.value = None
 
 
 def _unit_key(node, depth, collapse):
@@ -214,8 +219,16 @@ def layout(snap, budget=60, sweeps=4, top=22):
     return ordered, [(a, b, label, via.get(k, ())) for k, (a, b, label) in edges.items()], hidden
 
 
+def compare_counts(cmp):
+    """The header line of a comparison: "2 added, 1 removed, 3 changed by > 2x"."""
+    c = cmp["counts"]
+    return f"{c['added']} added, {c['removed']} removed, {c['changed']} changed by > {cmp['factor']:g}×"
+
+
 def _describe(u, types):
     m = u.members
+    u.added = sum(n.get("diff") == "added" for n in m)
+    u.removed = sum(n.get("diff") == "removed" for n in m)
     if len(m) == 1 and not u.key.startswith(("m:", "g:")):
         n = m[0]
         u.kind = n["kind"]
@@ -310,9 +323,21 @@ def render_svg(snap, budget=60, standalone=False):
     """
     notes = snap.get("notes") or ()
     note_lines = [(n["level"], line) for n in notes for line in _wrap(("⚠ " if n["level"] == "error" else "ⓘ ") + n["text"], 110)]
-    units, edges, hidden = layout(snap, budget, top=22 + (15 * len(note_lines) + 10 if note_lines else 0))
-    width = max([u.x + u.w for u in units] + [PAD + CHAR_W * max([len(t) for _, t in note_lines], default=0)],
-                default=200) + PAD
+    if snap.get("compare"):  # what the marks mean, said in words once (not by colour alone)
+        note_lines.insert(0, ("compare", f"{compare_counts(snap['compare'])} · + added: only in b (bold outline) · "
+                                         "− removed: only in a (dashed, faded)"))
+    notes_h = 15 * len(note_lines) + 10 if note_lines else 0
+    key = snap.get("overlay")
+    m = measures.measure(snap, key) if key in measures.known(snap) else None
+    units, edges, hidden = layout(snap, budget, top=22 + notes_h + (LEGEND_H if m else 0))
+    sc = None
+    if m is not None:
+        for u in units:
+            u.value = measures.aggregate(m, [n["id"] for n in u.members])
+        sc = measures.Scale(m.scale, [u.value for u in units])
+        legend, legend_w = _legend(m, sc, len(units), PAD, PAD + 12 + notes_h)
+    width = max([u.x + u.w for u in units] + [PAD + CHAR_W * max([len(t) for _, t in note_lines], default=0)]
+                + ([PAD + legend_w] if m else []), default=200) + PAD
     height = max([u.y + NODE_H for u in units], default=40) + PAD + (18 if hidden else 0)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{_x(snap.get("title", "tape"))}" '
@@ -324,7 +349,7 @@ def render_svg(snap, budget=60, standalone=False):
            f'<text x="{PAD}" y="{PAD + 4}" font-size="12" font-weight="bold" fill="currentColor">'
            f'{_x(snap.get("title", ""))}</text>']
     for k, (level, line) in enumerate(note_lines):
-        color = NAN_COLOR if level == "error" else INF_COLOR
+        color = NAN_COLOR if level == "error" else INF_COLOR if level == "warning" else "currentColor"
         out.append(f'<text class="wb-note" x="{PAD}" y="{PAD + 21 + 15 * k}" fill="{color}">{_x(line)}</text>')
     for path, (x0, y0, x1, y1) in _scope_boxes(units, snap).items():
         out.append(f'<g class="wb-scope"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
@@ -359,21 +384,35 @@ def render_svg(snap, budget=60, standalone=False):
         if spot is not None:
             out.append(f'<text class="wb-edge-label" x="{spot[0]:.1f}" y="{spot[3] - 1:.1f}" font-size="9" '
                        f'fill="currentColor" fill-opacity="0.6">{_x(label)}</text>')
+    if m is not None:
+        out.append(legend)
     noted = {n.get("node") for n in notes}
     for u in units:
         origin = any(m["id"] in noted for m in u.members)  # where the note says the NaN started
         bad = u.nan or u.inf or origin
         stroke = NAN_COLOR if u.nan or origin else INF_COLOR if u.inf else "currentColor"
-        dash = ' stroke-dasharray="5 3"' if u.cut or u.kind in ("module", "group") else ""
-        out.append(f'<g class="wb-{_x(u.kind)}"><title>{_x(u.tip)}</title>'
+        only = len(u.members) == 1 and not u.key.startswith(("m:", "g:"))
+        added, removed = only and u.added, only and u.removed
+        dash = ' stroke-dasharray="5 3"' if u.cut or removed or u.kind in ("module", "group") else ""
+        if added and not bad:
+            stroke = ADDED_COLOR
+        fill, dim, tip = FILL.get(u.kind, "none"), 1.0, u.tip
+        if m is not None:  # the measure's colour; n/a keeps the plain box with muted text
+            tint = sc.tint(u.value)
+            fill, dim = (measures.rgba(tint), 1.0) if tint else (FILL["op"], 0.55)
+            tip += f"\n{m.label}: {measures.format_value(u.value, m.unit, m.scale)}"
+        diff = " wb-added" if added else " wb-removed" if removed else ""
+        fade = ' opacity="0.6"' if removed else ""
+        out.append(f'<g class="wb-{_x(u.kind)}{diff}"{fade}><title>{_x(tip)}</title>'
                    f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
-                   f'fill="{FILL.get(u.kind, "none")}" stroke="{stroke}" stroke-opacity="{1 if bad else 0.6}"'
-                   f' stroke-width="{3 if origin else 2 if bad else 1}"{dash}/>')
+                   f'fill="{fill}" stroke="{stroke}" stroke-opacity="{1 if bad or added else 0.6}"'
+                   f' stroke-width="{3 if origin or added else 2 if bad or removed else 1}"{dash}/>')
         cx = u.x + u.w / 2
         out.append(f'<text x="{cx:.1f}" y="{u.y + 15:.1f}" text-anchor="middle" fill="currentColor" '
-                   f'font-weight="{"bold" if u.kind in ("module", "output") else "normal"}">{_x(u.label)}</text>')
+                   f'fill-opacity="{dim:g}" font-weight="{"bold" if u.kind in ("module", "output") else "normal"}">'
+                   f'{_x(u.label)}</text>')
         out.append(f'<text x="{cx:.1f}" y="{u.y + 29:.1f}" text-anchor="middle" font-size="9.5" '
-                   f'fill="currentColor" fill-opacity="0.7">{_x(u.sub)}</text>')
+                   f'fill="currentColor" fill-opacity="{0.7 * dim:.2g}">{_x(u.sub)}</text>')
         badges = [("⚑ origin", NAN_COLOR)] if origin else []
         if u.nan:
             badges.append(("NaN", NAN_COLOR))
@@ -381,6 +420,10 @@ def render_svg(snap, budget=60, standalone=False):
             badges.append(("Inf", INF_COLOR))
         if u.cut:
             badges.append(("✂ " + u.cut["reason"], "currentColor"))
+        if u.added:
+            badges.append(("+ added" if only else f"+{u.added}", ADDED_COLOR))
+        if u.removed:
+            badges.append(("− removed" if only else f"−{u.removed}", "currentColor"))
         bx = u.x + u.w - 2
         for text, color in badges:
             bw = CHAR_W * len(text) + 6
@@ -397,4 +440,73 @@ def render_svg(snap, budget=60, standalone=False):
     svg = "".join(out)
     if standalone:
         return svg
-    return f'<div class="wb-static-tape" style="overflow:auto; max-height: 640px">{svg}</div>'
+    drawing = f'<div class="wb-static-tape" style="overflow:auto; max-height: 640px">{svg}</div>'
+    # the table under the scrolling drawing, so it is seen without scrolling it
+    return f"<div>{drawing}{_top_table(m, snap, sc)}</div>" if m is not None else drawing
+
+
+LEGEND_H = 26
+RAMP_W, RAMP_STEPS = 140, 20
+
+
+def _legend(m, sc, shown, x, y):
+    """The legend line of an overlay (name, colour bar with its end values, 0 and n/a swatches) and its width."""
+    head = f"colour: {m.label}" + (" (log₂ scale)" if m.scale == "ratio" else " (log scale)" if m.scale == "log" else "")
+    parts = [f'<g class="wb-legend"><text x="{x}" y="{y + 10}" fill="currentColor" font-weight="bold">{_x(head)}</text>']
+    cx = x + CHAR_W * len(head) + 12
+    if sc.lo is not None:
+        lo, hi = measures.format_value(sc.lo, m.unit, m.scale), measures.format_value(sc.hi, m.unit, m.scale)
+        parts.append(f'<text x="{cx:.1f}" y="{y + 10}" fill="currentColor" fill-opacity="0.75">{_x(lo)}</text>')
+        cx += CHAR_W * len(lo) + 6
+        step = RAMP_W / RAMP_STEPS
+        for i in range(RAMP_STEPS):
+            t = (i + 0.5) / RAMP_STEPS
+            if m.scale == "ratio":
+                tint = sc.tint(2 ** ((2 * t - 1) * sc.span))
+            else:
+                tint = measures.ramp(t), round(measures.MIX_LO + (measures.MIX_HI - measures.MIX_LO) * t)
+            parts.append(f'<rect x="{cx + i * step:.1f}" y="{y + 1}" width="{step + 0.3:.1f}" height="11" '
+                         f'fill="{measures.rgba(tint)}"/>')
+        parts.append(f'<rect x="{cx:.1f}" y="{y + 1}" width="{RAMP_W}" height="11" fill="none" stroke="currentColor" '
+                     'stroke-opacity="0.4"/>')
+        if m.scale == "ratio":
+            parts.append(f'<line x1="{cx + RAMP_W / 2:.1f}" x2="{cx + RAMP_W / 2:.1f}" y1="{y - 1}" y2="{y + 14}" '
+                         'stroke="currentColor" stroke-opacity="0.6"><title>1×: no change</title></line>')
+        cx += RAMP_W + 6
+        parts.append(f'<text x="{cx:.1f}" y="{y + 10}" fill="currentColor" fill-opacity="0.75">{_x(hi)}</text>')
+        cx += CHAR_W * len(hi) + 14
+    swatches = []
+    if sc.zeros:
+        swatches.append((measures.rgba((measures.RAMP[0], measures.MIX_ZERO)), f"0 ({sc.zeros})"))
+    if sc.missing:
+        swatches.append(("none", f"n/a: all {shown}" if sc.missing == shown else f"n/a ({sc.missing})"))
+    for fill, text in swatches:
+        parts.append(f'<rect x="{cx:.1f}" y="{y + 1}" width="11" height="11" fill="{fill}" stroke="currentColor" '
+                     f'stroke-opacity="0.4"/><text x="{cx + 15:.1f}" y="{y + 10}" fill="currentColor" '
+                     f'fill-opacity="0.75">{_x(text)}</text>')
+        cx += 15 + CHAR_W * len(text) + 12
+    parts.append("</g>")
+    return "".join(parts), cx - x
+
+
+def _top_table(m, snap, sc, n=10):
+    """The HTML "top N" table of an overlay: the nodes with the largest values, where they are, the value."""
+    rows, count = measures.top_n(m, n)
+    by_id = {d["id"]: d for d in snap["nodes"]}
+    missing = len(m.values) - count
+    cell = 'style="padding: 1px 10px 1px 0; text-align: left"'
+    body = []
+    for k, (i, v) in enumerate(rows, 1):
+        d = by_id[i]
+        tint = sc.tint(v)
+        sw = (f'<span style="display:inline-block; width:10px; height:10px; margin-right:4px; '
+              f'background:{measures.rgba(tint) if tint else "none"}; border:1px solid rgba(128,128,128,.5)"></span>')
+        body.append(f'<tr><td {cell}>{k}</td><td {cell}>{sw}<code>{_x(d.get("param") or d["name"])}</code></td>'
+                    f'<td {cell}>{_x(d["scope"] or "(top level)")}</td><td {cell}><code>{_x(d["op"])}</code></td>'
+                    f'<td style="padding: 1px 0; text-align: right"><code>'
+                    f'{_x(measures.format_value(v, m.unit, m.scale))}</code></td></tr>')
+    caption = (f"Top {len(rows)} by {m.label}, of {count} nodes with a value" + (f", {missing} n/a" if missing else ""))
+    head = "".join(f"<th {cell}>{h}</th>" for h in ("#", "node", "module", "op", m.label))
+    return (f'<table class="wb-static-top" style="font-size: 12px; border-collapse: collapse; margin: 6px 0 4px 16px">'
+            f'<caption style="text-align: left; font-weight: bold; padding-bottom: 2px">{_x(caption)}</caption>'
+            f'<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')

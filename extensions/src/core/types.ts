@@ -28,6 +28,8 @@ export interface TapeNode {
   scope: string;
   /** Per dotted part of `scope`, which call of it the node ran in (optional; null: not known). */
   calls?: (number | null)[];
+  /** Set by wb.viz.compare: only in b (added), only in a (removed; the fields are a's), in both (null). */
+  diff?: "added" | "removed" | null;
   group: string | null;
   site: { file: string; line: number; function: string } | null;
   shape: number[];
@@ -38,6 +40,12 @@ export interface TapeNode {
   value: Summary | null;
   grad: Summary | null;
   cut: { reason: "no_grad" | "detach" | "numpy" | "not_requires_grad"; detail: string } | null;
+  /** Cost fields (docs/cost.md); optional so that older snapshots still read. */
+  flops?: number | null;
+  saved_bytes?: number;
+  saved_tensors?: { name: string; shape: number[]; dtype: string; bytes: number }[];
+  forward_us?: number | null;
+  backward_us?: number | null;
 }
 
 export interface TapeEdge {
@@ -52,6 +60,24 @@ export interface ModuleInfo {
   path: string;
   type: string;
   parent: string | null;
+  /** Sums over the module's nodes (null: no node's value known). */
+  flops?: number | null;
+  saved_bytes?: number | null;
+  forward_us?: number | null;
+  backward_us?: number | null;
+}
+
+/** How a measure's numbers are drawn: log and linear on a sequential ramp, ratio (b/a) diverging around 1 on log2. */
+export type MeasureScale = "log" | "linear" | "ratio";
+
+/** One number per node (null: not known or not applicable), beyond the built-in measures read from node fields. */
+export interface MeasureSpec {
+  label: string;
+  unit: string;
+  scale: MeasureScale;
+  /** How a collapsed module box combines its nodes: "sum" (costs) or "max" (default; ratios: the farthest from 1). */
+  aggregate?: "sum" | "max";
+  values: Record<string, number | null>;
 }
 
 export interface StepRecord {
@@ -72,15 +98,47 @@ export interface Snapshot {
   edges: TapeEdge[];
   modules: ModuleInfo[];
   roots: string[];
+  /** Set by wb.viz.compare: both sides of each node, for the side panel (a | b) and the header. */
+  compare?: Comparison;
   trace: { steps: StepRecord[]; classroom?: boolean } | null;
   /** What the user must know before reading the graph (a NaN loss), shown once above it. */
   notes?: Note[];
+  /** Extra measures by key (compare's grad_norm_ratio...); the built-in ones come from node fields. */
+  measures?: Record<string, MeasureSpec>;
+  /** The measure the nodes are coloured by when the view opens (null or absent: none). */
+  overlay?: string | null;
+  /** Per-step measures of a watched training run: the viewer adds a step slider. */
+  series?: Series;
+}
+
+/**
+ * The tape over time (`wb.viz.watch(model, snapshots_every=N)`): the structure once, per kept step one
+ * value per node and measure. `measures[key][i][j]` is measure `key` at `steps[i]` for `nodes[j]`;
+ * null: the node was absent at that step or its value is not known there.
+ */
+export interface Series {
+  steps: number[];
+  measures: Record<string, (JsonNumber | null)[][]>;
 }
 
 export interface Note {
   level: "error" | "warning";
   text: string;
   node?: string | null;
+}
+
+/** One side of a comparison: what it recorded for each result node present on it. */
+export interface CompareSide {
+  title: string;
+  nodes: Record<string, { id: string; shape: number[]; dtype: string; value: Summary | null; grad: Summary | null }>;
+}
+
+export interface Comparison {
+  a: CompareSide;
+  b: CompareSide;
+  counts: { added: number; removed: number; changed: number };
+  /** A ratio beyond factor (or below 1/factor) counts as changed. */
+  factor: number;
 }
 
 export const TAPE_MIME = "application/vnd.workbench.tape.v1+json";

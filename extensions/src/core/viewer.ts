@@ -1,4 +1,5 @@
 // The tape viewer: toolbar, SVG graph, details panel, debugger controls, status line.
+import { type CompareView, compareView } from "./compare";
 import { type DebugController, ReplayController } from "./debug-controller";
 import { containerDetails, nodeDetails, stepDetails } from "./details";
 import { h, s } from "./dom";
@@ -7,9 +8,11 @@ import { TapeModel, type VisibleGraph, shapeText } from "./graph-model";
 import type { LayoutInput, LayoutResult } from "./layout";
 import { type LayoutFn, workerLayout } from "./layout-client";
 import { Minimap } from "./minimap";
+import { type ColourScale, type Measure, type Tint, colourScale, legend, measureFor, measuresOf, aggregate, tintCss, tintRgba, topN, topTable } from "./overlay";
 import { LOD, paintOverview } from "./overview";
 import { PanZoom } from "./panzoom";
 import { Stepper } from "./stepper";
+import { Timeline } from "./timeline";
 import { ensureStyle } from "./style";
 import { type Snapshot, type Summary, parseSnapshot } from "./types";
 
@@ -32,10 +35,17 @@ export interface ViewerHandle {
   reveal(nodeId: string): Promise<void>;
   select(id: string | null): void;
   fit(): void;
+  /**
+   * Colours the nodes by a measure (null: no colouring), without a relayout; updates the legend and
+   * the top-N table. `values`, when given, replace the measure's per-node values (the watch slider).
+   */
+  setOverlay(key: string | null, values?: Map<string, number | null>): void;
+  /** The measure the nodes are coloured by now (null: none). */
+  overlayKey(): string | null;
   destroy(): void;
 }
 
-interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badges: { text: string; cls: string }[]; tip: string }
+interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badges: { text: string; cls: string; say?: string }[]; tip: string }
 
 const CHAR_W = 7.4, SUB_W = 6.7, PAD = 10, GUTTER = 14, LINE = 15;
 /** Widest node box; longer text ends in an ellipsis and the whole text is the box's tooltip. */
@@ -95,12 +105,22 @@ class Viewer {
   #firstLayout = true;
   #dbg: { counter: HTMLElement; paused: HTMLElement; banner: HTMLElement; buttons: HTMLButtonElement[] } | null = null;
   #unsubscribe: (() => void) | null = null;
+  /** Set when the snapshot compares two tapes (wb.viz.compare): added/removed marks, header, a | b panel. */
+  readonly #cmp: CompareView | null;
+  /** Every measure the nodes can be coloured by, and the one they are (with its scale and each drawn item's tint). */
+  readonly #measures: Map<string, Measure>;
+  #ov: { m: Measure; sc: ColourScale; tints: Map<string, Tint | null> } | null = null;
+  #ovKey: string | null = null;
+  readonly #ovSelect: HTMLSelectElement | null = null;
+  readonly #legendBar: HTMLElement;
+  #topEl: HTMLElement | null = null;
 
   constructor(host: HTMLElement, readonly snapshot: Snapshot, opts: ViewerOptions) {
     ensureStyle(host.ownerDocument);
     this.model = new TapeModel(snapshot);
     this.#classroom = opts.classroom ?? snapshot.trace?.classroom ?? false;
     for (const n of snapshot.notes ?? []) if (n.node) this.#noted.add(n.node);
+    this.#cmp = compareView(snapshot);
     this.#layoutFn = opts.layout ?? workerLayout;
     this.#ctrl = opts.controller !== undefined ? opts.controller
       : snapshot.trace ? new ReplayController(new Stepper(snapshot.trace.steps, (id) => this.model.nodes.get(id)?.scope ?? "")) : null;
@@ -113,9 +133,17 @@ class Viewer {
       b.addEventListener("click", () => onClick());
       return b;
     };
+    this.#measures = measuresOf(snapshot);
+    if (this.#measures.size) {
+      this.#ovSelect = h("select", { class: "wb-select", "aria-label": "Colour the nodes by", title: "Colour the nodes by a measure" },
+        h("option", { value: "" }, "none"), ...[...this.#measures.values()].map((m) => h("option", { value: m.key }, m.label)));
+      this.#ovSelect.addEventListener("change", () => this.#setOverlay(this.#ovSelect!.value || null));
+    }
+    this.#legendBar = h("div", { class: "wb-bar wb-legend-bar", hidden: true });
     const bar = h("div", { class: "wb-bar" },
       h("span", { class: "wb-title", title: snapshot.title }, snapshot.title || "autograd tape"),
       h("span", { class: "wb-search-wrap" }, this.#search, this.#results),
+      this.#ovSelect ? h("label", { class: "wb-colour-by" }, "Colour by ", this.#ovSelect) : null,
       btn("Fit", "f", "Fit the graph to the view", () => this.#fit(true)),
       btn("Expand all", null, "Open every module", () => this.#setExpanded([...this.model.containers.keys()])),
       btn("Collapse all", null, "Close every module", () => this.#setExpanded([])),
@@ -147,9 +175,10 @@ class Viewer {
       "aria-keyshortcuts": "/ f m ArrowUp ArrowDown ArrowLeft ArrowRight Enter Escape" + (this.#ctrl ? " n o c r b" : ""),
     });
     this.#root.style.height = `${opts.height ?? 520}px`;
-    this.#root.append(bar);
+    this.#root.append(bar, this.#legendBar);
     const notes = this.#notes();
     if (notes) this.#root.append(notes);
+    if (this.#cmp) this.#root.append(this.#cmp.header((id) => void this.#reveal(id)));
     if (this.#ctrl) this.#root.append(this.#debuggerBar(btn));
     this.#root.append(h("div", { class: "wb-main" }, this.#canvas, this.#panel), this.#status);
     host.replaceChildren(this.#root);
@@ -186,6 +215,8 @@ class Viewer {
       reveal: (id) => this.#reveal(id),
       select: (id) => this.#select(id),
       fit: () => this.#fit(false),
+      setOverlay: (key, values) => this.#setOverlay(key, values),
+      overlayKey: () => this.#ovKey,
       destroy: () => {
         this.#generation++;
         resize?.disconnect();
@@ -194,8 +225,83 @@ class Viewer {
         this.#root.remove();
       },
     };
-    this.#renderPanel();
+    const start = snapshot.overlay ?? null;
+    // a watched run's steps: the slider sets the first colouring (the last step's) and every later one
+    if (snapshot.series) this.#canvas.parentElement!.before(new Timeline(snapshot, this.handle).el);
+    else if (start && this.#measures.has(start)) this.#setOverlay(start);
+    else this.#renderPanel();
     this.#relayout();
+  }
+
+  // ---- overlay --------------------------------------------------------------------------------
+
+  #setOverlay(key: string | null, values?: Map<string, number | null>) {
+    if (key !== null) {
+      let m = this.#measures.get(key);
+      if (!m) {
+        if (!values) throw new Error(`setOverlay: unknown measure ${JSON.stringify(key)}; known: ${[...this.#measures.keys()].join(", ") || "none"}`);
+        m = measureFor(key, this.snapshot);
+        this.#measures.set(key, m);
+        this.#ovSelect?.append(h("option", { value: key }, m.label));
+      }
+      if (values) m.values = values;
+    }
+    this.#ovKey = key;
+    if (this.#ovSelect && this.#ovSelect.value !== (key ?? "")) this.#ovSelect.value = key ?? "";
+    this.#computeOverlay();
+    this.#tintAll();
+    if (!this.#overview.hidden) this.#paint();
+    this.#renderPanel();
+    if (this.#ov) {
+      const { m, sc } = this.#ov;
+      this.#say(`Coloured by ${m.label}` + (sc.missing ? `; ${sc.missing} of ${this.#ov.tints.size} items n/a` : ""));
+    } else this.#say("No colouring");
+  }
+
+  /** The tints of what is drawn now (a collapsed box shows its nodes' aggregate), the legend and the top N. */
+  #computeOverlay() {
+    const m = this.#ovKey !== null ? this.#measures.get(this.#ovKey) : undefined;
+    if (!m || !this.#visible) {
+      this.#ov = null;
+      this.#topEl = null;
+      this.#legendBar.hidden = true;
+      this.#legendBar.replaceChildren();
+      this.#root.classList.toggle("wb-ov-on", false);
+      return;
+    }
+    const vals = new Map<string, number | null>();
+    for (const it of this.#visible.items) {
+      vals.set(it.id, it.type === "box" ? aggregate(m, this.model.containers.get(it.id)?.members ?? []) : m.values.get(it.id) ?? null);
+    }
+    const sc = colourScale(m.scale, vals.values());
+    const tints = new Map<string, Tint | null>();
+    for (const [id, v] of vals) tints.set(id, sc.tint(v));
+    this.#ov = { m, sc, tints };
+    this.#root.classList.toggle("wb-ov-on", true);
+    this.#legendBar.replaceChildren(legend(m, sc, vals.size));
+    this.#legendBar.hidden = false;
+    const describe = (id: string) => {
+      const n = this.model.nodes.get(id);
+      return { name: n ? n.param ?? n.name : id, where: n ? n.scope : "" };
+    };
+    this.#topEl = topTable(m, topN(m, 10), sc, describe, (id) => void this.#reveal(id, true));
+    this.#markTopSelected();
+  }
+
+  #tint(id: string, g: SVGGElement) {
+    const t = this.#ov ? this.#ov.tints.get(id) : undefined;
+    g.classList.toggle("wb-ov-has", !!t);
+    g.classList.toggle("wb-ov-na", t === null);
+    if (t) g.style.setProperty("--wb-ov-fill", tintCss(t));
+    else g.style.removeProperty("--wb-ov-fill");
+  }
+
+  #tintAll() {
+    for (const [id, g] of this.#cache) this.#tint(id, g);
+  }
+
+  #markTopSelected() {
+    this.#topEl?.querySelectorAll(".wb-topn-row").forEach((b) => b.setAttribute("aria-current", String(b.getAttribute("data-id") === this.#selected)));
   }
 
   /** The snapshot's notes (a NaN loss), each said once above the graph, with a link to its node. */
@@ -317,6 +423,7 @@ class Viewer {
     if (bad !== "ok") badges.push({ text: bad === "nan" ? "⚠NaN" : "⚠Inf", cls: `wb-badge-${bad}` });
     if (type === "node" && this.#noted.has(id)) badges.push({ text: "⚑ origin", cls: "wb-badge-origin" });
     if (cut) badges.push({ text: "✂", cls: "wb-badge-cut" });
+    if (this.#cmp) badges.push(...this.#cmp.badges(id, type === "box" ? this.model.containers.get(id)!.members : null));
     const tip = [title, sub, inline].filter(Boolean).join("\n");
     const room = MAX_W - GUTTER - PAD * 2;
     const badgeW = badges.reduce((sum, b) => sum + b.text.length * CHAR_W + 6, 0);
@@ -342,6 +449,10 @@ class Viewer {
     this.#drawn = this.#layoutFn(input).then((res) => {
       if (gen !== this.#generation) return;
       this.#layout = res;
+      if (this.#ovKey !== null) {
+        this.#computeOverlay();
+        this.#renderPanel();
+      }
       const marks = new Map<string, string>();
       const css = getComputedStyle(this.#root);
       for (const it of this.#visible.items) {
@@ -420,7 +531,12 @@ class Viewer {
         return id === current ? "current" : id === this.#selected ? "selected"
           : b.some((x) => x.cls === "wb-badge-nan") ? "nan" : b.some((x) => x.cls === "wb-badge-inf") ? "inf" : null;
       };
-      paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id) })), clusterIds, edgeIdx, this.#pz.t);
+      const tint = (id: string) => {
+        const t = this.#ov?.tints.get(id);
+        return t ? tintRgba(t) : null;
+      };
+      paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id), fill: tint(it.id),
+        diff: this.#cmp?.diffOf(it.id, it.type === "box" ? this.model.containers.get(it.id)!.members : null) })), clusterIds, edgeIdx, this.#pz.t);
       this.#say(`${all.length} items shown of ${this.snapshot.nodes.length} nodes, as an overview: zoom in (wheel, or click) to read labels`);
       return;
     }
@@ -458,6 +574,7 @@ class Viewer {
         const b = L.boxes[it.id], m = this.#measured.get(it.id)!;
         g = this.#drawItem(it.id, it.type, m);
         g.setAttribute("transform", `translate(${(b.x - m.w / 2).toFixed(1)},${(b.y - m.h / 2).toFixed(1)})`);
+        this.#tint(it.id, g);
         this.#cache.set(it.id, g);
       }
       nodes.append(g);
@@ -472,7 +589,8 @@ class Viewer {
   #drawItem(id: string, type: "node" | "box", m: Measured): SVGGElement {
     const n = type === "node" ? this.model.nodes.get(id)! : null;
     const bad = m.badges.find((b) => b.cls === "wb-badge-nan" || b.cls === "wb-badge-inf")?.cls.replace("wb-badge-", "wb-health-") ?? "";
-    const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}${this.#noted.has(id) ? " wb-origin" : ""}`) + ` ${bad}`;
+    const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}${this.#noted.has(id) ? " wb-origin" : ""}`) +
+      (this.#cmp?.nodeClass(id, type === "box" ? this.model.containers.get(id)!.members : null) ?? "") + ` ${bad}`;
     const g = s("g", { class: cls, "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": type === "box" ? "false" : null,
       "aria-label": this.#itemLabel(id, type, m) });
     if (type === "box") g.append(s("rect", { x: 4, y: 4, width: m.w, height: m.h, rx: 5, class: "wb-box-shadow" }));
@@ -495,7 +613,7 @@ class Viewer {
   #itemLabel(id: string, type: "node" | "box", m: Measured): string {
     if (type === "box") return `${m.title.slice(2)}, ${m.sub}, closed; Enter opens it`;
     const words: Record<string, string> = { "⚠NaN": "contains NaN", "⚠Inf": "contains Inf", "✂": "graph cut here", "⚑ origin": "the NaN or Inf starts here" };
-    return [m.title, m.sub, m.inline, ...m.badges.map((b) => words[b.text])].filter(Boolean).join(", ") + (this.#ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
+    return [m.title, m.sub, m.inline, ...m.badges.map((b) => words[b.text] ?? b.say)].filter(Boolean).join(", ") + (this.#ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
   }
 
   /** Updates the state-dependent look (selection, search hits, debugger position) without a relayout. */
@@ -559,7 +677,8 @@ class Viewer {
     if (b) this.#pz.reveal(b.x, b.y);
   }
 
-  async #reveal(nodeId: string) {
+  /** Opens what holds the node, selects it and brings it into view (`centre`: in the middle, focus stays where it is). */
+  async #reveal(nodeId: string, centre = false) {
     this.#closeResults();
     let changed = false;
     for (const a of this.model.ancestors(nodeId)) if (!this.#expanded.has(a)) {
@@ -569,19 +688,23 @@ class Viewer {
     if (changed) await this.#relayout();
     else await this.#drawn;
     const b = this.#layout?.boxes[nodeId];
-    if (b && this.#visible.items.length > LOD) {
+    if (b && centre) {
+      const { w, h } = this.#pz.size(), k = this.#visible.items.length > LOD ? 1 : this.#pz.t.k;
+      this.#pz.set({ k, x: w / 2 - b.x * k, y: h / 2 - b.y * k }, true);
+    } else if (b && this.#visible.items.length > LOD) {
       // In a culled graph, zoom to reading size so the node is drawn as SVG, not in the overview.
       const { w, h } = this.#pz.size();
       this.#pz.set({ k: 1, x: w / 2 - b.x, y: h / 2 - b.y });
     } else if (b) this.#pz.reveal(b.x, b.y);
     this.#paint();
     this.#select(nodeId);
-    this.#setRoving(nodeId, true);
+    this.#setRoving(nodeId, !centre);
   }
 
   #select(id: string | null) {
     this.#selected = id;
     this.#refreshNodes();
+    this.#markTopSelected();
     this.#renderPanel();
   }
 
@@ -613,13 +736,14 @@ class Viewer {
   }
 
   #renderPanel() {
-    const parts: Node[] = [];
+    // The top-N table stays first and keeps its element (open/closed, focus) while the selection below changes.
+    const parts: Node[] = this.#topEl ? [this.#topEl] : [];
     const v = this.#ctrl?.view();
     if (v?.current) parts.push(stepDetails(v.current, v.total, this.model, this.#classroom, v.pausedReason));
     const sel = this.#selected;
     const node = sel ? this.model.nodes.get(sel) : undefined;
     const cont = sel ? this.model.containers.get(sel) : undefined;
-    if (node) parts.push(nodeDetails(node, this.#gradOf(node.id)));
+    if (node) parts.push(...[this.#cmp?.panel(node.id), nodeDetails(node, this.#gradOf(node.id))].filter((p): p is HTMLElement => !!p));
     else if (cont) parts.push(containerDetails(cont, this.model, (id) => void this.#reveal(id)));
     else if (!v?.current && this.#help) {
       parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",
@@ -705,7 +829,8 @@ class Viewer {
       e.stopPropagation();
       return;
     }
-    if (e.target instanceof HTMLInputElement || e.target instanceof HTMLButtonElement && (e.key === "Enter" || e.key === " ")) return;
+    if (e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement ||
+      e.target instanceof HTMLButtonElement && (e.key === "Enter" || e.key === " ")) return;
     const c = this.#ctrl;
     const handled = (() => {
       switch (e.key) {
