@@ -45,14 +45,23 @@ def usable(*arrays):
 class _loop:
     """A Python loop compiled by Numba on its first call."""
 
+    fastmath = False
+
     def __init__(self, fn):
         self.py, self.jit = fn, None
         self.__doc__, self.__name__ = fn.__doc__, fn.__name__
 
     def __call__(self, *args):
         if self.jit is None:
-            self.jit = _numba().njit(cache=True, nogil=True, error_model="numpy")(self.py)
+            self.jit = _numba().njit(cache=True, nogil=True, error_model="numpy", fastmath=self.fastmath)(self.py)
         return self.jit(*args)
+
+
+class _sums_loop(_loop):
+    """A loop whose float64 sums LLVM may reassociate (vectorised accumulation) and nothing else, so NaN and
+    inf still propagate."""
+
+    fastmath = {"reassoc"}
 
 
 # --- rectifiers and piecewise-linear activations (flat arrays) -----------------------------------------
@@ -104,3 +113,50 @@ def hardshrink(x, out, mask, lambd):
 def mask_mul(g, mask, out, slope):  # the piecewise activations' backward: g * slope where the mask holds
     for i in range(g.size):
         out[i] = g[i] * slope if mask[i] else 0.0
+
+
+# --- layer norm over the rows of a 2-D C-contiguous array: statistics in float64 on a row in L1 -------------
+@_sums_loop
+def layer_norm(x, w, b, out, mean, rstd, eps, affine):
+    rows, cols = x.shape
+    for r in range(rows):
+        s = 0.0
+        for j in range(cols):
+            s += x[r, j]
+        mu = s / cols
+        q = 0.0
+        for j in range(cols):
+            d = x[r, j] - mu
+            q += d * d
+        rs = 1.0 / numpy.sqrt(q / cols + eps)
+        mean[r], rstd[r] = mu, rs
+        if affine:
+            for j in range(cols):
+                out[r, j] = (x[r, j] - mu) * rs * w[j] + b[j]
+        else:
+            for j in range(cols):
+                out[r, j] = (x[r, j] - mu) * rs
+
+
+@_sums_loop
+def layer_norm_grad(g, x, w, mean, rstd, dx, dw, db):
+    """dx = rstd (g w - mean(g w) - xhat mean(g w xhat)) per row (w all ones without a weight); dw += g xhat
+    and db += g (float64)."""
+    rows, cols = x.shape
+    for r in range(rows):
+        mu, rs = mean[r], rstd[r]
+        a = 0.0
+        c = 0.0
+        for j in range(cols):
+            gv = g[r, j]
+            xh = (x[r, j] - mu) * rs
+            a += gv * w[j]
+            c += gv * w[j] * xh
+        a /= cols
+        c /= cols
+        for j in range(cols):
+            gv = g[r, j]
+            xh = (x[r, j] - mu) * rs
+            dw[j] += gv * xh
+            db[j] += gv
+            dx[r, j] = rs * (gv * w[j] - a - xh * c)
