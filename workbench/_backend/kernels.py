@@ -11,6 +11,8 @@ import os
 
 import numpy
 
+from . import fused
+
 _DIRS = [os.path.join(os.path.dirname(os.path.dirname(__file__)), "_kernels"),  # installed wheel
          os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")]  # checkout
 _MODULES = {}
@@ -233,6 +235,16 @@ def row_norm(x, eps):
 
 
 def _layer_norm_numpy(x, weight, bias, eps):
+    if fused.usable(x, *(a for a in (weight, bias) if a is not None)):
+        y, mean, rstd = numpy.empty_like(x), numpy.empty(x.shape[0], x.dtype), numpy.empty(x.shape[0], x.dtype)
+        affine = weight is not None and bias is not None
+        fused.layer_norm(x, weight if affine else x[0], bias if affine else x[0], y, mean, rstd, eps, affine)
+        if not affine and (weight is not None or bias is not None):  # one of the two: apply it after
+            if weight is not None:
+                y *= weight
+            if bias is not None:
+                y += bias
+        return y, mean, rstd
     d, mean, _, rstd = row_norm(x, eps)
     if weight is not None:
         d *= weight
@@ -250,6 +262,12 @@ def _layer_norm_backward_numpy(g, x, mean, rstd, weight, need_w, need_b):
     # dx = rstd (g w - mean(g w) - xhat mean(g w xhat)), dw = sum_rows(g xhat), db = sum_rows(g), in two
     # temporaries
     cols = x.shape[1]
+    if fused.usable(x, g, *(() if weight is None else (weight,))):
+        dx, dw, db = numpy.empty_like(x), numpy.zeros(cols), numpy.zeros(cols)
+        fused.layer_norm_grad(g, x, weight if weight is not None else numpy.ones(cols, x.dtype), mean, rstd, dx,
+                              dw, db)
+        return (dx, dw.astype(x.dtype) if weight is not None and need_w else None,
+                db.astype(x.dtype) if need_b else None)
     xhat = x - mean[:, None]
     xhat *= rstd[:, None]
     db = g.sum(axis=0) if need_b else None
