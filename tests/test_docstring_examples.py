@@ -19,9 +19,6 @@ FAILING = {
     "workbench.library.opcheck": "example not yet checked (issue 13)",
     "workbench.library.registration": "example not yet checked (issue 13)",
     "workbench.library.schema": "example not yet checked (issue 13)",
-    "workbench.ops.loss": "example not yet checked (issue 13)",
-    "workbench.ops.method_forms": "example not yet checked (issue 13)",
-    "workbench.ops.reduce": "example not yet checked (issue 13)",
 }
 # nn, optim, amp and the numeric packages have their own files; the others run here
 ELSEWHERE = ("workbench.nn", "workbench.optim", "workbench.amp", "workbench.distributions", "workbench.fft",
