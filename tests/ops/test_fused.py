@@ -247,3 +247,31 @@ def test_layer_norm_numba_loop_and_numpy_form_match_pytorch(affine):
                 np.testing.assert_allclose(a, e, rtol=1e-5, atol=2e-5)
     finally:
         fused.ENABLED[0] = was
+
+
+@pytest.mark.parametrize("op", ["group_norm", "instance_norm"])
+def test_row_normalize_numba_loop_and_numpy_form_match_pytorch(op):
+    """group_norm and instance_norm on inputs above fused.MIN_SIZE (the rows' Numba loop where numba is
+    installed) and on the NumPy form, forward and backward, against PyTorch."""
+    torch = pytest.importorskip("torch")
+    from workbench._backend import fused
+
+    x = (np.random.default_rng(6).standard_normal((8, 16, 32, 32)) * 3 + 1).astype(np.float32)
+    x[0, 0, 0, :4] = [1e-40, -1e-45, 0.0, 1.2e-38]
+    g = np.random.default_rng(7).standard_normal(x.shape).astype(np.float32)
+    f = (lambda M, t: M.group_norm(t, 4)) if op == "group_norm" else (lambda M, t: M.instance_norm(t))
+
+    def run(lib):
+        t = lib.tensor(x, requires_grad=True)
+        y = f(lib.nn.functional, t)
+        y.backward(lib.tensor(g))
+        return y.detach().numpy(), t.grad.numpy()
+
+    expected, was = run(torch), fused.ENABLED[0]
+    try:
+        for on in (True, False):
+            fused.ENABLED[0] = on
+            for a, e in zip(run(wb), expected):
+                np.testing.assert_allclose(a, e, rtol=1e-5, atol=2e-5)
+    finally:
+        fused.ENABLED[0] = was

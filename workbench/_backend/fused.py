@@ -117,7 +117,7 @@ def mask_mul(g, mask, out, slope):  # the piecewise activations' backward: g * s
 
 # --- layer norm over the rows of a 2-D C-contiguous array: statistics in float64 on a row in L1 -------------
 @_sums_loop
-def layer_norm(x, w, b, out, mean, rstd, eps, affine):
+def layer_norm(x, w, b, out, mean, rstd, var, eps, affine):  # var: the biased variance per row
     rows, cols = x.shape
     for r in range(rows):
         s = 0.0
@@ -128,8 +128,9 @@ def layer_norm(x, w, b, out, mean, rstd, eps, affine):
         for j in range(cols):
             d = x[r, j] - mu
             q += d * d
-        rs = 1.0 / numpy.sqrt(q / cols + eps)
-        mean[r], rstd[r] = mu, rs
+        v = q / cols
+        rs = 1.0 / numpy.sqrt(v + eps)
+        mean[r], rstd[r], var[r] = mu, rs, v
         if affine:
             for j in range(cols):
                 out[r, j] = (x[r, j] - mu) * rs * w[j] + b[j]

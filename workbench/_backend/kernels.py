@@ -222,6 +222,8 @@ def _row_dots(a, b):
 def row_norm(x, eps):
     """(xhat, mean, biased var, rstd) of each row of a C-contiguous (R, C) NumPy float array, in one
     temporary (the centred rows, normalized in place): layer norm's and the row-wise Normalize's forward."""
+    if fused.usable(x):
+        return _fused_rows(x, x[0], x[0], eps, False)
     cols = x.shape[1]
     mean = numpy.einsum("ij->i", x)
     mean /= cols
@@ -234,11 +236,17 @@ def row_norm(x, eps):
     return d, mean, var, rstd
 
 
+def _fused_rows(x, w, b, eps, affine):
+    """row_norm's (y, mean, var, rstd) from the Numba loop (y affine when asked)."""
+    y, stats = numpy.empty_like(x), numpy.empty((3, x.shape[0]), x.dtype)
+    fused.layer_norm(x, w, b, y, stats[0], stats[2], stats[1], eps, affine)
+    return y, stats[0], stats[1], stats[2]
+
+
 def _layer_norm_numpy(x, weight, bias, eps):
     if fused.usable(x, *(a for a in (weight, bias) if a is not None)):
-        y, mean, rstd = numpy.empty_like(x), numpy.empty(x.shape[0], x.dtype), numpy.empty(x.shape[0], x.dtype)
         affine = weight is not None and bias is not None
-        fused.layer_norm(x, weight if affine else x[0], bias if affine else x[0], y, mean, rstd, eps, affine)
+        y, mean, _, rstd = _fused_rows(x, weight if affine else x[0], bias if affine else x[0], eps, affine)
         if not affine and (weight is not None or bias is not None):  # one of the two: apply it after
             if weight is not None:
                 y *= weight
