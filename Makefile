@@ -13,12 +13,21 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# an install from a clone compiles the JupyterLab extension in extensions/ (the wheel carries it built)
+NEED_NPM := command -v npm >/dev/null 2>&1 || { echo "make: installing from a clone builds the JupyterLab \
+extension in extensions/ and needs Node 20 with npm on PATH; install Node, or pip install a wheel built with \
+make wheel, which needs no Node" >&2; exit 1; }
+
 $(LAB_STAMP): $(DEPS) | $(PY)
+	@$(NEED_NPM)
+	@echo "installing workbench[lab] into $(VENV) (the first time a few minutes: it builds the JupyterLab extension)"
 	$(PY) -m pip install -q -e ".[lab]"
 	touch $(LAB_STAMP)
 
 # [dev] holds [lab], so a test set-up also serves `make lab`
 $(STAMP): $(DEPS) | $(PY)
+	@$(NEED_NPM)
+	@echo "installing workbench[dev] into $(VENV) (the first time several minutes: PyTorch, JupyterLab, the extension)"
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP) $(LAB_STAMP)
 
@@ -70,6 +79,7 @@ gpu-check:
 # the documentation site into docs/_build/html, offline, warnings as errors (docs/building.md)
 .PHONY: docs
 docs: setup
+	@echo "building docs/_build/html (the notebooks run unless make test stored their runs: a few minutes)"
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "open docs/_build/html/index.html"
 

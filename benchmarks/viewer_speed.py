@@ -14,7 +14,14 @@ viewer, layout worker and stylesheet as JupyterLab's). Figures, from the page's 
   new tints, legend and top-N table, no relayout) to the next frame drawn.
 
 Targets: 2,000 nodes ready and expanded within 1 s each, recoloured within 100 ms; 20,000 nodes never
-freeze the page (no task of 1 s or more). Without chromium or playwright it says so and exits 0.
+freeze the page (no task of 1 s or more).
+
+The scrub rows (``--scrub 2000``): the same model trained 20 SGD steps under
+``wb.viz.watch(model, snapshots_every=1)``, ``mon.snapshots`` saved as that page, then the step
+slider moved through every kept step, modules collapsed (as it opens) and expanded; a step's time runs
+from the slider's input event to the frame after it was drawn (setOverlay's recolouring, style and
+paint; frame-bound, so about 16.7 ms at least), and the recolouring's own work (setOverlay, the
+event handler's time). Target: within 100 ms a step. Without chromium or playwright it says so and exits 0.
 """
 import argparse
 import os
@@ -33,14 +40,59 @@ new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__longes
 SHOWN = "() => /items shown of/.test(document.querySelector('.wb-status')?.textContent ?? '')"
 
 
-def tape(nodes):
+def tape_model(nodes):
     blocks = max(1, nodes // 4)
     stages = [nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.Tanh()) for _ in range(min(50, blocks - s))])
               for s in range(0, blocks, 50)]
-    model = nn.Sequential(*stages)
+    return nn.Sequential(*stages)
+
+
+def tape(nodes):
+    model = tape_model(nodes)
     with wb.viz.record():
         loss = model(wb.randn(2, 4)).sum()
     return wb.viz.snapshot(loss, model, color_by="flops")
+
+
+def series(nodes, steps=20):
+    """``mon.snapshots`` of the deep model above trained ``steps`` SGD steps, every step kept."""
+    model = tape_model(nodes)
+    x = wb.randn(2, 4)
+    mon = wb.viz.watch(model, snapshots_every=1, display=False, histograms=False)
+    opt = wb.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        opt.zero_grad()
+        model(x).pow(2).sum().backward()
+        opt.step()
+    mon.detach()
+    return mon.snapshots
+
+
+SCRUB = """async () => {
+  const s = document.querySelector('.wb-step-slider'), out = [];
+  for (let i = 0; i <= Number(s.max); i++) {
+    const t0 = performance.now();
+    s.value = String(i);
+    s.dispatchEvent(new Event('input'));
+    const work = performance.now() - t0;
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    out.push([work, performance.now() - t0]);
+  }
+  return out;
+}"""
+
+
+def scrub(page, path):
+    """Per-step redraw times (ms) of the slider, collapsed then expanded, and the status line."""
+    page.goto(f"file://{path}")
+    page.wait_for_function(SHOWN, timeout=120_000)
+    collapsed = page.evaluate(SCRUB)
+    before = page.evaluate("document.querySelector('.wb-status').textContent")
+    page.locator(".wb-btn", has_text="Expand all").click()
+    page.wait_for_function(f"() => {{ const t = document.querySelector('.wb-status').textContent;"
+                           f" return t !== {before!r} && /items shown of/.test(t); }}", timeout=120_000)
+    expanded = page.evaluate(SCRUB)
+    return collapsed, expanded, page.evaluate("document.querySelector('.wb-step-label').textContent")
 
 
 def measure(page, path):
@@ -66,6 +118,7 @@ def measure(page, path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", default="2000,20000", help="tape sizes, comma-separated")
+    ap.add_argument("--scrub", default="2000", help="watched-run sizes for the step-slider rows, comma-separated ('' for none)")
     args = ap.parse_args()
     try:
         from playwright.sync_api import sync_playwright  # the [dev] extra's; optional here
@@ -87,6 +140,20 @@ def main():
             ready, expand, longest, recolour, status = measure(page, path)
             print(f"{len(snap.to_dict()['nodes']):>7} {ready:>9.0f} {expand:>10.0f} {longest:>16.0f} {recolour:>12.0f}"
                   f"  {status}")
+            page.close()
+        sizes = [int(s) for s in args.scrub.split(",") if s]
+        if sizes:
+            print(f"\n{'nodes':>7} {'steps':>6} {'view':>10} {'drawn_median_ms':>16} {'drawn_max_ms':>13} "
+                  f"{'work_median_ms':>15} {'work_max_ms':>12}  label at the end")
+        for n in sizes:
+            snaps = series(n)
+            path = snaps.save(os.path.join(tmp, f"series{n}.html"))
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            collapsed, expanded, label = scrub(page, path)
+            for view, ts in (("collapsed", collapsed), ("expanded", expanded)):
+                work, drawn = sorted(t[0] for t in ts), sorted(t[1] for t in ts)
+                print(f"{len(snaps.to_dict()['nodes']):>7} {len(snaps):>6} {view:>10} {drawn[len(ts) // 2]:>16.1f} "
+                      f"{drawn[-1]:>13.1f} {work[len(ts) // 2]:>15.1f} {work[-1]:>12.1f}  {label}")
             page.close()
         browser.close()
     shutil.rmtree(tmp, ignore_errors=True)

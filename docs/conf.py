@@ -55,7 +55,7 @@ autosummary_generate = False   # api_pages writes the pages itself: one per modu
 
 # The "Topics" toctree of index.md lists every other page of docs/ (architecture.md, gpu.md, ...), so a
 # page someone adds is in the site's navigation without an edit here.
-LISTED = {"index", "getting-started", "viz", "tutorials", "compatibility", "building", "README"}
+LISTED = {"index", "getting-started", "viz", "tutorials", "compatibility", "building", "changelog", "README"}
 
 
 def _topics(app, docname, source):

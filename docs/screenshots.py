@@ -62,6 +62,34 @@ def monitor_page(tmp):
     return page
 
 
+def series_page(tmp):
+    """``mon.snapshots`` of a run kept every 10 steps, saved as the offline page (slider and play)."""
+    model, x, y = model_and_data()
+    opt = wb.optim.SGD(model.parameters(), lr=0.5)
+    mon = wb.viz.watch(model, snapshots_every=10, display=False)
+    for _ in range(100):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    mon.detach()
+    return mon.snapshots.save(tmp / "series.html")
+
+
+def compare_page(tmp):
+    """``wb.viz.compare`` of step 0 and step 50 of a run whose ReLU then became a GELU (offline page)."""
+    model, x, y = model_and_data()
+    a = wb.viz.snapshot(F.cross_entropy(model(x), y), model, title="step 0, ReLU", trace=True)
+    opt = wb.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(50):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    model[1] = nn.GELU()
+    model.zero_grad()
+    b = wb.viz.snapshot(F.cross_entropy(model(x), y), model, title="step 50, GELU", trace=True)
+    return wb.viz.compare(a, b).save(tmp / "compare.html")
+
+
 def main(images=IMAGES):
     tmp = Path(tempfile.mkdtemp())
     model, x, y = model_and_data()
@@ -76,6 +104,8 @@ def main(images=IMAGES):
     wb.viz.snapshot(loss, model, trace=True, title="backward, step by step").save(tmp / "debug.html")
     monitor = monitor_page(tmp)
     overlay = overlay_page(tmp)
+    series = series_page(tmp)
+    compare = compare_page(tmp)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 960, "height": 640})
@@ -98,8 +128,22 @@ def main(images=IMAGES):
         page.locator("#m svg").first.wait_for()
         page.wait_for_timeout(500)
         page.locator("#m").screenshot(path=images / "gradient-monitor.png")
+        page.goto(Path(series).as_uri())
+        page.locator(".wb-root .wb-ov-has").first.wait_for()
+        page.locator(".wb-btn", has_text="Expand all").click()
+        page.locator(".wb-step-slider").focus()
+        page.keyboard.press("Home")  # the first kept step: the gradients before training moved them
+        page.wait_for_timeout(500)
+        page.screenshot(path=images / "tape-over-time.png")
+        page.goto(Path(compare).as_uri())
+        page.locator(".wb-root .wb-ov-has").first.wait_for()
+        page.locator(".wb-btn", has_text="Expand all").click()
+        page.locator(".wb-top summary").click()  # closed, so the a | b table of the selection shows
+        page.locator(".wb-cmp-added").click()  # walks to the added GELU and selects it
+        page.wait_for_timeout(500)
+        page.screenshot(path=images / "compare.png")
         browser.close()
-    for name in ("tape-viewer", "backward-debugger", "tape-overlay", "gradient-monitor"):
+    for name in ("tape-viewer", "backward-debugger", "tape-overlay", "gradient-monitor", "tape-over-time", "compare"):
         print(images / f"{name}.png", (images / f"{name}.png").stat().st_size // 1024, "KiB")
 
 

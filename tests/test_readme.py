@@ -5,6 +5,7 @@
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -16,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-INLINE_CMD = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:make|pip|python -m pip) [^`]+)`")
+INLINE_CMD = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:make|pip|python -m pip|python -m workbench\.[\w.]+) [^`]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 # commands the README shows that no test here runs, and why
@@ -26,6 +27,8 @@ NOT_RUN = {
     "make bench-gpu": "needs an NVIDIA GPU",
     "make gpu-check": "needs an NVIDIA GPU and a GPU image",
     'pip install -e ".[cuda]"': "installs CuPy for a GPU",
+    'pip install -e ".[distributed]"': "mpi4py and the mpich wheel: [dev] holds them, and "
+                                       "tests/distributed/ runs on them",
     "pip install tensorboard": "an optional dependency; make test installs it with [dev] and tests the writer",
     "pip install onnx": "an optional dependency; make test installs it with [dev] and tests the export",
 }
@@ -39,6 +42,9 @@ RUN_BY = {  # command -> the test that runs it
     "make docs": "tests/test_site.py (the same sphinx command, into a temporary folder)",
     "make wheel": "tests/browser/test_wheel_install.py",
     "pip install dist/workbench-0.1.0-py3-none-any.whl": "tests/browser/test_wheel_install.py (the wheel make wheel built)",
+    "pip install jupyterlab": "tests/browser/test_wheel_install.py (next to the wheel, in a virtualenv without Node)",
+    "python -m workbench.distributed.run --nproc-per-node 2 examples/ddp_train.py --epochs 2":
+        "tests/distributed/test_launch.py (the same launcher and script, one epoch)",
 }
 
 
@@ -111,3 +117,22 @@ def test_pip_install_editable(tmp_path):
     r = subprocess.run([str(py), "-c", "import workbench as wb; print(wb.ones(3).sum().item())"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "3.0", r.stderr
+
+
+def test_install_from_a_clone_without_node_says_what_to_do(tmp_path):
+    """The README: Node is needed to install from a clone. Without npm, make says so before pip runs."""
+    for name in ("pyproject.toml", "extensions/package.json", "extensions/package-lock.json"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    (tmp_path / "Makefile").write_text((REPO / "Makefile").read_text())
+    fake_python = tmp_path / ".venv" / "bin" / "python"
+    fake_python.parent.mkdir(parents=True)
+    fake_python.write_text("#!/bin/sh\necho pip ran >> ../pip.log\n")  # an existing venv: no venv is made
+    fake_python.chmod(0o755)
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    for target in (".venv/.installed-lab", ".venv/.installed"):
+        r = subprocess.run([shutil.which("make"), target], cwd=tmp_path, env={"PATH": str(empty)},
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and "needs Node 20 with npm" in r.stderr and "make wheel" in r.stderr, r.stderr
+    assert not (tmp_path / "pip.log").exists() and not (tmp_path / ".venv" / ".installed-lab").exists()

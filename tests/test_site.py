@@ -4,6 +4,7 @@ loaded from another host; and its generated pages hold what they promise.
 (Named to run after tests/test_notebooks.py, whose stored runs the build renders: see docs/building.md.)
 """
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,11 +21,28 @@ def site(tmp_path_factory):
     pytest.importorskip("sphinx")
     pytest.importorskip("myst_nb")
     out = tmp_path_factory.mktemp("site")
-    r = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-                        "-d", str(out / "doctrees"), "docs", str(out / "html")],
-                       cwd=REPO, capture_output=True, text=True, timeout=900)
+    build = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+             "-d", str(out / "doctrees"), "docs", str(out / "html")]
+    r = subprocess.run(_offline(build), cwd=REPO, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"the docs build failed (make docs shows the same):\n{r.stderr[-6000:]}"
     return out / "html"
+
+
+def _offline(cmd):
+    """``cmd`` in a network namespace of its own (only loopback, which the notebook kernels talk over), so a
+    build that fetched anything would fail; as it is where that cannot be set up (not root, no unshare)."""
+    probe = ["unshare", "-n", "sh", "-c", "ip link set lo up"]
+    if not (shutil.which("unshare") and shutil.which("ip")) or subprocess.run(probe, capture_output=True).returncode:
+        return cmd
+    return ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *cmd]
+
+
+def test_offline_wrapper_cuts_the_network():
+    cmd = _offline([sys.executable, "-c", "import socket; socket.create_connection(('192.0.2.1', 80), timeout=5)"])
+    if cmd[0] != "unshare":
+        pytest.skip("no network namespace here (needs root and unshare): the docs build ran with the network")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "Network is unreachable" in r.stderr, r.stderr
 
 
 @pytest.mark.slow
@@ -107,6 +125,16 @@ def test_screenshots_script_retakes_the_viz_pictures(tmp_path):
     r = subprocess.run([sys.executable, "docs/screenshots.py", str(tmp_path)], cwd=REPO, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    for name in ("tape-viewer", "backward-debugger", "tape-overlay", "gradient-monitor"):
+    for name in ("tape-viewer", "backward-debugger", "tape-overlay", "gradient-monitor", "tape-over-time", "compare"):
         assert (tmp_path / f"{name}.png").stat().st_size > 5000
         assert f"images/{name}.png" in (REPO / "docs" / "viz.md").read_text()
+
+
+@pytest.mark.slow
+def test_changelog_and_topic_pages(site):
+    """CHANGELOG.md is a page of the site with its links to the topic pages rewritten to the site's."""
+    log = (site / "changelog.html").read_text()
+    assert "0.1.0" in log and "Added" in log and "Fixed" in log
+    assert 'href="docs/' not in log and 'href="gpu.html"' in log
+    for topic in ("compile", "distributed", "gpu", "serialization-format", "architecture", "viz"):
+        assert (site / f"{topic}.html").exists(), f"docs/{topic}.md is not a page of the site"

@@ -6,6 +6,7 @@
 >>> x.grad
 tensor([2., 4.])
 """
+import importlib
 import math as _math
 import warnings as _warnings
 
@@ -20,6 +21,7 @@ from ._backend.dtypes import (bfloat16, complex64, complex128, dtype, float16, f
                               get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
 from ._backend.dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
 from ._format import set_printoptions
+from .ops._util import result_dtype as _result_dtype
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                                  no_grad, set_grad_enabled)
 from .tensor import Size, Tensor
@@ -57,11 +59,9 @@ __version__ = "0.1.0"
 
 def result_type(tensor1, tensor2):
     """The dtype of ``tensor1 op tensor2`` under PyTorch's promotion.  >>> wb.result_type(wb.tensor([1]), 1.0)"""
-    from .ops._util import result_dtype
-
     a = tensor1._data if isinstance(tensor1, Tensor) else tensor1
     b = tensor2._data if isinstance(tensor2, Tensor) else tensor2
-    return _dtypes.from_numpy_dtype(result_dtype(a, b))
+    return _dtypes.from_numpy_dtype(_result_dtype(a, b))
 
 
 def can_cast(from_, to):
@@ -112,8 +112,6 @@ _LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg
 
 
 def __getattr__(name):
-    import importlib
-
     if name in _SUBMODULES:
         return importlib.import_module("." + name, __name__)
     if name in _LAZY:

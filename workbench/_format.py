@@ -2,6 +2,7 @@
 import math
 
 from ._backend import dtypes as _dt
+from ._backend import numpy as np
 
 PRINT_OPTS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
 
@@ -28,8 +29,6 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 
 def _host(t):
-    import numpy as np
-
     d = t._data
     if type(d) is not np.ndarray:
         d = d.get() if hasattr(d, "get") else np.asarray(d)
@@ -40,8 +39,6 @@ def _host(t):
 
 class _Formatter:
     def __init__(self, values, dtype):
-        import numpy as np
-
         self.kind = dtype.category
         self.int_mode = True
         self.sci = False
@@ -101,8 +98,6 @@ class _Formatter:
 
 def _summarized_values(d, edge):
     """The values that a summarized print shows (edge items of every dim), flattened."""
-    import numpy as np
-
     if d.ndim == 0:
         return d.reshape(1)
     rows = [d[:edge], d[-edge:]] if d.shape[0] > 2 * edge else [d]

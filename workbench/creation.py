@@ -1,10 +1,12 @@
 """Making tensors: from data (tensor, as_tensor, from_numpy) and by shape (zeros, arange, eye...)."""
 import collections.abc
+import math
 import warnings
 
 from . import _backend
 from ._backend import dtypes as _dt
 from ._core import _INFERENCE_BOX, Tensor
+from .autograd.grad_mode import STATE
 from ._outargs import writes_out
 
 np = _backend.numpy
@@ -39,8 +41,6 @@ def _finish(arr, requires_grad, op="tensor"):
     t = Tensor._make(arr)
     if requires_grad:
         t.requires_grad_(True)
-    from .autograd.grad_mode import STATE
-
     if STATE.inference:
         t._vbox = _INFERENCE_BOX
     return t
@@ -327,8 +327,6 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
         dt = _dt.get_default_dtype()
     else:
         dt = _dt.int64
-    import math
-
     n = max(0, math.ceil((end - start) / step))
     dev = _dev(device)
     xp = _backend.xp_for(dev)

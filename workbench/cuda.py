@@ -2,6 +2,7 @@
 import sys as _sys
 
 from . import _backend
+from .random import default_generator
 from ._backend.dtypes import float16 as _float16
 from .amp._device_aliases import _module as _amp_module
 from .tensor import Tensor
@@ -51,8 +52,6 @@ def synchronize(device=None):
 
 
 def manual_seed(seed):
-    from .random import default_generator
-
     default_generator.manual_seed(seed)
 
 

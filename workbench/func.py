@@ -8,10 +8,14 @@ part of the gradient that flows through its own input (no perturbation confusion
 ``vmap`` runs the function once per batch entry and stacks the results: slower than a batching
 rule, always right. Arguments and results may be tuples, lists and dicts of tensors.
 """
+import inspect
 import threading
 
+from . import random
 from .autograd import functional as _F
 from .autograd.grad_mode import enable_grad
+from .creation import zeros_like
+from .ops.join import stack
 from .tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call"]
@@ -240,8 +244,6 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     >>> wb.func.jvp(lambda x: x ** 2, (wb.tensor([1., 2.]),), (wb.tensor([1., 0.]),))
     (tensor([1., 4.]), tensor([2., 0.]))
     """
-    from . import zeros_like
-
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples. E.g. "
                            "jvp(f, (x,), (t,))")
@@ -377,8 +379,6 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
 
     def wrapper(*args, **kwargs):
-        from . import random, stack
-
         dims = in_dims if not isinstance(in_dims, (tuple, list)) or len(args) != 1 or len(in_dims) == 1 else in_dims
         if isinstance(dims, (tuple, list)) and len(dims) != len(args):
             raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
@@ -491,8 +491,6 @@ _MISSING = object()
 
 
 def _accepts_remove_duplicate(module):
-    import inspect
-
     try:
         return "remove_duplicate" in inspect.signature(module.named_parameters).parameters
     except (TypeError, ValueError):

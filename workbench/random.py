@@ -3,11 +3,16 @@
 Each Generator owns a NumPy PCG64 stream for the CPU and, per CUDA device, a CuPy stream seeded
 from it, so samples are drawn where the tensor lives (no host-to-device copy).
 """
+import json
+import secrets
+
 from . import _backend
 from ._backend import dtypes as _dt
 from ._core import Tensor
+from .autograd.grad_mode import no_grad
+from .creation import _size_args
 from .creation import _sizes_or_keyword
-from .ops._util import _out
+from ._outargs import _out
 
 np = _backend.numpy
 
@@ -37,8 +42,6 @@ class Generator:
         return self
 
     def seed(self):
-        import secrets
-
         s = secrets.randbits(63)
         self.manual_seed(s)
         return s
@@ -47,14 +50,10 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        import json
-
         st = json.dumps(self._np.bit_generator.state).encode()
         return Tensor._make(np.frombuffer(st, dtype=np.uint8).copy())
 
     def set_state(self, new_state):
-        import json
-
         self._np.bit_generator.state = json.loads(bytes(new_state._data.astype(np.uint8)).decode())
         return self
 
@@ -95,8 +94,6 @@ def set_rng_state(new_state):
 
 
 def _setup(size, dtype, device, generator, default=None):
-    from .creation import _size_args
-
     shape = _size_args(size, "rand")
     dt = _dt.to_dtype(dtype) if dtype is not None else (default or _dt.get_default_dtype())
     dev = _backend.resolve_device(device) if device is not None else _backend.CPU
@@ -305,8 +302,6 @@ def binomial(count, prob, generator=None):
 
 # --- in-place sampling methods (nn.init and users' init code call these) ----------------------------
 def _fill_from(self, arr, opname):
-    from .autograd.grad_mode import no_grad
-
     with no_grad():
         self._check_inplace(opname)
         self._data[...] = arr.astype(self._data.dtype, copy=False)

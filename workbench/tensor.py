@@ -12,13 +12,13 @@ import weakref
 
 from . import _backend
 from ._backend import dtypes as _dt
-from . import autograd as _autograd
 from . import creation as _creation
 from . import ops as _ops
 from . import random as _random
 from ._core import _INFERENCE_BOX, SUBCLASS_HOOKS, Size, Tensor
 from ._format import format_tensor
 from .autograd import graph as _graph
+from .autograd.backprop import backward as _backward
 from .autograd.grad_mode import STATE, no_grad
 from .multiprocessing import reductions as _reductions
 from .ops.views import _scatter_view, replay_view
@@ -199,7 +199,7 @@ class _Methods:
         >>> (x * x).backward(); x.grad
         tensor(6.)
         """
-        _autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # --- in-place machinery --------------------------------------------------------------------
     def _check_inplace(self, opname):

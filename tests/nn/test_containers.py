@@ -69,3 +69,19 @@ def test_flatten_unflatten_identity():
     assert nn.Flatten(0, 2)(x).shape == (24, 5)
     assert nn.Unflatten(1, (3, 20))(nn.Flatten()(x)).shape == (2, 3, 20)
     assert nn.Identity(3, a=1)(x) is x
+
+
+def test_replacing_a_child_parameter_or_buffer_keeps_its_place():
+    # as in PyTorch: seq[1] = GELU() runs where the ReLU ran, state_dict keeps its key order
+    s = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    s[1] = nn.GELU()
+    assert list(s._modules) == ["0", "1", "2"] and isinstance(s[1], nn.GELU)
+    x = wb.randn(4, 2)
+    assert wb.equal(s(x), s[2](s[1](s[0](x))))
+    lin = nn.Linear(2, 2)
+    lin.weight = nn.Parameter(wb.ones(2, 2))
+    assert list(lin.state_dict()) == ["weight", "bias"]
+    bn = nn.BatchNorm1d(2)
+    keys = list(bn.state_dict())
+    bn.running_mean = nn.Buffer(wb.ones(2))
+    assert list(bn.state_dict()) == keys

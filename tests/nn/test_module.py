@@ -306,14 +306,11 @@ def test_scope_stack_records_dotted_names():
     def listener(node, args, results):
         seen.append((node._op, node.scope))
 
-    graph.LISTENERS.append(listener)
-    try:
+    with graph.add_listener(listener):
         net(wb.randn(2, 4, requires_grad=True))
         inner = net[1]
         seen_inner_start = len(seen)
         inner(wb.randn(2, 4, requires_grad=True))  # called on its own, it is the root
-    finally:
-        graph.LISTENERS.remove(listener)
     scopes = [s for _, s in seen[:seen_inner_start]]
     assert "0" in scopes and "1.0" in scopes and "1.1" in scopes
     assert {s for _, s in seen[seen_inner_start:]} <= {"", "0", "1"}

@@ -53,7 +53,7 @@ def test_masks_match_pytorch(name, steps, weight):
     np.testing.assert_allclose(wm.weight.detach().numpy(), tm.weight.detach().numpy())
     assert list(wm.state_dict()) == list(tm.state_dict())
     assert [n for n, _ in wm.named_parameters()] == [n for n, _ in tm.named_parameters()]
-    hooks = [h for h, _ in wm._forward_pre_hooks.values()]
+    hooks = [h for h in wm._forward_pre_hooks.values()]
     assert len(hooks) == 1 and type(hooks[0]).__name__ == type(next(iter(tm._forward_pre_hooks.values()))).__name__
 
 

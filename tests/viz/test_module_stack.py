@@ -6,8 +6,9 @@ import workbench.viz
 
 VIZ = Path(workbench.viz.__file__).parent
 # bottom first; modules on one line are peers and may not import each other
-STACK = [["_assets", "recorder"], ["align"], ["summary", "classroom"], ["measures"], ["snapshot"], ["replay"], ["stepper", "gradstats"],
-         ["static_svg", "monitor_svg"], ["views"], ["widgets"], ["__init__"]]
+STACK = [["_assets", "recorder"], ["align"], ["summary", "classroom"], ["measures"], ["snapshot"], ["replay"],
+         ["series"], ["stepper", "gradstats"],
+         ["static_svg", "monitor_svg"], ["views"], ["widgets", "compare"], ["__init__"]]
 LAZY_OK = {"IPython", "IPython.display", "matplotlib", "matplotlib.pyplot", "pandas"}  # optional dependencies
 
 

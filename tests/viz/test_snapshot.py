@@ -237,4 +237,4 @@ def test_recording_does_not_read_values_and_holds_nothing():
     del h, loss
     gc.collect()
     assert ref() is None and len(rec) == 0
-    assert wb.autograd.graph.LISTENERS == [] and wb.autograd.graph.CUTS[0] is None
+    assert not wb.autograd.graph.LISTENERS and wb.autograd.graph.CUTS[0] is None

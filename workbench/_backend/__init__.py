@@ -5,6 +5,10 @@ first time a CUDA device is asked for, so ``import workbench`` stays fast where 
 Tests install a NumPy-backed fake of cupy (``workbench.testing.fake_cupy``) to run every CUDA path
 on a machine without a GPU.
 """
+import ctypes
+import os
+import sys
+
 import numpy
 
 from . import dtypes
@@ -22,14 +26,9 @@ def _keep_freed_memory():
     that more than doubled the time of a small CNN's training step. Skipped when the user set MALLOC_*
     variables, which glibc applies itself.
     """
-    import os
-    import sys
-
     if not sys.platform.startswith("linux") or any(k.startswith("MALLOC_") for k in os.environ):
         return
     try:
-        import ctypes
-
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: blocks up to 32 MiB (glibc's maximum) come from the heap
         libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD: keep up to 256 MiB of free heap top

@@ -56,7 +56,7 @@ class autocast:  # noqa: N801 - PyTorch's name
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         if enabled:
             if device_type == "cuda":
-                from .. import cuda
+                from .. import cuda  # a real cycle: workbench.cuda imports amp (its autocast aliases)
 
                 if not cuda.is_available():
                     warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)

@@ -15,6 +15,7 @@ from collections import defaultdict
 from .. import _backend
 from .._backend import dtypes as _dt
 from ..autograd.grad_mode import no_grad
+from ..creation import full
 from ..tensor import Tensor
 
 
@@ -48,7 +49,7 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if device == "cuda" and enabled:
-            from .. import cuda
+            from .. import cuda  # a real cycle: workbench.cuda imports amp (cuda.amp.GradScaler)
 
             if not cuda.is_available():
                 warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
@@ -77,8 +78,6 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init_scale_growth_tracker(self, dev):
-        from ..creation import full
-
         self._scale = full((), self._init_scale, dtype=_dt.float32, device=dev)
         self._growth_tracker = full((), self._init_growth_tracker, dtype=_dt.int32, device=dev)
 
@@ -134,8 +133,6 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         # the reciprocal in float64, as PyTorch (float32 division can be imprecise)
         inv_scale = self._scale.double().reciprocal().float()
-        from ..creation import full
-
         found_inf = full((), 0.0, dtype=_dt.float32, device=self._scale.device)
         state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, found_inf, False)
         state["stage"] = OptState.UNSCALED

@@ -2,6 +2,8 @@
 
 Off by default (it walks the Python stack once per op). Turn it on around the code you debug.
 """
+import functools
+
 from . import graph
 
 
@@ -30,8 +32,6 @@ class detect_anomaly:
         return False
 
     def __call__(self, fn):
-        import functools
-
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with detect_anomaly(self.check_nan):

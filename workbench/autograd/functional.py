@@ -4,14 +4,16 @@ All of them are built on ``autograd.grad``: forward-mode products use the double
 is linear in its cotangent, so differentiating it with respect to the cotangent gives the jvp), which
 works because every backward formula is itself written in differentiable Tensor ops.
 """
+from ..creation import ones_like, zeros, zeros_like
+from ..ops.join import stack
+from .._core import Tensor
+from .backprop import grad
 from .grad_mode import enable_grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
 
 
 def _tensor_cls():
-    from ..tensor import Tensor
-
     return Tensor
 
 
@@ -44,8 +46,6 @@ def _finish(xs, create_graph):
 
 
 def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn_name, what="input"):
-    from . import grad
-    from .. import zeros_like
 
     outs, gos = [], []
     for o, g in zip(outputs, grad_outputs):
@@ -72,8 +72,6 @@ def _check_v(v, outputs, fn_name, what):
         if len(outputs) != 1 or outputs[0].numel() != 1:
             raise RuntimeError(f"The vector v can only be None if the user-provided function returns a single "
                                f"Tensor with a single element ({fn_name}).")
-        from .. import ones_like
-
         return (ones_like(outputs[0]),)
     _, vs = _as_tuple(v, "v", fn_name)
     if len(vs) != len(outputs):
@@ -114,8 +112,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     >>> t
     tensor([2., 0.])
     """
-    from .. import zeros_like
-
     with enable_grad():
         is_tuple, xs = _as_tuple(inputs, "inputs", "jvp")
         xs = _prepare(xs, create_graph)
@@ -123,8 +119,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             if len(xs) != 1 or xs[0].numel() != 1:
                 raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
                                    "single Tensor with a single element (jvp).")
-            from .. import ones_like
-
             vs = (ones_like(xs[0]),)
         else:
             _, vs = _as_tuple(v, "v", "jvp")
@@ -146,8 +140,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def _jacobian_rows(outs, xs, create_graph, strict, fn_name):
     # J[i][j] has shape outs[i].shape + xs[j].shape: one vjp per output element
-    from .. import stack, zeros
-
     jac = []
     for i, o in enumerate(outs):
         n = o.numel()
@@ -218,8 +210,6 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
 
 
 def _one(o):
-    from .. import ones_like
-
     return ones_like(o)
 
 

@@ -9,12 +9,18 @@ import functools
 import itertools
 import os
 import sys
+import traceback
+from collections import OrderedDict
 import weakref
+
+from .. import _backend
+from ..utils.hooks import RemovableHandle, add_hook as _add_hook  # noqa: F401 - RemovableHandle: PyTorch's path too
 
 _seq = itertools.count()
 SCOPE = contextvars.ContextVar("workbench_scope", default="")
 GROUP = contextvars.ContextVar("workbench_group", default=None)
-LISTENERS = []  # callables(node, inputs, outputs) told of every node recorded; empty: one check per op
+# callables(node, inputs, outputs) told of every node recorded, by handle id; empty: one check per op
+LISTENERS = OrderedDict()
 TRACE = [1]  # trace level: >= 2 records the source site of every node
 ANOMALY = [False, True]  # [enabled, check_nan]; set by workbench.autograd.detect_anomaly
 # While a workbench.viz recorder is active: CUTS[0](tensor, reason, source) is told where the graph is
@@ -25,50 +31,15 @@ CUTS = [None]
 BACKWARD_HOOKS = []
 
 
-class RemovableHandle:
-    """Returned by every register_*hook; ``remove()`` detaches the hook (also a context manager).
-
-    >>> import workbench as wb
-    >>> x = wb.ones(2, requires_grad=True)
-    >>> with x.register_hook(lambda g: g * 10):
-    ...     (x * 1).sum().backward()
-    >>> (x * 1).sum().backward(); x.grad
-    tensor([11., 11.])
-    """
-
-    _ids = itertools.count()
-
-    def __init__(self, container):
-        self.id = next(RemovableHandle._ids)
-        self._ref = weakref.ref(container) if container is not None else None
-
-    def remove(self):
-        c = self._ref() if self._ref is not None else None
-        if c is not None:
-            c.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        self.remove()
-
-
-class _HookDict(dict):
-    __slots__ = ("__weakref__",)
-
-
 def add_hook(owner, attr, fn):
-    """Store ``fn`` in the hook dict ``owner.<attr>`` (created on first use); returns its handle."""
+    """Store ``fn`` in the hook dict ``owner.<attr>`` (created on first use); returns its RemovableHandle."""
     d = getattr(owner, attr)
     if d is None:
-        d = _HookDict()
+        d = OrderedDict()
         setattr(owner, attr, d)
     if isinstance(owner, Node):
         owner._hooked = True  # the engine checks this one flag, not four hook dicts, per node
-    h = RemovableHandle(d)
-    d[h.id] = fn
-    return h
+    return _add_hook(d, fn)
 
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../workbench/
@@ -223,8 +194,6 @@ def accumulator(t):
     """The AccumulateGrad node of leaf ``t`` (one per leaf, kept while the leaf lives)."""
     node = t._acc
     if node is None:
-        from .. import _backend
-
         node = AccumulateGrad()
         node.next_functions = ()
         node._variable_ref = weakref.ref(t)
@@ -287,8 +256,6 @@ def walk(starts):
 
 def anomaly_record(node):
     """In anomaly mode every node keeps the forward stack that created it, for backward errors."""
-    import traceback
-
     node.site = node.site or user_site(3)
     node._stack = "".join(traceback.format_stack()[:-3])
 
@@ -368,20 +335,4 @@ def add_listener(fn):
     >>> _ = wb.ones(1, requires_grad=True) * 2; h.remove(); seen
     ['mul']
     """
-    LISTENERS.append(fn)
-    return _ListenerHandle(fn)
-
-
-class _ListenerHandle:
-    def __init__(self, fn):
-        self.fn = fn
-
-    def remove(self):
-        if self.fn in LISTENERS:
-            LISTENERS.remove(self.fn)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
+    return _add_hook(LISTENERS, fn)

@@ -27,6 +27,8 @@ class Variable(metaclass=_VariableMeta):
             warnings.warn("volatile was removed and now has no effect. Use `with workbench.no_grad():` instead.",
                           UserWarning, stacklevel=2)
         if data is None:
+            # creation sits above the autograd core, and importing it here at the top would cycle through
+            # autograd/__init__ while creation imports autograd.grad_mode
             from ..creation import empty
 
             data = empty(0)

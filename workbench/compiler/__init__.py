@@ -11,8 +11,11 @@ The replay repeats the array work and the calls of optimizers, LR schedulers, ``
 gradient clipping; other Python side effects of the function (printing, appending to a list,
 counters) happen only on the traced call, as with any tracing compiler.
 """
+import gc
+
+from ..nn.module import Module
 from .compiled import RECOMPILE_LIMIT, CompiledFunction, OptimizedModule
-from .trace import Unsupported
+from .trace import ACTIVE, Unsupported
 
 __all__ = ["compile", "explain", "reset", "is_compiling", "Unsupported", "OptimizedModule"]
 
@@ -65,8 +68,6 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
         raise TypeError(f"workbench.compile expects a Module or a callable, got {type(model).__name__}")
     if disable:
         return model
-    from ..nn.module import Module
-
     if isinstance(model, OptimizedModule):
         model = model._orig_mod
     if isinstance(model, Module):
@@ -113,8 +114,6 @@ def explain(fn):
     >>> print(wb.compiler.explain(f).reasons[0][:46])
     a tensor's value was read on the host (.item()
     """
-    from ..nn.module import Module
-
     if isinstance(fn, OptimizedModule):
         target = fn.__dict__["_compiled_call"]
     elif isinstance(fn, Module):  # compiled in place by Module.compile()
@@ -129,8 +128,6 @@ def explain(fn):
 
 def reset():
     """Forget every trace (as ``torch.compiler.reset``): the next calls trace again."""
-    import gc
-
     for obj in gc.get_objects():
         if isinstance(obj, CompiledFunction):
             obj._reset()
@@ -138,6 +135,4 @@ def reset():
 
 def is_compiling():
     """True while a call is being traced.  >>> import workbench as wb; wb.compiler.is_compiling()  ->  False"""
-    from .trace import ACTIVE
-
     return ACTIVE[0] is not None

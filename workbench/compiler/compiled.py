@@ -10,8 +10,9 @@ import functools
 
 from ..autograd import graph as _graph
 from ..nn.module import Module
+from ..tensor import Tensor
 from . import trace as _trace
-from .program import Program, arg_paths_of
+from .program import Program, _walk, arg_paths_of
 
 RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
 
@@ -82,9 +83,6 @@ class CompiledFunction:
 
 
 def _tensor_args(args, kwargs):
-    from .program import _walk
-    from ..tensor import Tensor
-
     return [(p, v) for p, v in _walk(args, kwargs) if isinstance(v, Tensor)]
 
 

@@ -20,6 +20,7 @@ from .._patches import Patches, subclasses
 from ..autograd import engine as _engine
 from ..autograd import function as _function
 from ..autograd import graph as _graph
+from ..autograd.backprop import _make_grads
 from ..autograd.grad_mode import STATE
 from ..nn import utils as _nn_utils
 from ..nn.module import Module
@@ -36,16 +37,7 @@ ACTIVE = [None]  # the Tracer recording in this process, if any
 
 # code objects whose Tensor._make calls make deterministic constants (a factory's fresh array, the
 # implicit ones gradient of backward(), zeros for gradients that never arrived)
-_CONST_MAKERS = {_creation._finish.__code__, _engine._materialize.__code__}
-
-
-def _autograd_const_makers():
-    from .. import autograd
-
-    return {autograd._make_grads.__code__}
-
-
-_CONST_MAKERS |= _autograd_const_makers()
+_CONST_MAKERS = {_creation._finish.__code__, _engine._materialize.__code__, _make_grads.__code__}
 
 
 class Unsupported(Exception):

@@ -4,11 +4,14 @@ Each op checks its arguments, counts itself in the group's sequence, runs the cr
 ``WORKBENCH_DISTRIBUTED_DEBUG=DETAIL``, starts a non-blocking MPI operation (or an NCCL one for CUDA
 tensors of an nccl group) and returns a ``Work`` if ``async_op=True``, else waits for it.
 """
+import time
+
 from .. import _backend
 from . import debug as _debug
 from . import mpi as _mpi
+from . import nccl
 from .buffers import Buf, check_tensor, concat, empty, send_array
-from .process_group import ReduceOp, op_name, resolve
+from .process_group import ReduceOp, _seconds, op_name, resolve
 from .work import Work, _Done
 
 np = _backend.numpy
@@ -70,8 +73,6 @@ def _group_rank(pg, rank, group_rank, what, op):
 
 
 def _nccl(pg):
-    from . import nccl
-
     return nccl.communicator(pg)
 
 
@@ -399,10 +400,6 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
 
     >>> dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))  # doctest: +SKIP
     """
-    import time
-
-    from .process_group import _seconds
-
     pg, desc, _ = _start("monitored_barrier", group, [])
     seconds = pg.timeout if timeout is None else _seconds(timeout)
     tag, me, n = 0x4D42, pg.rank(), pg.size()

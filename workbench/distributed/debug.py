@@ -28,7 +28,7 @@ def fingerprint(pg, op, tensors):
 
 def check(pg, op, tensors):
     """Raise on every rank of ``pg`` unless all of them are running the same collective on like tensors."""
-    from .objects import allgather_bytes
+    from .objects import allgather_bytes  # a real cycle: objects -> collectives -> debug
 
     mine = fingerprint(pg, op, tensors)
     blobs = allgather_bytes(pg, f"the debug check before {op} (sequence number {pg.seq})",

@@ -5,6 +5,7 @@ As in PyTorch these unpickle what other ranks send, so use them only among ranks
 import pickle
 
 from .. import _backend
+from . import mpi as _mpi
 from .collectives import _group_rank, _start
 from .work import Work
 
@@ -138,8 +139,6 @@ def recv_object_list(object_list, src=None, group=None, device=None, group_src=N
     >>> objs = [None, None]; dist.recv_object_list(objs, src=0)  # doctest: +SKIP
     0
     """
-    from . import mpi as _mpi
-
     pg, desc, _ = _start("recv_object_list", group, [], [], collective=False)
     MPI = _mpi.loaded()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _group_rank(pg, src, group_src, "src",

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 
+from .. import cuda
 from . import mpi as _mpi
 from . import watch as _watch
 
@@ -69,8 +70,6 @@ def _nproc(text):
     if text in ("cpu", "auto"):
         return os.cpu_count() or 1
     if text == "gpu":
-        from .. import cuda
-
         return max(cuda.device_count(), 1)
     return int(text)
 

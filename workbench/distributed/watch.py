@@ -5,6 +5,7 @@ message naming that rank: it cannot finish its collectives, and waiting would ha
 script ends (or calls ``sys.exit``) says goodbye first, so that ranks still waiting on it in a collective
 learn that it left and fail with a message, instead of waiting for their timeout.
 """
+import atexit
 import os
 import socket
 import sys
@@ -131,8 +132,6 @@ def install(rank, watcher):
         fail(f"{tp.__name__}: {value}")
 
     sys.excepthook = excepthook
-    import atexit
-
     atexit.register(_at_exit)
 
 

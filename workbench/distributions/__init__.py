@@ -13,6 +13,9 @@ gradients; Gamma, Chi2, Beta, Dirichlet and StudentT use exact implicit gradient
 >>> x.mean().backward(); round(loc.grad.item(), 6)
 1.0
 """
+import sys
+import types
+
 from . import constraint_registry, constraints, transforms
 from .constraint_registry import biject_to, transform_to
 from .continuous import (Beta, Cauchy, Chi2, ContinuousBernoulli, Dirichlet, Exponential, FisherSnedecor, Gamma,
@@ -48,9 +51,6 @@ _ALIASES = {"bernoulli": [Bernoulli], "beta": [Beta], "binomial": [Binomial], "c
 
 
 def _alias_modules():
-    import sys
-    import types
-
     for name, classes in _ALIASES.items():
         mod = types.ModuleType(f"{__name__}.{name}", f"PyTorch's torch.distributions.{name} path.")
         for cls in classes:

@@ -3,7 +3,7 @@ the fake function against the real kernel, a replay of its tape node (what ``wor
 float64 gradcheck of the registered backward."""
 from .. import _backend, autograd
 from ..autograd import graph
-from ..autograd.gradcheck import gradcheck
+from ..autograd import gradcheck
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .custom_op import _Layout, _outputs_list, resolve
@@ -183,11 +183,8 @@ def _test_aot_dispatch_dynamic(opdef, args, kwargs, atol, rtol):
         if node._op == opdef._qualname:
             recorded.append(node_args)
 
-    graph.LISTENERS.append(listen)
-    try:
+    with graph.add_listener(listen):
         eager = opdef(*pos, **kw)
-    finally:
-        graph.LISTENERS.remove(listen)
     if recorded:
         node_args = recorded[-1]
     else:  # nothing required grad, so no node was recorded: the arguments a node would hold

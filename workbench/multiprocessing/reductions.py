@@ -15,6 +15,7 @@ Ordinary pickling (``pickle.dumps``, ``copy.deepcopy``) goes through ``Tensor.__
 import ctypes
 import mmap
 import os
+import tempfile
 import weakref
 from multiprocessing import reduction as _mp_reduction
 
@@ -75,8 +76,6 @@ class _Segment:
         if hasattr(os, "memfd_create"):
             fd = os.memfd_create("workbench", os.MFD_CLOEXEC)
         else:
-            import tempfile
-
             fd, path = tempfile.mkstemp(prefix="workbench_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
             os.unlink(path)
         try:

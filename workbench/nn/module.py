@@ -9,10 +9,13 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from .. import _backend
+from .._backend.dtypes import bfloat16, float16, float32, float64
 from ..autograd import graph as _graph
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..ops.convert import _parse_to
 from ..tensor import Tensor
+from ..utils.hooks import add_hook as _add_hook
 from .parameter import Buffer, Parameter, is_lazy
 
 _TREE_VERSION = itertools.count(1)  # bumped whenever any module's set of children changes
@@ -92,21 +95,42 @@ def _addindent(s, n):
     return first + "\n" + "\n".join(" " * n + line for line in lines)
 
 
-def _add_hook(d, fn, prepend, extra=None):
-    h = _graph.RemovableHandle(d)
-    if prepend:
-        items = list(d.items())
-        d.clear()
-        d[h.id] = (fn, extra)
-        d.update(items)
-    else:
-        d[h.id] = (fn, extra)
-    return h
-
+# PyTorch's hook dicts (id -> hook), with the flags of forward hooks in their own dicts under the same ids,
+# so code that reads module._forward_pre_hooks sees the hooks as in PyTorch
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
+               "_forward_hooks_always_called", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
+               "_load_state_dict_post_hooks")
 
 _TYPENAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
               "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def zero_grads(params, set_to_none=True):
+    """Reset the gradients of ``params``: PyTorch's ``zero_grad`` of both ``Module`` and ``Optimizer``.
+
+    With ``set_to_none`` the ``.grad`` goes (the next backward allocates it anew); otherwise it is
+    detached from any graph (``create_graph=True`` leaves one) and filled with zeros in place, so
+    whoever holds it sees the zeros.
+
+    >>> import workbench as wb
+    >>> w = wb.nn.Parameter(wb.ones(2)); w.sum().backward(); g = w.grad
+    >>> zero_grads([w], set_to_none=False); g, w.grad is g
+    (tensor([0., 0.]), True)
+    """
+    for p in params:
+        g = p._grad
+        if g is None:
+            continue
+        if set_to_none:
+            p._grad = None
+        else:
+            if g.grad_fn is not None:
+                g.detach_()
+            else:
+                g.requires_grad_(False)
+            g._data[...] = 0
+            g._vbox[0] += 1
 
 
 def _tensor_typename(v):
@@ -166,12 +190,8 @@ class Module:
         d["_buffers"] = {}
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = {}
-        d["_forward_pre_hooks"] = _graph._HookDict()
-        d["_forward_hooks"] = _graph._HookDict()
-        d["_backward_hooks"] = _graph._HookDict()
-        d["_backward_pre_hooks"] = _graph._HookDict()
-        d["_state_dict_hooks"] = _graph._HookDict()
-        d["_load_state_dict_post_hooks"] = _graph._HookDict()
+        for name in _HOOK_DICTS:
+            d[name] = OrderedDict()
         d["_scope_cache"] = None
 
     def forward(self, *input):
@@ -220,8 +240,8 @@ class Module:
             _NAMES.reset(ntok)
 
     def _call_with_hooks(self, args, kwargs):
-        for fn, with_kwargs in list(self._forward_pre_hooks.values()):
-            if with_kwargs:
+        for hid, fn in list(self._forward_pre_hooks.items()):
+            if hid in self._forward_pre_hooks_with_kwargs:
                 r = fn(self, args, kwargs)
                 if r is not None:
                     if not (isinstance(r, tuple) and len(r) == 2):
@@ -239,15 +259,15 @@ class Module:
         try:
             out = self.forward(*args, **kwargs)
         except Exception:
-            for fn, (with_kwargs, always) in list(self._forward_hooks.values()):
-                if always:
+            for hid, fn in list(self._forward_hooks.items()):
+                if hid in self._forward_hooks_always_called:
                     try:
-                        fn(self, args, kwargs, None) if with_kwargs else fn(self, args, None)
+                        fn(self, args, kwargs, None) if hid in self._forward_hooks_with_kwargs else fn(self, args, None)
                     except Exception:
                         pass
             raise
-        for fn, (with_kwargs, _) in list(self._forward_hooks.values()):
-            r = fn(self, args, kwargs, out) if with_kwargs else fn(self, args, out)
+        for hid, fn in list(self._forward_hooks.items()):
+            r = fn(self, args, kwargs, out) if hid in self._forward_hooks_with_kwargs else fn(self, args, out)
             if r is not None:
                 out = r
         if bw:
@@ -269,7 +289,7 @@ class Module:
                 gi[i] = grads[k]
             gi = tuple(gi)
             go = state.get("grad_output")
-            for fn, _ in list(self._backward_hooks.values()):
+            for fn in list(self._backward_hooks.values()):
                 r = fn(self, gi, go)
                 if r is not None:
                     if len(r) != len(gi):
@@ -302,13 +322,13 @@ class Module:
             for k, i in enumerate(pos):
                 go[i] = grads[k]
             go = tuple(go)
-            for fn, _ in list(self._backward_pre_hooks.values()):
+            for fn in list(self._backward_pre_hooks.values()):
                 r = fn(self, go)
                 if r is not None:
                     go = tuple(r) if isinstance(r, (tuple, list)) else (r,)
             state["grad_output"] = go
             if no_inputs:  # nothing upstream needs grad: PyTorch calls the hooks with grad_input None
-                for fn, _ in list(self._backward_hooks.values()):
+                for fn in list(self._backward_hooks.values()):
                     fn(self, (None,) * state["n_in"], go)
             return tuple(go[i] for i in pos)
 
@@ -330,7 +350,11 @@ class Module:
         >>> m(wb.ones(1)); h.remove()
         tensor([2.])
         """
-        return _add_hook(self._forward_pre_hooks, hook, prepend, bool(with_kwargs))
+        handle = _add_hook(self._forward_pre_hooks, hook, prepend=prepend,
+                           extra_dict=self._forward_pre_hooks_with_kwargs)
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        return handle
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """hook(module, args, output) -> None or a new output; returns a removable handle.
@@ -341,7 +365,13 @@ class Module:
         >>> _ = m(wb.ones(3)); seen
         [workbench.Size([3])]
         """
-        return _add_hook(self._forward_hooks, hook, prepend, (bool(with_kwargs), bool(always_call)))
+        handle = _add_hook(self._forward_hooks, hook, prepend=prepend,
+                           extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called])
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        return handle
 
     def register_full_backward_hook(self, hook, prepend=False):
         """hook(module, grad_input, grad_output) -> None or new grad_input, called during backward.
@@ -352,7 +382,7 @@ class Module:
         >>> m(wb.ones(1, 2, requires_grad=True)).sum().backward(); seen
         [workbench.Size([1, 1])]
         """
-        return _add_hook(self._backward_hooks, hook, prepend)
+        return _add_hook(self._backward_hooks, hook, prepend=prepend)
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """hook(module, grad_output) -> None or a new grad_output, called before the module's backward.
@@ -363,7 +393,7 @@ class Module:
         >>> m(wb.ones(1, 2)).sum().backward(); m.weight.grad
         tensor([[0., 0.]])
         """
-        return _add_hook(self._backward_pre_hooks, hook, prepend)
+        return _add_hook(self._backward_pre_hooks, hook, prepend=prepend)
 
     def register_backward_hook(self, hook):
         """Deprecated alias kept for old code: registers ``hook`` as a full backward hook."""
@@ -371,11 +401,11 @@ class Module:
 
     def register_state_dict_post_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata) called after this module's entries are saved."""
-        return _add_hook(self._state_dict_hooks, hook, False)
+        return _add_hook(self._state_dict_hooks, hook)
 
     def register_load_state_dict_post_hook(self, hook):
         """hook(module, incompatible_keys) called after ``load_state_dict`` on this module."""
-        return _add_hook(self._load_state_dict_post_hooks, hook, False)
+        return _add_hook(self._load_state_dict_post_hooks, hook)
 
     # --- registration --------------------------------------------------------------------------
     def _check_name(self, name, kind):
@@ -464,7 +494,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            _remove_from(name, d)
+            _remove_from(name, d, keep="_parameters")
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
@@ -476,7 +506,7 @@ class Module:
         if isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            _remove_from(name, d)
+            _remove_from(name, d, keep="_modules")
             d["_modules"][name] = value
             _changed()
             return
@@ -491,7 +521,7 @@ class Module:
         if isinstance(value, Buffer):
             if params is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
-            _remove_from(name, d)
+            _remove_from(name, d, keep="_buffers")
             self.register_buffer(name, value, value.persistent)
             return
         bufs = d.get("_buffers")
@@ -668,7 +698,7 @@ class Module:
         if meta is not None:  # PyTorch's per-module format versions, which some loading code reads
             meta[prefix[:-1]] = {"version": self._version}
         self._save_to_state_dict(destination, prefix, keep_vars)
-        for h, _ in self._state_dict_hooks.values():
+        for h in list(self._state_dict_hooks.values()):
             r = h(self, destination, prefix, {})
             if r is not None:
                 destination = r
@@ -750,7 +780,7 @@ class Module:
                 cur._vbox[0] += 1
         result = _IncompatibleKeys(missing, unexpected)
         for _, m in self.named_modules():
-            for h, _ in list(m._load_state_dict_post_hooks.values()):
+            for h in list(m._load_state_dict_post_hooks.values()):
                 h(m, result)
         return result
 
@@ -780,7 +810,7 @@ class Module:
         >>> m(wb.ones(1, 2)).shape
         workbench.Size([1, 1])
         """
-        from ..compiler import compile as _compile
+        from ..compiler import compile as _compile  # the compiler sits above nn (it traces modules)
 
         self.__dict__["forward"] = _compile(self.__dict__.get("forward", self.forward), *args, **kwargs)
 
@@ -804,19 +834,7 @@ class Module:
         >>> m.weight.grad is None
         True
         """
-        for p in self.parameters():
-            g = p._grad
-            if g is None:
-                continue
-            if set_to_none:
-                p._grad = None
-            else:
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g._data[...] = 0
-                g._vbox[0] += 1
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         """Call ``fn`` on every descendant (children first) and then on this module; returns self.
@@ -864,8 +882,6 @@ class Module:
         >>> wb.nn.Linear(2, 2).to(wb.float64).weight.dtype
         workbench.float64
         """
-        from ..ops.convert import _parse_to
-
         dtype, device, _ = _parse_to(args, dict(kwargs))
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -897,26 +913,18 @@ class Module:
 
     def float(self):
         """Floating point parameters and buffers to float32.  >>> wb.nn.Linear(1, 1).double().float()"""
-        from .._backend.dtypes import float32
-
         return self._cast_float(float32)
 
     def double(self):
         """Floating point parameters and buffers to float64.  >>> wb.nn.Linear(1, 1).double().weight.dtype"""
-        from .._backend.dtypes import float64
-
         return self._cast_float(float64)
 
     def half(self):
         """Floating point parameters and buffers to float16.  >>> wb.nn.Linear(1, 1).half().weight.dtype"""
-        from .._backend.dtypes import float16
-
         return self._cast_float(float16)
 
     def bfloat16(self):
         """Floating point parameters and buffers to bfloat16."""
-        from .._backend.dtypes import bfloat16
-
         return self._cast_float(bfloat16)
 
     def share_memory(self):
@@ -943,12 +951,18 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in _HOOK_DICTS:  # modules pickled by older versions (of PyTorch too) may lack some
+            self.__dict__.setdefault(name, OrderedDict())
 
 
-def _remove_from(name, d):
-    """Forget ``name`` wherever the module holds it, before it is registered anew."""
+def _remove_from(name, d, keep=None):
+    """Forget ``name`` wherever the module holds it, before it is registered anew in ``keep``.
+
+    ``keep`` is left alone so that replacing ``seq[1]`` or a parameter keeps its place in the order
+    (``named_modules``, ``state_dict``, a Sequential's forward), as in PyTorch.
+    """
     for key in ("_parameters", "_buffers", "_modules"):
-        if name in d.get(key, ()):
+        if key != keep and name in d.get(key, ()):
             del d[key][name]
             if key == "_modules":
                 _changed()

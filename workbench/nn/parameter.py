@@ -1,4 +1,5 @@
 """Parameter: a Tensor that a Module registers as learnable when assigned as an attribute."""
+from ..creation import empty
 from ..tensor import Tensor
 
 
@@ -15,8 +16,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            from ..creation import empty
-
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter expects a Tensor as data, got {type(data).__name__}; "
@@ -59,8 +58,6 @@ class Buffer(Tensor):
 
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
-            from ..creation import empty
-
             data = empty(0)
         self = object.__new__(cls)
         Tensor._init_from(self, data._data, False, None, 0, data._vbox, None)
@@ -78,8 +75,6 @@ class _Uninitialized:
 
     def materialize(self, shape, device=None, dtype=None):
         """Allocate the tensor with ``shape`` and turn this object into a plain Parameter/Tensor in place."""
-        from ..creation import empty
-
         t = empty(tuple(shape), device=device or self.device, dtype=dtype or self.dtype)
         self._data = t._data
         self._vbox[0] += 1
@@ -107,8 +102,6 @@ class UninitializedParameter(_Uninitialized, Parameter):
     cls_to_become = Parameter
 
     def __new__(cls, requires_grad=True, device=None, dtype=None):
-        from ..creation import empty
-
         return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
 
     def __init__(self, requires_grad=True, device=None, dtype=None):
@@ -127,8 +120,6 @@ class UninitializedBuffer(_Uninitialized, Tensor):
     cls_to_become = Tensor
 
     def __new__(cls, requires_grad=False, device=None, dtype=None):
-        from ..creation import empty
-
         self = object.__new__(cls)
         Tensor._init_from(self, empty(0, device=device, dtype=dtype)._data, False)
         return self

@@ -1,6 +1,7 @@
 """Helpers shared by the op families: dtype promotion on raw operands, dim and size arguments, out=,
 dtype errors, ufunc.at on raw arrays, dropout's uniform samples, array steps of public functions."""
 from .. import _backend
+from .. import random as _random
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
@@ -218,8 +219,6 @@ def _uniform(like, shape):
 
 def _uniform_array(like, shape):
     """U[0, 1) samples of ``shape`` from the default generator, on the device of array ``like``."""
-    from .. import random as _random
-
     dev = _backend.device_of(like)
     rs = _random.default_generator._stream(dev)
     with _backend.on_device(dev):

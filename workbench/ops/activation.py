@@ -10,14 +10,16 @@ import struct
 import warnings
 
 from .. import _backend
+from .. import random as _random
 from .._backend import dtypes as _dt, kernels as _k, pointwise as _pw
+from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
-from .._core import Tensor
+from ._util import _uniform, _uniform_array, array_step
+from .elementwise import relu as _relu
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _uniform, _uniform_array, array_step
 from .join import cat
 
 
@@ -78,10 +80,7 @@ def _piecewise(name, kernel, slope=1.0):
     def backward(ctx, g):
         (m,) = ctx.saved_tensors
         if not STATE.enabled:
-            d = ctx.xp.multiply(g._data, m._data)
-            if slope != 1:
-                d *= slope
-            d = Tensor._make(d)
+            d = Tensor._make(_pw.mask_mul(ctx.xp, g._data, m._data, slope))
         else:
             d = g * m if slope == 1 else g * m * slope
         return (d,) + (None,) * ctx.n_params
@@ -118,8 +117,6 @@ def relu(input, inplace=False):
     >>> wb.relu(wb.tensor([-1.0, 2.0]))
     tensor([0., 2.])
     """
-    from .elementwise import relu as _relu
-
     if inplace:
         return input.relu_()
     return _relu(input)
@@ -258,8 +255,6 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    from .. import random as _random
-
     rs = _random.default_generator._stream(input.device)
     with _backend.on_device(input.device):
         u = rs.random(tuple(input.shape)) if input.device.type == "cpu" else rs.random_sample(tuple(input.shape))

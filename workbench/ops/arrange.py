@@ -1,11 +1,16 @@
 """Ops that copy and rearrange elements: repeat, tile, repeat_interleave, flip, roll, rot90, tril/triu,
 diagonal embedding (diag, diag_embed, diagflat, diagonal_scatter), tri indices and combinations."""
-from .. import _backend
+import itertools
+
+from .. import _backend, creation
 from .._backend import dtypes as _dt
-from ..autograd.function import Function
 from .._core import Tensor
+from ..autograd.function import Function
 from ..creation import _sizes_or_keyword
 from ._util import _check_scatter_src, _shape_args, wrap_dim
+from .convert import clone
+from .elementwise import where
+from .index import index_select
 from .views import Expand, StorageMap, diagonal, flatten, reshape, transpose, unsqueeze
 
 
@@ -50,8 +55,6 @@ def diag(input, diagonal=0):
     if input.ndim == 1:
         return diag_embed(input, diagonal, 0, 1)
     if input.ndim == 2:
-        from .convert import clone
-
         return clone(globals()["diagonal"](input, diagonal, 0, 1))
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
@@ -80,8 +83,6 @@ def repeat(input, *sizes):
     x = reshape(input, tuple(inter))
     out = reshape(Expand.apply(x, tuple(big)), tuple(final))
     if out._base is not None:  # every repeat was 1: still a copy, as in PyTorch
-        from .convert import clone
-
         out = clone(out)
     return out
 
@@ -101,8 +102,6 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     >>> wb.repeat_interleave(wb.tensor([1, 2]), 2)
     tensor([1, 1, 2, 2])
     """
-    from .. import creation
-
     if repeats is None:  # repeat_interleave(repeats): indices 0..n-1, each repeated
         reps = input
         if reps.ndim > 1:
@@ -138,8 +137,6 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         if output_size is not None and idx.numel() != output_size:
             raise RuntimeError(f"repeat_interleave: output_size {output_size} does not match the sum of repeats "
                                f"{idx.numel()}")
-        from .index import index_select
-
         return index_select(input, d, idx)
     repeats = int(repeats)
     if repeats < 0:
@@ -237,8 +234,6 @@ def rot90(input, k=1, dims=(0, 1)):
         return Flip.apply(input, (d0, d1))
     if k == 3:
         return transpose(Flip.apply(input, (d0,)), d0, d1)
-    from .convert import clone
-
     return clone(input)
 
 
@@ -282,8 +277,6 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     tensor([[1., 0.],
             [0., 1.]])
     """
-    from .elementwise import where
-
     region = diagonal(input, offset, dim1, dim2)
     _check_scatter_src("diagonal_scatter", region, src)
     n = input.ndim
@@ -301,8 +294,6 @@ def diagflat(input, offset=0):
 
 
 def _tri_indices(row, col, offset, dtype, device, upper):
-    from .. import creation
-
     xp = _backend.numpy
     r, c = (xp.triu_indices if upper else xp.tril_indices)(row, offset, col)
     return creation.tensor(xp.stack([r, c]).reshape(2, -1), dtype=dtype or _dt.int64, device=device)
@@ -325,10 +316,7 @@ def combinations(input, r=2, with_replacement=False):
     >>> wb.combinations(wb.tensor([1, 2, 3])).tolist()
     [[1, 2], [1, 3], [2, 3]]
     """
-    import itertools
 
-    from .. import creation
-    from .index import index_select
 
     if input.ndim != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")

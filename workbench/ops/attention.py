@@ -8,13 +8,17 @@ import math
 
 from .. import _backend
 from .._backend import kernels as _k
+from .._backend.dtypes import bool_, float32
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
+from .activation import Softmax, SoftmaxBackward, dropout, softmax
+from .join import cat
+from .linear import linear
+from .pad import pad
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import array_step, gemm, _uniform_array
-from .activation import Softmax, SoftmaxBackward
 
 
 class Attention(Function):
@@ -130,8 +134,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def _bool_dtype():
-    from .._backend.dtypes import bool_
-
     return bool_
 
 
@@ -161,8 +163,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     >>> out.shape, w.shape
     (workbench.Size([3, 1, 4]), workbench.Size([1, 3, 3]))
     """
-    from .linear import linear
-    from .activation import dropout, softmax
 
     batched = query.ndim == 3
     if not batched:
@@ -190,8 +190,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
-    from .join import cat
-
     if attn_mask is not None and attn_mask.ndim == 2:
         attn_mask = attn_mask.unsqueeze(0)
     if bias_k is not None and bias_v is not None:
@@ -237,16 +235,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 def _pad_last(mask):
     if mask is None:
         return None
-    from .pad import pad
-
     if mask.dtype == _bool_dtype():
         return pad(mask.to(_f32()), (0, 1)).to(_bool_dtype())
     return pad(mask, (0, 1))
 
 
 def _f32():
-    from .._backend.dtypes import float32
-
     return float32
 
 

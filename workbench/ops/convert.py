@@ -1,9 +1,11 @@
 """dtype and device conversions, copies, and the in-place basics (copy_, fill_, zero_)."""
+import warnings
+
 from .. import _backend
 from .._backend import dtypes as _dt
+from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from .._core import Tensor
 
 
 class ToCopy(Function):
@@ -20,8 +22,6 @@ class ToCopy(Function):
             y = _backend.to_device(y, device)
         if dtype is not None and y.dtype != dtype.np:
             if x.dtype.kind == "c" and dtype.category < _dt._COMPLEX:
-                import warnings
-
                 warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
                               stacklevel=4)
                 y = y.real

@@ -10,8 +10,8 @@ half of the spectrum zero, and C2R's interior bins counted twice (each stands fo
 conjugate partner).
 """
 from .._backend import dtypes as _dt
-from ..autograd.function import Function
 from .._core import Tensor
+from ..autograd.function import Function
 from ..creation import tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast

@@ -8,14 +8,17 @@ that take no gradient.
 """
 import collections
 import collections.abc
+import warnings
 
-from .. import _backend
+from .. import _backend, creation
 from .._backend import dtypes as _dt
-from ..autograd.function import Function
 from .._core import Tensor
+from ..autograd.function import Function
+from ..creation import tensor as _tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, ufunc_at, wrap_dim
+from .elementwise import where
 from .views import Expand, broadcast_shapes, broadcast_tensors, reshape
 
 
@@ -35,8 +38,6 @@ def _convert_key(key, x):
     """A Python/Tensor index as one the array library understands (Tensors become arrays)."""
     if type(key) is list and len(key) < 32 and any(
             isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis for k in key):
-        import warnings
-
         # PyTorch's legacy rule: such a list indexes like a tuple (NumPy would make one array of it)
         warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
                       "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted "
@@ -55,16 +56,12 @@ def _convert_key1(k, x):
                                f"({x.device})")
         d = k._data
         if k.device != x.device:
-            from .. import _backend
-
             d = _backend.to_device(d, x.device)
         if d.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         return d
     if isinstance(k, (list, range, tuple, collections.abc.Sequence)) and not isinstance(k, (str, bytes)):
         # any sequence of integers is an index array, as in PyTorch: logprobs[range(n), Yb], x[(0, 2), :]
-        from .. import _backend
-
         xp = _backend.xp_of(x._data)
         arr = xp.asarray(_backend.numpy.asarray(k if isinstance(k, list) else list(k)))
         if arr.dtype.kind not in "biu" and arr.size:
@@ -205,8 +202,6 @@ def setitem(self, key, value):
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{self.device} and {value.device}! (in __setitem__)")
     if isinstance(value, (list, tuple)):
-        from ..creation import tensor as _tensor
-
         value = _tensor(value, dtype=self.dtype, device=self.device)
     self._inplace("__setitem__", lambda x, v: IndexPut.apply(x, k, v), value)
 
@@ -418,8 +413,6 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         if reduce not in ("add", "multiply"):
             raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
         if src is None:
-            from .. import creation
-
             src = creation.full(tuple(index.shape), value, dtype=input.dtype, device=input.device)
         return scatter_reduce(input, dim, index, src, "sum" if reduce == "add" else "prod")
     d = _check_gather_like("scatter", input, dim, index, src)
@@ -485,8 +478,6 @@ class ScatterReduce(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from .elementwise import where
-
         x, src, out = ctx.saved_tensors
         key, red, inc = ctx.key, ctx.reduce, ctx.include_self
         z = g * 0
@@ -639,8 +630,6 @@ def masked_fill(input, mask, value):
     >>> wb.zeros(3).masked_fill(wb.tensor([True, False, True]), 1.)
     tensor([1., 0., 1.])
     """
-    from .elementwise import where
-
     _check_mask(mask, "masked_fill")
     if isinstance(value, Tensor):
         if value.ndim != 0:

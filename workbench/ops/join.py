@@ -1,6 +1,9 @@
 """Joins: cat, stack and their h/v/d/column variants, atleast_nd, meshgrid, cartesian_prod, block_diag."""
-from ..autograd.function import Function
+import warnings
+
+from .. import creation
 from .._core import Tensor
+from ..autograd.function import Function
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, result_dtype_n, wrap_dim
@@ -225,8 +228,6 @@ def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
-        import warnings
-
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
                       UserWarning, stacklevel=2)
         indexing = "ij"
@@ -280,8 +281,6 @@ def block_diag(*tensors):
                                f"{t.ndim} dimensions")
         mats.append(reshape(t, (1, -1) if t.ndim == 1 else (1, 1)) if t.ndim < 2 else t)
     if not mats:
-        from .. import creation
-
         return creation.zeros(1, 0)
     width = sum(m.shape[1] for m in mats)
     rows, left = [], 0

@@ -5,14 +5,21 @@ differentiates again); the rest (pinv's uses, lstsq, matrix_power, norms of matr
 compositions of those.
 """
 import collections
+import math
+import warnings
 
-from .. import _backend
-from ..autograd.function import Function
+from .. import _backend, creation
 from .._core import Tensor
+from ..autograd.function import Function
+from .elementwise import where
+from .index import IndexPut
+from .join import cat, stack
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, _outs, cast, norm_dims, result_dtype_n, wrap_dim, writes_out
 from .linalg_core import matmul
+from .pad import ConstantPad
+from .views import broadcast_tensors
 
 
 class LinAlgError(RuntimeError):
@@ -154,8 +161,6 @@ class Einsum(Function):
 
 
 def _embed_repeated(gk, uniq, s, like):
-    from .index import IndexPut
-
     xp = _backend.xp_of(gk._data)
     key = []
     for ch in s:
@@ -259,8 +264,6 @@ def kron(input, other, *, out=None):
 
 
 def _cross(input, other, dim, op):
-    from .views import broadcast_tensors
-    from .join import stack
 
     if input.ndim != other.ndim:
         raise RuntimeError(f"{op}: inputs dimensions must match, got {input.ndim} and {other.ndim}")
@@ -285,8 +288,6 @@ def cross(input, other, dim=None, *, out=None):
         input, other = _autocast_cast("cross", input, other)
 
     if dim is None:
-        import warnings
-
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated. Please either pass the dim "
                       "explicitly or simply use torch.linalg.cross. The default value of dim will change to agree "
                       "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
@@ -620,8 +621,6 @@ def linalg_qr(A, mode="reduced", *, out=None):
     if m >= n:
         Q, R = QRSquare.apply(A, "complete" if mode == "complete" else "reduced")
     else:  # wide: Q, U = qr(X) on the first m columns, R = [U, Q^H Y]
-        from .join import cat
-
         X, Y = A[..., :m], A[..., m:]
         Q, U = QRSquare.apply(X, "reduced")
         R = cat([U, _mH(Q) @ Y], -1)
@@ -839,8 +838,6 @@ class Pinv(Function):
 
 
 def _tols(A, atol, rtol, op):
-    import math
-
     if isinstance(atol, Tensor) or isinstance(rtol, Tensor):
         raise TypeError(f"{op}: pass atol/rtol as Python floats")
     eps = _backend.numpy.finfo(A._data.dtype).eps
@@ -1010,8 +1007,6 @@ class VectorNorm(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from .elementwise import where
-
         x, r = ctx.saved_tensors
         p = ctx.ord
         if not ctx.keepdim:
@@ -1181,8 +1176,6 @@ def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 # --- variants that report failure in an ``info`` tensor instead of raising ----------------------------
 def _with_info(A, fn, info_of, check_errors):
     """(fn(A), info): info is 0 per matrix where fn succeeded; failed matrices give NaN results."""
-    from .join import stack
-
     xp = _backend.xp_of(A._data)
     batch = tuple(A.shape[:-2])
     try:
@@ -1338,8 +1331,6 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 
 def _powers(x, N):
-    from .join import stack
-
     cols = [x * 0 + 1]
     for _ in range(1, N):
         cols.append(cols[-1] * x)
@@ -1376,8 +1367,6 @@ def vander(x, N=None, increasing=False):
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     if n == 0:
-        from .. import creation
-
         return creation.empty(x.shape[0], 0, dtype=x.dtype, device=x.device)
     v = _powers(x, n)
     return v if increasing else v.flip(-1)
@@ -1391,8 +1380,6 @@ def matrix_exp(A):
     tensor([[1., 0.],
             [0., 1.]])
     """
-    import math
-
     _check_matrix(A, "linalg.matrix_exp")
     xp = _backend.xp_of(A._data)
     norm1 = float(xp.abs(A._data).sum(-2).max()) if A.numel() else 0.0
@@ -1442,8 +1429,6 @@ def chain_matmul(*matrices, out=None):
     """The product of 2-D matrices (deprecated in PyTorch: use linalg.multi_dot).  >>> wb.chain_matmul(wb.eye(2), wb.eye(2))"""
     if _AUTOCAST[0]:
         matrices = _autocast_cast("chain_matmul", *matrices)
-    import warnings
-
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead", UserWarning, stacklevel=2)
     if len(matrices) == 1:
@@ -1546,8 +1531,6 @@ def linalg_lu(A, *, pivot=True, out=None):
     tensor([[3.0000, 4.0000],
             [0.0000, 0.6667]])
     """
-    from .join import cat
-
     _check_matrix(A, "linalg.lu", square=False)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
@@ -1576,8 +1559,6 @@ def lu_factor(A, *, pivot=True, out=None):
     >>> wb.linalg.lu_factor(wb.tensor([[1., 2.], [3., 4.]])).pivots
     tensor([2, 2], dtype=workbench.int32)
     """
-    from .pad import ConstantPad
-
     _check_matrix(A, "linalg.lu_factor", square=False)
     P, L, U = linalg_lu(A, pivot=pivot)
     m, n = A.shape[-2], A.shape[-1]
@@ -1704,8 +1685,6 @@ def qr(input, some=True, *, out=None):
     """torch.qr (deprecated in PyTorch): reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R"""
     if _AUTOCAST[0]:
         input, = _autocast_cast("linalg", input)
-    import warnings
-
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
                   "release. Use Q, R = workbench.linalg.qr(A, 'reduced' if some else 'complete')", UserWarning,
                   stacklevel=3)
@@ -1716,8 +1695,6 @@ def cholesky(input, upper=False, *, out=None):
     """torch.cholesky (deprecated in PyTorch in favour of linalg.cholesky).  >>> wb.cholesky(wb.eye(2))"""
     if _AUTOCAST[0]:
         input, = _autocast_cast("cholesky", input)
-    import warnings
-
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release. L = workbench.cholesky(A) should be replaced with L = workbench.linalg.cholesky(A)",
                   UserWarning, stacklevel=2)
@@ -1736,8 +1713,6 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     tensor([[0.5000],
             [0.5000]])
     """
-    import warnings
-
     warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular and will be removed "
                   "in a future PyTorch release. workbench.linalg.solve_triangular has its arguments reversed and does "
                   "not return a copy of one of the inputs.", UserWarning, stacklevel=3)
@@ -1770,8 +1745,6 @@ def lu(A, pivot=True, get_infos=False, out=None):
     >>> wb.lu(wb.tensor([[1., 2.], [3., 4.]]))[1]
     tensor([2, 2], dtype=workbench.int32)
     """
-    import warnings
-
     warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
                   "removed in a future PyTorch release.", UserWarning, stacklevel=2)
     LU, piv = lu_factor(A, pivot=pivot)

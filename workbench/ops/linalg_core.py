@@ -1,5 +1,6 @@
 """matmul and its relatives, the ops most models spend their time in."""
 from ..autograd.function import Function
+from .views import broadcast_shapes
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, gemm, result_dtype
@@ -171,8 +172,6 @@ ger = outer
 
 def _add_scaled(input, prod, beta, alpha, op):
     # beta * input + alpha * prod; beta == 0 ignores input's values (NaN included), as PyTorch does
-    from .views import broadcast_shapes
-
     try:
         broadcast_shapes(input.shape, prod.shape)
     except RuntimeError:

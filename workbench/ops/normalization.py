@@ -348,8 +348,6 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     if input.numel() == 0:
         return input
     c = input.shape[1]
-    from .. import _backend
-
     xp = _backend.xp_of(input._data)
     # channel window [i - size//2, i + (size-1)//2], zero-padded, always divided by size (as PyTorch)
     idx = xp.arange(c)

@@ -1,6 +1,8 @@
 """Padding: constant, reflect, replicate and circular (``F.pad``)."""
+from .. import creation
 from .._backend import dtypes as _dt
 from ..autograd.function import Function
+from .index import index_select
 
 
 # --- padding (re-exported as workbench.nn.functional.pad) ------------------------------------------
@@ -67,8 +69,6 @@ def pad(input, pad, mode="constant", value=None):
                                   "'circular'")
     if value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument")
-    from .. import creation
-    from .index import index_select
 
     x = input
     for i in range(len(pads) // 2):

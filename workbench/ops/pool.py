@@ -7,11 +7,12 @@ import itertools
 import math
 
 from .. import _backend
+from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.graph import composite
-from .._core import Tensor
 from ._util import _uniform, ntuple
 from ._windows import _pad, _sep_apply, _windows
+from .elementwise import relu
 from .index import PutRows, TakeRows
 
 
@@ -324,8 +325,6 @@ def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
     k = ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
     op = avg_pool1d if nd == 1 else avg_pool2d
     out = op(input ** norm_type, k, stride, 0, ceil_mode)
-    from .elementwise import relu
-
     return ((out.sign() * relu(out.abs())) * math.prod(k)) ** (1.0 / norm_type)
 
 
@@ -514,8 +513,6 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """
     k = ntuple(kernel_size, 3, "kernel_size", "lp_pool3d")
     out = avg_pool3d(input ** norm_type, k, stride, 0, ceil_mode)
-    from .elementwise import relu
-
     return ((out.sign() * relu(out.abs())) * math.prod(k)) ** (1.0 / norm_type)
 
 

@@ -12,6 +12,7 @@ summed in float64 until the terms fall below 1e-17 of the sum (so it is exact to
 _standard_gamma_grad uses approximations accurate to ~1e-3 .. 1e-6 relative). Beta and Dirichlet samples
 are normalized gamma draws, so their gradients follow from these by the chain rule.
 """
+from .._backend import device_of
 from ..autograd.function import Function
 from ..random import default_generator
 from .special import digamma_array
@@ -57,8 +58,6 @@ class StandardGamma(Function):
     @staticmethod
     def forward(ctx, alpha, generator):
         xp = ctx.xp
-        from .._backend import device_of
-
         rs = (generator or default_generator)._stream(device_of(alpha))
         x = rs.standard_gamma(alpha.astype("float64")).astype(alpha.dtype)
         tiny = {2: 6.103515625e-05, 4: 1.1754943508222875e-38, 8: 2.2250738585072014e-308}[x.dtype.itemsize]

@@ -1,6 +1,7 @@
 """Slices and splits: narrow, select, split, chunk, unbind, tensor_split, and the *_scatter ops that embed a slice."""
 from .._core import Tensor
 from ._util import _check_scatter_src, wrap_dim
+from .convert import clone
 from .index import GetItem, IndexPut
 from .views import ScatterView, as_strided
 
@@ -197,8 +198,6 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
 
 def narrow_copy(input, dim, start, length):
     """narrow() as a new tensor.  >>> wb.narrow_copy(wb.arange(4), 0, 1, 2)  ->  tensor([1, 2])"""
-    from .convert import clone
-
     return clone(narrow(input, dim, start, length))
 
 
@@ -209,8 +208,6 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     >>> wb.as_strided_scatter(wb.zeros(4), wb.ones(2), (2,), (2,))
     tensor([1., 0., 1., 0.])
     """
-    from .convert import clone
-
     base = clone(input).contiguous()
     region = as_strided(base, size, stride, storage_offset)
     _check_scatter_src("as_strided_scatter", region, src)

@@ -20,8 +20,9 @@ import math
 from fractions import Fraction
 
 from .. import _backend
-from ..autograd.function import Function
+from .._backend import dtypes
 from .._core import Tensor
+from ..autograd.function import Function
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, dtype_error, result_dtype, to_float
@@ -407,8 +408,6 @@ def mvlgamma(input, p, *, out=None):
 
 
 def _float_dtype():
-    from .._backend import dtypes
-
     return dtypes.get_default_dtype()
 
 

@@ -6,9 +6,10 @@ every as_strided-style view is one storage-map primitive (``StorageMap``). Writi
 """
 from .. import _backend
 from .._core import Size
-from ..autograd.function import Function
+from ..autograd.function import Function, _NoGradCtx
 from ..creation import _sizes_or_keyword
 from ._util import _shape_args, ufunc_at, wrap_dim
+from .convert import view_dtype
 
 
 def _infer_shape(shape, numel, op):
@@ -94,8 +95,6 @@ def view(input, *sizes, size=None, dtype=None):
         sizes = (dtype,)
     shape = sizes if size is None else _sizes_or_keyword(sizes, size, "view")
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and shape[0] is not None:
-        from .convert import view_dtype
-
         return view_dtype(input, shape[0])
     return View.apply(input, tuple(_shape_args(shape)))
 
@@ -312,11 +311,7 @@ class ScatterView(Function):
 def _replay_raw(vf, arr):
     cls, rest, parent = vf
     base = arr if parent is None else _replay_raw(parent, arr)
-    from ..autograd.function import _NoGradCtx
-
     ctx = _NoGradCtx()
-    from .. import _backend
-
     ctx.xp = _backend.xp_of(arr)
     ctx.needs_input_grad = ()
     return cls.forward(ctx, base, *rest)

@@ -5,6 +5,8 @@
 >>> opt = wb.optim.Adam(model.parameters(), lr=1e-2)
 >>> loss = model(wb.randn(8, 3)).pow(2).mean(); loss.backward(); opt.step(); opt.zero_grad()
 """
+import importlib
+
 from . import lr_scheduler
 from .adadelta import Adadelta
 from .adafactor import Adafactor
@@ -29,7 +31,5 @@ __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"
 def __getattr__(name):
     # swa_utils builds on nn, which imports the functional ops: loaded on first use
     if name == "swa_utils":
-        import importlib
-
         return importlib.import_module(".swa_utils", __name__)
     raise AttributeError(f"module 'workbench.optim' has no attribute '{name}'")

@@ -16,6 +16,7 @@ import os
 import pickle
 import re
 import warnings
+import zipfile
 
 from ..utils.serialization import config as _config
 from . import _native, _torch_files
@@ -225,8 +226,6 @@ def get_unsafe_globals_in_checkpoint(f):
     if head.startswith(_native.MAGIC):
         return unsafe_globals(_native.pickle_bytes(f))
     if head.startswith(b"PK\x03\x04"):
-        import zipfile
-
         with zipfile.ZipFile(f) as zf:
             pkl = sorted((n for n in zf.namelist() if n.endswith("data.pkl") and n.count("/") <= 1), key=len)
             if not pkl:

@@ -5,7 +5,7 @@ import mmap
 import os
 import tempfile
 
-from .. import _backend
+from .. import _backend, cuda
 from ..utils.serialization import config
 
 np = _backend.numpy
@@ -108,8 +108,6 @@ def to_device(arr, loc):
     """A host array moved to the device named ``loc`` (itself for the CPU)."""
     dev = _backend.device(loc)
     if dev.type == "cuda":
-        from .. import cuda
-
         if not cuda.is_available():
             raise RuntimeError("Attempting to deserialize object on a CUDA device but workbench.cuda.is_available() is "
                                "False. If you are running on a CPU-only machine, please use workbench.load with "

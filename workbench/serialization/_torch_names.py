@@ -8,8 +8,11 @@
 """
 from collections import OrderedDict
 
-from .. import _backend
+import workbench
+
+from .. import _backend, nn
 from .._backend import dtypes as _dt
+from ..creation import tensor
 from ..nn.parameter import Parameter
 from ..tensor import Size, Tensor
 from ._common import CheckpointError, to_device
@@ -164,8 +167,6 @@ def _rebuild_device_tensor_from_cpu_tensor(data, dtype, device, requires_grad):
 
 
 def _rebuild_device_tensor_from_numpy(data, dtype, device, requires_grad):
-    from ..creation import tensor
-
     return _grad(tensor(data, dtype=dtype, device=device), requires_grad)
 
 
@@ -235,10 +236,6 @@ def counterpart(full_path):
     ``workbench.nn.Linear``) or function (``torch.nn.functional.relu``, ``torch.tanh``), or None. A whole
     module pickled by PyTorch then loads as workbench's: its state (attributes, ``_parameters``,
     ``_buffers``, ``_modules``) uses the same names."""
-    import workbench
-
-    from .. import nn  # the package above nn.parameter: loaded by now whenever a checkpoint names a module
-
     if full_path == "torch._C._VariableFunctionsClass":  # torch.tanh & co. pickle as getattr(this, "tanh")
         return workbench
     module, _, name = full_path.rpartition(".")

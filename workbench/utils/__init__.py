@@ -1,4 +1,4 @@
-"""``workbench.utils``: ``data`` (datasets and the DataLoader) and ``checkpoint``, loaded on first use.
+"""``workbench.utils``: ``data`` (datasets and the DataLoader), ``checkpoint`` and ``hooks``, loaded on first use.
 
 >>> import workbench as wb
 >>> wb.utils.data.TensorDataset(wb.zeros(2))[0]
@@ -6,7 +6,7 @@
 """
 import importlib
 
-_SUBMODULES = ("data", "checkpoint", "cpp_extension", "serialization", "tensorboard")
+_SUBMODULES = ("data", "checkpoint", "cpp_extension", "hooks", "serialization", "tensorboard")
 
 
 def __getattr__(name):

@@ -7,6 +7,7 @@ records a single ``CheckpointBackward`` node in its place. In backward that node
 those outside edges. Gradients therefore reach parameters as usual, and ``autograd.grad`` works
 through a checkpoint, as with PyTorch's ``use_reentrant=False``.
 """
+from .. import random
 from ..autograd import engine, graph
 from ..autograd.function import Function, _new_node
 from ..autograd.grad_mode import STATE, enable_grad
@@ -62,8 +63,6 @@ def _boundary(outs, start):
 
 
 def _rng_state():
-    from .. import random
-
     return random.get_rng_state()
 
 
@@ -117,8 +116,6 @@ class _Recompute:
         self.edges, self.metas, self.check = edges, metas, determinism_check
 
     def __call__(self, grads):
-        from .. import random
-
         create_graph = STATE.enabled  # the engine runs backward with grad mode = create_graph
         if create_graph:  # the gradient must stay connected to the real inputs, to be differentiated again
             detached = list(self.args)

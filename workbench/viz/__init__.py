@@ -1,9 +1,11 @@
 """See the tape: snapshots of the recorded graph, a backward debugger, and a live gradient monitor.
 
 The modules form one stack, each importing only those before it: ``recorder`` (forward recording)
--> ``summary``, ``classroom`` -> ``snapshot`` (tape -> tape.v1) -> ``replay`` (backward recorder),
-``stepper``, ``gradstats`` -> ``static_svg`` -> ``views`` (MIME bundles) -> ``widgets`` -> the
-factories below.
+-> ``summary``, ``classroom`` -> ``snapshot`` (tape -> tape.v1) -> ``replay`` (backward recorder) ->
+``series`` (the tape over time) ->
+``stepper``, ``gradstats`` -> ``static_svg`` -> ``views`` (MIME bundles) -> ``widgets``, ``compare``
+(two tapes in one view) -> the factories below; ``align`` (which node is which across snapshots)
+imports none of them.
 
 >>> import workbench as wb
 >>> w = wb.tensor([1.0, 2.0], requires_grad=True)
@@ -13,16 +15,17 @@ factories below.
 >>> snap.save("tape.html")                # doctest: +SKIP
 """
 from . import measures
+from .compare import compare
 from .gradstats import GradStats
 from .recorder import Recorder, record, trace
 from .replay import fill_grads, record_backward
 from .snapshot import MIME, as_roots, build
 from .stepper import Step, Stepper, grad_norm_above, on_nan
-from .views import Snapshot
+from .views import Snapshot, Snapshots
 from .widgets import DebuggerWidget, Monitor
 
-__all__ = ["record", "trace", "snapshot", "show", "Snapshot", "MIME", "debug", "on_nan", "grad_norm_above",
-           "Stepper", "Step", "watch", "Monitor", "GradStats", "Recorder"]
+__all__ = ["record", "trace", "snapshot", "show", "Snapshot", "Snapshots", "MIME", "debug", "on_nan", "grad_norm_above",
+           "Stepper", "Step", "watch", "Monitor", "GradStats", "Recorder", "compare"]
 
 
 def snapshot(roots, model=None, *, names=None, title=None, trace=False, retain_graph=False, values=True,
@@ -96,12 +99,15 @@ def debug(roots, model=None, breakpoints=(), classroom=False, *, gradient=None, 
     return w
 
 
-def watch(model, every=1, histograms=True, *, display=True, **kw):
+def watch(model, every=1, histograms=True, *, snapshots_every=None, display=True, **kw):
     """Attach a live gradient monitor to ``model``; it updates while the training loop runs.
 
     Per layer: gradient norm, weight norm, update/weight ratio, log10|grad| histograms; the loss (the
     backward root, or ``mon.log(loss=...)``); alarms for NaN/Inf (layer, op, source line), exploding
     and vanishing gradients and dead ReLUs. ``mon.detach()`` removes every hook and leaves a PNG.
+    ``snapshots_every=N`` keeps the tape of steps 0, N, 2N... in ``mon.snapshots`` (``mon.snapshot()``
+    keeps the next one): the structure once, each node's gradient and value norm per step, shown as
+    the tape viewer with a step slider.
 
     >>> import workbench as wb
     >>> mon = wb.viz.watch(model)                       # doctest: +SKIP
@@ -109,7 +115,7 @@ def watch(model, every=1, histograms=True, *, display=True, **kw):
     ...     opt.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); opt.step()
     >>> mon.detach()                                    # doctest: +SKIP
     """
-    mon = Monitor(model, every=every, histograms=histograms, **kw)
+    mon = Monitor(model, every=every, histograms=histograms, snapshots_every=snapshots_every, **kw)
     if display:
         mon.show()
     return mon

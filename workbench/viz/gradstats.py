@@ -11,7 +11,9 @@ accumulates into ``.grad`` ends, it computes, on the parameters' device and with
   at the step before): every ``detail_every`` steps; with ``"auto"`` every 10, or a multiple of 10
   when that would take over ``DETAIL_BUDGET`` (0.2%) of the step (a small model's fast steps). Both
   budgets start after ``WARMUP`` (50) steps, so a short run gets the full picture,
-* the loss: the root of the backward pass when it has one element, or what ``mon.log(loss=...)`` says.
+* the loss: the root of the backward pass when it has one element, or what ``mon.log(loss=...)`` says,
+* with ``snapshots_every=N`` (or ``snapshot()`` for the next step), the tape of every N-th step in
+  ``series`` (``series.py``: the structure once, per step one gradient and value norm per node).
 
 Each step's numbers are written straight into a row of a preallocated device block (no stack or
 concatenate per step; rows start as NaN, so a step writes only what it has); the blocks are copied to
@@ -30,6 +32,7 @@ from .. import _backend
 from ..autograd import graph
 from ..autograd.graph import AccumulateGrad, walk
 from .recorder import site_dict
+from .series import TapeSeries
 
 METRICS = ("grad_norm", "weight_norm", "update_ratio")
 
@@ -55,7 +58,8 @@ class GradStats:
 
     def __init__(self, model, every=1, histograms=True, bins=32, hist_range=(-10.0, 2.0), detail_every="auto",
                  hist_every="auto", sample=1024, rate=10.0, dead_relu=True, explode_at=1e3, vanish_ratio=1e-3,
-                 dead_fraction=0.5):
+                 dead_fraction=0.5, snapshots_every=None):
+        self.series = TapeSeries(model, snapshots_every)  # validates snapshots_every before anything is hooked
         if every < 1 or detail_every != "auto" and (not isinstance(detail_every, int) or detail_every < 1):
             raise ValueError(f"watch(): every must be >= 1 and detail_every 'auto' or an int >= 1, got {every} and "
                              f"{detail_every!r}")
@@ -122,10 +126,9 @@ class GradStats:
         self._trace_prev = graph.TRACE[0]
         graph.TRACE[0] = max(2, graph.TRACE[0])  # the first forward records sites: alarms name the line
         self._site_pending = True
-        self._on_op = self._on_op  # one bound method: the LISTENERS membership test is by identity
         graph.BACKWARD_HOOKS.append(self._on_backward)
         self._listening = bool(dead_relu)
-        self._listener_on = False
+        self._listener = None  # the tape listener's handle while dead ReLUs are being counted
         if self._listening:
             self._toggle_listener(True)  # step 0 is a detail step
 
@@ -134,10 +137,17 @@ class GradStats:
         # one call per backward, kept short: interpreted code that runs once a step is paid for again
         # in the step around it (the caches it evicts), so the rare work is in other methods
         try:
+            series = self.series
             if phase == "begin":
                 if self._site_pending:
                     self._first_backward(roots)
+                if series.pending:  # a kept step's backward raised: its numbers are not a step's
+                    series.drop()
+                if series.armed or series.every is not None:
+                    self._begin_snapshot(roots)
                 return  # the rest is done at the end of the backward, which is shown the roots again
+            if series.pending:
+                series.end()
             n = self._n_backward = self._n_backward + 1
             if (n - 1) % self.every:
                 return
@@ -172,7 +182,7 @@ class GradStats:
                 self._blk_n = i + 1
                 if step - self._hist_step >= self._hist_every and self.bins:
                     self._hist_new.append((step, self._timed_hist(xp, step)))
-            if self._listening and (self.step == self._next_detail) != self._listener_on:
+            if self._listening and (self.step == self._next_detail) != (self._listener is not None):
                 self._toggle_listener()
             if time.monotonic() - self._last_flush >= self._period:
                 self.flush()
@@ -189,6 +199,11 @@ class GradStats:
         graph.TRACE[0] = self._trace_prev
         self._site_pending = False
 
+    def _begin_snapshot(self, roots):
+        # a kept step (snapshots_every, snapshot()): the series reads the graph now, while it is whole
+        if self._n_backward % self.every == 0 and self.series.wants(self.step):
+            self.series.begin(self.step, roots)
+
     def _new_block(self):
         if self._blk is not None:
             self._full.append((self._blk, self._blk_n))
@@ -201,12 +216,12 @@ class GradStats:
 
     def _toggle_listener(self, on=None):
         # dead ReLUs change slowly: they are counted on the forward of every detail step
-        on = not self._listener_on if on is None else on
-        if on and self._on_op not in graph.LISTENERS:
-            graph.LISTENERS.append(self._on_op)
-        elif not on and self._on_op in graph.LISTENERS:
-            graph.LISTENERS.remove(self._on_op)
-        self._listener_on = on
+        on = self._listener is None if on is None else on
+        if on and self._listener is None:
+            self._listener = graph.add_listener(self._on_op)
+        elif not on and self._listener is not None:
+            self._listener.remove()
+            self._listener = None
 
     def _detail(self, xp, row, step):
         # squared weight norms and |w - w_before|^2 (w_before: copied at the step before)
@@ -538,6 +553,16 @@ class GradStats:
                 self._rows.a[step, 0] = float(loss)
             else:
                 self._loss_override[step] = float(loss)
+
+    def snapshot(self):
+        """Keep the tape of the next step in ``series`` (as ``snapshots_every`` does every N steps).
+
+        Call it before the step's ``loss.backward()``: the graph is read while that backward pass runs.
+
+        >>> stats.snapshot(); loss.backward(); stats.series.steps     # doctest: +SKIP
+        [7]
+        """
+        self.series.arm()
 
     # --- values other loggers hand over (SummaryWriter) ------------------------------------------------
     def feed(self, kind, tag, value, step):

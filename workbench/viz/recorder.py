@@ -81,13 +81,13 @@ class Recorder:
         self._prev = (graph.TRACE[0], graph.CUTS[0])
         if self.sites and graph.TRACE[0] < 2:
             graph.TRACE[0] = 2
-        graph.LISTENERS.append(self._listen)
+        self._listener = graph.add_listener(self._listen)
         graph.CUTS[0] = _mark_cut
         _ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc):
-        graph.LISTENERS.remove(self._listen)
+        self._listener.remove()
         _ACTIVE.remove(self)
         graph.TRACE[0], graph.CUTS[0] = self._prev
         if _ACTIVE:  # an outer recorder is still listening

@@ -75,7 +75,7 @@ def _saved_list(entries):
 
 
 class _Builder:
-    def __init__(self, roots, model, names, values, grads):
+    def __init__(self, roots, model, names, values, grads, frames=True):
         self.roots = roots
         self.values = values
         self.grads = grads
@@ -85,7 +85,7 @@ class _Builder:
         self.scopes = {}  # id -> scope (for step over)
         self.labels = {}  # op id -> the caller's variable name for its output (classroom text)
         self.params = {}
-        self.names = _caller_names_safe()
+        self.names = _caller_names_safe() if frames else {}
         if model is not None:
             for path, p in model.named_parameters():
                 self.params[id(p)] = path
@@ -116,6 +116,17 @@ class _Builder:
             if type(e) is _Out and e.i == nr:
                 return e.data
         return None
+
+    def value_of(self, obj):
+        """The array a snapshot node stands for, where still known: a leaf's data, a data input's, or
+        an op's output (kept by the recorder or saved for backward); None otherwise."""
+        if type(obj) is AccumulateGrad:
+            t = obj.variable
+            return None if t is None else t._data
+        if isinstance(obj, recorder.ConstInput):
+            t = obj.ref()
+            return None if t is None else t._data
+        return self._value_array(obj)
 
     def _index_saved(self, nodes):
         for r in self.roots:  # the roots' own values (the loss), which no consumer saved
@@ -348,6 +359,7 @@ class _Builder:
     def modules(self):
         if self.model is None or not hasattr(self.model, "named_modules"):
             return []
+        sums = self._sums()
         out = []
         paths = set()
         for path, m in self.model.named_modules():
@@ -356,21 +368,29 @@ class _Builder:
             parent = path.rsplit(".", 1)[0] if "." in path else None
             while parent is not None and parent not in paths:
                 parent = parent.rsplit(".", 1)[0] if "." in parent else None
-            out.append({"path": path, "type": type(m).__name__, "parent": parent, **self._sums(path)})
+            out.append({"path": path, "type": type(m).__name__, "parent": parent,
+                        **sums.get(path, dict.fromkeys(COST_FIELDS))})
             paths.add(path)
         return out
 
-    def _sums(self, path):
-        # a module's cost: the sum over the nodes in its scope and its children's (None: nothing known)
-        sums = dict.fromkeys(COST_FIELDS)
-        pre = path + "."
+    def _sums(self):
+        # each module's cost: the sum over the nodes in its scope and its children's (None: nothing
+        # known), in one pass over the nodes (each adds to every dotted prefix of its scope)
+        sums = {}
         for d in self.nodes:
             sc = d["scope"]
-            if sc == path or sc.startswith(pre):
-                for k in COST_FIELDS:
-                    v = d[k]
-                    if v is not None:
-                        sums[k] = v if sums[k] is None else sums[k] + v
+            if not sc:
+                continue
+            vals = [(k, d[k]) for k in COST_FIELDS if d[k] is not None]
+            if not vals:
+                continue
+            parts = sc.split(".")
+            for i in range(1, len(parts) + 1):
+                acc = sums.get(".".join(parts[:i]))
+                if acc is None:
+                    acc = sums[".".join(parts[:i])] = dict.fromkeys(COST_FIELDS)
+                for k, v in vals:
+                    acc[k] = v if acc[k] is None else acc[k] + v
         return sums
 
 
@@ -394,10 +414,15 @@ def _match_export(t, exports):
     return None
 
 
-def build(roots, model=None, names=None, title=None, values=True, grads=True):
-    """The tape.v1 dict of the graph behind ``roots`` and the builder's id map (used by the debugger)."""
+def build(roots, model=None, names=None, title=None, values=True, grads=True, frames=True):
+    """The tape.v1 dict of the graph behind ``roots`` and the builder's id map (used by the debugger).
+
+    ``frames=False`` names tensors without reading the caller's variables: on Python < 3.13 reading
+    a function frame's locals leaves a copy of them on the frame, which would keep a training loop's
+    previous step (its loss and whole graph) alive until that frame ends.
+    """
     roots = as_roots(roots)
-    b = _Builder(roots, model, names, values, grads)
+    b = _Builder(roots, model, names, values, grads, frames)
     b.build()
     root_ids = [b.ids[s] for s in graph.roots_of(roots) if s in b.ids]
     if title is None:

@@ -22,6 +22,7 @@ VIRTUAL_W = 10  # the lane of a long edge through a rank
 PAD = 16
 NAN_COLOR = "#d32f2f"
 INF_COLOR = "#ef6c00"
+ADDED_COLOR = "#2e7d32"  # compare: green and grey, clear of a ratio colouring's blue-white-red
 FILL = {"param": "rgba(66,133,244,0.14)", "leaf": "rgba(66,133,244,0.14)", "input": "rgba(128,128,128,0.10)",
         "output": "rgba(52,168,83,0.16)", "op": "rgba(128,128,128,0.06)", "cut": "none",
         "module": "rgba(171,71,188,0.10)", "group": "rgba(255,193,7,0.12)"}
@@ -66,14 +67,14 @@ def _bad(summary):
 
 class _Unit:
     __slots__ = ("key", "label", "sub", "kind", "members", "index", "rank", "order", "x", "y", "w", "nan", "inf",
-                 "cut", "tip", "value")
+                 "cut", "tip", "value", "added", "removed")
 
     def __init__(self, key, index):
         self.key = key
         self.members = []
         self.index = index
         self.rank = 0
-        self.nan = self.inf = 0
+        self.nan = self.inf = self.added = self.removed = 0
         self.cut = None
         self.tip = ""
         self.value = None
@@ -218,8 +219,16 @@ def layout(snap, budget=60, sweeps=4, top=22):
     return ordered, [(a, b, label, via.get(k, ())) for k, (a, b, label) in edges.items()], hidden
 
 
+def compare_counts(cmp):
+    """The header line of a comparison: "2 added, 1 removed, 3 changed by > 2x"."""
+    c = cmp["counts"]
+    return f"{c['added']} added, {c['removed']} removed, {c['changed']} changed by > {cmp['factor']:g}×"
+
+
 def _describe(u, types):
     m = u.members
+    u.added = sum(n.get("diff") == "added" for n in m)
+    u.removed = sum(n.get("diff") == "removed" for n in m)
     if len(m) == 1 and not u.key.startswith(("m:", "g:")):
         n = m[0]
         u.kind = n["kind"]
@@ -314,6 +323,9 @@ def render_svg(snap, budget=60, standalone=False):
     """
     notes = snap.get("notes") or ()
     note_lines = [(n["level"], line) for n in notes for line in _wrap(("⚠ " if n["level"] == "error" else "ⓘ ") + n["text"], 110)]
+    if snap.get("compare"):  # what the marks mean, said in words once (not by colour alone)
+        note_lines.insert(0, ("compare", f"{compare_counts(snap['compare'])} · + added: only in b (bold outline) · "
+                                         "− removed: only in a (dashed, faded)"))
     notes_h = 15 * len(note_lines) + 10 if note_lines else 0
     key = snap.get("overlay")
     m = measures.measure(snap, key) if key in measures.known(snap) else None
@@ -337,7 +349,7 @@ def render_svg(snap, budget=60, standalone=False):
            f'<text x="{PAD}" y="{PAD + 4}" font-size="12" font-weight="bold" fill="currentColor">'
            f'{_x(snap.get("title", ""))}</text>']
     for k, (level, line) in enumerate(note_lines):
-        color = NAN_COLOR if level == "error" else INF_COLOR
+        color = NAN_COLOR if level == "error" else INF_COLOR if level == "warning" else "currentColor"
         out.append(f'<text class="wb-note" x="{PAD}" y="{PAD + 21 + 15 * k}" fill="{color}">{_x(line)}</text>')
     for path, (x0, y0, x1, y1) in _scope_boxes(units, snap).items():
         out.append(f'<g class="wb-scope"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
@@ -379,16 +391,22 @@ def render_svg(snap, budget=60, standalone=False):
         origin = any(m["id"] in noted for m in u.members)  # where the note says the NaN started
         bad = u.nan or u.inf or origin
         stroke = NAN_COLOR if u.nan or origin else INF_COLOR if u.inf else "currentColor"
-        dash = ' stroke-dasharray="5 3"' if u.cut or u.kind in ("module", "group") else ""
+        only = len(u.members) == 1 and not u.key.startswith(("m:", "g:"))
+        added, removed = only and u.added, only and u.removed
+        dash = ' stroke-dasharray="5 3"' if u.cut or removed or u.kind in ("module", "group") else ""
+        if added and not bad:
+            stroke = ADDED_COLOR
         fill, dim, tip = FILL.get(u.kind, "none"), 1.0, u.tip
         if m is not None:  # the measure's colour; n/a keeps the plain box with muted text
             tint = sc.tint(u.value)
             fill, dim = (measures.rgba(tint), 1.0) if tint else (FILL["op"], 0.55)
             tip += f"\n{m.label}: {measures.format_value(u.value, m.unit, m.scale)}"
-        out.append(f'<g class="wb-{_x(u.kind)}"><title>{_x(tip)}</title>'
+        diff = " wb-added" if added else " wb-removed" if removed else ""
+        fade = ' opacity="0.6"' if removed else ""
+        out.append(f'<g class="wb-{_x(u.kind)}{diff}"{fade}><title>{_x(tip)}</title>'
                    f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
-                   f'fill="{fill}" stroke="{stroke}" stroke-opacity="{1 if bad else 0.6}"'
-                   f' stroke-width="{3 if origin else 2 if bad else 1}"{dash}/>')
+                   f'fill="{fill}" stroke="{stroke}" stroke-opacity="{1 if bad or added else 0.6}"'
+                   f' stroke-width="{3 if origin or added else 2 if bad or removed else 1}"{dash}/>')
         cx = u.x + u.w / 2
         out.append(f'<text x="{cx:.1f}" y="{u.y + 15:.1f}" text-anchor="middle" fill="currentColor" '
                    f'fill-opacity="{dim:g}" font-weight="{"bold" if u.kind in ("module", "output") else "normal"}">'
@@ -402,6 +420,10 @@ def render_svg(snap, budget=60, standalone=False):
             badges.append(("Inf", INF_COLOR))
         if u.cut:
             badges.append(("✂ " + u.cut["reason"], "currentColor"))
+        if u.added:
+            badges.append(("+ added" if only else f"+{u.added}", ADDED_COLOR))
+        if u.removed:
+            badges.append(("− removed" if only else f"−{u.removed}", "currentColor"))
         bx = u.x + u.w - 2
         for text, color in badges:
             bw = CHAR_W * len(text) + 6

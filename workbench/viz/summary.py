@@ -22,6 +22,18 @@ def json_number(v):
     return v
 
 
+def sig4(v):
+    """A float with 4 significant digits as JSON carries it (the monitor's and the tape series' numbers).
+
+    >>> sig4(0.000123456), sig4(float("nan"))
+    (0.0001235, 'NaN')
+    """
+    v = float(v)
+    if v != v or v in (math.inf, -math.inf):
+        return json_number(v)
+    return float(f"{v:.4g}")
+
+
 def _stat(v):
     return None if v is None or not math.isfinite(v) else float(v)
 

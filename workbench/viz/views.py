@@ -12,8 +12,8 @@ import os
 from . import _assets
 from .monitor_svg import render_monitor_svg
 from .snapshot import MIME, to_json
-from .static_svg import render_svg
-from .summary import json_number
+from .static_svg import compare_counts, render_svg
+from .summary import sig4
 
 MONITOR_MIME = "application/vnd.workbench.monitor.v1+json"
 
@@ -51,7 +51,8 @@ class Snapshot:
         parts = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
         tr = f", trace of {len(d['trace']['steps'])} steps" if d["trace"] else ""
         notes = "".join(f" {n['level']}: {n['text']}" for n in d.get("notes") or ())  # said in a script too
-        return f"<workbench tape {d['title']!r}: {len(d['nodes'])} nodes ({parts}), {len(d['edges'])} edges{tr}>{notes}"
+        cmp = f"; {compare_counts(d['compare'])}" if d.get("compare") else ""
+        return f"<workbench tape {d['title']!r}: {len(d['nodes'])} nodes ({parts}), {len(d['edges'])} edges{tr}{cmp}>{notes}"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {MIME: self.data, "text/html": self.svg(), "text/plain": repr(self)}
@@ -81,6 +82,62 @@ class Snapshot:
         >>> snap.show()  # doctest: +SKIP
         """
         show_bundle(self._repr_mimebundle_())
+
+
+class Snapshots(Snapshot):
+    """The steps a watched run kept (``mon.snapshots``): one tape viewer with a step slider and play.
+
+    ``len()`` is the number of kept steps, ``snaps[i]`` the ``Snapshot`` of one (its nodes' norms and
+    NaN/Inf counts; ``wb.viz.compare(snaps[0], snaps[-1])`` compares two), ``snaps.steps`` their step
+    numbers; ``save()`` writes .json, .html (the slider works offline) or .svg (the last step). Where
+    no viewer runs (nbconvert, GitHub) the drawing shows the last step, and says so.
+
+    >>> import workbench as wb
+    >>> model = wb.nn.Linear(3, 1)
+    >>> stats = wb.viz.GradStats(model, snapshots_every=1)
+    >>> for _ in range(3):
+    ...     model.zero_grad(); model(wb.ones(2, 3)).sum().backward()
+    >>> stats.detach(); snaps = Snapshots(stats.series)
+    >>> len(snaps), snaps.steps, snaps[-1].to_dict()["series"]["steps"]
+    (3, [0, 1, 2], [2])
+    """
+
+    def __init__(self, series):  # no super().__init__: ``data`` is recomputed, the series keeps growing
+        self.series = series
+
+    @property
+    def data(self):
+        return self.series.to_dict()
+
+    @property
+    def steps(self):
+        """The kept steps' numbers (the monitor's step counter, from 0)."""
+        return list(self.series.steps)
+
+    def __len__(self):
+        return len(self.series)
+
+    def __getitem__(self, i):
+        return Snapshot(self.series.step_dict(i))
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self):
+        if not len(self):
+            return ("<workbench tape series: no step kept yet; watch(model, snapshots_every=N) keeps every N-th "
+                    "step, mon.snapshot() the next one>")
+        return super().__repr__().replace("<workbench tape ", "<workbench tape series ", 1)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        if not len(self):
+            return {"text/plain": repr(self)}
+        d = self.data
+        steps = d["series"]["steps"]
+        line = (f'<p style="font:13px sans-serif;margin:4px 0">Step {steps[-1]}, the last of {len(steps)} kept '
+                f"steps ({steps[0]}–{steps[-1]}). The step slider needs JupyterLab with workbench installed, or "
+                "the page that <code>mon.snapshots.save(\"run.html\")</code> writes.</p>")
+        return {MIME: d, "text/html": line + render_svg(d), "text/plain": repr(self)}
 
 
 def standalone_html(snap, height=640):
@@ -115,13 +172,6 @@ def show_bundle(bundle, display_id=None):
     return display(bundle, raw=True, display_id=display_id)
 
 
-def _num(v):
-    v = float(v)
-    if v != v or v in (math.inf, -math.inf):
-        return json_number(v)
-    return float(f"{v:.4g}")
-
-
 def monitor_report(stats, title="gradient monitor", max_rows=300):
     """The monitor.v1 dict of a ``GradStats``: loss and per-layer metrics (at most ``max_rows`` rows), alarms.
 
@@ -134,11 +184,11 @@ def monitor_report(stats, title="gradient monitor", max_rows=300):
     loss, metrics, _counts = stats.block(0, n_all)
     idx = range(0, n_all, every)
     # grad_norm is measured every step (NaN there is a NaN gradient); the others only on detail steps
-    values = [[[_num(v) if f == 0 or v == v else None for f, v in enumerate(layer)] for layer in metrics[i].tolist()]
+    values = [[[sig4(v) if f == 0 or v == v else None for f, v in enumerate(layer)] for layer in metrics[i].tolist()]
               for i in idx]
     return {"format": "workbench.monitor", "version": 1, "title": title, "layers": list(stats.layers),
             "metrics": ["grad_norm", "weight_norm", "update_ratio"], "start": 0, "every": every, "n": len(values),
-            "loss": [None if loss[i] != loss[i] else _num(loss[i]) for i in idx], "values": values,
+            "loss": [None if loss[i] != loss[i] else sig4(loss[i]) for i in idx], "values": values,
             "alarms": list(stats._alarms)}
 
 

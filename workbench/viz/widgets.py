@@ -10,7 +10,7 @@ import traitlets
 from . import _assets
 from .gradstats import METRICS, GradStats
 from .snapshot import MIME, to_json
-from .views import Snapshot, in_ipython, monitor_bundle, monitor_report
+from .views import Snapshot, Snapshots, in_ipython, monitor_bundle, monitor_report
 
 
 def _esm():
@@ -232,6 +232,16 @@ class Monitor(_Base):
     def log(self, loss=None):
         """Record the loss of the latest step (a number or a one-element tensor)."""
         self.stats.log(loss)
+
+    @property
+    def snapshots(self):
+        """The kept steps' tapes (``snapshots_every=N``, ``snapshot()``): displays as the tape viewer with a
+        step slider; ``len()``, ``[i]`` (one step's ``Snapshot``), ``.steps``, ``.save(path)``."""
+        return Snapshots(self.stats.series)
+
+    def snapshot(self):
+        """Keep the tape of the next step in ``snapshots`` (call it before that step's ``loss.backward()``)."""
+        self.stats.snapshot()
 
     def flush(self):
         """Copy queued rows to the host, check alarms, and send them to the browser now."""

@@ -7,8 +7,11 @@ import type { LayoutResult } from "./layout";
 /** Most items drawn as SVG at once; beyond this the canvas overview is shown. */
 export const LOD = 1500;
 
-/** `fill`: the overlay's colour of the item (a translucent CSS colour), drawn when it has no mark. */
-export interface OverviewItem { id: string; mark: "nan" | "inf" | "current" | "selected" | null; fill?: string | null }
+/**
+ * `fill`: the overlay's colour of the item (a translucent CSS colour), drawn when it has no mark;
+ * `diff`: compare's outline, as in the SVG (added: bold, removed: dashed).
+ */
+export interface OverviewItem { id: string; mark: "nan" | "inf" | "current" | "selected" | null; fill?: string | null; diff?: "added" | "removed" | null }
 
 export function paintOverview(canvas: HTMLCanvasElement, L: LayoutResult, items: OverviewItem[], clusters: string[], edges: number[], t: Transform) {
   const dpr = window.devicePixelRatio || 1;
@@ -50,4 +53,17 @@ export function paintOverview(canvas: HTMLCanvasElement, L: LayoutResult, items:
     ctx.fillRect(b.x - b.width / 2, b.y - b.height / 2, b.width, b.height);
     ctx.strokeRect(b.x - b.width / 2, b.y - b.height / 2, b.width, b.height);
   }
+  // compare's outlines last, at least 2 screen pixels wide, so they read at any zoom
+  const diffs = items.filter((it) => it.diff);
+  if (!diffs.length) return;
+  ctx.lineWidth = 2.5 / t.k;
+  for (const d of ["added", "removed"] as const) {
+    ctx.strokeStyle = d === "added" ? color("--wb-ok", "#2e7d32") : color("--wb-fg2", "#888");
+    ctx.setLineDash(d === "removed" ? [5 / t.k, 3 / t.k] : []);
+    for (const it of diffs) {
+      const b = L.boxes[it.id];
+      if (b && it.diff === d) ctx.strokeRect(b.x - b.width / 2, b.y - b.height / 2, b.width, b.height);
+    }
+  }
+  ctx.setLineDash([]);
 }

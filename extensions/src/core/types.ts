@@ -107,6 +107,18 @@ export interface Snapshot {
   measures?: Record<string, MeasureSpec>;
   /** The measure the nodes are coloured by when the view opens (null or absent: none). */
   overlay?: string | null;
+  /** Per-step measures of a watched training run: the viewer adds a step slider. */
+  series?: Series;
+}
+
+/**
+ * The tape over time (`wb.viz.watch(model, snapshots_every=N)`): the structure once, per kept step one
+ * value per node and measure. `measures[key][i][j]` is measure `key` at `steps[i]` for `nodes[j]`;
+ * null: the node was absent at that step or its value is not known there.
+ */
+export interface Series {
+  steps: number[];
+  measures: Record<string, (JsonNumber | null)[][]>;
 }
 
 export interface Note {

@@ -1,4 +1,5 @@
 // The tape viewer: toolbar, SVG graph, details panel, debugger controls, status line.
+import { type CompareView, compareView } from "./compare";
 import { type DebugController, ReplayController } from "./debug-controller";
 import { containerDetails, nodeDetails, stepDetails } from "./details";
 import { h, s } from "./dom";
@@ -11,6 +12,7 @@ import { type ColourScale, type Measure, type Tint, colourScale, legend, measure
 import { LOD, paintOverview } from "./overview";
 import { PanZoom } from "./panzoom";
 import { Stepper } from "./stepper";
+import { Timeline } from "./timeline";
 import { ensureStyle } from "./style";
 import { type Snapshot, type Summary, parseSnapshot } from "./types";
 
@@ -38,10 +40,12 @@ export interface ViewerHandle {
    * the top-N table. `values`, when given, replace the measure's per-node values (the watch slider).
    */
   setOverlay(key: string | null, values?: Map<string, number | null>): void;
+  /** The measure the nodes are coloured by now (null: none). */
+  overlayKey(): string | null;
   destroy(): void;
 }
 
-interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badges: { text: string; cls: string }[]; tip: string }
+interface Measured { w: number; h: number; title: string; sub: string; inline: string | null; badges: { text: string; cls: string; say?: string }[]; tip: string }
 
 const CHAR_W = 7.4, SUB_W = 6.7, PAD = 10, GUTTER = 14, LINE = 15;
 /** Widest node box; longer text ends in an ellipsis and the whole text is the box's tooltip. */
@@ -101,6 +105,8 @@ class Viewer {
   #firstLayout = true;
   #dbg: { counter: HTMLElement; paused: HTMLElement; banner: HTMLElement; buttons: HTMLButtonElement[] } | null = null;
   #unsubscribe: (() => void) | null = null;
+  /** Set when the snapshot compares two tapes (wb.viz.compare): added/removed marks, header, a | b panel. */
+  readonly #cmp: CompareView | null;
   /** Every measure the nodes can be coloured by, and the one they are (with its scale and each drawn item's tint). */
   readonly #measures: Map<string, Measure>;
   #ov: { m: Measure; sc: ColourScale; tints: Map<string, Tint | null> } | null = null;
@@ -114,6 +120,7 @@ class Viewer {
     this.model = new TapeModel(snapshot);
     this.#classroom = opts.classroom ?? snapshot.trace?.classroom ?? false;
     for (const n of snapshot.notes ?? []) if (n.node) this.#noted.add(n.node);
+    this.#cmp = compareView(snapshot);
     this.#layoutFn = opts.layout ?? workerLayout;
     this.#ctrl = opts.controller !== undefined ? opts.controller
       : snapshot.trace ? new ReplayController(new Stepper(snapshot.trace.steps, (id) => this.model.nodes.get(id)?.scope ?? "")) : null;
@@ -171,6 +178,7 @@ class Viewer {
     this.#root.append(bar, this.#legendBar);
     const notes = this.#notes();
     if (notes) this.#root.append(notes);
+    if (this.#cmp) this.#root.append(this.#cmp.header((id) => void this.#reveal(id)));
     if (this.#ctrl) this.#root.append(this.#debuggerBar(btn));
     this.#root.append(h("div", { class: "wb-main" }, this.#canvas, this.#panel), this.#status);
     host.replaceChildren(this.#root);
@@ -208,6 +216,7 @@ class Viewer {
       select: (id) => this.#select(id),
       fit: () => this.#fit(false),
       setOverlay: (key, values) => this.#setOverlay(key, values),
+      overlayKey: () => this.#ovKey,
       destroy: () => {
         this.#generation++;
         resize?.disconnect();
@@ -217,7 +226,9 @@ class Viewer {
       },
     };
     const start = snapshot.overlay ?? null;
-    if (start && this.#measures.has(start)) this.#setOverlay(start);
+    // a watched run's steps: the slider sets the first colouring (the last step's) and every later one
+    if (snapshot.series) this.#canvas.parentElement!.before(new Timeline(snapshot, this.handle).el);
+    else if (start && this.#measures.has(start)) this.#setOverlay(start);
     else this.#renderPanel();
     this.#relayout();
   }
@@ -412,6 +423,7 @@ class Viewer {
     if (bad !== "ok") badges.push({ text: bad === "nan" ? "⚠NaN" : "⚠Inf", cls: `wb-badge-${bad}` });
     if (type === "node" && this.#noted.has(id)) badges.push({ text: "⚑ origin", cls: "wb-badge-origin" });
     if (cut) badges.push({ text: "✂", cls: "wb-badge-cut" });
+    if (this.#cmp) badges.push(...this.#cmp.badges(id, type === "box" ? this.model.containers.get(id)!.members : null));
     const tip = [title, sub, inline].filter(Boolean).join("\n");
     const room = MAX_W - GUTTER - PAD * 2;
     const badgeW = badges.reduce((sum, b) => sum + b.text.length * CHAR_W + 6, 0);
@@ -523,7 +535,8 @@ class Viewer {
         const t = this.#ov?.tints.get(id);
         return t ? tintRgba(t) : null;
       };
-      paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id), fill: tint(it.id) })), clusterIds, edgeIdx, this.#pz.t);
+      paintOverview(this.#overview, L, items.map((it) => ({ id: it.id, mark: mark(it.id), fill: tint(it.id),
+        diff: this.#cmp?.diffOf(it.id, it.type === "box" ? this.model.containers.get(it.id)!.members : null) })), clusterIds, edgeIdx, this.#pz.t);
       this.#say(`${all.length} items shown of ${this.snapshot.nodes.length} nodes, as an overview: zoom in (wheel, or click) to read labels`);
       return;
     }
@@ -576,7 +589,8 @@ class Viewer {
   #drawItem(id: string, type: "node" | "box", m: Measured): SVGGElement {
     const n = type === "node" ? this.model.nodes.get(id)! : null;
     const bad = m.badges.find((b) => b.cls === "wb-badge-nan" || b.cls === "wb-badge-inf")?.cls.replace("wb-badge-", "wb-health-") ?? "";
-    const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}${this.#noted.has(id) ? " wb-origin" : ""}`) + ` ${bad}`;
+    const cls = (type === "box" ? "wb-box" : `wb-node wb-kind-${n!.kind}${n!.kind === "cut" || n!.cut ? " wb-cut" : ""}${this.#noted.has(id) ? " wb-origin" : ""}`) +
+      (this.#cmp?.nodeClass(id, type === "box" ? this.model.containers.get(id)!.members : null) ?? "") + ` ${bad}`;
     const g = s("g", { class: cls, "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": type === "box" ? "false" : null,
       "aria-label": this.#itemLabel(id, type, m) });
     if (type === "box") g.append(s("rect", { x: 4, y: 4, width: m.w, height: m.h, rx: 5, class: "wb-box-shadow" }));
@@ -599,7 +613,7 @@ class Viewer {
   #itemLabel(id: string, type: "node" | "box", m: Measured): string {
     if (type === "box") return `${m.title.slice(2)}, ${m.sub}, closed; Enter opens it`;
     const words: Record<string, string> = { "⚠NaN": "contains NaN", "⚠Inf": "contains Inf", "✂": "graph cut here", "⚑ origin": "the NaN or Inf starts here" };
-    return [m.title, m.sub, m.inline, ...m.badges.map((b) => words[b.text])].filter(Boolean).join(", ") + (this.#ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
+    return [m.title, m.sub, m.inline, ...m.badges.map((b) => words[b.text] ?? b.say)].filter(Boolean).join(", ") + (this.#ctrl?.view().breakpoints.has(id) ? ", breakpoint" : "");
   }
 
   /** Updates the state-dependent look (selection, search hits, debugger position) without a relayout. */
@@ -729,7 +743,7 @@ class Viewer {
     const sel = this.#selected;
     const node = sel ? this.model.nodes.get(sel) : undefined;
     const cont = sel ? this.model.containers.get(sel) : undefined;
-    if (node) parts.push(nodeDetails(node, this.#gradOf(node.id)));
+    if (node) parts.push(...[this.#cmp?.panel(node.id), nodeDetails(node, this.#gradOf(node.id))].filter((p): p is HTMLElement => !!p));
     else if (cont) parts.push(containerDetails(cont, this.model, (id) => void this.#reveal(id)));
     else if (!v?.current && this.#help) {
       parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",

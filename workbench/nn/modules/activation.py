@@ -1,6 +1,7 @@
 """Activation modules: thin wrappers over nn.functional with PyTorch's arguments and reprs."""
 from ... import creation
 from .. import functional as F
+from .. import init as _init
 from ..module import Module
 from ..parameter import Parameter
 
@@ -307,8 +308,6 @@ class PReLU(Module):
 
     def reset_parameters(self):
         """Fill the slope with ``init``."""
-        from .. import init as _init
-
         _init.constant_(self.weight, self.init)
 
     def forward(self, input):

@@ -1,7 +1,7 @@
 """AdaptiveLogSoftmaxWithLoss: the efficient softmax for large vocabularies (Grave et al., 2016)."""
 from collections import namedtuple
 
-from ... import creation
+from ... import creation, ops
 from .. import functional as F
 from ..module import Module
 from .container import ModuleList, Sequential
@@ -11,8 +11,6 @@ _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])
 
 
 def _ops():
-    from ... import ops
-
     return ops
 
 

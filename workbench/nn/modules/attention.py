@@ -3,18 +3,16 @@
 need_weights=True computes softmax(q k^T / sqrt(d) + mask) explicitly so the weights can be returned;
 need_weights=False goes through the fused F.scaled_dot_product_attention.
 """
-from ... import _backend, creation
+from ... import _backend, creation, ops
 from ...tensor import Tensor
-from .. import functional as F
 from .. import init
+from .. import functional as F
 from ..module import Module
 from ..parameter import Parameter
 from .linear import Linear
 
 
 def _ops():
-    from ... import ops
-
     return ops
 
 

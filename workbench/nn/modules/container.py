@@ -4,7 +4,7 @@ from collections import OrderedDict
 from itertools import islice
 
 from ...tensor import Tensor
-from ..module import Module, _addindent, _tensor_typename
+from ..module import Module, _addindent, _changed, _tensor_typename
 from ..parameter import Parameter
 
 
@@ -106,8 +106,6 @@ class Sequential(Module):
         mods = list(self._modules.values())
         mods.insert(index, module)
         self._modules.clear()
-        from ..module import _changed
-
         for i, m in enumerate(mods):
             self._modules[str(i)] = m
         _changed()
@@ -255,8 +253,6 @@ class ModuleDict(Module):
 
     def __delitem__(self, key):
         del self._modules[key]
-        from ..module import _changed
-
         _changed()
 
     def __len__(self):
@@ -271,8 +267,6 @@ class ModuleDict(Module):
     def clear(self):
         """Remove every module."""
         self._modules.clear()
-        from ..module import _changed
-
         _changed()
 
     def pop(self, key):

@@ -1,14 +1,14 @@
 """Loss modules: each holds its options and calls the nn.functional loss of the same name."""
 import math
+import warnings
 
 from .. import functional as F
 from ..module import Module
+from .linear import Linear
 
 
 def _legacy_reduction(size_average, reduce):
     # PyTorch's deprecated size_average/reduce pair, mapped onto reduction
-    import warnings
-
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     r = ("mean" if size_average else "sum") if reduce else "none"
@@ -292,8 +292,6 @@ class LinearCrossEntropyLoss(_WeightedLoss):
         if label_smoothing < 0 or label_smoothing > 1.0:
             raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
         super().__init__(weight=weight, reduction=reduction)
-        from .linear import Linear
-
         self.num_classes, self.out_features = num_classes, tuple(out_features)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
         self.linear = Linear(in_features, math.prod(self.out_features, start=num_classes), bias=bias, device=device,

@@ -9,9 +9,9 @@ import math
 import numbers
 import warnings
 
-from ... import creation
-from .. import functional as F
+from ... import creation, ops
 from .. import init
+from .. import functional as F
 from ..module import Module, call_scope
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
@@ -20,8 +20,6 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 def _ops():
-    from ... import ops
-
     return ops
 
 

@@ -1,7 +1,8 @@
 """Transformer encoder/decoder layers and stacks, as PyTorch's (post-norm by default, norm_first option)."""
 import copy
 
-from ... import creation
+from ... import _backend, creation
+from .. import init
 from .. import functional as F
 from ..module import Module
 from .attention import MultiheadAttention
@@ -26,8 +27,6 @@ def _get_clones(module, n):
 
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
-    from ... import _backend
-
     m = creation.zeros((sz, sz), dtype=dtype, device=device)
     xp = _backend.xp_of(m._data)
     m._data[xp.triu(xp.ones((sz, sz), dtype=bool), 1)] = -xp.inf
@@ -221,8 +220,6 @@ class Transformer(Module):
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
 
     def _reset_parameters(self):
-        from .. import init
-
         for p in self.parameters():
             if p.dim() > 1:
                 init.xavier_uniform_(p)

@@ -1,7 +1,9 @@
 """Gradient clipping, computed on the gradients' raw arrays (no graph recorded, one pass per tensor)."""
 import math
+import warnings
 
 from ... import _backend
+from ...creation import tensor
 from ...tensor import Tensor
 
 
@@ -25,8 +27,6 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     tensors = [t for t in _as_tensors(tensors) if t is not None]
     norm_type = float(norm_type)
     if not tensors:
-        from ...creation import tensor
-
         return tensor(0.0)
     dev = tensors[0].device
     xp = _backend.xp_of(tensors[0]._data)
@@ -105,8 +105,6 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Deprecated alias of clip_grad_norm_.  >>> wb.nn.utils.clip_grad_norm(model.parameters(), 1.0)"""
-    import warnings
-
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
                   FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)

@@ -1,4 +1,5 @@
 """Flatten parameters into one vector and back."""
+from ... import ops
 from ...tensor import Tensor
 
 
@@ -9,8 +10,6 @@ def parameters_to_vector(parameters):
     >>> wb.nn.utils.parameters_to_vector(wb.nn.Linear(2, 1).parameters()).shape
     workbench.Size([3])
     """
-    from ... import ops
-
     vec = []
     dev = None
     for p in parameters:

@@ -1,5 +1,6 @@
 """Ready-made parametrizations: weight_norm and spectral_norm (PyTorch's modern, parametrize-based API)."""
 from ...autograd.grad_mode import no_grad
+from ...random import randn
 from .. import functional as F
 from ..module import Module
 from . import parametrize
@@ -43,8 +44,6 @@ class _SpectralNorm(Module):
         self.dim = dim if dim >= 0 else dim + ndim
         self.eps = eps
         if ndim > 1:
-            from ...random import randn
-
             self.n_power_iterations = n_power_iterations
             weight_mat = self._reshape_weight_to_matrix(weight)
             h, w = weight_mat.shape

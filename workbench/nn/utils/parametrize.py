@@ -7,6 +7,7 @@ parametrization's ``right_inverse`` returns several), swaps the module's class f
 ``module.<name>`` goes through the ``right_inverse`` chain.
 """
 import contextlib
+import copy
 
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
@@ -131,8 +132,6 @@ def _inject_new_class(module):
     cls = module.__class__
 
     def default_deepcopy(self, memo):
-        import copy
-
         obj = memo.get(id(self))
         if obj is not None:
             return obj

@@ -49,7 +49,7 @@ class BasePruningMethod(ABC):
         The module is changed only once the new mask has been computed: a bad amount or dim leaves it as it was.
         """
         old = None
-        for key, (hook, _) in list(module._forward_pre_hooks.items()):
+        for key, hook in list(module._forward_pre_hooks.items()):
             if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
                 old = key, hook
         method = cls(*args, **kwargs)
@@ -409,7 +409,7 @@ def remove(module, name):
     >>> sorted(n for n, _ in lin.named_parameters()), list(lin.named_buffers())
     (['bias', 'weight'], [])
     """
-    for key, (hook, _) in list(module._forward_pre_hooks.items()):
+    for key, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
@@ -420,4 +420,4 @@ def remove(module, name):
 def is_pruned(module):
     """Whether ``module`` or any submodule has a pruned parameter.  >>> prune.is_pruned(wb.nn.Linear(2, 2))  ->  False"""
     return any(isinstance(hook, BasePruningMethod)
-               for m in module.modules() for hook, _ in m._forward_pre_hooks.values())
+               for m in module.modules() for hook in m._forward_pre_hooks.values())

@@ -5,8 +5,9 @@ gradients flow through them to the original padded tensor.
 """
 from collections import namedtuple
 
-from ... import _backend
+from ... import _backend, ops
 from ..._backend import dtypes as _dt
+from ...creation import full
 from ...tensor import Tensor
 
 
@@ -16,8 +17,6 @@ def _np():
 
 
 def _cat(ts):
-    from ... import ops
-
     return ops.cat(ts)
 
 
@@ -178,8 +177,6 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     if batch_first:
         index = index.T
     rest = tuple(data.shape[1:])
-    from ...creation import full
-
     pad = full((1,) + rest, padding_value, dtype=data.dtype, device=data.device)
     src = _cat([data, pad])
     idx = Tensor._make(_backend.to_device(xnp.ascontiguousarray(index).reshape(-1), data.device))
@@ -216,8 +213,6 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         off += n
     if not batch_first:
         index = index.T
-    from ...creation import full
-
     ref = sequences[0]
     pad = full((1,) + rest, padding_value, dtype=ref.dtype, device=ref.device)
     src = _cat(list(sequences) + [pad])

@@ -2,6 +2,7 @@
 once per training forward (PyTorch's hook-based API; state: ``<name>_orig``, ``<name>_u``, ``<name>_v``)."""
 from ... import _backend
 from ...autograd.grad_mode import no_grad
+from ...random import randn
 from .. import functional as F
 from ..parameter import Parameter, is_lazy
 
@@ -52,7 +53,7 @@ class SpectralNorm:
     @staticmethod
     def apply(module, name, n_power_iterations, dim, eps):
         """Replace ``module.<name>`` by ``<name>_orig`` and the power-iteration buffers."""
-        for hook, _ in module._forward_pre_hooks.values():
+        for hook in module._forward_pre_hooks.values():
             if isinstance(hook, SpectralNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
         fn = SpectralNorm(name, n_power_iterations, dim, eps)
@@ -62,8 +63,6 @@ class SpectralNorm:
         if is_lazy(weight):
             raise ValueError("The module passed to `SpectralNorm` can't have uninitialized parameters. Make sure "
                              "to run the dummy forward before applying spectral normalization")
-        from ...random import randn
-
         with no_grad():
             h, w = fn.reshape_weight_to_matrix(weight).shape
             u = F.normalize(randn(h, dtype=weight.dtype, device=weight.device), dim=0, eps=fn.eps)
@@ -104,7 +103,7 @@ def remove_spectral_norm(module, name="weight"):
     >>> sorted(n for n, _ in m.named_parameters())
     ['bias', 'weight']
     """
-    for k, (hook, _) in list(module._forward_pre_hooks.items()):
+    for k, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, SpectralNorm) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]

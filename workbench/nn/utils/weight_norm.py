@@ -37,7 +37,7 @@ class WeightNorm:
         """Split ``module.<name>`` into magnitude ``<name>_g`` and direction ``<name>_v`` parameters."""
         warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
                       "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=3)
-        for hook, _ in module._forward_pre_hooks.values():
+        for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
         fn = WeightNorm(name, dim)
@@ -84,7 +84,7 @@ def remove_weight_norm(module, name="weight"):
     >>> sorted(n for n, _ in m.named_parameters())
     ['bias', 'weight']
     """
-    for k, (hook, _) in list(module._forward_pre_hooks.items()):
+    for k, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, WeightNorm) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]

@@ -7,6 +7,9 @@ import traceback
 from multiprocessing import queues as _mp_queues
 
 from ... import _backend
+# the package import registers the shared-memory reducers the batches leave through
+from ... import multiprocessing  # noqa: F401
+from ... import random as wb_random
 
 _POLL_S = 0.25  # how often an idle worker checks for shutdown and that the main process is still there
 _worker_info = None
@@ -90,8 +93,6 @@ class _ResumeIteration:
 
 
 def _seed_all(seed):
-    from ... import random as wb_random
-
     random.seed(seed)
     wb_random.manual_seed(seed)
     _backend.numpy.random.seed([seed & 0xFFFF_FFFF, (seed >> 32) & 0xFFFF_FFFF])
@@ -149,7 +150,6 @@ def worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_col
                 base_seed, init_fn, worker_id, num_workers, parent_pid):
     """The body of worker ``worker_id``: take (idx, indices) tasks, put (idx, batch or error) results."""
     global _worker_info
-    from ... import multiprocessing  # noqa: F401 - batches leave through the shared-memory reducers
     try:
         _seed_all(base_seed + worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=base_seed + worker_id, dataset=dataset)

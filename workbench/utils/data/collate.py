@@ -3,9 +3,12 @@ import collections.abc
 import copy
 import re
 
-from ... import _backend
+from ... import _backend, ops
 from ...autograd.grad_mode import STATE
+from ...creation import as_tensor
+from ...multiprocessing.reductions import _shared_tensor, shared_empty
 from ...tensor import Tensor
+from ._worker import get_worker_info
 
 np = _backend.numpy
 _STR_OBJ = re.compile(r"[SaUO]")
@@ -14,22 +17,16 @@ _ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dict
 
 def _stack(batch):
     """Stack equal-shaped tensors along a new dim 0; in a worker, straight into shared memory."""
-    from ._worker import get_worker_info
-
     shape = batch[0].shape
     for i, t in enumerate(batch):
         if t.shape != shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 and "
                                f"{list(t.shape)} at entry {i}")
     if STATE.enabled and any(t.requires_grad for t in batch):
-        from ... import ops
-
         return ops.stack(batch, 0)
     first = batch[0]._data
     xp = _backend.xp_of(first)
     if xp is np and get_worker_info() is not None:
-        from ...multiprocessing.reductions import _shared_tensor, shared_empty
-
         arr, seg = shared_empty((len(batch),) + tuple(shape), first.dtype)
         for i, t in enumerate(batch):
             arr[i] = t._data
@@ -39,8 +36,6 @@ def _stack(batch):
 
 
 def _as_tensor(x):
-    from ...creation import as_tensor
-
     return as_tensor(x)
 
 

@@ -7,14 +7,21 @@ data. The main process hands out indices ``prefetch_factor`` batches per worker 
 batches in sampler order (or as they come, with ``in_order=False``). Errors in a worker come back with
 the worker's traceback; a worker that dies is noticed within a second and reported as RuntimeError.
 """
+import collections.abc
 import itertools
+import multiprocessing
+import os
 import queue
 import signal
 import sys
 import time
 import warnings
 
+from ... import cuda
+# importing workbench.multiprocessing registers the shared-memory reducers batches come back through
 from ...multiprocessing.reductions import release_fds
+from ...random import randint
+from ...tensor import Tensor
 from . import _worker
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -130,8 +137,6 @@ class DataLoader:
 
     @multiprocessing_context.setter
     def multiprocessing_context(self, ctx):
-        import multiprocessing
-
         if ctx is not None:
             if self.num_workers == 0:
                 raise ValueError(f"multiprocessing_context can only be used with multi-process loading "
@@ -156,15 +161,11 @@ class DataLoader:
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def _context(self):
-        import multiprocessing
-
         if self.multiprocessing_context is not None:
             return self.multiprocessing_context
         return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
 
     def _check_worker_number(self):
-        import os
-
         suggested = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         if suggested is None or self.num_workers > suggested:
             limit = (f"Our suggested max number of worker in current system is {suggested}"
@@ -198,17 +199,11 @@ class DataLoader:
 
 
 def _accelerator():
-    from ... import cuda
-
     return cuda.is_available()
 
 
 def _pin(data):
     """The batch with its CPU tensors copied into page-locked memory (``Tensor.pin_memory``)."""
-    import collections.abc
-
-    from ...tensor import Tensor
-
     if isinstance(data, Tensor):
         if data.device.type != "cpu":
             return data
@@ -231,8 +226,6 @@ def _pin(data):
 
 class _BaseIter:
     def __init__(self, loader):
-        from ...random import randint
-
         self._dataset = loader.dataset
         self._iterable = isinstance(loader.dataset, IterableDataset)
         self._auto_collation = loader._auto_collation
@@ -282,10 +275,6 @@ class _SingleProcessIter(_BaseIter):
 
 class _MultiProcessIter(_BaseIter):
     def __init__(self, loader):
-        import os
-
-        from ... import multiprocessing as _wb_mp  # noqa: F401 - registers the shared-memory reducers
-
         super().__init__(loader)
         self._shutdown = True  # until the workers exist
         self._num_workers = loader.num_workers

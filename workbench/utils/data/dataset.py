@@ -4,6 +4,7 @@ import itertools
 import math
 import warnings
 
+from ...random import default_generator, randperm
 from ...tensor import Tensor
 
 
@@ -189,8 +190,6 @@ def random_split(dataset, lengths, generator=None):
     >>> len(a), len(b), sorted(list(a) + list(b)) == list(range(10))
     (7, 3, True)
     """
-    from ...random import default_generator, randperm
-
     n = len(dataset)
     lengths = list(lengths)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:

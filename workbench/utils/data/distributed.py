@@ -6,6 +6,8 @@ every ``num_replicas``-th index starting at r.
 """
 import math
 
+from ... import distributed as dist
+from ...random import Generator, randperm
 from .sampler import Sampler
 
 
@@ -21,8 +23,6 @@ class DistributedSampler(Sampler):
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
         if num_replicas is None or rank is None:
-            from ... import distributed as dist
-
             if not dist.is_available():
                 raise RuntimeError("Requires distributed package to be available")
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
@@ -46,8 +46,6 @@ class DistributedSampler(Sampler):
     def __iter__(self):
         n = len(self.dataset)
         if self.shuffle:
-            from ...random import Generator, randperm
-
             g = Generator()
             g.manual_seed(self.seed + self.epoch)
             indices = randperm(n, generator=g).tolist()

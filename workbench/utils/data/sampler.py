@@ -1,11 +1,12 @@
 """Samplers: the order in which a DataLoader visits a map-style dataset's indices."""
+from ... import creation
+from ..._backend import dtypes
+from ...random import Generator, multinomial, randint, randperm
 from ...tensor import Tensor
 
 
 def _fresh_generator():
     # as PyTorch: an unseeded sampler draws its seed from the default generator, so manual_seed governs it
-    from ...random import Generator, randint
-
     return Generator().manual_seed(int(randint(0, 2 ** 63 - 1, (1,)).item()))
 
 
@@ -69,8 +70,6 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        from ...random import randint, randperm
-
         n = len(self.data_source)
         g = self.generator if self.generator is not None else _fresh_generator()
         if self.replacement:
@@ -100,8 +99,6 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        from ...random import randperm
-
         for i in randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
@@ -118,8 +115,6 @@ class WeightedRandomSampler(Sampler):
     """
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
-        from ... import creation
-        from ..._backend import dtypes
 
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
@@ -135,8 +130,6 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        from ...random import multinomial
-
         yield from multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist()
 
     def __len__(self):

@@ -6,7 +6,12 @@ gradient workbench returns for the real loss c; for a complex input that gradien
 dc/d(re) + i dc/d(im) (PyTorch's convention), which is compared with the finite differences
 of c in the real and imaginary direction.
 """
+import warnings
+
 from .. import _backend
+from ..creation import ones_like, tensor
+from .._core import Tensor
+from .backprop import grad
 from .grad_mode import enable_grad, no_grad
 
 
@@ -24,19 +29,11 @@ def _as_tuple(x):
     return x if isinstance(x, tuple) else (tuple(x) if isinstance(x, list) else (x,))
 
 
-def _tensor_cls():
-    from ..tensor import Tensor
-
-    return Tensor
-
-
 def _diff_inputs(inputs):
-    Tensor = _tensor_cls()
     return [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
 
 
 def _outputs(func, inputs):
-    Tensor = _tensor_cls()
     outs = _as_tuple(func(*inputs))
     return [o for o in outs if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex())]
 
@@ -78,8 +75,6 @@ def _numerical(func, inputs, i, eps):
 
 def _analytical(inputs, idx, outputs):
     np = _backend.numpy
-    from . import grad
-    from ..creation import tensor
 
     jac = {}
     for k, o in enumerate(outputs):
@@ -131,8 +126,6 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                          "have requires_grad=True.")
     for i in idx:
         if inputs[i].dtype.name not in ("float64", "complex128"):
-            import warnings
-
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
                           "This check will likely fail if all the inputs are not of double precision floating "
                           "point or complex.", UserWarning, stacklevel=2)
@@ -147,12 +140,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         return False
 
     if check_grad_dtypes:
-        from . import grad
-
         for o in outputs:
             if o.requires_grad:
-                from .. import ones_like
-
                 gs = grad(o, [inputs[i] for i in idx], ones_like(o), retain_graph=True, allow_unused=True)
                 for i, g in zip(idx, gs):
                     if g is not None and g.dtype != inputs[i].dtype:
@@ -182,8 +171,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     >>> wb.autograd.gradgradcheck(lambda t: (t * t * t).sum(), (x,))
     True
     """
-    from . import grad
-    from ..creation import tensor
 
     np = _backend.numpy
     inputs = _as_tuple(inputs)
