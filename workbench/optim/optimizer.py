@@ -337,6 +337,10 @@ def _scratch(opt, x):
     return b[0, :n].reshape(x.shape), b[1, :n].reshape(x.shape)
 
 
+# PyTorch's word for an argument in its "Invalid <word> value: <v>" messages, where not the name itself.
+_ARG_WORDS = {"eps": "epsilon"}
+
+
 class _Flat:
     """One param group's parameters that have gradients, laid end to end for a whole-array update.
 
@@ -426,22 +430,36 @@ def _flat_group(opt, group, keys):
     return f
 
 
-def _check_nonneg(name, value, what="value"):
-    if not 0.0 <= value:
-        raise ValueError(f"Invalid {name} {what}: {value}")
+def _check_args(should_be=None, **args):
+    """Check an optimizer's constructor arguments in the order given, raising PyTorch's ValueError
+    (its exact message) for the first out of range: lr >= 0 (a Tensor lr of 1 element), each beta in
+    [0, 1), rho in [0, 1], 0 < etas[0] < 1 < etas[1], every other argument >= 0.
 
+    The older optimizers' messages read "Invalid <name> value: <v>"; the newer ones (Adafactor, Muon)
+    read "<words> should be >= 0 but is: <v>", with their words per argument in ``should_be``.
 
-def _check_betas(betas):
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-
-
-def _check_lr(lr):
-    if isinstance(lr, Tensor) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= float(lr):
-        raise ValueError(f"Invalid learning rate: {lr}")
+    >>> _check_args(lr=0.1, betas=(0.9, 0.999), eps=1e-8)
+    >>> _check_args(lr=-1)
+    Traceback (most recent call last):
+    ValueError: Invalid learning rate: -1
+    """
+    for name, value in args.items():
+        if name == "lr" and isinstance(value, Tensor) and value.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if should_be is not None:
+            if not 0.0 <= float(value):
+                raise ValueError(f"{should_be.get(name, name)} should be >= 0 but is: {value}")
+        elif name == "lr":
+            if not 0.0 <= float(value):
+                raise ValueError(f"Invalid learning rate: {value}")
+        elif name == "betas":
+            for i in (0, 1):
+                if not 0.0 <= value[i] < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {value[i]}")
+        elif name == "etas":
+            if not 0.0 < value[0] < 1.0 < value[1]:
+                raise ValueError(f"Invalid eta values: {value[0]}, {value[1]}")
+        elif not (0.0 <= value <= 1.0 if name == "rho" else 0.0 <= value):
+            raise ValueError(f"Invalid {_ARG_WORDS.get(name, name)} value: {value}")
 
 

@@ -3,7 +3,7 @@ from .. import _backend
 from .._backend import blas
 from ..tensor import Tensor
 from ._functional import check_differentiable
-from .optimizer import Optimizer, _check_lr, _flat_group, _params_with_grad, _real, _scratch
+from .optimizer import Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scratch
 
 
 class SGD(Optimizer):
@@ -21,11 +21,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, differentiable=False, fused=None):
-        _check_lr(lr)
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_args(lr=lr, momentum=momentum, weight_decay=weight_decay)
         check_differentiable(differentiable)
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
                     "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "differentiable": differentiable,
