@@ -9,11 +9,12 @@ def test_compile_doc_runs(capsys):
     text = DOC.read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     shown = re.findall(r"```text\n(.*?)```", text, flags=re.S)
-    assert len(blocks) == 2 and len(shown) == 1
+    assert len(blocks) == 3 and len(shown) == 2
     ns = {}
-    exec(compile(blocks[0], f"{DOC}:block0", "exec"), ns)
-    assert capsys.readouterr().out == shown[0]
-    exec(compile(blocks[1], f"{DOC}:block1", "exec"), ns)
+    for k in (0, 1):
+        exec(compile(blocks[k], f"{DOC}:block{k}", "exec"), ns)
+        assert capsys.readouterr().out == shown[k]
+    exec(compile(blocks[2], f"{DOC}:block2", "exec"), ns)
     assert capsys.readouterr().out.startswith("a tensor's value was read on the host (.bool()")
     assert ns["torch"].compiler.explain(ns["f"]).eager_calls == 1
 
