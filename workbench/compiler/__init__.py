@@ -95,7 +95,10 @@ class Explanation:
         lines = [f"workbench.compile: {self.name}: {self.traces} trace(s), {self.traced_calls} traced call(s), "
                  f"{self.replays} replay(s), {self.eager_calls} eager call(s)"]
         for i, p in enumerate(self.programs):
-            if p.reason is None:
+            if p.reason is None and p.backward_steps:
+                lines.append(f"  trace {i}: replays {len(p.steps) - p.backward_steps} steps, and "
+                             f"{p.backward_steps} in the backward of its one tape node ({p.replays} replays)")
+            elif p.reason is None:
                 lines.append(f"  trace {i}: replays {len(p.steps)} steps ({p.replays} replays)")
             else:
                 lines.append(f"  trace {i}: runs eagerly: {p.reason}")

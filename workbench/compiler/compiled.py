@@ -9,8 +9,10 @@ calls run eagerly so the tools see every op.
 import functools
 
 from ..autograd import graph as _graph
+from ..autograd.grad_mode import STATE
 from ..nn.module import Module
 from ..tensor import Tensor
+from . import grad_region as _grad_region
 from . import trace as _trace
 from .program import Program, _walk, arg_paths_of
 
@@ -60,8 +62,15 @@ class CompiledFunction:
             if id(t._data) not in T.slot_of:
                 n = T.new_slot(t._data)
                 T.bindings[n] = ("arg", t)
+        seq0 = next(_graph._seq)
         with T:
             result = self._fn(*args, **kwargs)
+            if T.reason is None and STATE.enabled:
+                try:
+                    T.region = _grad_region.record(T, self._name, result, [(("arg", paths[id(t)]), t) for _p, t
+                                                                           in _tensor_args(args, kwargs)], seq0)
+                except _trace.Unsupported:
+                    pass
         if T.reason is None:
             try:
                 T.check_state()

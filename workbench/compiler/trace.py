@@ -102,6 +102,8 @@ class Tracer:
         self.host_values = {}  # id(python value) -> event index of the host read that returned it
         self.host_keep = []
         self.reason = None
+        self.region = None  # a grad-mode call's backward, recorded after it (grad_region.Region)
+        self.differentiated = set()  # ids of the nodes whose backward ran during the call
         self.suspended = 0
         self.in_record = 0
         self._patches = Patches()
@@ -365,6 +367,7 @@ def _hook_call_backward(orig, T):
     """A node's backward: its formula's own ops when they all record (Tensor ops), else the formula as one
     unit replayed on the forward's ctx (backward formulas with raw-array fast paths)."""
     def _call_backward(node, grads):
+        T.differentiated.add(id(node))
         if not _recording(T):
             return orig(node, grads)
         n_ev, n_sl, host_after = len(T.events), len(T.arrays), T.host_after
