@@ -112,6 +112,9 @@ class Program:
         self.run_src = None
         self.backward_src = None
         self.backward_steps = 0  # of a grad-mode call: the steps its one tape node's backward runs
+        self.random = tracer.random
+        self.externals = [t for t, _slot in tracer.externals.values()]
+        self.cuda_graph = None  # mode="reduce-overhead": the program's cudagraph.GraphReplay
         if self.reason is None:
             try:
                 self.run_src = self._program_source(result, arg_paths)
