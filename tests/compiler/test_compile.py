@@ -90,6 +90,7 @@ ZOO = {
     "embedding": (lambda: nn.Sequential(nn.Embedding(10, 8), nn.Linear(8, 2)), (4, 3), 10),
     "lstm": (lambda: nn.LSTM(8, 8, batch_first=True), (2, 3, 8), None),
     "gru": (lambda: nn.GRU(8, 8, batch_first=True), (2, 3, 8), None),
+    "rnn-tanh-2layers": (lambda: nn.RNN(8, 8, num_layers=2), (3, 2, 8), None),
     "transformer-dropout": (lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True),
                             (2, 5, 8), None),
 }
@@ -160,6 +161,11 @@ def test_guards_retrace_on_shape_dtype_requires_grad_and_parameter_identity():
         model.weight = nn.Parameter(wb.ones(2, 4))  # a new parameter object: the old trace must not be used
         assert _bits(cm(_input((3, 4)))) == _bits(model(_input((3, 4))))
     assert wb.compiler.explain(cm).traces == 3
+    g = wb.compile(lambda a, b: a * 2 + b)
+    x, y = _input((2,)), _input((2,), seed=1)
+    for _ in range(2):
+        g(x, x)  # traced with one tensor twice: another pair must not replay it
+    assert _bits(g(x, y)) == _bits(x * 2 + y) and wb.compiler.explain(g).traces == 2
     f = wb.compile(lambda a: (a * 2).sum())
     f(_input((2,)))
     f(_input((2,)).requires_grad_())
@@ -458,6 +464,9 @@ def test_visualizer_listening_runs_eagerly():
     assert "LinearBackward0" in seen  # the tape was recorded: the viz tools see the compiled model's ops
     e = wb.compiler.explain(cm)
     assert e.replays == 1 and e.eager_calls == 2
+    cm(x)
+    snap = wb.viz.snapshot([cm(x).sum()], cm)  # made by a replay before the tool looked: one node for the model
+    assert "CompiledLinearBackward0" in [n["name"] for n in snap.data["nodes"]]
 
 
 def test_the_replay_lists_its_steps():

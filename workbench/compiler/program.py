@@ -144,10 +144,14 @@ class Program:
                  f"    if len(args) != {len(args)} or kwargs.keys() != {set(kwargs)!r}:",
                  "        return False"]
         conds = [f"STATE.enabled is {bool(STATE.enabled)}", f"STATE.inference is {bool(STATE.inference)}"]
+        first = {}  # id(array) -> the first argument path holding it: the program reads it from there
         for path, value in _walk(args, kwargs):
             expr = path
             if isinstance(value, Tensor):
                 conds.extend(self._tensor_conds(expr, value))
+                seen = first.setdefault(id(value._data), expr)
+                if seen is not expr:  # the same array twice (f(x, x)): the replay needs it twice again
+                    conds.append(f"{expr}._data is {seen}._data")
             elif value is None or value.__class__ in (bool, int, float, str) or (
                     value.__class__ is tuple and all(v.__class__ in (bool, int, str) for v in value)):
                 conds.append(f"{expr}.__class__ is {self._bind(value.__class__, 'K')} and {expr} == {value!r}"
