@@ -1,6 +1,8 @@
 """workbench.compile: the PyTorch contract, bitwise equality of replays with eager, guards, fallbacks."""
 import copy
+import gc
 import inspect
+import weakref
 
 import numpy as np
 import pytest
@@ -90,6 +92,7 @@ ZOO = {
     "embedding": (lambda: nn.Sequential(nn.Embedding(10, 8), nn.Linear(8, 2)), (4, 3), 10),
     "lstm": (lambda: nn.LSTM(8, 8, batch_first=True), (2, 3, 8), None),
     "gru": (lambda: nn.GRU(8, 8, batch_first=True), (2, 3, 8), None),
+    "rnn-tanh-2layers": (lambda: nn.RNN(8, 8, num_layers=2), (3, 2, 8), None),
     "transformer-dropout": (lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True),
                             (2, 5, 8), None),
 }
@@ -160,6 +163,11 @@ def test_guards_retrace_on_shape_dtype_requires_grad_and_parameter_identity():
         model.weight = nn.Parameter(wb.ones(2, 4))  # a new parameter object: the old trace must not be used
         assert _bits(cm(_input((3, 4)))) == _bits(model(_input((3, 4))))
     assert wb.compiler.explain(cm).traces == 3
+    g = wb.compile(lambda a, b: a * 2 + b)
+    x, y = _input((2,)), _input((2,), seed=1)
+    for _ in range(2):
+        g(x, x)  # traced with one tensor twice: another pair must not replay it
+    assert _bits(g(x, y)) == _bits(x * 2 + y) and wb.compiler.explain(g).traces == 2
     f = wb.compile(lambda a: (a * 2).sum())
     f(_input((2,)))
     f(_input((2,)).requires_grad_())
@@ -305,7 +313,9 @@ def test_replay_node_frees_retains_and_refuses_double_backward():
     model, ref = _twins(lambda: nn.Sequential(nn.Linear(4, 3), nn.Tanh()))
     cm = wb.compile(model)
     x = _input((2, 4))
-    cm(x)
+    traced = weakref.ref(cm(x).grad_fn)
+    gc.collect()
+    assert traced() is None  # the program does not keep the traced call's tape
     y, r = cm(x), ref(x)
     for _ in range(2):
         y.sum().backward(retain_graph=True)
@@ -458,6 +468,9 @@ def test_visualizer_listening_runs_eagerly():
     assert "LinearBackward0" in seen  # the tape was recorded: the viz tools see the compiled model's ops
     e = wb.compiler.explain(cm)
     assert e.replays == 1 and e.eager_calls == 2
+    cm(x)
+    snap = wb.viz.snapshot([cm(x).sum()], cm)  # made by a replay before the tool looked: one node for the model
+    assert "CompiledLinearBackward0" in [n["name"] for n in snap.data["nodes"]]
 
 
 def test_the_replay_lists_its_steps():

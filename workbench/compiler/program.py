@@ -112,12 +112,17 @@ class Program:
         self.run_src = None
         self.backward_src = None
         self.backward_steps = 0  # of a grad-mode call: the steps its one tape node's backward runs
+        self.random = tracer.random
+        self.externals = [t for t, _slot in tracer.externals.values()]
+        self.cuda_graph = None  # mode="reduce-overhead": the program's cudagraph.GraphReplay
         if self.reason is None:
             try:
                 self.run_src = self._program_source(result, arg_paths)
                 self.run = self._compile(self.run_src, "run")
             except Unsupported as e:
                 self.reason = str(e)
+        if tracer.region is not None:
+            tracer.region.outputs = None  # nor its outputs (and with them its tape)
         self.tracer = None  # the arrays of the traced call are not kept
 
     def _bind(self, obj, prefix):
@@ -141,10 +146,14 @@ class Program:
                  f"    if len(args) != {len(args)} or kwargs.keys() != {set(kwargs)!r}:",
                  "        return False"]
         conds = [f"STATE.enabled is {bool(STATE.enabled)}", f"STATE.inference is {bool(STATE.inference)}"]
+        first = {}  # id(array) -> the first argument path holding it: the program reads it from there
         for path, value in _walk(args, kwargs):
             expr = path
             if isinstance(value, Tensor):
                 conds.extend(self._tensor_conds(expr, value))
+                seen = first.setdefault(id(value._data), expr)
+                if seen is not expr:  # the same array twice (f(x, x)): the replay needs it twice again
+                    conds.append(f"{expr}._data is {seen}._data")
             elif value is None or value.__class__ in (bool, int, float, str) or (
                     value.__class__ is tuple and all(v.__class__ in (bool, int, str) for v in value)):
                 conds.append(f"{expr}.__class__ is {self._bind(value.__class__, 'K')} and {expr} == {value!r}"

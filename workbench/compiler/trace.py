@@ -27,6 +27,7 @@ from ..nn.module import Module
 from ..nn.utils import clip_grad as _clip_grad
 from ..optim import lr_scheduler as _lr_scheduler
 from ..optim.optimizer import Optimizer
+from ..random import Generator
 from ..tensor import Tensor
 from .. import creation as _creation
 
@@ -104,6 +105,7 @@ class Tracer:
         self.reason = None
         self.region = None  # a grad-mode call's backward, recorded after it (grad_region.Region)
         self.differentiated = set()  # ids of the nodes whose backward ran during the call
+        self.random = False  # whether the call drew random numbers (a CUDA graph would repeat them)
         self.suspended = 0
         self.in_record = 0
         self._patches = Patches()
@@ -209,6 +211,7 @@ class Tracer:
         data = Tensor.__dict__["data"]
         swap(Tensor, "data", property(data.fget, _hook_setdata(T), None, data.__doc__))
         swap(Module, "__call__", _hook_module_call(Module.__call__, T))
+        swap(Generator, "_stream", _hook_random(Generator.__dict__["_stream"], T))
         swap(Module, "zero_grad", _hook_opaque(Module.zero_grad, T, "zero_grad", None))
         for cls in subclasses(Optimizer):
             for name in ("step", "zero_grad"):
@@ -541,6 +544,14 @@ def _hook_module_call(orig, T):
         return orig(self, *args, **kwargs)
 
     return __call__
+
+
+def _hook_random(orig, T):
+    def _stream(self, dev):
+        T.random = True
+        return orig(self, dev)
+
+    return _stream
 
 
 def _hook_opaque(orig, T, name, kind):
