@@ -1,6 +1,8 @@
 """workbench.compile: the PyTorch contract, bitwise equality of replays with eager, guards, fallbacks."""
 import copy
+import gc
 import inspect
+import weakref
 
 import numpy as np
 import pytest
@@ -311,7 +313,9 @@ def test_replay_node_frees_retains_and_refuses_double_backward():
     model, ref = _twins(lambda: nn.Sequential(nn.Linear(4, 3), nn.Tanh()))
     cm = wb.compile(model)
     x = _input((2, 4))
-    cm(x)
+    traced = weakref.ref(cm(x).grad_fn)
+    gc.collect()
+    assert traced() is None  # the program does not keep the traced call's tape
     y, r = cm(x), ref(x)
     for _ in range(2):
         y.sum().backward(retain_graph=True)

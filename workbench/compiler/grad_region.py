@@ -72,7 +72,8 @@ class Region:
         self.node_cls = type(f"Compiled{name}Backward0", (RegionNode,),
                              {"__slots__": (), "_op": f"compiled {name}", "__module__": __name__})
         self.split = split  # index of the first event of the backward program
-        self.outputs = outputs  # the call's output tensors that carry gradients, in order (trace time)
+        self.outputs = outputs  # the call's output tensors that carry gradients, in order (trace time; dropped
+        # once the program is built)
         self.out_index = {id(t): k for k, t in enumerate(outputs)}
         self.contributions = contributions  # [(source, slot)]: a gradient sent across the boundary
         self.saved = saved  # [source]: tensors region nodes saved, whose versions the node checks

@@ -121,6 +121,8 @@ class Program:
                 self.run = self._compile(self.run_src, "run")
             except Unsupported as e:
                 self.reason = str(e)
+        if tracer.region is not None:
+            tracer.region.outputs = None  # nor its outputs (and with them its tape)
         self.tracer = None  # the arrays of the traced call are not kept
 
     def _bind(self, obj, prefix):
