@@ -403,10 +403,11 @@ def _phi(xp, x):
     xp.negative(a, out=a)
     xp.exp(a, out=a)
     h *= a
-    h *= 0.5  # 0.5 erfc(|x| / sqrt 2); Phi(x) = 0.5 + sign(x) (0.5 - that)
-    xp.subtract(0.5, h, out=h)
-    xp.copysign(h, x, out=h)
-    h += 0.5
+    h *= 0.5  # 0.5 erfc(|x| / sqrt 2): Phi(x) itself below 0 (its tail keeps its digits), 1 - it from 0 on
+    u = xp.multiply(h, -2.0)
+    u += 1
+    u *= xp.greater_equal(x, 0)
+    h += u  # h + (1 - 2 h) where x >= 0
     return h, a
 
 
