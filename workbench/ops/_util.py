@@ -15,9 +15,6 @@ _FROM_NP = _dt._FROM_NP
 _DEFAULT = _dt._default  # [the default float dtype]
 _CACHE = {}
 _SCALAR_CACHE = {}  # (array dtype, Python scalar type, default dtype) -> result dtype
-_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-                "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _key(x):
@@ -213,7 +210,8 @@ def _check_scatter_src(op, region, src):
 
 def dtype_error(kernel, npd):
     """The error PyTorch raises when an op has no kernel for a dtype (NotImplementedError, a RuntimeError)."""
-    name = _TORCH_NAMES.get(str(npd), str(npd))
+    dt = _FROM_NP.get(npd)  # raw arrays' dtypes: all in the table but bfloat16 before its first use
+    name = dt._scalar_name if dt is not None else _dt.from_numpy_dtype(npd)._scalar_name
     return NotImplementedError(f'"{kernel}" not implemented for \'{name}\': convert the input first, e.g. '
                                f"x.float() for math functions or x.long() for integer ops")
 
