@@ -8,7 +8,7 @@ import { TapeModel, type VisibleGraph, shapeText } from "./graph-model";
 import type { LayoutInput, LayoutResult } from "./layout";
 import { type LayoutFn, workerLayout } from "./layout-client";
 import { Minimap } from "./minimap";
-import { type ColourScale, type Measure, type Tint, colourScale, legend, measureFor, measuresOf, aggregate, tintCss, tintRgba, topN, topTable } from "./overlay";
+import { type ColourScale, type Domain, type Measure, type Tint, colourScale, legend, measureFor, measuresOf, aggregate, tintCss, tintRgba, topN, topTable } from "./overlay";
 import { LOD, paintOverview } from "./overview";
 import { PanZoom } from "./panzoom";
 import { Stepper } from "./stepper";
@@ -39,7 +39,7 @@ export interface ViewerHandle {
    * Colours the nodes by a measure (null: no colouring), without a relayout; updates the legend and
    * the top-N table. `values`, when given, replace the measure's per-node values (the watch slider).
    */
-  setOverlay(key: string | null, values?: Map<string, number | null>): void;
+  setOverlay(key: string | null, values?: Map<string, number | null>, domain?: Domain): void;
   /** The measure the nodes are coloured by now (null: none). */
   overlayKey(): string | null;
   destroy(): void;
@@ -215,7 +215,7 @@ class Viewer {
       reveal: (id) => this.#reveal(id),
       select: (id) => this.#select(id),
       fit: () => this.#fit(false),
-      setOverlay: (key, values) => this.#setOverlay(key, values),
+      setOverlay: (key, values, domain) => this.#setOverlay(key, values, domain),
       overlayKey: () => this.#ovKey,
       destroy: () => {
         this.#generation++;
@@ -235,7 +235,7 @@ class Viewer {
 
   // ---- overlay --------------------------------------------------------------------------------
 
-  #setOverlay(key: string | null, values?: Map<string, number | null>) {
+  #setOverlay(key: string | null, values?: Map<string, number | null>, domain?: Domain) {
     if (key !== null) {
       let m = this.#measures.get(key);
       if (!m) {
@@ -245,6 +245,7 @@ class Viewer {
         this.#ovSelect?.append(h("option", { value: key }, m.label));
       }
       if (values) m.values = values;
+      if (domain) m.domain = domain;
     }
     this.#ovKey = key;
     if (this.#ovSelect && this.#ovSelect.value !== (key ?? "")) this.#ovSelect.value = key ?? "";
@@ -273,7 +274,7 @@ class Viewer {
     for (const it of this.#visible.items) {
       vals.set(it.id, it.type === "box" ? aggregate(m, this.model.containers.get(it.id)?.members ?? []) : m.values.get(it.id) ?? null);
     }
-    const sc = colourScale(m.scale, vals.values());
+    const sc = colourScale(m.scale, vals.values(), m.domain);
     const tints = new Map<string, Tint | null>();
     for (const [id, v] of vals) tints.set(id, sc.tint(v));
     this.#ov = { m, sc, tints };
