@@ -119,7 +119,10 @@ describe("viewer overlay", () => {
     const { root } = await mount(costed());
     const select = root.querySelector<HTMLSelectElement>(".wb-select")!;
     expect([...select.options].map((o) => o.value)).toEqual(["", "grad_norm", "value_norm", "flops", "saved_bytes"]);
-    expect(root.querySelector<HTMLElement>(".wb-legend-bar")!.hidden).toBe(true);
+    // "Colour by" sits in the legend's row (the toolbar keeps one row), there before any colouring
+    expect(root.querySelector<HTMLElement>(".wb-legend-bar")!.hidden).toBe(false);
+    expect(root.querySelector(".wb-legend-bar .wb-select")).toBe(select);
+    expect(root.querySelector(".wb-legend")).toBeNull();
     select.value = "saved_bytes";
     select.dispatchEvent(new Event("change"));
     expect(root.querySelector(".wb-legend")!.textContent).toContain("saved for backward");
@@ -133,7 +136,7 @@ describe("viewer overlay", () => {
     select.dispatchEvent(new Event("change"));
     expect(fill(root, "m:head")).toBe("");
     expect(root.querySelector(".wb-topn")).toBeNull();
-    expect(root.querySelector<HTMLElement>(".wb-legend-bar")!.hidden).toBe(true);
+    expect(root.querySelector(".wb-legend")).toBeNull();
   });
 
   it("lets the select keep its keys (the viewer's shortcuts do not fire on it)", async () => {

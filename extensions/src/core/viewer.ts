@@ -113,6 +113,8 @@ class Viewer {
   #ovKey: string | null = null;
   readonly #ovSelect: HTMLSelectElement | null = null;
   readonly #legendBar: HTMLElement;
+  /** The legend's place in its row, after "Colour by". */
+  readonly #legend: HTMLElement;
   #topEl: HTMLElement | null = null;
 
   constructor(host: HTMLElement, readonly snapshot: Snapshot, opts: ViewerOptions) {
@@ -139,11 +141,14 @@ class Viewer {
         h("option", { value: "" }, "none"), ...[...this.#measures.values()].map((m) => h("option", { value: m.key }, m.label)));
       this.#ovSelect.addEventListener("change", () => this.#setOverlay(this.#ovSelect!.value || null));
     }
-    this.#legendBar = h("div", { class: "wb-bar wb-legend-bar", hidden: true });
+    // "Colour by" opens the legend's row, not the toolbar: the toolbar then fits one row at a
+    // notebook's width (~900 px); the row is there whenever the snapshot has a measure
+    this.#legend = h("span", { class: "wb-legend-slot" });
+    this.#legendBar = h("div", { class: "wb-bar wb-legend-bar", hidden: !this.#ovSelect },
+      this.#ovSelect ? h("label", { class: "wb-colour-by" }, "Colour by ", this.#ovSelect) : null, this.#legend);
     const bar = h("div", { class: "wb-bar" },
       h("span", { class: "wb-title", title: snapshot.title }, snapshot.title || "autograd tape"),
       h("span", { class: "wb-search-wrap" }, this.#search, this.#results),
-      this.#ovSelect ? h("label", { class: "wb-colour-by" }, "Colour by ", this.#ovSelect) : null,
       btn("Fit", "f", "Fit the graph to the view", () => this.#fit(true)),
       btn("Expand all", null, "Open every module", () => this.#setExpanded([...this.model.containers.keys()])),
       btn("Collapse all", null, "Close every module", () => this.#setExpanded([])),
@@ -265,8 +270,7 @@ class Viewer {
     if (!m || !this.#visible) {
       this.#ov = null;
       this.#topEl = null;
-      this.#legendBar.hidden = true;
-      this.#legendBar.replaceChildren();
+      this.#legend.replaceChildren();
       this.#root.classList.toggle("wb-ov-on", false);
       return;
     }
@@ -279,8 +283,7 @@ class Viewer {
     for (const [id, v] of vals) tints.set(id, sc.tint(v));
     this.#ov = { m, sc, tints };
     this.#root.classList.toggle("wb-ov-on", true);
-    this.#legendBar.replaceChildren(legend(m, sc, vals.size));
-    this.#legendBar.hidden = false;
+    this.#legend.replaceChildren(legend(m, sc, vals.size));
     const describe = (id: string) => {
       const n = this.model.nodes.get(id);
       return { name: n ? n.param ?? n.name : id, where: n ? n.scope : "" };
