@@ -217,3 +217,61 @@ def test_attention_causal():
 def test_attention_float_mask_gets_a_gradient():
     check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), _sdpa_composed,
           _arr(1, 3, 2), _arr(1, 4, 2), _arr(1, 4, 2), _arr(3, 4))
+
+
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+def test_layer_norm_numba_loop_and_numpy_form_match_pytorch(affine):
+    """layer_norm's one-pass Numba loops (``_backend/fused.py``, where numba is installed) and its NumPy form
+    both match PyTorch, forward and backward, with tiny and denormal values in a row."""
+    torch = pytest.importorskip("torch")
+    from workbench._backend import fused
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((40, 1024)) * 3 + 1).astype(np.float32)
+    x[0, :5] = [1e-40, -1e-45, 0.0, 1.2e-38, 3e4]
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    w, b = rng.standard_normal(1024).astype(np.float32), rng.standard_normal(1024).astype(np.float32)
+
+    def run(lib):
+        xt, wt, bt = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
+        args = {"both": (wt, bt), "weight": (wt, None), "none": (None, None)}[affine]
+        y = lib.nn.functional.layer_norm(xt, (1024,), *args)
+        y.backward(lib.tensor(g))
+        return [y.detach().numpy(), xt.grad.numpy()] + [t.grad.numpy() for t in args if t is not None]
+
+    expected, was = run(torch), fused.ENABLED[0]
+    try:
+        for on in (True, False):
+            fused.ENABLED[0] = on
+            for a, e in zip(run(wb), expected):
+                np.testing.assert_allclose(a, e, rtol=1e-5, atol=2e-5)
+    finally:
+        fused.ENABLED[0] = was
+
+
+@pytest.mark.parametrize("op", ["group_norm", "instance_norm"])
+def test_row_normalize_numba_loop_and_numpy_form_match_pytorch(op):
+    """group_norm and instance_norm on inputs above fused.MIN_SIZE (the rows' Numba loop where numba is
+    installed) and on the NumPy form, forward and backward, against PyTorch."""
+    torch = pytest.importorskip("torch")
+    from workbench._backend import fused
+
+    x = (np.random.default_rng(6).standard_normal((8, 16, 32, 32)) * 3 + 1).astype(np.float32)
+    x[0, 0, 0, :4] = [1e-40, -1e-45, 0.0, 1.2e-38]
+    g = np.random.default_rng(7).standard_normal(x.shape).astype(np.float32)
+    f = (lambda M, t: M.group_norm(t, 4)) if op == "group_norm" else (lambda M, t: M.instance_norm(t))
+
+    def run(lib):
+        t = lib.tensor(x, requires_grad=True)
+        y = f(lib.nn.functional, t)
+        y.backward(lib.tensor(g))
+        return y.detach().numpy(), t.grad.numpy()
+
+    expected, was = run(torch), fused.ENABLED[0]
+    try:
+        for on in (True, False):
+            fused.ENABLED[0] = on
+            for a, e in zip(run(wb), expected):
+                np.testing.assert_allclose(a, e, rtol=1e-5, atol=2e-5)
+    finally:
+        fused.ENABLED[0] = was

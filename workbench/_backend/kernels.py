@@ -11,6 +11,8 @@ import os
 
 import numpy
 
+from . import fused
+
 _DIRS = [os.path.join(os.path.dirname(os.path.dirname(__file__)), "_kernels"),  # installed wheel
          os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")]  # checkout
 _MODULES = {}
@@ -220,6 +222,8 @@ def _row_dots(a, b):
 def row_norm(x, eps):
     """(xhat, mean, biased var, rstd) of each row of a C-contiguous (R, C) NumPy float array, in one
     temporary (the centred rows, normalized in place): layer norm's and the row-wise Normalize's forward."""
+    if fused.usable(x):
+        return _fused_rows(x, x[0], x[0], eps, False)
     cols = x.shape[1]
     mean = numpy.einsum("ij->i", x)
     mean /= cols
@@ -232,7 +236,23 @@ def row_norm(x, eps):
     return d, mean, var, rstd
 
 
+def _fused_rows(x, w, b, eps, affine):
+    """row_norm's (y, mean, var, rstd) from the Numba loop (y affine when asked)."""
+    y, stats = numpy.empty_like(x), numpy.empty((3, x.shape[0]), x.dtype)
+    fused.layer_norm(x, w, b, y, stats[0], stats[2], stats[1], eps, affine)
+    return y, stats[0], stats[1], stats[2]
+
+
 def _layer_norm_numpy(x, weight, bias, eps):
+    if fused.usable(x, *(a for a in (weight, bias) if a is not None)):
+        affine = weight is not None and bias is not None
+        y, mean, _, rstd = _fused_rows(x, weight if affine else x[0], bias if affine else x[0], eps, affine)
+        if not affine and (weight is not None or bias is not None):  # one of the two: apply it after
+            if weight is not None:
+                y *= weight
+            if bias is not None:
+                y += bias
+        return y, mean, rstd
     d, mean, _, rstd = row_norm(x, eps)
     if weight is not None:
         d *= weight
@@ -250,6 +270,12 @@ def _layer_norm_backward_numpy(g, x, mean, rstd, weight, need_w, need_b):
     # dx = rstd (g w - mean(g w) - xhat mean(g w xhat)), dw = sum_rows(g xhat), db = sum_rows(g), in two
     # temporaries
     cols = x.shape[1]
+    if fused.usable(x, g, *(() if weight is None else (weight,))):
+        dx, dw, db = numpy.empty_like(x), numpy.zeros(cols), numpy.zeros(cols)
+        fused.layer_norm_grad(g, x, weight if weight is not None else numpy.ones(cols, x.dtype), mean, rstd, dx,
+                              dw, db)
+        return (dx, dw.astype(x.dtype) if weight is not None and need_w else None,
+                db.astype(x.dtype) if need_b else None)
     xhat = x - mean[:, None]
     xhat *= rstd[:, None]
     db = g.sum(axis=0) if need_b else None

@@ -10,8 +10,13 @@ into its output with ``out=``, and runs on blocks of ``BLOCK`` elements. The for
 Each kernel is ``name(xp, out, *arrays, *params)`` on same-shape C-contiguous blocks; ``run`` applies it
 over whole arrays. Selections with a mask that is true almost nowhere for real inputs (softplus above
 its threshold) use ``copyto(where=)`` after an ``any()``: a predictable branch costs nothing.
+
+Where Numba is installed, ``run`` hands large arrays to the one-pass loops of ``fused`` instead (``FUSED``
+maps a kernel to its twin there), and the piecewise kernels do the same.
 """
 import numpy
+
+from . import fused
 
 BLOCK = 1 << 15  # elements: a block's few temporaries stay in the 1 MB L2
 
@@ -34,6 +39,11 @@ def run(xp, kernel, arrays, *params):
     if x.ndim == 0:  # ufuncs return scalars for 0-d operands, and out= needs arrays
         return run(xp, kernel, [a.reshape(1) for a in arrays], *params).reshape(())
     out = xp.empty(x.shape, x.dtype)
+    twin = FUSED.get(kernel)
+    if twin is not None and fused.usable(*arrays):
+        with quiet():
+            twin(out.reshape(-1), *[a.reshape(-1) for a in arrays], *[x.dtype.type(p) for p in params])
+        return out
     with quiet():
         if xp is not numpy or x.size <= 2 * BLOCK:
             kernel(xp, out, *arrays, *params)
@@ -56,6 +66,10 @@ def hardtanh(xp, x, lo, hi, want_mask):
 
 
 def hardshrink(xp, x, lambd, want_mask):
+    if fused.usable(x):
+        y, m = xp.empty_like(x), xp.empty(x.shape, bool)
+        fused.hardshrink(x.reshape(-1), y.reshape(-1), m.reshape(-1), x.dtype.type(lambd))
+        return y, m if want_mask else None
     m = xp.greater(x, lambd)  # |x| > l as two bool passes: cheaper than abs into a float temporary
     m |= xp.less(x, -lambd)
     return xp.multiply(x, m), m if want_mask else None
@@ -79,6 +93,10 @@ def threshold(xp, x, th, value, want_mask):
 
 
 def hardsigmoid(xp, x, want_mask):
+    if fused.usable(x):
+        y, m = xp.empty_like(x), xp.empty(x.shape, bool)
+        fused.hardsigmoid(x.reshape(-1), y.reshape(-1), m.reshape(-1), *map(x.dtype.type, (0, 3, 6)))
+        return y, m if want_mask else None
     y = xp.add(x, 3)
     xp.clip(y, 0, 6, out=y)
     y /= 6
@@ -196,6 +214,18 @@ def _exp_beta(xp, out, x, beta, threshold):
     return big
 
 
+def mask_mul(xp, g, m, slope):
+    """g * slope where the bool mask m holds, 0 elsewhere: the piecewise activations' backward."""
+    if fused.usable(g) and m.shape == g.shape and m.flags.c_contiguous:
+        d = xp.empty_like(g)
+        fused.mask_mul(g.reshape(-1), m.reshape(-1), d.reshape(-1), g.dtype.type(slope))
+        return d
+    d = xp.multiply(g, m)
+    if slope != 1:
+        d *= slope
+    return d
+
+
 def softplus(xp, out, x, beta, threshold):  # log1p(exp(beta x)) / beta, x where beta x > threshold
     big = _exp_beta(xp, out, x, beta, threshold)
     xp.log1p(out, out=out)
@@ -246,3 +276,12 @@ def logsigmoid_grad(xp, out, g, x):  # sigmoid(-x) = 1 / (1 + exp(x))
     xp.exp(x, out=out)
     out += 1
     xp.divide(g, out, out=out)
+
+
+# kernel -> its one-pass twin in ``fused``, called as twin(out, *arrays, *params) on flat arrays
+FUSED = {
+    leaky_relu: lambda out, x, s: fused.leaky_relu(x, out, s),
+    leaky_relu_grad: lambda out, g, x, s: fused.leaky_relu_grad(g, x, out, s),
+    hardswish: lambda out, x: fused.hardswish(x, out, *map(out.dtype.type, (0, 3, 6))),
+    hardswish_grad: lambda out, g, x: fused.hardswish_grad(g, x, out, *map(out.dtype.type, (3, 0.5))),
+}

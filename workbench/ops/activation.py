@@ -80,10 +80,7 @@ def _piecewise(name, kernel, slope=1.0):
     def backward(ctx, g):
         (m,) = ctx.saved_tensors
         if not STATE.enabled:
-            d = ctx.xp.multiply(g._data, m._data)
-            if slope != 1:
-                d *= slope
-            d = Tensor._make(d)
+            d = Tensor._make(_pw.mask_mul(ctx.xp, g._data, m._data, slope))
         else:
             d = g * m if slope == 1 else g * m * slope
         return (d,) + (None,) * ctx.n_params

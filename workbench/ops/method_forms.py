@@ -3,7 +3,9 @@ is ``x.detach()``. Each forwards to the method, so the method (and its autograd)
 
 >>> import workbench as wb
 >>> x = wb.tensor([-1.0, 4.0])
->>> wb.relu_(x); x
+>>> wb.relu_(x) is x
+True
+>>> x
 tensor([0., 4.])
 """
 

@@ -883,7 +883,7 @@ def logsumexp(input, dim=None, keepdim=False):
 
     >>> import workbench as wb
     >>> wb.logsumexp(wb.tensor([1000.0, 1000.0]), 0)
-    tensor(1000.6931)
+    tensor(1000.6932)
     """
     if _AUTOCAST[0]:
         input, = _autocast_cast("logsumexp", input)

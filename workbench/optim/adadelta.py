@@ -1,7 +1,7 @@
 """Adadelta (weight decay, maximize)."""
 from .. import _backend
 from ._functional import addcmul_, check_differentiable
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
+from .optimizer import Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
 
 
 class Adadelta(Optimizer):
@@ -16,13 +16,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
-        _check_lr(lr)
-        if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_args(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
         check_differentiable(differentiable)
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
                     "capturable": capturable, "foreach": foreach, "differentiable": differentiable}

@@ -2,7 +2,7 @@
 from .. import _backend
 from ..tensor import Tensor
 from ._functional import addcdiv_, addcmul_, check_differentiable
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _scratch
+from .optimizer import Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch
 
 
 class Adagrad(Optimizer):
@@ -17,15 +17,7 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
-        _check_lr(lr)
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_args(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, initial_accumulator_value=initial_accumulator_value, eps=eps)
         check_differentiable(differentiable)
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value, "foreach": foreach, "maximize": maximize,

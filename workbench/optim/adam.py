@@ -2,8 +2,8 @@
 from .. import _backend
 from .._backend import blas
 from ._functional import adam_moments_, check_differentiable, weight_decay_
-from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
-                        _zeros_like)
+from .optimizer import (Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scalar_step, _scratch,
+                         _zeros_like)
 
 
 class Adam(Optimizer):
@@ -20,12 +20,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
-        _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        _check_betas(betas)
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         check_differentiable(differentiable)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
                     "maximize": maximize, "foreach": foreach, "capturable": capturable,
@@ -40,6 +35,10 @@ class Adam(Optimizer):
             beta1, beta2 = (float(b) for b in group["betas"])
             eps, wd, amsgrad = group["eps"], group["weight_decay"], group["amsgrad"]
             decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
+            keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+            flat = _flat_group(self, group, keys)
+            if flat is not None and self._flat_step(flat, lr, beta1, beta2, eps, wd, amsgrad, decoupled, maximize):
+                continue
             for p, x, g in _params_with_grad(group):
                 st = self.state[p]
                 if not st:
@@ -75,6 +74,48 @@ class Adam(Optimizer):
                     x += tmp
                 p._vbox[0] += 1
         return loss
+
+    def _flat_step(self, f, lr, beta1, beta2, eps, wd, amsgrad, decoupled, maximize):
+        """The loop above over all of a group's parameters at once (``_Flat``), the same operations in
+        the same order, so the results are the per-parameter loop's bit for bit. False (nothing done)
+        when the parameters' step counts differ: their bias corrections do too."""
+        states = [self.state[p] for p in f.params]
+        if f.fresh:
+            for st in states:
+                st["step"] = _scalar_step()
+        steps = [st["step"]._data for st in states]
+        if any(s != steps[0] for s in steps[1:]):
+            return False
+        xp = _backend.xp_of(f.grad)
+        g = f.gather(xp)
+        if maximize:
+            xp.negative(g, out=g)
+        for s in steps:
+            s += 1
+        if wd != 0:
+            if decoupled:
+                for p in f.params:
+                    p._data *= 1 - lr * wd
+            else:  # g + x * wd, each product rounded before the sum as in weight_decay_
+                for p, t, gv in zip(f.params, f.tmp_views, f.grad_views):
+                    xp.multiply(p._data, wd, out=t)
+                    gv += t
+        m, v, tmp = f.bufs["exp_avg"], f.bufs["exp_avg_sq"], f.tmp
+        adam_moments_(xp, m, v, g, beta1, beta2, tmp)
+        step = float(steps[0])
+        step_size = lr / (1 - beta1 ** step)
+        bc2_sqrt = (1 - beta2 ** step) ** 0.5
+        if amsgrad:
+            mx = f.bufs["max_exp_avg_sq"]
+            xp.maximum(mx, v, out=mx)
+            xp.sqrt(mx, out=tmp)
+        else:
+            xp.sqrt(v, out=tmp)
+        tmp /= bc2_sqrt
+        tmp += eps
+        xp.divide(m, tmp, out=tmp)
+        f.scatter(f.tmp_views, -step_size)
+        return True
 
 
 class AdamW(Adam):

@@ -1,7 +1,7 @@
 """ASGD: SGD with a decaying step and a running (Polyak) average of the iterates in state["ax"]."""
 from .. import _backend
 from ._functional import check_differentiable
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
+from .optimizer import Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
 
 
 class ASGD(Optimizer):
@@ -16,9 +16,7 @@ class ASGD(Optimizer):
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
-        _check_lr(lr)
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_args(lr=lr, weight_decay=weight_decay)
         check_differentiable(differentiable)
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay,
                     "foreach": foreach, "maximize": maximize, "differentiable": differentiable,

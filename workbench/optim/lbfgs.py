@@ -2,7 +2,7 @@
 from .. import _backend
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
-from .optimizer import Optimizer, _check_lr, _real
+from .optimizer import Optimizer, _check_args, _real
 
 
 def _cubic_interpolate(xp, x1, f1, g1, x2, f2, g2, bounds=None):
@@ -117,7 +117,7 @@ class LBFGS(Optimizer):
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
                  history_size=100, line_search_fn=None):
-        _check_lr(lr)
+        _check_args(lr=lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = {"lr": lr, "max_iter": max_iter, "max_eval": max_eval, "tolerance_grad": tolerance_grad,

@@ -3,7 +3,7 @@ import math
 
 from .. import _backend
 from .._backend import dtypes as _dt
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _zeros_like
+from .optimizer import Optimizer, _check_args, _params_with_grad, _zeros_like
 
 EPS = 1e-7
 DEFAULT_A, DEFAULT_B, DEFAULT_C = 3.4445, -4.7750, 2.0315
@@ -60,11 +60,8 @@ class Muon(Optimizer):
     def __init__(self, params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
                  ns_coefficients=(DEFAULT_A, DEFAULT_B, DEFAULT_C), eps=EPS, ns_steps=DEFAULT_NS_STEPS,
                  adjust_lr_fn=None):
-        _check_lr(lr)
-        if not 0.0 <= momentum:
-            raise ValueError(f"momentum should be >= 0 but is: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"weight decay should be >= 0 but is: {weight_decay}")
+        _check_args({"lr": "Learning rate", "weight_decay": "weight decay"}, lr=lr, momentum=momentum,
+                    weight_decay=weight_decay)
         if adjust_lr_fn is not None and adjust_lr_fn not in ("original", "match_rms_adamw"):
             raise ValueError(f"Adjust learning rate function {adjust_lr_fn} is not supported")
         defaults = {"lr": lr, "weight_decay": weight_decay, "momentum": momentum, "nesterov": nesterov,

@@ -1,7 +1,7 @@
 """NAdam: Adam with Nesterov momentum (and optional decoupled weight decay)."""
 from .. import _backend
 from ._functional import adam_moments_, addcdiv_, check_differentiable, weight_decay_
-from .optimizer import (Optimizer, _check_betas, _check_lr, _params_with_grad, _real, _scalar_step, _scratch,
+from .optimizer import (Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch,
                         _zeros_like)
 
 
@@ -18,14 +18,7 @@ class NAdam(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        _check_betas(betas)
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= momentum_decay:
-            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay, momentum_decay=momentum_decay)
         check_differentiable(differentiable)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                     "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,

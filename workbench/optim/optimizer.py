@@ -10,6 +10,7 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import _backend
+from .._backend import blas
 from ..autograd.grad_mode import enable_grad
 from ..nn.module import _tensor_typename, zero_grads
 from ..tensor import Tensor
@@ -336,22 +337,129 @@ def _scratch(opt, x):
     return b[0, :n].reshape(x.shape), b[1, :n].reshape(x.shape)
 
 
-def _check_nonneg(name, value, what="value"):
-    if not 0.0 <= value:
-        raise ValueError(f"Invalid {name} {what}: {value}")
+# PyTorch's word for an argument in its "Invalid <word> value: <v>" messages, where not the name itself.
+_ARG_WORDS = {"eps": "epsilon"}
 
 
-def _check_betas(betas):
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+class _Flat:
+    """One param group's parameters that have gradients, laid end to end for a whole-array update.
+
+    The gradients are gathered into ``grad`` (one copy per step) and the per-parameter state arrays
+    named by ``keys`` are views into one array per key (``bufs``), so an update rule runs as a few
+    calls over all parameters instead of a few per parameter: on the digits MLP the per-call overhead
+    was most of an Adam step. The parameters keep their own arrays (anything holding one, a NumPy view
+    or a module's state dict, stays live); the update is written back into each (``scatter``). The
+    state stays PyTorch's: ``optimizer.state[p][key]`` is a tensor shaped like ``p``.
+    """
+
+    __slots__ = ("group", "params", "datas", "views", "bufs", "grad", "tmp", "tmp_views", "grad_views", "fresh")
+
+    def gather(self, xp):
+        """The gradients, end to end, in ``self.grad``."""
+        xp.concatenate([p._grad._data.reshape(-1) for p in self.params], out=self.grad)
+        return self.grad
+
+    def scatter(self, views, alpha):
+        """Each parameter += alpha * its view in ``views`` (one BLAS pass where it can), version bumped."""
+        for p, u in zip(self.params, views):
+            x = p._data
+            if not blas.axpy(alpha, u, x):
+                x += u * alpha
+            p._vbox[0] += 1
 
 
-def _check_lr(lr):
-    if isinstance(lr, Tensor) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= float(lr):
-        raise ValueError(f"Invalid learning rate: {lr}")
+def _flat_group(opt, group, keys):
+    """The ``_Flat`` of ``group`` for this step, (re)built when its parameters, their arrays or their
+    state changed, or None when the per-parameter path must run: fewer than two parameters with
+    gradients, mixed or non-float dtypes or devices, a parameter listed twice, or state present for
+    some parameters and not others (their first steps differ). ``fresh`` is True when the state was
+    just created (zeros), so the caller initializes it as on a first step."""
+    ps = [p for p in group["params"] if p._grad is not None]
+    if len(ps) < 2:
+        return None
+    cache = opt.__dict__.setdefault("_flat_cache", {})
+    f = cache.get(id(group))
+    state = opt.state
+    if f is not None and f.group is group and len(f.params) == len(ps):
+        ok = True
+        for i, p in enumerate(ps):
+            if p is not f.params[i] or p._data is not f.datas[i]:
+                ok = False
+                break
+            st = state.get(p)
+            if st is None or any(st.get(k) is None or st[k]._data is not f.views[k][i] for k in keys):
+                ok = False
+                break
+        if ok:
+            f.fresh = False
+            return f
+    x0 = ps[0]._data
+    dt, dev = x0.dtype, _backend.device_of(x0)
+    if (dt.kind != "f" or len({id(p) for p in ps}) != len(ps)
+            or any(p._data.dtype != dt or _backend.device_of(p._data) != dev for p in ps)):
+        return None
+    present = {all(k in state[p] for k in keys) for p in ps} | {any(k in state[p] for k in keys) for p in ps}
+    if len(present) != 1:
+        return None
+    fresh = not present.pop()
+    xp = _backend.xp_of(x0)
+    sizes = [p._data.size for p in ps]
+    n = sum(sizes)
+    f = _Flat()
+    f.group, f.params, f.datas, f.fresh = group, ps, [p._data for p in ps], fresh
+    offsets = [0]
+    for s in sizes:
+        offsets.append(offsets[-1] + s)
+
+    def views(buf):
+        return [buf[a:b].reshape(p._data.shape) for p, a, b in zip(ps, offsets, offsets[1:])]
+
+    with _backend.on_device(dev):
+        f.grad, f.tmp = xp.empty(n, dt), xp.empty(n, dt)
+        f.bufs, f.views = {}, {}
+        for k in keys:
+            buf = f.bufs[k] = xp.zeros(n, dt)
+            f.views[k] = views(buf)
+            for p, v in zip(ps, f.views[k]):
+                old = state[p].get(k)
+                if old is not None:
+                    v[...] = old._data
+                state[p][k] = Tensor._make(v)
+    f.tmp_views, f.grad_views = views(f.tmp), views(f.grad)
+    cache[id(group)] = f
+    return f
+
+
+def _check_args(should_be=None, **args):
+    """Check an optimizer's constructor arguments in the order given, raising PyTorch's ValueError
+    (its exact message) for the first out of range: lr >= 0 (a Tensor lr of 1 element), each beta in
+    [0, 1), rho in [0, 1], 0 < etas[0] < 1 < etas[1], every other argument >= 0.
+
+    The older optimizers' messages read "Invalid <name> value: <v>"; the newer ones (Adafactor, Muon)
+    read "<words> should be >= 0 but is: <v>", with their words per argument in ``should_be``.
+
+    >>> _check_args(lr=0.1, betas=(0.9, 0.999), eps=1e-8)
+    >>> _check_args(lr=-1)
+    Traceback (most recent call last):
+    ValueError: Invalid learning rate: -1
+    """
+    for name, value in args.items():
+        if name == "lr" and isinstance(value, Tensor) and value.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if should_be is not None:
+            if not 0.0 <= float(value):
+                raise ValueError(f"{should_be.get(name, name)} should be >= 0 but is: {value}")
+        elif name == "lr":
+            if not 0.0 <= float(value):
+                raise ValueError(f"Invalid learning rate: {value}")
+        elif name == "betas":
+            for i in (0, 1):
+                if not 0.0 <= value[i] < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {value[i]}")
+        elif name == "etas":
+            if not 0.0 < value[0] < 1.0 < value[1]:
+                raise ValueError(f"Invalid eta values: {value[0]}, {value[1]}")
+        elif not (0.0 <= value <= 1.0 if name == "rho" else 0.0 <= value):
+            raise ValueError(f"Invalid {_ARG_WORDS.get(name, name)} value: {value}")
 
 

@@ -1,7 +1,7 @@
 """RMSprop (centered, momentum, weight decay, maximize)."""
 from .. import _backend
 from ._functional import addcdiv_, addcmul_, check_differentiable, lerp_
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
+from .optimizer import Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
 
 
 class RMSprop(Optimizer):
@@ -16,15 +16,7 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_args(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         check_differentiable(differentiable)
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
                     "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach, "maximize": maximize,

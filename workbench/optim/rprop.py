@@ -2,7 +2,7 @@
 from .. import _backend
 from ..tensor import Tensor
 from ._functional import check_differentiable
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
+from .optimizer import Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
 
 
 class Rprop(Optimizer):
@@ -17,9 +17,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
-        _check_lr(lr)
-        if not 0.0 < etas[0] < 1.0 < etas[1]:
-            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        _check_args(lr=lr, etas=etas)
         check_differentiable(differentiable)
         defaults = {"lr": lr, "etas": etas, "step_sizes": step_sizes, "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable, "capturable": capturable}

@@ -3,7 +3,7 @@ from .. import _backend
 from .._backend import blas
 from ..tensor import Tensor
 from ._functional import check_differentiable
-from .optimizer import Optimizer, _check_lr, _params_with_grad, _real, _scratch
+from .optimizer import Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scratch
 
 
 class SGD(Optimizer):
@@ -21,11 +21,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, differentiable=False, fused=None):
-        _check_lr(lr)
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_args(lr=lr, momentum=momentum, weight_decay=weight_decay)
         check_differentiable(differentiable)
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
                     "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "differentiable": differentiable,
@@ -40,6 +36,10 @@ class SGD(Optimizer):
         for group in self.param_groups:
             lr, mom, damp = float(group["lr"]), group["momentum"], group["dampening"]
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+            flat = _flat_group(self, group, ("momentum_buffer",)) if mom != 0 else None
+            if flat is not None:
+                self._flat_step(flat, lr, mom, damp, wd, nesterov, maximize)
+                continue
             for p, x, g in _params_with_grad(group):
                 xp = _backend.xp_of(x)
                 x, g = _real(x), _real(g)
@@ -73,3 +73,32 @@ class SGD(Optimizer):
                     x -= t1
                 p._vbox[0] += 1
         return loss
+
+    @staticmethod
+    def _flat_step(f, lr, mom, damp, wd, nesterov, maximize):
+        """The momentum loop above over all of a group's parameters at once (``_Flat``): the same
+        operations in the same order, so the results are the per-parameter loop's bit for bit."""
+        xp = _backend.xp_of(f.grad)
+        g = f.gather(xp)
+        if maximize:
+            xp.negative(g, out=g)
+        if wd != 0:  # g + x * wd, the product rounded before the sum
+            for p, t, gv in zip(f.params, f.tmp_views, f.grad_views):
+                xp.multiply(p._data, wd, out=t)
+                gv += t
+        b = f.bufs["momentum_buffer"]
+        if f.fresh:  # first step: the buffer is the gradient
+            xp.copyto(b, g)
+        else:
+            b *= mom
+            if damp == 0:
+                b += g
+            else:
+                xp.multiply(g, 1 - damp, out=f.tmp)
+                b += f.tmp
+        if nesterov:
+            xp.multiply(b, mom, out=f.tmp)
+            f.tmp += g
+            f.scatter(f.tmp_views, -lr)
+        else:
+            f.scatter(f.views["momentum_buffer"], -lr)

@@ -1,9 +1,13 @@
 """Op specs: sample inputs and a NumPy reference per op, run by one generic test suite.
 
 A family registers its ops with ``spec(...)`` in ``workbench/testing/specs/<family>.py``;
-``tests/ops/test_op_specs.py`` runs every spec on every backend: forward against the reference,
-float64 gradcheck, gradgradcheck where supported, non-contiguous inputs, and (where the op is part
-of PyTorch's contract) against PyTorch CPU.
+``tests/ops/test_op_specs.py`` runs every spec on every backend (numpy, the fake cupy, real CuPy on a
+GPU): forward against the reference, float64 gradcheck, gradgradcheck, non-contiguous inputs, and
+(where the op is part of PyTorch's contract) against PyTorch CPU.
+
+A check that does not apply is switched off with the reason why (``no_ref``, ``no_grad``,
+``no_gradgrad``, ``no_torch`` on the spec, ``values_only`` on a sample): the suite skips with that
+reason, and a spec that leaves a check out without one is refused when it is registered.
 
 Example::
 
@@ -24,14 +28,19 @@ class Sample:
     """One call: ``args`` are arrays (become tensors), ``arg_fns`` or plain values; kwargs passed as is.
 
     Arrays in ``args`` are made into float tensors requiring grad when their dtype is floating (for
-    gradcheck); set ``grad=False`` to keep all inputs constant, or list positions in ``nondiff``.
+    gradcheck); list positions to keep constant in ``nondiff``, or keep them all constant with
+    ``values_only="why"`` (the sample checks values only: the gradient checks skip it with that reason).
     """
 
     args: Sequence[Any]
     kwargs: dict = dataclasses.field(default_factory=dict)
     nondiff: Sequence[int] = ()
-    grad: bool = True
+    values_only: str = ""
     name: str = ""
+
+    @property
+    def grad(self):
+        return not self.values_only
 
 
 @dataclasses.dataclass
@@ -42,18 +51,59 @@ class OpSpec:
     samples: Sequence[Sample]
     torch_op: Optional[Callable] = None  # (*torch_tensors_and_values, **kwargs), when PyTorch is the contract
     dtypes: Sequence[str] = ("float32", "float64")
-    gradcheck: bool = True
-    gradgradcheck: bool = True
+    no_ref: str = ""  # why there is no NumPy reference (required when ref is None)
+    no_grad: str = ""  # why the op has no gradient to check: it skips gradcheck and gradgradcheck
+    no_gradgrad: str = ""  # why the second derivative is not checked
+    no_torch: str = ""  # why PyTorch is not compared (required when torch_op is None)
     rtol: float = 1e-5
     atol: float = 1e-6
     family: str = ""
     output_index: Optional[int] = None  # for ops returning tuples: which output to differentiate
 
+    @property
+    def gradcheck(self):
+        return not self.no_grad
+
+    @property
+    def gradgradcheck(self):
+        return not (self.no_grad or self.no_gradgrad)
+
+    def skip_reason(self, check, sample):
+        """Why ``check`` ("forward", "noncontiguous", "gradcheck", "gradgradcheck", "torch") does not run on
+        ``sample`` (an empty string when it runs)."""
+        if check == "forward":
+            return self.no_ref
+        if check == "torch":
+            return self.no_torch
+        if check in ("gradcheck", "gradgradcheck"):
+            why = self.no_grad or sample.values_only
+            return why or (self.no_gradgrad if check == "gradgradcheck" else "")
+        if check == "noncontiguous":
+            return ""
+        raise ValueError(f"unknown op-spec check {check!r}")
+
+
+def _check_reasons(s):
+    for field, attr in (("no_ref", "ref"), ("no_torch", "torch_op")):
+        why, missing = getattr(s, field), getattr(s, attr) is None
+        if missing and not why:
+            raise ValueError(f"op spec {s.name!r} has no {attr}: say why in {field}=")
+        if why and not missing:
+            raise ValueError(f"op spec {s.name!r} gives both {attr} and {field}=: drop one")
+    for field in ("no_ref", "no_grad", "no_gradgrad", "no_torch"):
+        if not isinstance(getattr(s, field), str):
+            raise TypeError(f"op spec {s.name!r}: {field}= takes the reason (a str)")
+    for k, sample in enumerate(s.samples):
+        if not isinstance(sample.values_only, str):
+            raise TypeError(f"op spec {s.name!r} sample {k}: values_only= takes the reason (a str)")
+
 
 def spec(name, op, ref, samples, **kw):
+    """Register the spec of one op (see the module docstring); returns the OpSpec."""
     if name in REGISTRY:
         raise ValueError(f"op spec {name!r} registered twice")
     s = OpSpec(name, op, ref, samples, **kw)
+    _check_reasons(s)
     REGISTRY[name] = s
     return s
 

@@ -14,6 +14,7 @@ spec("exp", wb.exp, np.exp, [Sample([arr(3, 4)])], torch_op=lambda x: x.exp())
 spec("matmul", wb.matmul, np.matmul, [Sample([arr(3, 4), arr(4, 2, seed=1)]), Sample([arr(2, 3, 4), arr(4, seed=1)]),
                                        Sample([arr(4), arr(5, 4, 2, seed=1)])], torch_op=lambda a, b: a @ b)
 spec("sum", lambda x, **k: x.sum(**k), lambda x, **k: np.sum(x, axis=k.get("dim"), keepdims=k.get("keepdim", False)),
-     [Sample([arr(3, 4)]), Sample([arr(3, 4, 5)], {"dim": (0, 2), "keepdim": True}), Sample([arr(3, 4)], {"dim": 1})])
+     [Sample([arr(3, 4)]), Sample([arr(3, 4, 5)], {"dim": (0, 2), "keepdim": True}), Sample([arr(3, 4)], {"dim": 1})],
+     torch_op=lambda x, **k: x.sum(**k))
 spec("getitem", lambda x: x[1:, [0, 2, 2]], lambda x: x[1:, [0, 2, 2]], [Sample([arr(3, 4)])],
      torch_op=lambda x: x[1:, [0, 2, 2]])

@@ -26,7 +26,8 @@ def _np_dims(k):
 def T(*args, **kwargs):
     """A sample at a tie: values only (finite differences are meaningless there; test_reduce.py checks
     PyTorch's tie-splitting gradients)."""
-    return Sample(list(args), kwargs, grad=False)
+    return Sample(list(args), kwargs, values_only="a tie: the gradient is not differentiable there (test_reduce.py "
+                                                  "checks PyTorch's tie-splitting)")
 
 
 def _red(name, np_fn, samples, torch_name=None, **kw):
