@@ -674,7 +674,10 @@ class Viewer {
     await this.#relayout();
     this.#say(`${c.path || c.label} ${opening ? "opened" : "closed"}`);
     const b = this.#layout?.boxes[this.#visible.repOf(id)];
-    if (b) this.#pz.reveal(b.x, b.y);
+    // an opened module grows around its old centre: show it whole (or its top, where its inputs come
+    // in), not only its centre, or its first nodes stay clipped above the canvas
+    if (b && opening) this.#pz.showBox(b);
+    else if (b) this.#pz.reveal(b.x, b.y);
   }
 
   /** Opens what holds the node, selects it and brings it into view (`centre`: in the middle, focus stays where it is). */
