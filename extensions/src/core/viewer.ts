@@ -284,7 +284,10 @@ class Viewer {
       const n = this.model.nodes.get(id);
       return { name: n ? n.param ?? n.name : id, where: n ? n.scope : "" };
     };
-    this.#topEl = topTable(m, topN(m, 10), sc, describe, (id) => void this.#reveal(id, true));
+    // Closed or opened by the user, it stays so while the step slider recolours; a compare view opens
+    // it closed, so the selected node's a | b table below is in view without scrolling.
+    const open = this.#topEl instanceof HTMLDetailsElement ? this.#topEl.open : !this.#cmp;
+    this.#topEl = topTable(m, topN(m, 10), sc, describe, (id) => void this.#reveal(id, true), open);
     this.#markTopSelected();
   }
 
