@@ -30,6 +30,19 @@ def model_and_data():
     return model, wb.randn(32, 4), wb.randint(0, 3, (32,))
 
 
+def overlay_page(tmp):
+    """A wider MLP's tape coloured by FLOPs (deterministic, unlike times)."""
+    wb.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    x, y = wb.randn(128, 64), wb.randint(0, 10, (128,))
+    scope = {"F": F, "model": model, "x": x, "y": y}
+    with wb.viz.record():  # the selected node's source line: that of a short "train.py", as for the debugger
+        exec(compile("loss = F.cross_entropy(model(x), y)\n", "train.py", "exec"), scope)
+    loss = scope["loss"]
+    loss.backward()
+    return wb.viz.snapshot(loss, model, title="loss, coloured by FLOPs", color_by="flops").save(tmp / "overlay.html")
+
+
 def monitor_page(tmp):
     model, x, y = model_and_data()
     opt = wb.optim.Adam(model.parameters(), lr=1e-2)
@@ -90,6 +103,7 @@ def main(images=IMAGES):
     loss = scope["loss"]
     wb.viz.snapshot(loss, model, trace=True, title="backward, step by step").save(tmp / "debug.html")
     monitor = monitor_page(tmp)
+    overlay = overlay_page(tmp)
     series = series_page(tmp)
     compare = compare_page(tmp)
     with sync_playwright() as p:
@@ -105,6 +119,11 @@ def main(images=IMAGES):
             page.locator(".wb-btn[aria-keyshortcuts='n']").click()
         page.wait_for_timeout(500)
         page.screenshot(path=images / "backward-debugger.png")
+        page.goto(Path(overlay).as_uri())
+        page.locator(".wb-root .wb-box").first.wait_for()
+        page.locator(".wb-topn-row").first.click()  # the costliest op, inside its module: opened and centred
+        page.wait_for_timeout(800)
+        page.screenshot(path=images / "tape-overlay.png")
         page.goto(monitor.as_uri())
         page.locator("#m svg").first.wait_for()
         page.wait_for_timeout(500)
@@ -124,7 +143,7 @@ def main(images=IMAGES):
         page.wait_for_timeout(500)
         page.screenshot(path=images / "compare.png")
         browser.close()
-    for name in ("tape-viewer", "backward-debugger", "gradient-monitor", "tape-over-time", "compare"):
+    for name in ("tape-viewer", "backward-debugger", "tape-overlay", "gradient-monitor", "tape-over-time", "compare"):
         print(images / f"{name}.png", (images / f"{name}.png").stat().st_size // 1024, "KiB")
 
 

@@ -125,7 +125,7 @@ def test_screenshots_script_retakes_the_viz_pictures(tmp_path):
     r = subprocess.run([sys.executable, "docs/screenshots.py", str(tmp_path)], cwd=REPO, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    for name in ("tape-viewer", "backward-debugger", "gradient-monitor", "tape-over-time", "compare"):
+    for name in ("tape-viewer", "backward-debugger", "tape-overlay", "gradient-monitor", "tape-over-time", "compare"):
         assert (tmp_path / f"{name}.png").stat().st_size > 5000
         assert f"images/{name}.png" in (REPO / "docs" / "viz.md").read_text()
 

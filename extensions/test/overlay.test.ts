@@ -172,7 +172,10 @@ describe("viewer overlay", () => {
     await new Promise((r) => setTimeout(r, 0));
     expect(item(root, "mm1")).not.toBeNull();
     expect(item(root, "mm1")!.classList.contains("wb-selected")).toBe(true);
-    expect(root.querySelector(".wb-panel section[aria-label='selected node'] h3")!.textContent).toContain("AddmmBackward0");
+    const details = root.querySelector(".wb-panel section[aria-label='selected node']")!;
+    expect(details.querySelector("h3")!.textContent).toContain("AddmmBackward0");
+    expect(details.textContent).toContain("FLOPs192 FLOP");  // the node's cost in its details
+    expect(details.textContent).toContain("saved for backward · 192 B");
     expect(root.querySelector(".wb-topn-row[aria-current='true']")!.getAttribute("data-id")).toBe("mm1");
     // the newly drawn node is coloured too, and the table is still there above the details
     expect(fill(root, "mm1")).toContain("color-mix");

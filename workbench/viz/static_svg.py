@@ -262,7 +262,7 @@ def _describe(u, types):
             u.kind = "group"
             u.label = "▸ " + path.split("#", 1)[0].rsplit("\0", 1)[-1]
             kind = "composite op"
-        u.sub = f"{kind} · {len(m)} nodes"
+        u.sub = f"{kind} · {len(m)} node{'' if len(m) == 1 else 's'}"
         for n in m:
             a, b = map(sum, zip(_bad(n["value"]), _bad(n["grad"])))
             u.nan += a

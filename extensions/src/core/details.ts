@@ -4,6 +4,7 @@ import { fmt, health, inlineValues, siteLine } from "./format";
 import type { Container, TapeModel } from "./graph-model";
 import { shapeText } from "./graph-model";
 import { histogram } from "./histogram";
+import { formatValue } from "./overlay";
 import type { StepRecord, Summary, TapeNode } from "./types";
 
 const CUT_TEXT: Record<string, string> = {
@@ -74,9 +75,17 @@ export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
       ["source", siteText(n)],
       ["shape", `${shapeText(n.shape)} ${n.dtype} on ${n.device}`],
       ["cut", n.cut ? `✂ ${CUT_TEXT[n.cut.reason] ?? n.cut.reason}: ${n.cut.detail}` : null],
+      // the cost fields (docs/cost.md), when the snapshot has them
+      ["FLOPs", n.flops != null ? formatValue(n.flops, "FLOP") : null],
+      ["forward", n.forward_us != null ? formatValue(n.forward_us, "us") : null],
+      ["backward", n.backward_us != null ? formatValue(n.backward_us, "us") : null],
     ]),
     n.saved.length
-      ? h("div", {}, h("h4", {}, "saved for backward"), h("ul", {}, ...n.saved.map((sv) => h("li", { class: "wb-code" }, `${sv.name}: ${shapeText(sv.shape)} ${sv.dtype}`))))
+      ? h("div", {}, h("h4", {}, "saved for backward", n.saved_bytes ? ` · ${formatValue(n.saved_bytes, "B")}` : ""),
+        h("ul", {}, ...n.saved.map((sv, i) => {
+          const bytes = n.saved_tensors?.[i]?.bytes;
+          return h("li", { class: "wb-code" }, `${sv.name}: ${shapeText(sv.shape)} ${sv.dtype}` + (bytes != null ? ` (${formatValue(bytes, "B")})` : ""));
+        })))
       : null,
     summaryBlock("value", n.value, HOW_TO_RECORD.value),
     n.kind === "param" || n.kind === "leaf" ? summaryBlock(".grad", grad, HOW_TO_RECORD.leafGrad)

@@ -401,7 +401,7 @@ class Viewer {
     if (type === "box") {
       const c = this.model.containers.get(id)!;
       title = `▸ ${c.label}`;
-      sub = `${c.type} · ${c.members.length} nodes`;
+      sub = `${c.type} · ${c.members.length} node${c.members.length === 1 ? "" : "s"}`;
       for (const m of c.members) {
         const n = this.model.nodes.get(m)!;
         const hh = health(n.value, n.grad);
