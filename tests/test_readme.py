@@ -1,13 +1,12 @@
-"""The README works as written: every Python block runs, every command it shows is run by a test (except
-`make test`, which is what runs this, and the targets that need a GPU), every link stays in the repository.
+"""The README works as written: every command it shows is run by a test (except
+`make test`, which is what runs this, and the targets that need a GPU). Its Python blocks run, in order, and
+its links are checked in tests/test_doc_pages.py, with every other page's.
 
 `make lab` itself is started, opened in Chromium and stopped by tests/browser/test_make_lab.py.
 """
-import os
 import re
 import shutil
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
@@ -18,7 +17,6 @@ README = (REPO / "README.md").read_text()
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 INLINE_CMD = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:make|pip|python -m pip|python -m workbench\.[\w.]+) [^`]+)`")
-LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 # commands the README shows that no test here runs, and why
 NOT_RUN = {
@@ -75,23 +73,6 @@ def test_every_command_is_run_or_exempt():
     unchecked = [c for c in commands() if c not in NOT_RUN and c not in RUN_BY]
     assert not unchecked, (f"README.md shows commands no test runs: {unchecked}. Run them in tests/test_readme.py "
                            "(RUN_BY) or say in NOT_RUN why they cannot run here.")
-
-
-def test_links_stay_in_the_repository():
-    for target in LINK.findall(README):
-        if re.match(r"[a-z]+:|#", target):
-            continue
-        path = (REPO / target.split("#")[0]).resolve()
-        assert path.is_relative_to(REPO), f"README links {target}, outside the repository (a clone lacks it)"
-        assert path.exists(), f"README links {target}, which does not exist"
-
-
-@pytest.mark.parametrize("code", python_blocks(), ids=lambda c: c.strip().splitlines()[0][:40])
-def test_python_block_runs(code, tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, f"README block failed:\n{code}\n--- stderr ---\n{r.stderr[-3000:]}"
 
 
 @pytest.mark.slow

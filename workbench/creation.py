@@ -396,22 +396,17 @@ class _LegacyTensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
 
 
-def _legacy_type(name, dtype):
+def _legacy_type(dtype):
+    name = dtype._scalar_name + "Tensor"  # the dtype's own legacy name: x.type() of a CPU tensor ends in it
     doc = (f"The legacy constructor of CPU {dtype} tensors: ``{name}(*sizes)`` (uninitialised) or ``{name}(data)``."
            f"\n\n>>> import workbench as wb\n>>> isinstance(wb.{name}([1]), wb.{name})\nTrue\n")
     return _LegacyTensorType(name, (), {"dtype": dtype, "__doc__": doc, "__module__": "workbench"})
 
 
-FloatTensor, DoubleTensor, HalfTensor = (_legacy_type(n, d) for n, d in (
-    ("FloatTensor", _dt.float32), ("DoubleTensor", _dt.float64), ("HalfTensor", _dt.float16)))
-BFloat16Tensor, ByteTensor, CharTensor = (_legacy_type(n, d) for n, d in (
-    ("BFloat16Tensor", _dt.bfloat16), ("ByteTensor", _dt.uint8), ("CharTensor", _dt.int8)))
-ShortTensor, IntTensor, LongTensor, BoolTensor = (_legacy_type(n, d) for n, d in (
-    ("ShortTensor", _dt.int16), ("IntTensor", _dt.int32), ("LongTensor", _dt.int64), ("BoolTensor", _dt.bool_)))
-LEGACY_TYPES = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
-                "ShortTensor", "IntTensor", "LongTensor", "BoolTensor"]
-
-
+FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor = map(_legacy_type, (_dt.float32, _dt.float64, _dt.float16,
+                                                                           _dt.bfloat16))
+ByteTensor, CharTensor, ShortTensor, IntTensor, LongTensor, BoolTensor = map(_legacy_type, (
+    _dt.uint8, _dt.int8, _dt.int16, _dt.int32, _dt.int64, _dt.bool_))
 
 
 # --- Tensor.new_*: same dtype and device as self unless given ---------------------------------------

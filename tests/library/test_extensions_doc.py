@@ -1,11 +1,10 @@
 """docs/extensions.md runs as written: its Python blocks, in order, in one namespace (CUDA on the fake cupy)."""
 import pathlib
-import re
 import shutil
 
 import pytest
 
-from workbench.testing import fake_cupy
+from workbench.testing import doc_pages, fake_cupy
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "extensions.md"
 
@@ -15,12 +14,9 @@ def test_extensions_doc_runs(tmp_path, monkeypatch, capsys):
     if shutil.which("c++") is None and shutil.which("g++") is None:
         pytest.skip("needs a C++ compiler")
     monkeypatch.setenv("WORKBENCH_EXTENSIONS_DIR", str(tmp_path))
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert len(blocks) == 4
-    ns = {}
+    assert len(doc_pages.blocks(DOC)) == 4  # tests/test_doc_pages.py runs the page too, in a process of its own
     with fake_cupy.installed():
-        for i, code in enumerate(blocks):
-            exec(compile(code, f"{DOC}:block{i}", "exec"), ns)
+        ns = doc_pages.run_page(DOC)
         assert ns["loss"].device.type == "cuda"
     out = capsys.readouterr().out
     assert "'test_gradcheck': 'SUCCESS'" in out

@@ -18,10 +18,14 @@ class dtype:
     (True, 4)
     """
 
-    __slots__ = ("name", "_np", "itemsize", "category", "is_signed", "_aliases")
+    __slots__ = ("name", "_np", "itemsize", "category", "is_signed", "_aliases", "_scalar_name", "_legacy_names")
 
-    def __init__(self, name, np_dtype, category, aliases=(), itemsize=None):
+    def __init__(self, name, scalar_name, np_dtype, category, aliases=(), itemsize=None):
         self.name = name
+        # PyTorch's ScalarType name ("Float"): its error messages spell dtypes so, and its legacy tensor
+        # types are named after it: x.type() is "torch.FloatTensor" on the CPU, "torch.cuda.FloatTensor"
+        self._scalar_name = scalar_name
+        self._legacy_names = {"cpu": f"workbench.{scalar_name}Tensor", "cuda": f"workbench.cuda.{scalar_name}Tensor"}
         self._np = None if np_dtype is None else np.dtype(np_dtype)
         self.itemsize = itemsize or self._np.itemsize
         self.category = category
@@ -60,19 +64,20 @@ def _by_name(name):
     return _BY_NAME[name]
 
 
-bool_ = dtype("bool", np.bool_, _BOOL)
-uint8 = dtype("uint8", np.uint8, _INT)
-int8 = dtype("int8", np.int8, _INT)
-int16 = dtype("int16", np.int16, _INT, ("short",))
-int32 = dtype("int32", np.int32, _INT, ("int",))
-int64 = dtype("int64", np.int64, _INT, ("long",))
-float16 = dtype("float16", np.float16, _FLOAT, ("half",))
-float32 = dtype("float32", np.float32, _FLOAT, ("float",))
-float64 = dtype("float64", np.float64, _FLOAT, ("double",))
-complex64 = dtype("complex64", np.complex64, _COMPLEX, ("cfloat",))
-complex128 = dtype("complex128", np.complex128, _COMPLEX, ("cdouble",))
+bool_ = dtype("bool", "Bool", np.bool_, _BOOL)
+uint8 = dtype("uint8", "Byte", np.uint8, _INT)
+int8 = dtype("int8", "Char", np.int8, _INT)
+int16 = dtype("int16", "Short", np.int16, _INT, ("short",))
+int32 = dtype("int32", "Int", np.int32, _INT, ("int",))
+int64 = dtype("int64", "Long", np.int64, _INT, ("long",))
+float16 = dtype("float16", "Half", np.float16, _FLOAT, ("half",))
+float32 = dtype("float32", "Float", np.float32, _FLOAT, ("float",))
+float64 = dtype("float64", "Double", np.float64, _FLOAT, ("double",))
+complex64 = dtype("complex64", "ComplexFloat", np.complex64, _COMPLEX, ("cfloat",))
+complex128 = dtype("complex128", "ComplexDouble", np.complex128, _COMPLEX, ("cdouble",))
 ALL = [bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128]
-bfloat16 = dtype("bfloat16", None, _FLOAT, itemsize=2)  # ml_dtypes takes ~0.6 s to import: only on first use
+# ml_dtypes takes ~0.6 s to import: only on first use
+bfloat16 = dtype("bfloat16", "BFloat16", None, _FLOAT, itemsize=2)
 ALL.append(bfloat16)
 
 _BY_NAME = {}
@@ -80,6 +85,8 @@ for _d in ALL:
     _BY_NAME[_d.name] = _d
     for _a in _d._aliases:
         _BY_NAME[_a] = _d
+# "FloatTensor" -> float32: x.type("torch.FloatTensor"), Module.type(...)
+_BY_LEGACY_NAME = {d._scalar_name + "Tensor": d for d in ALL}
 _FROM_NP = {d._np: d for d in ALL if d._np is not None}
 _FROM_NP[np.dtype(np.uint16)] = int32  # no uint16/32/64 in the public set: widen on the way in
 _FROM_NP[np.dtype(np.uint32)] = int64

@@ -13,7 +13,7 @@ from .._backend.dtypes import bfloat16, float16, float32, float64
 from ..autograd import graph as _graph
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..ops.convert import _parse_to
+from ..ops.convert import _parse_to, _type_target
 from ..tensor import Tensor
 from ..utils.hooks import add_hook as _add_hook
 from .parameter import Buffer, Parameter, is_lazy
@@ -101,11 +101,6 @@ _HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward
                "_forward_hooks_always_called", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
                "_load_state_dict_post_hooks")
 
-_TYPENAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-              "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-              "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
 def zero_grads(params, set_to_none=True):
     """Reset the gradients of ``params``: PyTorch's ``zero_grad`` of both ``Module`` and ``Optimizer``.
 
@@ -136,7 +131,7 @@ def zero_grads(params, set_to_none=True):
 def _tensor_typename(v):
     """PyTorch's type name of a tensor ("workbench.FloatTensor"), or the Python type name."""
     if isinstance(v, Tensor):
-        return f"workbench.{_TYPENAMES.get(v.dtype.name, v.dtype.name)}Tensor"
+        return v.type()
     return type(v).__name__
 
 
@@ -905,8 +900,21 @@ class Module:
         return self._apply(lambda t: t.to("cpu"))
 
     def type(self, dst_type):
-        """Cast every parameter and buffer to ``dst_type``."""
-        return self._apply(lambda t: t.to(dtype=dst_type))
+        """Cast every parameter and buffer to ``dst_type``: a dtype, or a legacy type (name), as ``Tensor.type``.
+
+        >>> import workbench as wb
+        >>> wb.nn.Linear(1, 1).type("torch.DoubleTensor").weight.dtype
+        workbench.float64
+        """
+        dt, _ = _type_target(dst_type)
+        if not (dt.is_floating_point or dt.is_complex):  # checked first, so that nothing is half-converted
+            for name, p in self.named_parameters():
+                if p.requires_grad:
+                    raise RuntimeError("data set to a tensor that requires gradients must be floating point or "
+                                       f"complex dtype: {type(self).__name__}.type({dst_type!r}) would make "
+                                       f"parameter '{name}' {dt}; call requires_grad_(False) on the parameters "
+                                       "first, or convert to a floating point type")
+        return self._apply(lambda t: t.type(dst_type))
 
     def _cast_float(self, dt):
         return self._apply(lambda t: t.to(dtype=dt) if t.is_floating_point() else t)

@@ -15,9 +15,6 @@ _FROM_NP = _dt._FROM_NP
 _DEFAULT = _dt._default  # [the default float dtype]
 _CACHE = {}
 _SCALAR_CACHE = {}  # (array dtype, Python scalar type, default dtype) -> result dtype
-_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-                "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _key(x):
@@ -89,15 +86,21 @@ def cast(x, npd):
     return x
 
 
-def gemm(a, b):
-    """a @ b on raw arrays. NumPy has no half-precision GEMM (ml_dtypes' bfloat16 product even comes back
-    float32, and float16 runs ~20x slower than float32), so 16-bit float operands multiply in float32 BLAS
-    and the product is rounded once: what PyTorch's CPU kernels compute too (float32 accumulation). CuPy
-    keeps float16 on cuBLAS."""
+def gemm(a, b, out=None):
+    """a @ b on raw arrays (into out when given). NumPy has no half-precision GEMM (ml_dtypes' bfloat16
+    product even comes back float32, and float16 runs ~20x slower than float32), so 16-bit float operands
+    multiply in float32 BLAS and the product is rounded once: what PyTorch's CPU kernels compute too (float32
+    accumulation). CuPy keeps float16 on cuBLAS."""
     d = a.dtype
     if d.itemsize == 2 and (d.kind == "V" or d.kind == "f" and a.__class__ is _ndarray):
-        return (a.astype(np.float32) @ b.astype(np.float32)).astype(d)
-    return a @ b
+        r = (a.astype(np.float32) @ b.astype(np.float32)).astype(d)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+    if out is None:
+        return a @ b
+    return _backend.xp_of(a).matmul(a, b, out=out)
 
 
 def float_np(npd):
@@ -207,7 +210,8 @@ def _check_scatter_src(op, region, src):
 
 def dtype_error(kernel, npd):
     """The error PyTorch raises when an op has no kernel for a dtype (NotImplementedError, a RuntimeError)."""
-    name = _TORCH_NAMES.get(str(npd), str(npd))
+    dt = _FROM_NP.get(npd)  # raw arrays' dtypes: all in the table but bfloat16 before its first use
+    name = dt._scalar_name if dt is not None else _dt.from_numpy_dtype(npd)._scalar_name
     return NotImplementedError(f'"{kernel}" not implemented for \'{name}\': convert the input first, e.g. '
                                f"x.float() for math functions or x.long() for integer ops")
 

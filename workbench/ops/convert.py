@@ -76,11 +76,24 @@ def to(self, *args, **kwargs):
     return ToCopy.apply(self, dtype, device, copy)
 
 
-_LEGACY_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-                 "bfloat16": "BFloat16Tensor", "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor",
-                 "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
-                 "uint8": "ByteTensor", "bool": "BoolTensor"}
-_BY_LEGACY_NAME = {v: k for k, v in _LEGACY_NAMES.items()}
+def _type_target(dtype):
+    """The (dtype, device) that ``x.type(dtype)`` converts to: a legacy type class or name says both (device
+    None: keep the tensor's), ValueError for a name that is no legacy type.
+
+    >>> import workbench as wb
+    >>> _type_target("torch.LongTensor"), _type_target(wb.float16)
+    ((workbench.int64, device(type='cpu')), (workbench.float16, None))
+    """
+    if isinstance(dtype, type) and dtype.__name__ in _dt._BY_LEGACY_NAME:
+        dtype = f"{dtype.__module__}.{dtype.__name__}"  # torch.cuda.FloatTensor, wb.FloatTensor
+    if not isinstance(dtype, str):
+        return _dt.to_dtype(dtype), None
+    parts = dtype.split(".")
+    dt = _dt._BY_LEGACY_NAME.get(parts[-1])
+    if dt is None or parts[0] not in ("torch", "workbench") or parts[1:-1] not in ([], ["cuda"]) or len(parts) < 2:
+        raise ValueError(f"invalid type: {dtype!r} (a legacy type name such as 'torch.FloatTensor' or "
+                         "'torch.cuda.LongTensor', or a dtype)")
+    return dt, _backend.resolve_device("cuda") if len(parts) == 3 else _backend.CPU
 
 
 def type_(self, dtype=None, non_blocking=False, **kwargs):
@@ -93,17 +106,9 @@ def type_(self, dtype=None, non_blocking=False, **kwargs):
     ('workbench.FloatTensor', workbench.float64, workbench.int64)
     """
     if dtype is None:
-        prefix = "workbench.cuda." if self.device.type == "cuda" else "workbench."
-        return prefix + _LEGACY_NAMES.get(self.dtype.name, self.dtype.name)
-    if isinstance(dtype, str) or isinstance(dtype, type) and dtype.__name__ in _BY_LEGACY_NAME:
-        parts = (dtype if isinstance(dtype, str) else dtype.__name__).split(".")
-        name = _BY_LEGACY_NAME.get(parts[-1])
-        if name is None or parts[0] not in ("torch", "workbench") and len(parts) > 1:
-            raise ValueError(f"invalid type: {dtype!r} (a legacy type name such as 'torch.FloatTensor' or "
-                             "'torch.cuda.LongTensor', or a dtype)")
-        device = _backend.resolve_device("cuda") if "cuda" in parts[:-1] else _backend.CPU
-        return to(self, getattr(_dt, name if name != "bool" else "bool_"), device=device)
-    return to(self, dtype)
+        return self.dtype._legacy_names[self.device.type]
+    dt, device = _type_target(dtype)
+    return to(self, dt) if device is None else to(self, dt, device=device)
 
 
 def _caster(dt):

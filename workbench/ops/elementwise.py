@@ -16,7 +16,7 @@ from ..autograd.grad_mode import STATE
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _TORCH_NAMES, _out, cast, dtype_error, float_np, result_dtype, to_float
+from ._util import _out, cast, dtype_error, float_np, result_dtype, to_float
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
@@ -333,7 +333,7 @@ def float_power(input, exponent, *, out=None):
 
 def _float_power_(self, exponent):
     if self.dtype not in (_dt.float64, _dt.complex128):
-        raise RuntimeError(f"the base given to float_power_ has dtype {_TORCH_NAMES[self.dtype.name]} but the "
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype._scalar_name} but the "
                            "operation's result requires dtype Double; convert it first with .double()")
     return self._inplace("float_power_", float_power, exponent)
 
@@ -1053,7 +1053,7 @@ def signbit(input):
 
 def _check_same_dtype(op, a, b):
     if a.dtype != b.dtype:
-        raise RuntimeError(f"{op}: {_TORCH_NAMES[a.dtype.name]} did not match {_TORCH_NAMES[b.dtype.name]} "
+        raise RuntimeError(f"{op}: {a.dtype._scalar_name} did not match {b.dtype._scalar_name} "
                            "(the two tensors must have the same dtype; convert one with .to(other.dtype))")
 
 

@@ -43,11 +43,10 @@ def _input(op, x, real_only=False):
     if npd.kind in "biu":
         return x.to(_dt.get_default_dtype())
     if npd.name in ("float16", "bfloat16"):
-        raise RuntimeError(f"Unsupported dtype {'Half' if npd.name == 'float16' else 'BFloat16'}: {op} runs in "
+        raise RuntimeError(f"Unsupported dtype {x.dtype._scalar_name}: {op} runs in "
                            "float32/float64; cast the input with .float() first (autocast does this for you)")
     if real_only and npd.kind == "c":
-        name = "ComplexFloat" if npd.itemsize == 8 else "ComplexDouble"
-        raise RuntimeError(f"{op} expects a real input tensor, but got {name}")
+        raise RuntimeError(f"{op} expects a real input tensor, but got {x.dtype._scalar_name}")
     return x
 
 

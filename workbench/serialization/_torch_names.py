@@ -19,15 +19,11 @@ from ._common import CheckpointError, to_device
 
 np = _backend.numpy
 
-# PyTorch's legacy storage classes, by the dtype of their elements (None: no workbench dtype)
-_STORAGE_DTYPES = {
-    "DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
-    "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
-    "ByteStorage": "uint8", "BoolStorage": "bool", "ComplexDoubleStorage": "complex128",
-    "ComplexFloatStorage": "complex64", "UntypedStorage": "uint8",
-    "QUInt8Storage": None, "QInt8Storage": None, "QInt32Storage": None, "QUInt4x2Storage": None,
-    "QUInt2x4Storage": None,
-}
+# PyTorch's legacy storage classes, named as the legacy tensor types ("FloatStorage"), by the dtype of their
+# elements (None: no workbench dtype)
+_STORAGE_DTYPES = {d._scalar_name + "Storage": d.name for d in _dt.ALL}
+_STORAGE_DTYPES.update({"UntypedStorage": "uint8", "QUInt8Storage": None, "QInt8Storage": None, "QInt32Storage": None,
+                        "QUInt4x2Storage": None, "QUInt2x4Storage": None})
 STORAGE_NAME = {v: k for k, v in _STORAGE_DTYPES.items() if v is not None and k != "UntypedStorage"}
 
 # PyTorch dtypes workbench has no counterpart for (a checkpoint naming one can't be loaded)
