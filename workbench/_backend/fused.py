@@ -174,8 +174,8 @@ def layer_norm(x, w, b, out, mean, rstd, var, eps, affine):  # var: the biased v
             d = x[r, j] - mu
             q += d * d
         v = q / cols
-        rs = 1.0 / numpy.sqrt(v + eps)
-        mean[r], rstd[r], var[r] = mu, rs, v
+        mean[r], rstd[r], var[r] = mu, 1.0 / numpy.sqrt(v + eps), v
+        mu, rs = mean[r], rstd[r]  # in x's dtype: the affine pass at its vector width, as the backward's
         if affine:
             for j in range(cols):
                 out[r, j] = (x[r, j] - mu) * rs * w[j] + b[j]
@@ -187,25 +187,26 @@ def layer_norm(x, w, b, out, mean, rstd, var, eps, affine):  # var: the biased v
 @_sums_loop
 def layer_norm_grad(g, x, w, mean, rstd, dx, dw, db):
     """dx = rstd (g w - mean(g w) - xhat mean(g w xhat)) per row (w all ones without a weight); dw += g xhat
-    and db += g (float64)."""
+    and db += g (float64). The row sums are float64; dx is computed in x's dtype (the sums cast to it
+    through a one-element array of that dtype), so float32 rows run at float32's vector width."""
     rows, cols = x.shape
+    cast = numpy.empty(2, x.dtype)
     for r in range(rows):
         mu, rs = mean[r], rstd[r]
         a = 0.0
         c = 0.0
         for j in range(cols):
-            gv = g[r, j]
-            xh = (x[r, j] - mu) * rs
-            a += gv * w[j]
-            c += gv * w[j] * xh
-        a /= cols
-        c /= cols
+            gw = g[r, j] * w[j]
+            a += gw
+            c += gw * ((x[r, j] - mu) * rs)
+        cast[0], cast[1] = a / cols, c / cols
+        am, cm = cast[0], cast[1]
         for j in range(cols):
             gv = g[r, j]
             xh = (x[r, j] - mu) * rs
             dw[j] += gv * xh
             db[j] += gv
-            dx[r, j] = rs * (gv * w[j] - a - xh * c)
+            dx[r, j] = rs * (gv * w[j] - am - xh * cm)
 
 
 # --- exp-based activations (float32): e**x as a polynomial LLVM vectorises -------------------------------
