@@ -109,6 +109,26 @@ def train_step_time(lib, device, kind, sync, timeit):
     return timeit(step, sync)
 
 
+def cudagraph_forward(wb, sync, timeit):
+    """The digits MLP's forward (no_grad) compiled, replayed plainly and through its CUDA graph
+    (mode="reduce-overhead"): both times, after checking the graph was captured and gives the replay's values."""
+    wb.manual_seed(0)
+    model = _models(wb.nn, wb.nn.functional)["mlp"]().to("cuda")
+    x, _ = _batch(wb, "mlp", "cuda")
+    plain, graphed = wb.compile(model), wb.compile(model, mode="reduce-overhead")
+    with wb.no_grad():
+        for _ in range(3):
+            a, b = plain(x), graphed(x)
+        g = wb.compiler.explain(graphed).programs[0].cuda_graph
+        if g.reason is not None or g.captures != 1:
+            raise RuntimeError(f"the forward was not captured: {g.describe()}")
+        diff = float(abs(a - b).max())
+        if diff > 1e-5:
+            raise RuntimeError(f"the CUDA graph's output differs from the replay's by {diff}")
+        return {"replay_ms": timeit(lambda: plain(x), sync) * 1e3, "graph_ms": timeit(lambda: graphed(x), sync) * 1e3,
+                "launches": g.launches}
+
+
 class Run:
     """Collects figures and failures; one failing measurement does not stop the others."""
 
@@ -172,6 +192,11 @@ def main(argv=None):
             res[f"{kind}_step"] = {"workbench_ms": w * 1e3, "torch_ms": t * 1e3, "ratio": w / t}
             print(f"{kind:4s} train step: workbench {w * 1e3:8.3f} ms  torch {t * 1e3:8.3f} ms  ratio {w / t:5.2f}x",
                   flush=True)
+
+    with run.measuring("cudagraph_forward"):
+        res["cudagraph_forward"] = cudagraph_forward(wb, wsync, timeit)
+        print(f"mlp compiled forward: replay {res['cudagraph_forward']['replay_ms']:.3f} ms, CUDA graph "
+              f"{res['cudagraph_forward']['graph_ms']:.3f} ms", flush=True)
 
     # matmul throughput: workbench (CuPy's cuBLAS) against PyTorch's rate, the card's practical peak
     n = 64 if args.smoke else 8192
@@ -260,6 +285,11 @@ def table(res):
             lines.append(f"| matmul {name} 8192³ | {r.get('workbench', '?')} | {r['torch_tflops']:.1f} TFLOP/s | | — |")
     if "copy_GBps" in res:
         lines.append(f"| device copy (the bandwidth ceiling) | | {res['copy_GBps']:.0f} GB/s | | |")
+    r = res.get("cudagraph_forward", {})
+    if "graph_ms" in r:
+        lines.append(f"| mlp compiled forward, CUDA graph / replay | {r['graph_ms']:.3f} ms | {r['replay_ms']:.3f} ms | "
+                     f"{r['graph_ms'] / r['replay_ms']:.2f} | < 1 (fewer launches) — "
+                     f"{verdict(r['graph_ms'] < r['replay_ms'])} |")
     for name, r in res.items():
         if isinstance(r, dict) and "fraction_of_copy" in r:
             f = r["fraction_of_copy"]

@@ -16,10 +16,11 @@ CPU = {
     "train_cpu.py": ["--steps", "2", "--rounds", "1"],
     "monitor_overhead.py": ["--steps", "60"],
     "custom_op_overhead.py": ["--quick"],
-    "compile_cpu.py": ["--steps", "2", "--rounds", "1", "--only", "tiny,mlp"],
+    "compile_cpu.py": ["--steps", "2", "--rounds", "1", "--only", "tiny,mlp,tiny-module"],
     "user_forms.py": ["--rounds", "1", "--only", "chain,tiny,mlp"],
     "functional_ops.py": ["--rounds", "1", "--reps", "1", "--only", "relu,layer_norm,cross_entropy"],
     "viewer_speed.py": ["--nodes", "200"],
+    "import_time.py": ["--runs", "1"],
 }
 
 

@@ -12,12 +12,15 @@ ALL = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
        "complex128", "bfloat16"]
 
 
-def test_import_is_fast_and_does_not_import_cupy():
-    code = ("import time, sys; t = time.perf_counter(); import workbench; dt = time.perf_counter() - t; "
-            "print(dt, 'cupy' in sys.modules, 'ml_dtypes' in sys.modules)")
+def test_import_loads_numpy_and_nothing_heavier():
+    # what `import workbench` costs is what it loads: NumPy and the standard library, never CuPy, ml_dtypes
+    # (bfloat16, on first use), torch, IPython or the viz front-end's dependencies. The time it takes is a
+    # benchmark figure (benchmarks/import_time.py), not a test
+    code = ("import sys; before = set(sys.modules); import workbench; "
+            "print(' '.join(sorted({m.split('.')[0] for m in set(sys.modules) - before})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out[1] == "False" and out[2] == "False"
-    assert float(out[0]) < 0.5
+    third_party = {m for m in out if m not in sys.stdlib_module_names and not m.startswith("_")}
+    assert third_party - {"cython_runtime"} == {"numpy", "workbench"}  # cython_runtime: NumPy's compiled parts
 
 
 @pytest.mark.parametrize("s,typ,idx", [("cpu", "cpu", None), ("cuda", "cuda", None), ("cuda:1", "cuda", 1)])

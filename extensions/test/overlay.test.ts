@@ -1,6 +1,6 @@
 import Ajv2020 from "ajv/dist/2020";
 import { afterEach, describe, expect, it } from "vitest";
-import { aggregate, colourScale, formatValue, measuresOf, topN } from "../src/core/overlay";
+import { aggregate, colourScale, domainOver, formatValue, measuresOf, topN } from "../src/core/overlay";
 import { computeLayout } from "../src/core/layout";
 import type { Snapshot } from "../src/core/types";
 import { fixture, schema } from "./fixtures";
@@ -81,6 +81,21 @@ describe("measures", () => {
     expect(colourScale("ratio", [1.01]).tint(1.01)!.mix).toBeLessThan(20);
   });
 
+  it("spans a fixed domain when given one (the slider's, over all steps): same value, same colour, whatever is drawn", () => {
+    const d = domainOver("log", [[1, 10], [100, 1000, null]], "same scale at all 2 steps")!;
+    expect([d.lo, d.hi]).toEqual([1, 1000]);
+    const a = colourScale("log", [1, 10], d), b = colourScale("log", [100, 1000], d);
+    expect([a.lo, a.hi, b.lo, b.hi]).toEqual([1, 1000, 1, 1000]);
+    expect(a.tint(10)).toEqual(b.tint(10));
+    expect(a.tint(10)!.mix).toBeLessThan(b.tint(1000)!.mix);
+    // outside the domain (a box's sum): the end colour, not past it
+    expect(a.tint(1e6)).toEqual(a.tint(1000));
+    const r = colourScale("ratio", [1.5], domainOver("ratio", [[4], [0.5]])!);
+    expect(r.hi).toBeCloseTo(4);
+    expect(r.tint(4)!.mix).toBe(colourScale("ratio", [4]).tint(4)!.mix);
+    expect(domainOver("log", [[null, null]])).toBeNull();
+  });
+
   it("ranks the top N by value (ratios by distance from 1) and counts the nodes with one", () => {
     const ms = measuresOf(costed());
     const top = topN(ms.get("flops")!, 3);
@@ -104,7 +119,10 @@ describe("viewer overlay", () => {
     const { root } = await mount(costed());
     const select = root.querySelector<HTMLSelectElement>(".wb-select")!;
     expect([...select.options].map((o) => o.value)).toEqual(["", "grad_norm", "value_norm", "flops", "saved_bytes"]);
-    expect(root.querySelector<HTMLElement>(".wb-legend-bar")!.hidden).toBe(true);
+    // "Colour by" sits in the legend's row (the toolbar keeps one row), there before any colouring
+    expect(root.querySelector<HTMLElement>(".wb-legend-bar")!.hidden).toBe(false);
+    expect(root.querySelector(".wb-legend-bar .wb-select")).toBe(select);
+    expect(root.querySelector(".wb-legend")).toBeNull();
     select.value = "saved_bytes";
     select.dispatchEvent(new Event("change"));
     expect(root.querySelector(".wb-legend")!.textContent).toContain("saved for backward");
@@ -118,7 +136,7 @@ describe("viewer overlay", () => {
     select.dispatchEvent(new Event("change"));
     expect(fill(root, "m:head")).toBe("");
     expect(root.querySelector(".wb-topn")).toBeNull();
-    expect(root.querySelector<HTMLElement>(".wb-legend-bar")!.hidden).toBe(true);
+    expect(root.querySelector(".wb-legend")).toBeNull();
   });
 
   it("lets the select keep its keys (the viewer's shortcuts do not fire on it)", async () => {
@@ -155,6 +173,10 @@ describe("viewer overlay", () => {
     expect(item(root, "m:encoder")!.classList.contains("wb-ov-na")).toBe(true);
     v.setOverlay("watch_norm", new Map([["x", 1]]));
     expect(root.querySelector<HTMLSelectElement>(".wb-select")!.value).toBe("watch_norm");
+    // closed by the user, the top-N table stays closed while new values come in (the step slider)
+    root.querySelector<HTMLDetailsElement>(".wb-top")!.open = false;
+    v.setOverlay("watch_norm", new Map([["x", 2]]));
+    expect(root.querySelector<HTMLDetailsElement>(".wb-top")!.open).toBe(false);
     expect(() => v.setOverlay("nope")).toThrow(/unknown measure "nope"; known: grad_norm, value_norm, flops, saved_bytes, watch_norm/);
     expect(layouts).toBe(n);
   });

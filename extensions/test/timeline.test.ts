@@ -44,11 +44,18 @@ describe("timeline", () => {
     slider(root).dispatchEvent(new Event("input"));
     expect(label(root)).toBe("step 0 (1 of 3) · details: step 20");
     expect(fill(root, "x")).not.toBe("");
-    expect(root.querySelector(".wb-legend")!.textContent).toContain("gradient norm");
-    // the scale spans what is drawn at the step: step 0's range (1..14) is not step 20's (100..1400)
-    expect(root.querySelector(".wb-legend")!.textContent).toContain("14");
+    const legendAt0 = root.querySelector(".wb-legend")!.textContent!;
+    expect(legendAt0).toContain("gradient norm");
+    // one scale over every kept step (1 at step 0 .. the largest at step 20), said in the legend: a colour
+    // means the same value at every step, so x (the smallest, 1 at step 0) is paler than at step 20 (100)
+    expect(legendAt0).toContain("same scale at all 3 steps");
+    const ticks = () => [...root.querySelectorAll(".wb-legend-tick")].map((t) => t.textContent);
+    const at0 = ticks();
+    expect(at0[0]).toBe("1");
+    expect(fill(root, "x")).not.toBe(last);
     slider(root).value = "2";
     slider(root).dispatchEvent(new Event("input"));
+    expect(ticks()).toEqual(at0);
     expect(fill(root, "x")).toBe(last);
   });
 

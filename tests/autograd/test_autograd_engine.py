@@ -153,6 +153,39 @@ def test_leaves_steal_fresh_gradients_and_copy_ones_others_hold(monkeypatch):
     assert mine.tolist() == [5.0, 5.0, 5.0] and a.grad.tolist() == [10.0, 10.0, 10.0]
 
 
+def test_leaves_steal_a_reshape_of_a_fresh_array_and_copy_a_view_of_a_kept_one(monkeypatch):
+    # a kernel's 2-D result reshaped to the input's shape is a view nobody else can reach: taken, not copied;
+    # a reshape of an array the Function keeps is copied
+    import numpy as np
+
+    from workbench.autograd import engine
+
+    copies = []
+    real = engine._copy
+    monkeypatch.setattr(engine, "_copy", lambda xp, d: copies.append(1) or real(xp, d))
+    x = wb.randn(2, 3, 4, requires_grad=True)
+    wb.nn.functional.layer_norm(x, (4,)).backward(wb.ones(2, 3, 4))
+    assert copies == []
+    kept = []
+
+    class Reshapes(wb.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1
+
+        @staticmethod
+        def backward(ctx, go):
+            base = np.ones(6, np.float32)
+            kept.append(base)
+            return wb.Tensor._make(base.reshape(2, 3))
+
+    a = wb.zeros(2, 3, requires_grad=True)
+    Reshapes.apply(a).sum().backward()
+    assert copies == [1]
+    a.grad.add_(1)
+    assert kept[0].tolist() == [1.0] * 6
+
+
 def test_run_peeks_the_node_each_step_runs():
     x = wb.tensor([1.0, 2.0], requires_grad=True)
     w = wb.tensor([3.0, 4.0], requires_grad=True)

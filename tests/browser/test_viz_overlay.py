@@ -18,6 +18,12 @@ with wb.viz.record():
 loss.backward()
 wb.viz.show(loss, m, color_by="flops")"""
 
+# how far apart the toolbar's items sit vertically with the viewer 900 px wide (a notebook's width): one row
+ROW_SPREAD = """(r) => { const w = r.style.width; r.style.width = '900px';
+  const mids = [...r.querySelector('.wb-bar').children].filter((c) => c.offsetParent)
+    .map((c) => { const b = c.getBoundingClientRect(); return b.top + b.height / 2; });
+  r.style.width = w; return Math.max(...mids) - Math.min(...mids); }"""
+
 FILLS = """(root) => [...root.querySelectorAll('.wb-graph [data-id]')].map(g => [g.getAttribute('data-id'),
     getComputedStyle(g.querySelector('.wb-node-box') || g).fill])"""
 
@@ -35,6 +41,9 @@ def _check_overlay(page):
     legend = root.locator(".wb-legend")
     assert "FLOPs" in legend.inner_text() and "FLOP" in legend.locator(".wb-legend-tick").first.inner_text()
     assert root.locator(".wb-select").input_value() == "flops"
+    # Colour-by sits in the legend's row, so the toolbar keeps one row at a notebook's width
+    assert root.locator(".wb-legend-bar .wb-select").count() == 1
+    assert root.evaluate(ROW_SPREAD) < 6
     flops = dict(root.evaluate(FILLS))
     assert len(set(flops.values())) >= 3  # the boxes are coloured by their FLOPs, not all alike
     root.locator(".wb-select").select_option("saved_bytes")

@@ -59,11 +59,16 @@ def _check_slider(page):
     _label_is(page, view, "step 0 (1 of 4)")
     first = page.evaluate(FILLS, root)
     assert first != last and set(first) == set(last)  # recoloured, not laid out again
+    legend = view.locator(".wb-legend")
+    # one colour scale over all kept steps: the legend's end values do not move with the slider
+    assert "same scale at all 4 steps" in legend.inner_text()
+    ticks = legend.locator(".wb-legend-tick").all_inner_texts()
     page.keyboard.press("ArrowRight")
     _label_is(page, view, "step 5 (2 of 4)")
     page.keyboard.press("End")
     _label_is(page, view, "step 15 (4 of 4)")
     assert page.evaluate(FILLS, root) == last
+    assert legend.locator(".wb-legend-tick").all_inner_texts() == ticks
     play = view.locator(".wb-play")
     play.click()  # at the end, play starts over from the first step
     _label_is(page, view, "step 0 (1 of 4)")

@@ -1,6 +1,8 @@
 """workbench.compile: the PyTorch contract, bitwise equality of replays with eager, guards, fallbacks."""
 import copy
+import gc
 import inspect
+import weakref
 
 import numpy as np
 import pytest
@@ -43,12 +45,15 @@ def _mean_sq(out):
     return (out * out).mean()
 
 
-def _train_pair(build, x, loss_fn=_mean_sq, opt_cls=wb.optim.SGD, steps=4, **opt_kw):
-    """Train a model eagerly and a copy compiled, from the same RNG state; return both states."""
+def _train_pair(build, x, loss_fn=_mean_sq, opt_cls=wb.optim.SGD, steps=4, form="step", **opt_kw):
+    """Train a model eagerly and a copy compiled, from the same RNG state; check both states are equal bit for
+    bit; return the explanation. form: "step" compiles the whole step, "module" the module only (the loss,
+    backward and optimizer step stay eager)."""
     wb.manual_seed(0)
     m1 = build()
     m2 = copy.deepcopy(m1)
     o1, o2 = opt_cls(m1.parameters(), **opt_kw), opt_cls(m2.parameters(), **opt_kw)
+    cm = wb.compile(m2) if form == "module" else m2
 
     def make(m, o):
         def step(x):
@@ -59,15 +64,17 @@ def _train_pair(build, x, loss_fn=_mean_sq, opt_cls=wb.optim.SGD, steps=4, **opt
             return loss
         return step
 
-    eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
+    eager = make(m1, o1)
+    compiled = wb.compile(make(m2, o2)) if form == "step" else make(cm, o2)
     wb.manual_seed(1)
     l1 = [_bits(eager(x)) for _ in range(steps)]
+    rng1 = wb.random.get_rng_state().numpy().tobytes()
     wb.manual_seed(1)
     l2 = [_bits(compiled(x)) for _ in range(steps)]
     assert l1 == l2
     assert _state(m1, o1) == _state(m2, o2)
-    assert wb.random.get_rng_state().numpy().tobytes() == wb.random.get_rng_state().numpy().tobytes()
-    return wb.compiler.explain(compiled)
+    assert wb.random.get_rng_state().numpy().tobytes() == rng1
+    return wb.compiler.explain(compiled if form == "step" else cm)
 
 
 ZOO = {
@@ -85,15 +92,17 @@ ZOO = {
     "embedding": (lambda: nn.Sequential(nn.Embedding(10, 8), nn.Linear(8, 2)), (4, 3), 10),
     "lstm": (lambda: nn.LSTM(8, 8, batch_first=True), (2, 3, 8), None),
     "gru": (lambda: nn.GRU(8, 8, batch_first=True), (2, 3, 8), None),
+    "rnn-tanh-2layers": (lambda: nn.RNN(8, 8, num_layers=2), (3, 2, 8), None),
     "transformer-dropout": (lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True),
                             (2, 5, 8), None),
 }
 
 
+@pytest.mark.parametrize("form", ["step", "module"])
 @pytest.mark.parametrize("name", sorted(ZOO))
-def test_training_step_replays_bitwise_across_the_layer_zoo(name):
+def test_training_step_replays_bitwise_across_the_layer_zoo(name, form):
     build, shape, ints = ZOO[name]
-    e = _train_pair(build, _input(shape, ints), lr=0.1, momentum=0.9)
+    e = _train_pair(build, _input(shape, ints), lr=0.1, momentum=0.9, form=form)
     assert e.reasons == [] and e.replays == 3 and e.traces == 1
 
 
@@ -154,6 +163,11 @@ def test_guards_retrace_on_shape_dtype_requires_grad_and_parameter_identity():
         model.weight = nn.Parameter(wb.ones(2, 4))  # a new parameter object: the old trace must not be used
         assert _bits(cm(_input((3, 4)))) == _bits(model(_input((3, 4))))
     assert wb.compiler.explain(cm).traces == 3
+    g = wb.compile(lambda a, b: a * 2 + b)
+    x, y = _input((2,)), _input((2,), seed=1)
+    for _ in range(2):
+        g(x, x)  # traced with one tensor twice: another pair must not replay it
+    assert _bits(g(x, y)) == _bits(x * 2 + y) and wb.compiler.explain(g).traces == 2
     f = wb.compile(lambda a: (a * 2).sum())
     f(_input((2,)))
     f(_input((2,)).requires_grad_())
@@ -218,20 +232,155 @@ def test_hooks_run_eagerly_with_the_reason():
     assert "hooks" in wb.compiler.explain(cm).reasons[0]
 
 
-def test_module_forward_in_grad_mode_runs_eagerly_and_says_why():
-    # the returned graph is differentiated after the call: a forward-only replay could not serve backward
-    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
-    ref = copy.deepcopy(model)
+def _twins(build):
+    wb.manual_seed(0)
+    m = build()
+    return m, copy.deepcopy(m)
+
+
+def test_module_forward_in_grad_mode_replays_one_node_on_the_tape():
+    model, ref = _twins(lambda: nn.Sequential(nn.Linear(4, 3), nn.Sigmoid()))
+    cm = wb.compile(model)
+    up, up_ref = wb.ones(2, 4, requires_grad=True), wb.ones(2, 4, requires_grad=True)
+    for _ in range(3):  # the input requires grad, through an op outside the compiled module
+        cm(up * 2).sum().backward()
+        ref(up_ref * 2).sum().backward()
+    assert _bits(up.grad) == _bits(up_ref.grad)
+    assert [_bits(p.grad) for p in model.parameters()] == [_bits(p.grad) for p in ref.parameters()]
+    y = cm(up * 2)
+    assert y.grad_fn.name() == "CompiledSequentialBackward0" and len(y.grad_fn.next_functions) == 3
+    e = wb.compiler.explain(cm)
+    assert e.reasons == [] and e.replays == 3
+
+
+def test_gradients_meet_outside_contributions_in_eager_order_and_leaf_hooks_run():
+    class Tied(nn.Module):  # the weight is used twice inside, and the loss adds a penalty on it outside
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(self.lin(x).tanh())
+
+    model, ref = _twins(Tied)
+    cm = wb.compile(model)
+    seen = {(id(m), what): [] for m in (model, ref) for what in "wb"}  # leaves run in no set order: one list each
+    for m in (model, ref):
+        m.lin.weight.register_hook(lambda g, k=(id(m), "w"): seen[k].append(_bits(g)))
+        m.lin.bias.register_post_accumulate_grad_hook(lambda p, k=(id(m), "b"): seen[k].append(_bits(p.grad)))
+    x = _input((3, 4))
+    for _ in range(3):
+        for m in (cm, ref):
+            lin = m.lin
+            (m(x).pow(2).mean() + 0.1 * lin.weight.pow(2).sum()).backward()
+    for what in "wb":
+        assert seen[id(model), what] == seen[id(ref), what] and len(seen[id(ref), what]) == 3
+    assert _bits(model.lin.weight.grad) == _bits(ref.lin.weight.grad)
+    assert wb.compiler.explain(cm).replays == 2
+
+
+def test_in_place_change_of_a_saved_tensor_after_the_call_raises_as_eager():
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2), nn.Sigmoid())
     cm = wb.compile(model)
     x = _input((2, 4))
-    for _ in range(3):
-        y = cm(x)
+    for _ in range(2):
+        cm(x).sum().backward()
+    assert wb.compiler.explain(cm).replays == 1
+
+    def change_input(y):
+        x.add_(1)  # Linear saved its input
+
+    def change_output(y):
+        y.mul_(2)  # Sigmoid saved its output
+
+    def change_weight(y):
+        with wb.no_grad():
+            model[2].weight.add_(1)  # a parameter changed before backward (opt.step() too early)
+
+    for change in (change_input, change_output, change_weight):
+        for m in (model, cm):
+            y = m(x)
+            change(y)
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                y.sum().backward()
+    y = cm(x)
+    x.add_(1)
+    with pytest.raises(RuntimeError, match="saved by CompiledSequentialBackward0"):
+        y.sum().backward()
+
+
+def test_replay_node_frees_retains_and_refuses_double_backward():
+    model, ref = _twins(lambda: nn.Sequential(nn.Linear(4, 3), nn.Tanh()))
+    cm = wb.compile(model)
+    x = _input((2, 4))
+    traced = weakref.ref(cm(x).grad_fn)
+    gc.collect()
+    assert traced() is None  # the program does not keep the traced call's tape
+    y, r = cm(x), ref(x)
+    for _ in range(2):
+        y.sum().backward(retain_graph=True)
+        r.sum().backward(retain_graph=True)
+    assert _bits(model[0].weight.grad) == _bits(ref[0].weight.grad)
     y.sum().backward()
-    ref(x).sum().backward()
-    assert model[0].weight.grad.tolist() == ref[0].weight.grad.tolist()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time.*CompiledSequentialBackward0"):
+        y.sum().backward()
+    with pytest.raises(RuntimeError, match="double backward"):
+        wb.autograd.grad(cm(x).sum(), model[0].weight, create_graph=True)
+    g, = wb.autograd.grad(cm(x).sum(), model[0].weight)  # autograd.grad reaches the parameters through the node
+    assert _bits(g) == _bits(wb.autograd.grad(ref(x).sum(), ref[0].weight)[0])
+
+
+def test_grad_mode_guards_retrace_on_train_eval_requires_grad_and_grad_mode():
+    model, ref = _twins(lambda: nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.Linear(4, 2)))
+    cm = wb.compile(model)
+    x = _input((3, 4))
+
+    def both(m, r):
+        wb.manual_seed(3)
+        a = m(x)
+        wb.manual_seed(3)
+        b = r(x)
+        assert _bits(a) == _bits(b)
+        if a.requires_grad:
+            a.sum().backward()
+            b.sum().backward()
+            assert [_bits(p.grad) for p in model.parameters() if p.grad is not None] == \
+                [_bits(p.grad) for p in ref.parameters() if p.grad is not None]
+
+    for _ in range(2):
+        both(cm, ref)
+    cm.eval(), ref.eval()
+    for _ in range(2):
+        both(cm, ref)
+    model[0].weight.requires_grad_(False), ref[0].weight.requires_grad_(False)
+    for _ in range(2):
+        both(cm, ref)
+    with wb.no_grad():
+        both(cm, ref)
     e = wb.compiler.explain(cm)
-    assert e.replays == 0 and "still to be differentiated" in e.reasons[0]
-    assert "compile the whole training step" in e.reasons[0]
+    assert e.traces == 4 and e.replays == 3 and e.reasons == []
+
+
+def test_grad_mode_fallbacks_say_why():
+    shared = nn.Linear(4, 4)
+    cm = wb.compile(shared)
+    x = _input((2, 4))
+    for _ in range(2):  # the argument is computed from the module's own weight
+        cm(shared(x)).sum().backward()
+    assert "computed from a tensor the call also uses" in wb.compiler.explain(cm).reasons[0]
+
+    class Hooked(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y.register_hook(lambda g: g * 3)
+            return y
+
+    ch = wb.compile(Hooked())
+    w = wb.ones(2, requires_grad=True)
+    for _ in range(2):
+        ch(w).sum().backward()
+    assert w.grad.tolist() == [12.0, 12.0]
+    assert "hook is registered on MulBackward0" in wb.compiler.explain(ch).reasons[0]
 
 
 def test_raw_numpy_inside_the_call_falls_back():
@@ -319,6 +468,9 @@ def test_visualizer_listening_runs_eagerly():
     assert "LinearBackward0" in seen  # the tape was recorded: the viz tools see the compiled model's ops
     e = wb.compiler.explain(cm)
     assert e.replays == 1 and e.eager_calls == 2
+    cm(x)
+    snap = wb.viz.snapshot([cm(x).sum()], cm)  # made by a replay before the tool looked: one node for the model
+    assert "CompiledLinearBackward0" in [n["name"] for n in snap.data["nodes"]]
 
 
 def test_the_replay_lists_its_steps():

@@ -109,7 +109,7 @@ def test_max_pool_fake_cuda(fake_cuda):
 
 CONVS = [  # (conv, input shape, weight shape, kwargs): unit strides use the flat column layout
     ("conv2d", (3, 4, 8, 8), (6, 4, 3, 3), {"padding": 1}),  # the digits CNN's convolutions
-    ("conv2d", (40, 16, 8, 8), (8, 16, 3, 3), {"padding": 1}),  # input gradient in batch chunks
+    ("conv2d", (40, 16, 8, 8), (8, 16, 3, 3), {"padding": 1}),  # columns built in batch chunks
     ("conv2d", (2, 8, 32, 32), (4, 8, 3, 3), {"padding": 1}),  # images too big to chunk
     ("conv2d", (2, 3, 7, 5), (4, 3, 3, 3), {"padding": 4}),  # padding wider than the kernel reaches
     ("conv2d", (2, 3, 6, 7), (4, 3, 4, 2), {"padding": "same"}),  # asymmetric padding
@@ -136,6 +136,34 @@ def test_conv_matches_torch(fn, xs, ws, kw):
     yw.backward(wb.tensor(g))
     for a, t in ((wx, tx), (ww, tw), (wb_, tb)):
         np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
+@pytest.mark.parametrize("fn,xs,ws,kw", [c for c in CONVS if c[0] != "conv_transpose2d"])
+def test_conv_weight_gradient_alone_matches_torch(fn, xs, ws, kw):
+    """An input that needs no gradient (a first layer) takes the weight gradient from the image's columns."""
+    x, w = R.standard_normal(xs), R.standard_normal(ws)
+    tw, ww = torch.tensor(w, requires_grad=True), wb.tensor(w, requires_grad=True)
+    yt, yw = getattr(TF, fn)(torch.tensor(x), tw, **kw), getattr(F, fn)(wb.tensor(x), ww, **kw)
+    g = R.standard_normal(tuple(yt.shape))
+    yt.backward(torch.tensor(g))
+    yw.backward(wb.tensor(g))
+    np.testing.assert_allclose(ww.grad.numpy(), tw.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_conv_float32_digits_shape_matches_torch():
+    """The digits CNN's second convolution in float32: chunked columns, gathered input gradient."""
+    x, w, b = (R.standard_normal(s).astype(np.float32) for s in ((64, 16, 8, 8), (32, 16, 3, 3), (32,)))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    wx, ww, wb_ = (wb.tensor(a, requires_grad=True) for a in (x, w, b))
+    yt, yw = TF.conv2d(tx, tw, tb, padding=1), F.conv2d(wx, ww, wb_, padding=1)
+    np.testing.assert_allclose(yw.detach().numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-4)
+    g = R.standard_normal(tuple(yt.shape)).astype(np.float32)
+    yt.backward(torch.tensor(g))
+    yw.backward(wb.tensor(g))
+    for a, t in ((wx, tx), (ww, tw), (wb_, tb)):
+        assert a.grad.dtype == wb.float32
+        np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=2e-3)
 
 
 @pytest.mark.parametrize("fn,xs,ws,kw", [c for c in CONVS if c[0] == "conv2d" and np.prod(c[1]) < 1000][:4])

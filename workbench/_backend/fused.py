@@ -3,10 +3,10 @@ takes several passes over memory (optional: ``pip install workbench[numba]``).
 
 Why: on 1M float32 elements a NumPy pass costs ~0.3-0.4 ms, and PyTorch's fused loop does in one pass what
 NumPy needs 2-6 for (a select by mask, a clamp and a scale). A loop here reads its inputs once and writes
-its outputs once (~0.3 ms). Numba has no vectorised ``exp`` (its scalar libm call costs ~2 ns an element,
-five times NumPy's SIMD one), so ops built on ``exp`` stay NumPy's; an ``exp`` from NumPy followed by a
-loop over its result was measured slower than NumPy's in-place passes (the loop does not vectorise its
-division when it writes over its input).
+its outputs once (~0.3 ms). Numba's own ``exp`` is a scalar libm call (~2 ns an element, five times
+NumPy's SIMD one), so the exp-based loops (sigmoid, silu, exact GELU, glu, the softmax family) call ``_exp``,
+a float32 polynomial written in arithmetic LLVM vectorises (with a bit cast for the power of two), ~0.45 ms
+per 1M elements as a loop of its own, NumPy's ``exp`` speed, and nothing to pay again for what follows it.
 
 Constants come in the input's dtype (the caller rounds them as PyTorch does, leaky_relu's slope to
 float32), so the arithmetic is PyTorch's, in its order. Every caller keeps its NumPy form, the same formulas, for when ``usable`` says no: Numba
@@ -42,6 +42,43 @@ def usable(*arrays):
             and _numba() is not None)
 
 
+def usable32(*arrays):
+    """``usable``, and float32: the loops built on ``_exp`` (a float32 polynomial)."""
+    return arrays[0].dtype.char == "f" and usable(*arrays)
+
+
+_HELPERS = []  # scalar functions the loops call: compiled (and inlined into them) before the first loop compiles
+_HELPERS_READY = []
+
+
+def _helper(fn=None, **options):
+    """Marks a scalar function the loops call; Numba compiles it with ``options`` (default: inlined)."""
+    def mark(f):
+        _HELPERS.append((f.__name__, options or {"inline": "always"}))
+        return f
+    return mark(fn) if fn is not None else mark
+
+
+def _compile_helpers():
+    if _HELPERS_READY:
+        return
+    nb = _numba()
+    from llvmlite import ir
+    from numba.core import types
+
+    @nb.extending.intrinsic
+    def bits(typingctx, i):  # the float32 whose bit pattern is the int32 i (LLVM's bitcast: no instruction)
+        if i != types.int32:
+            return None
+        return types.float32(types.int32), lambda context, builder, sig, args: builder.bitcast(args[0], ir.FloatType())
+
+    g = globals()
+    g["_bits"] = bits
+    for name, options in _HELPERS:
+        g[name] = nb.njit(**options)(g[name])
+    _HELPERS_READY.append(True)
+
+
 class _loop:
     """A Python loop compiled by Numba on its first call."""
 
@@ -53,8 +90,16 @@ class _loop:
 
     def __call__(self, *args):
         if self.jit is None:
+            _compile_helpers()
             self.jit = _numba().njit(cache=True, nogil=True, error_model="numpy", fastmath=self.fastmath)(self.py)
         return self.jit(*args)
+
+
+class _fma_loop(_loop):
+    """A loop whose a * b + c LLVM may fuse into one rounding (the polynomials of ``_exp``, ``_erfc``);
+    nothing else is relaxed, so NaN and inf propagate."""
+
+    fastmath = {"contract"}
 
 
 class _sums_loop(_loop):
@@ -129,8 +174,8 @@ def layer_norm(x, w, b, out, mean, rstd, var, eps, affine):  # var: the biased v
             d = x[r, j] - mu
             q += d * d
         v = q / cols
-        rs = 1.0 / numpy.sqrt(v + eps)
-        mean[r], rstd[r], var[r] = mu, rs, v
+        mean[r], rstd[r], var[r] = mu, 1.0 / numpy.sqrt(v + eps), v
+        mu, rs = mean[r], rstd[r]  # in x's dtype: the affine pass at its vector width, as the backward's
         if affine:
             for j in range(cols):
                 out[r, j] = (x[r, j] - mu) * rs * w[j] + b[j]
@@ -142,22 +187,216 @@ def layer_norm(x, w, b, out, mean, rstd, var, eps, affine):  # var: the biased v
 @_sums_loop
 def layer_norm_grad(g, x, w, mean, rstd, dx, dw, db):
     """dx = rstd (g w - mean(g w) - xhat mean(g w xhat)) per row (w all ones without a weight); dw += g xhat
-    and db += g (float64)."""
+    and db += g (float64). The row sums are float64; dx is computed in x's dtype (the sums cast to it
+    through a one-element array of that dtype), so float32 rows run at float32's vector width."""
     rows, cols = x.shape
+    cast = numpy.empty(2, x.dtype)
     for r in range(rows):
         mu, rs = mean[r], rstd[r]
         a = 0.0
         c = 0.0
         for j in range(cols):
-            gv = g[r, j]
-            xh = (x[r, j] - mu) * rs
-            a += gv * w[j]
-            c += gv * w[j] * xh
-        a /= cols
-        c /= cols
+            gw = g[r, j] * w[j]
+            a += gw
+            c += gw * ((x[r, j] - mu) * rs)
+        cast[0], cast[1] = a / cols, c / cols
+        am, cm = cast[0], cast[1]
         for j in range(cols):
             gv = g[r, j]
             xh = (x[r, j] - mu) * rs
             dw[j] += gv * xh
             db[j] += gv
-            dx[r, j] = rs * (gv * w[j] - a - xh * c)
+            dx[r, j] = rs * (gv * w[j] - am - xh * cm)
+
+
+# --- exp-based activations (float32): e**x as a polynomial LLVM vectorises -------------------------------
+_F = numpy.float32
+_LOG2E, _ROUND, _LN2_HI, _LN2_LO = _F(1.44269504088896341), _F(12582912.0), _F(0.693359375), _F(-2.12194440e-4)
+_EXP_P = tuple(map(_F, (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+                        5.0000001201e-1)))
+_LO, _HI, _ZERO, _HALF, _ONE = _F(-104.0), _F(89.0), _F(0.0), _F(0.5), _F(1.0)
+
+
+def _bits(i):  # replaced by an intrinsic in _compile_helpers
+    raise RuntimeError("fused._bits runs compiled only")
+
+
+@_helper
+def _exp(x):
+    """e**x in float32 (Cephes' expf: x = n ln 2 + r, a degree-6 polynomial in r, times 2**n), within 2 ulp
+    of the true value. 2**n is applied as two powers of two so a denormal result is rounded once; below
+    -104 the result is 0 and above 89 inf, as float32's; NaN stays NaN (the compares are false for it)."""
+    x = _LO if x < _LO else x
+    x = _HI if x > _HI else x
+    n = (x * _LOG2E + _ROUND) - _ROUND  # round to the nearest integer (adding 1.5 * 2**23 drops the fraction)
+    r = x - n * _LN2_HI
+    r = r - n * _LN2_LO
+    p0, p1, p2, p3, p4, p5 = _EXP_P
+    p = ((((p0 * r + p1) * r + p2) * r + p3) * r + p4) * r + p5
+    p = p * (r * r) + r + _ONE
+    k = numpy.int32(n)
+    h = k >> 1
+    return p * _bits(numpy.int32((h + 127) << 23)) * _bits(numpy.int32((k - h + 127) << 23))
+
+
+@_helper
+def _sigmoid(v):
+    """1 / (1 + e**-v), as e / (1 + e) with e = e**v below 0, so neither side overflows and tiny results
+    (down to denormals) keep their digits."""
+    e = _exp(-abs(v))
+    return (_ONE if v >= _ZERO else e) / (_ONE + e)
+
+
+@_fma_loop
+def sigmoid(x, out):
+    for i in range(x.size):
+        out[i] = _sigmoid(x[i])
+
+
+@_loop
+def sigmoid_grad_from_y(g, y, out, one):  # (1 - y) y g, PyTorch's order
+    for i in range(y.size):
+        out[i] = (one - y[i]) * y[i] * g[i]
+
+
+@_fma_loop
+def silu(x, out):
+    for i in range(x.size):
+        out[i] = x[i] * _sigmoid(x[i])
+
+
+@_fma_loop
+def silu_grad(g, x, out):  # s (1 + x (1 - s)) g
+    for i in range(x.size):
+        v = x[i]
+        s = _sigmoid(v)
+        out[i] = s * (_ONE + v * (_ONE - s)) * g[i]
+
+
+@_fma_loop
+def glu(x, out, s):
+    """a sigmoid(b) and the saved sigmoid(b), x: the (outer, 2, inner) view of the input whose [:, 0] is a
+    and [:, 1] is b; out and s (outer, inner)."""
+    outer, _, inner = x.shape
+    for r in range(outer):
+        for j in range(inner):
+            v = _sigmoid(x[r, 1, j])
+            s[r, j] = v
+            out[r, j] = x[r, 0, j] * v
+
+
+# GELU: Phi(x) = erfc(-x / sqrt 2) / 2, erfc(z) = t P(t) e**-z^2, t = 1 / (1 + p z) for z >= 0 (Abramowitz &
+# Stegun 7.1.26, |error| < 1.5e-7: the NumPy form's and PyTorch's CPU erf); below 0 Phi is that half-erfc
+# itself, so the negative tail keeps its digits instead of cancelling in 1 - (1 - h)
+_AS_P = _F(0.3275911)
+_AS_A = tuple(map(_F, (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)))
+_INV_SQRT2, _INV_SQRT_2PI = _F(0.7071067811865476), _F(0.3989422804014327)
+
+
+@_helper
+def _half_erfc(z):
+    """(erfc(z) / 2, e**-z^2) for z >= 0."""
+    t = _ONE / (_ONE + _AS_P * z)
+    a0, a1, a2, a3, a4 = _AS_A
+    e = _exp(-(z * z))
+    return _HALF * (((((a0 * t + a1) * t + a2) * t + a3) * t + a4) * t) * e, e
+
+
+@_fma_loop
+def gelu(x, out):
+    for i in range(x.size):
+        v = x[i]
+        h, _ = _half_erfc(abs(v) * _INV_SQRT2)
+        out[i] = v * (h if v < _ZERO else _ONE - h)
+
+
+@_fma_loop
+def gelu_grad(g, x, out):  # (Phi(x) + x pdf(x)) g
+    for i in range(x.size):
+        v = x[i]
+        h, e = _half_erfc(abs(v) * _INV_SQRT2)
+        out[i] = ((h if v < _ZERO else _ONE - h) + v * (e * _INV_SQRT_2PI)) * g[i]
+
+
+# --- softmax / log_softmax over the rows of a 2-D C-contiguous float32 array (a row stays in L1) ---------
+@_helper
+def _row_max(x):
+    """The row's largest value, NaN ignored (a NaN makes the row NaN anyway, through its e**(x - m), as
+    PyTorch's). Eight running maxima: LLVM does not vectorise a select reduction, and one chain of
+    compares waits on each one's latency."""
+    n = x.size
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = x[0]
+    j = 0
+    while j + 8 <= n:
+        m0 = x[j] if x[j] > m0 else m0
+        m1 = x[j + 1] if x[j + 1] > m1 else m1
+        m2 = x[j + 2] if x[j + 2] > m2 else m2
+        m3 = x[j + 3] if x[j + 3] > m3 else m3
+        m4 = x[j + 4] if x[j + 4] > m4 else m4
+        m5 = x[j + 5] if x[j + 5] > m5 else m5
+        m6 = x[j + 6] if x[j + 6] > m6 else m6
+        m7 = x[j + 7] if x[j + 7] > m7 else m7
+        j += 8
+    while j < n:
+        m0 = x[j] if x[j] > m0 else m0
+        j += 1
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    m4 = m5 if m5 > m4 else m4
+    m6 = m7 if m7 > m6 else m6
+    m0 = m2 if m2 > m0 else m0
+    m4 = m6 if m6 > m4 else m4
+    return m4 if m4 > m0 else m0
+
+
+@_helper(fastmath={"reassoc"})
+def _row_sum(x):  # float64 accumulation
+    s = 0.0
+    for j in range(x.size):
+        s += x[j]
+    return s
+
+
+@_helper(fastmath={"reassoc"})
+def _row_dot(x, y):
+    s = 0.0
+    for j in range(x.size):
+        s += x[j] * y[j]
+    return s
+
+
+@_fma_loop
+def softmax(x, out, log):
+    """softmax (log_softmax if log) of each row: e**(x - max), then times 1 / sum (minus log sum), as
+    PyTorch's CPU kernel."""
+    rows, cols = x.shape
+    for r in range(rows):
+        xr, o = x[r], out[r]
+        m = _row_max(xr)
+        for j in range(cols):
+            o[j] = _exp(xr[j] - m)
+        s = _row_sum(o)
+        if log:
+            ls = _F(numpy.log(s))
+            for j in range(cols):
+                o[j] = (xr[j] - m) - ls
+        else:
+            c = _F(1.0 / s)
+            for j in range(cols):
+                o[j] *= c
+
+
+@_fma_loop
+def softmax_grad(y, g, out, log):
+    """softmax's y (g - sum(g y)), or log_softmax's g - e**y sum(g), per row."""
+    rows, cols = y.shape
+    for r in range(rows):
+        yr, gr, o = y[r], g[r], out[r]
+        if log:
+            s = _F(_row_sum(gr))
+            for j in range(cols):
+                o[j] = gr[j] - _exp(yr[j]) * s
+        else:
+            s = _F(_row_dot(gr, yr))
+            for j in range(cols):
+                o[j] = yr[j] * (gr[j] - s)

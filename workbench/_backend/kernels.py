@@ -73,6 +73,11 @@ def softmax(xp, x, log=False):
         _module(xp, "softmax").get_function("softmax_fwd")((rows,), (_block(cols),),
                                                            (x, y, numpy.int32(cols), numpy.int32(log)))
         return y
+    if xp is numpy and x.size and fused.usable32(x):
+        y = numpy.empty_like(x)
+        with numpy.errstate(all="ignore"):
+            fused.softmax(x.reshape(-1, x.shape[-1]), y.reshape(-1, x.shape[-1]), log)
+        return y
     m = x.max(axis=-1, keepdims=True) if x.size else x
     z = x - m
     if log:
@@ -91,6 +96,11 @@ def softmax_backward(xp, y, g, log=False):
         dx = xp.empty_like(y)
         _module(xp, "softmax").get_function("softmax_bwd")((rows,), (_block(cols),),
                                                            (y, g, dx, numpy.int32(cols), numpy.int32(log)))
+        return dx
+    if xp is numpy and y.size and g.shape == y.shape and fused.usable32(y, g):
+        dx = numpy.empty_like(y)
+        with numpy.errstate(all="ignore"):
+            fused.softmax_grad(*(a.reshape(-1, y.shape[-1]) for a in (y, g, dx)), log)
         return dx
     if log:
         e = xp.exp(y)
@@ -329,11 +339,21 @@ def gelu(xp, x, approximate="none"):
         _module(xp, "gelu").get_function("gelu_fwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
                                                      (x, y, numpy.int64(n), numpy.int32(tanh)))
         return y
+    if not tanh and xp is numpy and fused.usable32(x):
+        return _fused(fused.gelu, x)
     if tanh:  # in place, a block at a time; x * x * 0.044715 (x ** 3 is NumPy's generic pow, ~50x slower)
         return _blocked(xp, _gelu_tanh_block, x)
     if x.dtype != numpy.float32 or _is_cuda(xp):
         return (0.5 * x * (1 + _erf(xp, x / math.sqrt(2.0)))).astype(x.dtype, copy=False)
     return _blocked(xp, _gelu_block, x)
+
+
+def _fused(loop, *arrays):
+    """A ``fused`` loop over flat views of the arrays into a fresh array of their shape."""
+    out = numpy.empty_like(arrays[0])
+    with numpy.errstate(all="ignore"):
+        loop(*(a.reshape(-1) for a in arrays), out.reshape(-1))
+    return out
 
 
 _BLOCK = 1 << 14  # elements per block: a block's temporaries stay in L2 across the ~20 passes
@@ -383,10 +403,11 @@ def _phi(xp, x):
     xp.negative(a, out=a)
     xp.exp(a, out=a)
     h *= a
-    h *= 0.5  # 0.5 erfc(|x| / sqrt 2); Phi(x) = 0.5 + sign(x) (0.5 - that)
-    xp.subtract(0.5, h, out=h)
-    xp.copysign(h, x, out=h)
-    h += 0.5
+    h *= 0.5  # 0.5 erfc(|x| / sqrt 2): Phi(x) itself below 0 (its tail keeps its digits), 1 - it from 0 on
+    u = xp.multiply(h, -2.0)
+    u += 1
+    u *= xp.greater_equal(x, 0)
+    h += u  # h + (1 - 2 h) where x >= 0
     return h, a
 
 
@@ -436,6 +457,8 @@ def gelu_backward(xp, g, x, approximate="none"):
         _module(xp, "gelu").get_function("gelu_bwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
                                                      (g, x, dx, numpy.int64(n), numpy.int32(tanh)))
         return dx
+    if not tanh and xp is numpy and g.shape == x.shape and fused.usable32(x, g):
+        return _fused(fused.gelu_grad, g, x)
     if tanh and g.shape == x.shape and g.dtype == x.dtype:
         return _blocked(xp, _gelu_tanh_backward_block, g, x)
     if tanh:

@@ -40,6 +40,8 @@ def run(xp, kernel, arrays, *params):
         return run(xp, kernel, [a.reshape(1) for a in arrays], *params).reshape(())
     out = xp.empty(x.shape, x.dtype)
     twin = FUSED.get(kernel)
+    if twin is None and x.dtype.char == "f":
+        twin = FUSED32.get(kernel)
     if twin is not None and fused.usable(*arrays):
         with quiet():
             twin(out.reshape(-1), *[a.reshape(-1) for a in arrays], *[x.dtype.type(p) for p in params])
@@ -284,4 +286,11 @@ FUSED = {
     leaky_relu_grad: lambda out, g, x, s: fused.leaky_relu_grad(g, x, out, s),
     hardswish: lambda out, x: fused.hardswish(x, out, *map(out.dtype.type, (0, 3, 6))),
     hardswish_grad: lambda out, g, x: fused.hardswish_grad(g, x, out, *map(out.dtype.type, (3, 0.5))),
+    sigmoid_grad_from_y: lambda out, g, y: fused.sigmoid_grad_from_y(g, y, out, out.dtype.type(1)),
+}
+# the loops built on fused._exp (float32 only)
+FUSED32 = {
+    sigmoid: lambda out, x: fused.sigmoid(x, out),
+    silu: lambda out, x: fused.silu(x, out),
+    silu_grad: lambda out, g, x: fused.silu_grad(g, x, out),
 }

@@ -6,13 +6,54 @@ gradient workbench returns for the real loss c; for a complex input that gradien
 dc/d(re) + i dc/d(im) (PyTorch's convention), which is compared with the finite differences
 of c in the real and imaginary direction.
 """
+import inspect
 import warnings
 
 from .. import _backend
+from .._option_flags import ACTED_ON, NO_EFFECT, REFUSED, flags_of
 from ..creation import ones_like, tensor
 from .._core import Tensor
 from .backprop import grad
 from .grad_mode import enable_grad, no_grad
+
+
+_NO_FORWARD_AD = ("workbench checks reverse mode (backward) only: it has no forward-mode AD of its own (jvp is "
+                  "the double-vjp of backward, which this check covers)")
+# PyTorch's boolean options of gradcheck and gradgradcheck, and what workbench does with each (docs/optim.md
+# shows the table; tests/optim/test_option_flags.py checks it against both functions' signatures and PyTorch's)
+FLAGS = {
+    "raise_exception": (ACTED_ON, "False returns False on a mismatch instead of raising GradcheckError"),
+    "check_grad_dtypes": (ACTED_ON, "each gradient's dtype must be its input's"),
+    "gen_non_contig_grad_outputs": (ACTED_ON, "the generated grad_outputs are non-contiguous views"),
+    "fast_mode": (NO_EFFECT, "PyTorch's fast mode compares one random projection u^T J v of each Jacobian instead of "
+                             "every entry, a speed choice; workbench compares every entry, so whatever fails fast "
+                             "mode fails here too"),
+    "check_undefined_grad": (NO_EFFECT, "the check feeds backward undefined output gradients; workbench's engine "
+                                        "hands a backward zeros for them (materialize_grads) unless its Function "
+                                        "opts out"),
+    "check_backward_ad": (REFUSED, _NO_FORWARD_AD + ", and PyTorch requires one of check_forward_ad and "
+                                                    "check_backward_ad"),
+    "check_rev_over_rev": (REFUSED, _NO_FORWARD_AD + ", and PyTorch requires one of check_fwd_over_rev and "
+                                                     "check_rev_over_rev"),
+    "check_forward_ad": (REFUSED, _NO_FORWARD_AD),
+    "check_fwd_over_rev": (REFUSED, _NO_FORWARD_AD),
+    "check_batched_forward_grad": (REFUSED, _NO_FORWARD_AD),
+    "check_batched_grad": (REFUSED, "the vmap of backward over a batch of grad_outputs is not checked; check "
+                                    "each grad_output on its own (gradcheck does, row by row)"),
+    "masked": (REFUSED, "it is about sparse tensors' unspecified elements, and workbench has no sparse tensors"),
+}
+
+
+def _check_flags(fn, args):
+    """Refuse what FLAGS refuses: the value of a REFUSED flag other than fn's default (AssertionError where
+    PyTorch itself asserts, i.e. for the flags whose default is True)."""
+    params = inspect.signature(fn).parameters
+    for name in flags_of(fn, FLAGS):
+        default = params[name].default
+        if FLAGS[name][0] == REFUSED and bool(args[name]) != bool(default):
+            exc = AssertionError if default else RuntimeError
+            raise exc(f"{fn.__name__}({name}={args[name]!r}) is not supported: {FLAGS[name][1]}. Leave it at "
+                      f"{default!r}, or check that property with PyTorch")
 
 
 class GradcheckError(RuntimeError):
@@ -118,6 +159,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     >>> wb.autograd.gradcheck(lambda t: (t * t).sum(), (x,))
     True
     """
+    _check_flags(gradcheck, locals())
     np = _backend.numpy
     inputs = _as_tuple(inputs)
     idx = _diff_inputs(inputs)
@@ -171,7 +213,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     >>> wb.autograd.gradgradcheck(lambda t: (t * t * t).sum(), (x,))
     True
     """
-
+    _check_flags(gradgradcheck, locals())
     np = _backend.numpy
     inputs = _as_tuple(inputs)
     with enable_grad():
@@ -183,7 +225,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
             v = rng.standard_normal(tuple(o.shape))
             if o.is_complex():
                 v = v + 1j * rng.standard_normal(tuple(o.shape))
-            gos.append(tensor(v.astype(o._data.dtype), device=o.device, requires_grad=True))
+            if gen_non_contig_grad_outputs:  # every other element of a doubled last dim: a strided view
+                go = tensor(np.stack([v, v], axis=-1).astype(o._data.dtype), device=o.device)[..., 0]
+                gos.append(go.requires_grad_())
+            else:
+                gos.append(tensor(v.astype(o._data.dtype), device=o.device, requires_grad=True))
         grad_outputs = tuple(gos)
     else:
         grad_outputs = _as_tuple(grad_outputs)
@@ -198,4 +244,4 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return tuple(g for g in gs if g is not None)
 
     return gradcheck(first_grads, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, check_grad_dtypes=check_grad_dtypes)

@@ -11,6 +11,8 @@ import operator
 import sys
 import warnings
 
+from numpy import ndarray as _ndarray
+
 from .. import _backend
 from .._core import Tensor
 from . import graph
@@ -477,6 +479,14 @@ def _alone_count():
 _ALONE = _alone_count()
 
 
+def _sole_view(d):
+    """Whether d is a reshape of a whole NumPy array that only d refers to (a kernel's 2-D result reshaped
+    to the input's shape): stealing d then hides no memory anyone else sees. The count 3: the view's
+    reference to its base, the name b and getrefcount's argument."""
+    b = d.base
+    return type(b) is _ndarray and b.base is None and b.nbytes == d.nbytes and sys.getrefcount(b) <= 3
+
+
 def _copy(xp, d):
     return xp.array(d, copy=True, order="C")
 
@@ -507,7 +517,7 @@ def _accumulate(node, g, shared_ids, create_graph, index, keep_before):
             alone = _refs(g) <= _ALONE and id(g) not in shared_ids and not node._hooked
             new = g.detach()
             d = new._data
-            if not alone or d.base is not None or not d.flags.c_contiguous:
+            if not alone or (d.base is not None and not _sole_view(d)) or not d.flags.c_contiguous:
                 new = _make(_copy(node.xp, d))
         t._grad = new
     elif create_graph or before._rg:

@@ -564,7 +564,7 @@ def _record_raw(cls, args, datas, xp):
     if graph.ANOMALY[0]:
         graph.anomaly_record(node)
     if LISTENERS:
-        for fn in list(LISTENERS.values()):
+        for fn in LISTENERS.fns:
             fn(node, args, results)
     return res
 
@@ -635,7 +635,7 @@ def _apply_custom(cls, args):
     if graph.ANOMALY[0]:
         graph.anomaly_record(node)
     if LISTENERS:
-        for fn in list(LISTENERS.values()):
+        for fn in LISTENERS.fns:
             fn(node, args, results)
     return tuple(results) if multi else results[0]
 

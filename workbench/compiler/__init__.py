@@ -31,7 +31,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
     original; attributes, ``train()``/``eval()``, hooks and the state dict go through to it), a function
     as a ``CompiledFunction``. ``model=None`` returns a decorator. ``backend``, ``mode``, ``options`` and
     ``dynamic`` are accepted for PyTorch code (every backend name replays here; traces specialise on
-    shapes, so a new shape retraces); ``disable=True`` returns ``model`` itself.
+    shapes, so a new shape retraces); ``mode="reduce-overhead"`` (or ``backend="cudagraphs"``) also captures
+    a replay on CUDA in a CUDA graph (see ``cudagraph.py``); ``disable=True`` returns ``model`` itself.
 
     >>> import workbench as wb
     >>> net = wb.nn.Linear(4, 2)
@@ -70,11 +71,12 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
         return model
     if isinstance(model, OptimizedModule):
         model = model._orig_mod
+    graphs = mode == "reduce-overhead" or backend == "cudagraphs"
     if isinstance(model, Module):
-        return OptimizedModule(model, fullgraph, recompile_limit)
+        return OptimizedModule(model, fullgraph, recompile_limit, graphs)
     if isinstance(model, CompiledFunction):
         model = model._fn
-    return CompiledFunction(model, fullgraph, recompile_limit, name)
+    return CompiledFunction(model, fullgraph, recompile_limit, name, graphs)
 
 
 class Explanation:
@@ -95,8 +97,12 @@ class Explanation:
         lines = [f"workbench.compile: {self.name}: {self.traces} trace(s), {self.traced_calls} traced call(s), "
                  f"{self.replays} replay(s), {self.eager_calls} eager call(s)"]
         for i, p in enumerate(self.programs):
-            if p.reason is None:
-                lines.append(f"  trace {i}: replays {len(p.steps)} steps ({p.replays} replays)")
+            graph = "" if p.cuda_graph is None else f"; {p.cuda_graph.describe()}"
+            if p.reason is None and p.backward_steps:
+                lines.append(f"  trace {i}: replays {len(p.steps) - p.backward_steps} steps, and "
+                             f"{p.backward_steps} in the backward of its one tape node ({p.replays} replays{graph})")
+            elif p.reason is None:
+                lines.append(f"  trace {i}: replays {len(p.steps)} steps ({p.replays} replays{graph})")
             else:
                 lines.append(f"  trace {i}: runs eagerly: {p.reason}")
         for kind, detail in self.log:

@@ -9,8 +9,11 @@ calls run eagerly so the tools see every op.
 import functools
 
 from ..autograd import graph as _graph
+from ..autograd.grad_mode import STATE
 from ..nn.module import Module
 from ..tensor import Tensor
+from . import cudagraph as _cudagraph
+from . import grad_region as _grad_region
 from . import trace as _trace
 from .program import Program, _walk, arg_paths_of
 
@@ -20,9 +23,10 @@ RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile
 class CompiledFunction:
     """A function compiled by ``workbench.compile``: call it as the original."""
 
-    def __init__(self, fn, fullgraph=False, recompile_limit=None, name=None):
+    def __init__(self, fn, fullgraph=False, recompile_limit=None, name=None, cuda_graphs=False):
         self._fn = fn
         self._fullgraph = fullgraph
+        self._cuda_graphs = cuda_graphs  # mode="reduce-overhead": replays on CUDA go through a CUDA graph
         self._limit = RECOMPILE_LIMIT if recompile_limit is None else int(recompile_limit)
         self._programs = []  # most recent first
         self.calls = {"replay": 0, "eager": 0, "trace": 0}
@@ -41,6 +45,8 @@ class CompiledFunction:
                     return self._fn(*args, **kwargs)
                 self.calls["replay"] += 1
                 p.replays += 1
+                if self._cuda_graphs:
+                    return _cudagraph.call(p, args, kwargs)
                 return p.run(args, kwargs)
         if len(self._programs) >= self._limit:
             self.calls["eager"] += 1
@@ -60,8 +66,15 @@ class CompiledFunction:
             if id(t._data) not in T.slot_of:
                 n = T.new_slot(t._data)
                 T.bindings[n] = ("arg", t)
+        seq0 = next(_graph._seq)
         with T:
             result = self._fn(*args, **kwargs)
+            if T.reason is None and STATE.enabled:
+                try:
+                    T.region = _grad_region.record(T, self._name, result, [(("arg", paths[id(t)]), t) for _p, t
+                                                                           in _tensor_args(args, kwargs)], seq0)
+                except _trace.Unsupported:
+                    pass
         if T.reason is None:
             try:
                 T.check_state()
@@ -102,10 +115,11 @@ class OptimizedModule(Module):
     ('Linear', ['_orig_mod.weight', '_orig_mod.bias'])
     """
 
-    def __init__(self, mod, fullgraph=False, recompile_limit=None):
+    def __init__(self, mod, fullgraph=False, recompile_limit=None, cuda_graphs=False):
         super().__init__()
         self._orig_mod = mod
-        self.__dict__["_compiled_call"] = CompiledFunction(mod, fullgraph, recompile_limit, type(mod).__name__)
+        self.__dict__["_compiled_call"] = CompiledFunction(mod, fullgraph, recompile_limit, type(mod).__name__,
+                                                           cuda_graphs)
 
     def __call__(self, *args, **kwargs):
         return self.__dict__["_compiled_call"](*args, **kwargs)

@@ -110,12 +110,19 @@ class Program:
         self.guard = self._compile(self.guard_src, "guard")
         self.run = None
         self.run_src = None
+        self.backward_src = None
+        self.backward_steps = 0  # of a grad-mode call: the steps its one tape node's backward runs
+        self.random = tracer.random
+        self.externals = [t for t, _slot in tracer.externals.values()]
+        self.cuda_graph = None  # mode="reduce-overhead": the program's cudagraph.GraphReplay
         if self.reason is None:
             try:
                 self.run_src = self._program_source(result, arg_paths)
                 self.run = self._compile(self.run_src, "run")
             except Unsupported as e:
                 self.reason = str(e)
+        if tracer.region is not None:
+            tracer.region.outputs = None  # nor its outputs (and with them its tape)
         self.tracer = None  # the arrays of the traced call are not kept
 
     def _bind(self, obj, prefix):
@@ -139,10 +146,14 @@ class Program:
                  f"    if len(args) != {len(args)} or kwargs.keys() != {set(kwargs)!r}:",
                  "        return False"]
         conds = [f"STATE.enabled is {bool(STATE.enabled)}", f"STATE.inference is {bool(STATE.inference)}"]
+        first = {}  # id(array) -> the first argument path holding it: the program reads it from there
         for path, value in _walk(args, kwargs):
             expr = path
             if isinstance(value, Tensor):
                 conds.extend(self._tensor_conds(expr, value))
+                seen = first.setdefault(id(value._data), expr)
+                if seen is not expr:  # the same array twice (f(x, x)): the replay needs it twice again
+                    conds.append(f"{expr}._data is {seen}._data")
             elif value is None or value.__class__ in (bool, int, float, str) or (
                     value.__class__ is tuple and all(v.__class__ in (bool, int, str) for v in value)):
                 conds.append(f"{expr}.__class__ is {self._bind(value.__class__, 'K')} and {expr} == {value!r}"
@@ -180,13 +191,19 @@ class Program:
     # --- the program ---------------------------------------------------------------------------
     def _program_source(self, result, arg_paths):
         T = self.tracer
+        region = T.region
         events = T.events
+        if region is not None:
+            events = T.events = _live_backward(events, region)
+        stop = len(events) if region is None else region.split
         uses = {}  # slot -> index of the last event that reads it
         for i, ev in enumerate(events):
             for r in _slot_refs(ev.ins):
                 uses[r] = i
         out_slots = set()
         _output_slots(result, T, out_slots)
+        if region is not None:
+            out_slots.update(s for _src, s in region.contributions)
         for s in out_slots:
             uses[s] = len(events)
         written = set()
@@ -195,7 +212,6 @@ class Program:
                 written.add(ev.ins[0][1])
         units = {id(ev.fn): ev.info for ev in events if ev.kind == "backward"}  # forward event -> its node
         lines = ["def run(args, kwargs):"]
-        emitted = set()
         for s, b in sorted(T.bindings.items()):
             if s not in uses:
                 continue
@@ -204,98 +220,152 @@ class Program:
                 lines.append(f"    s{s} = {arg_paths[id(obj)]}._data")
             elif kind == "ext":
                 lines.append(f"    s{s} = {self._bind(obj, 'E')}._data")
-            else:  # a constant: a fresh copy when the program writes into it, or hands it out
+            elif kind == "const":  # a fresh copy when the program writes into it, or hands it out
                 cn = self._bind(obj, "C")
                 stolen = any(ev.kind == "acc" and ev.ins[1] == ("s", s) for ev in events)
                 lines.append(f"    s{s} = {cn}.copy()" if s in written or s in out_slots or stolen
                              else f"    s{s} = {cn}")
-            emitted.add(s)
         host_vars = {}
-        grad_mode = bool(STATE.enabled)
-        in_backward = False
-        for i, ev in enumerate(events):
-            # backward formulas run with grad mode off, as the engine runs them
-            if (ev.kind == "backward") != in_backward and grad_mode:
-                in_backward = not in_backward
-                lines.append(f"    STATE.enabled = {not in_backward}")
-            args_src = ", ".join(self._ref_src(r) for r in ev.ins)
-            outs = ev.outs
-            lhs = ", ".join(f"s{o}" for o in outs) if outs else None
-            self.steps.append((ev.kind, ev.op, ev.scope))
-            if ev.kind == "call":
-                info = ev.info
-                if info == "ufunc":
-                    call = f"{self._bind(ev.fn, 'F')}({args_src})"
-                elif info[0] == "noctx":
-                    _, xp, n = info
-                    if xp is np and n < 9:
-                        ctx = f"{self._bind(_function._NUMPY_CTX[n], 'X')}()"
-                    else:
-                        ctx = f"{self._bind(_function._no_grad_ctx, 'X')}({self._bind(xp, 'X')}, {n})"
-                    call = f"{self._bind(ev.fn, 'F')}({ctx}{', ' if args_src else ''}{args_src})"
-                else:  # a recorded forward: its ctx keeps what the backward formulas read
-                    _, xp, nig = info
-                    need = [e for e in ev.extract if e[0] in uses]
-                    unit_node = units.get(id(ev))
-                    if unit_node is not None:
-                        ctxc = self._bind(_unit_ctx_class(xp, unit_node), "X")
-                        lines.append(f"    _c{i} = {ctxc}()")
-                        lines.append(f"    _c = _c{i}")
-                        call = f"{self._bind(ev.fn, 'F')}(_c{', ' if args_src else ''}{args_src})"
-                    elif need:
-                        ctxc = self._bind(_ctx_class(xp, tuple(nig)), "X")
-                        lines.append(f"    _c = {ctxc}()")
-                        call = f"{self._bind(ev.fn, 'F')}(_c{', ' if args_src else ''}{args_src})"
-                    else:
-                        ctxc = self._bind(_ctx_class(xp, tuple(nig)), "X")
-                        call = f"{self._bind(ev.fn, 'F')}({ctxc}(){', ' if args_src else ''}{args_src})"
-                if ev.multi and len(outs) == 1:
-                    lhs += ","
-                lines.append(f"    {lhs} = {call}")
-                for k in ev.scalar:
-                    lines.append(f"    s{outs[k]} = _asarray(s{outs[k]})")
-                if info != "ufunc" and info[0] == "ctx":
-                    for slot, where, key, sub in ev.extract:
-                        if slot in uses:
-                            src = f"_c._saved[{key}]" if where == "saved" else f"_c.{key}"
-                            lines.append(f"    s{slot} = {src}" + (f"[{sub}]" if sub is not None else ""))
-            elif ev.kind == "backward":
-                k = events.index(ev.fn)
-                lines.append(f"    _r = _BW(_c{k}, ({args_src}{',' if len(ev.ins) == 1 else ''}))")
-                it = iter(outs)
-                for j, present in enumerate(ev.multi):
-                    if present:
-                        lines.append(f"    s{next(it)} = _r[{j}]")
-            elif ev.kind == "write":
-                lines.append(f"    {self._ref_src(ev.ins[0])}[...] = {self._ref_src(ev.ins[1])}")
-            elif ev.kind == "acc":
-                g = ev.ins[1]
-                steal = g[0] == "s" and uses.get(g[1], -1) <= i and T.bindings.get(g[1]) is None
-                lines.append(f"    {lhs} = _ACC({self._bind(ev.info, 'L')}, {self._ref_src(g)}, {steal})")
-            elif ev.kind == "setgrad":
-                v = ev.ins[1]
-                val = "None" if v == ("c", None) else f"Tensor._make({self._ref_src(v)})"
-                lines.append(f"    _SETGRAD({self._bind(ev.info, 'L')}, {val})")
-            elif ev.kind == "opaque":
-                fn, a, k = ev.fn
-                fname = self._bind(fn, "O")
-                an = self._bind(a, "A")
-                kn = self._bind(k, "A")
-                if outs:
-                    lines.append(f"    s{outs[0]} = {fname}(*{an}, **{kn})._data")
-                else:
-                    lines.append(f"    {fname}(*{an}, **{kn})")
-            elif ev.kind == "host":
-                conv = {"item": "", "__float__": "float", "__int__": "int", "__bool__": "bool",
-                        "__index__": "int"}[ev.fn]
-                lines.append(f"    h{i} = {conv}({self._ref_src(ev.ins[0])}.reshape(()).item())")
-                host_vars[i] = f"h{i}"
-        if in_backward:
+        ctx = {"uses": uses, "units": units, "events": events, "host_vars": host_vars,
+               "grad_mode": bool(STATE.enabled), "in_backward": False}
+        for i in range(stop):
+            self._event_lines(i, events[i], ctx, lines)
+        if ctx["in_backward"]:
             lines.append("    STATE.enabled = True")
-        lines.append(f"    return {self._output_src(result, arg_paths, host_vars)}")
-        if grad_mode:  # an error mid-replay must not leave grad mode off
+        if region is not None:
+            lines.append(self._region_finish(region, events, stop, arg_paths))
+            self.backward_src = self._backward_source(region, events, stop, ctx)
+            self.backward_steps = len(events) - stop
+            region.backward = self._compile(self.backward_src, "backward")
+        lines.append(f"    return {self._output_src(result, arg_paths, host_vars, region)}")
+        if ctx["grad_mode"]:  # an error mid-replay must not leave grad mode off
             body = ["    try:"] + ["    " + ln for ln in lines[1:]] + ["    finally:", "        STATE.enabled = True"]
             lines = lines[:1] + body
+        return "\n".join(lines) + "\n"
+
+    def _event_lines(self, i, ev, ctx, lines):
+        """The source lines of event ``i``, appended to ``lines``."""
+        T = self.tracer
+        uses, units, events = ctx["uses"], ctx["units"], ctx["events"]
+        # backward formulas run with grad mode off, as the engine runs them
+        if (ev.kind == "backward") != ctx["in_backward"] and ctx["grad_mode"]:
+            ctx["in_backward"] = not ctx["in_backward"]
+            lines.append(f"    STATE.enabled = {not ctx['in_backward']}")
+        args_src = ", ".join(self._ref_src(r) for r in ev.ins)
+        outs = ev.outs
+        lhs = ", ".join(f"s{o}" for o in outs) if outs else None
+        self.steps.append((ev.kind, ev.op, ev.scope))
+        if ev.kind == "call":
+            info = ev.info
+            if info == "ufunc":
+                call = f"{self._bind(ev.fn, 'F')}({args_src})"
+            elif info[0] == "noctx":
+                _, xp, n = info
+                if xp is np and n < 9:
+                    c = f"{self._bind(_function._NUMPY_CTX[n], 'X')}()"
+                else:
+                    c = f"{self._bind(_function._no_grad_ctx, 'X')}({self._bind(xp, 'X')}, {n})"
+                call = f"{self._bind(ev.fn, 'F')}({c}{', ' if args_src else ''}{args_src})"
+            else:  # a recorded forward: its ctx keeps what the backward formulas read
+                _, xp, nig = info
+                need = [e for e in ev.extract if e[0] in uses]
+                unit_node = units.get(id(ev))
+                if unit_node is not None:
+                    ctxc = self._bind(_unit_ctx_class(xp, unit_node), "X")
+                    lines.append(f"    _c{i} = {ctxc}()")
+                    lines.append(f"    _c = _c{i}")
+                    call = f"{self._bind(ev.fn, 'F')}(_c{', ' if args_src else ''}{args_src})"
+                elif need:
+                    ctxc = self._bind(_ctx_class(xp, tuple(nig)), "X")
+                    lines.append(f"    _c = {ctxc}()")
+                    call = f"{self._bind(ev.fn, 'F')}(_c{', ' if args_src else ''}{args_src})"
+                else:
+                    ctxc = self._bind(_ctx_class(xp, tuple(nig)), "X")
+                    call = f"{self._bind(ev.fn, 'F')}({ctxc}(){', ' if args_src else ''}{args_src})"
+            if ev.multi and len(outs) == 1:
+                lhs += ","
+            lines.append(f"    {lhs} = {call}")
+            for k in ev.scalar:
+                lines.append(f"    s{outs[k]} = _asarray(s{outs[k]})")
+            if info != "ufunc" and info[0] == "ctx":
+                for slot, where, key, sub in ev.extract:
+                    if slot in uses:
+                        src = f"_c._saved[{key}]" if where == "saved" else f"_c.{key}"
+                        lines.append(f"    s{slot} = {src}" + (f"[{sub}]" if sub is not None else ""))
+        elif ev.kind == "backward":
+            k = events.index(ev.fn)
+            lines.append(f"    _r = _BW(_c{k}, ({args_src}{',' if len(ev.ins) == 1 else ''}))")
+            it = iter(outs)
+            for j, present in enumerate(ev.multi):
+                if present:
+                    lines.append(f"    s{next(it)} = _r[{j}]")
+        elif ev.kind == "write":
+            lines.append(f"    {self._ref_src(ev.ins[0])}[...] = {self._ref_src(ev.ins[1])}")
+        elif ev.kind == "acc":
+            g = ev.ins[1]
+            steal = g[0] == "s" and uses.get(g[1], -1) <= i and T.bindings.get(g[1]) is None
+            lines.append(f"    {lhs} = _ACC({self._bind(ev.info, 'L')}, {self._ref_src(g)}, {steal})")
+        elif ev.kind == "setgrad":
+            v = ev.ins[1]
+            val = "None" if v == ("c", None) else f"Tensor._make({self._ref_src(v)})"
+            lines.append(f"    _SETGRAD({self._bind(ev.info, 'L')}, {val})")
+        elif ev.kind == "opaque":
+            fn, a, k = ev.fn
+            fname = self._bind(fn, "O")
+            an = self._bind(a, "A")
+            kn = self._bind(k, "A")
+            if outs:
+                lines.append(f"    s{outs[0]} = {fname}(*{an}, **{kn})._data")
+            else:
+                lines.append(f"    {fname}(*{an}, **{kn})")
+        elif ev.kind == "host":
+            conv = {"item": "", "__float__": "float", "__int__": "int", "__bool__": "bool",
+                    "__index__": "int"}[ev.fn]
+            lines.append(f"    h{i} = {conv}({self._ref_src(ev.ins[0])}.reshape(()).item())")
+            ctx["host_vars"][i] = f"h{i}"
+
+    # --- a grad-mode call: one node on the tape, and the backward program ----------------------
+    def _source_src(self, src):
+        return src[1] if src[0] == "arg" else self._bind(src[1], "E")
+
+    def _region_env(self, region, events, stop):
+        # what the backward program reads that the forward program made: slots and forward ctxs
+        made_after = set(region.gins)
+        slots, ctxs = [], []
+        for ev in events[stop:]:
+            for r in _slot_refs(ev.ins):
+                if r not in made_after and r not in slots:
+                    slots.append(r)
+            if ev.kind == "backward":
+                k = events.index(ev.fn)
+                if k not in ctxs:
+                    ctxs.append(k)
+            made_after.update(ev.outs)
+        for _src, s in region.contributions:
+            if s not in made_after and s not in slots:
+                slots.append(s)
+        return [f"s{s}" for s in slots] + [f"_c{k}" for k in ctxs]
+
+    def _region_finish(self, region, events, stop, arg_paths):
+        env = self._region_env(region, events, stop)
+        T = self.tracer
+        outs = ", ".join(f"s{T.slot_of[id(t._data)]}" for t in region.outputs)
+        sources = ", ".join(self._source_src(src) for src, _s in region.contributions)
+        saved = ", ".join(self._source_src(src) for src in region.saved)
+        return (f"    _o = {self._bind(region, 'R')}.finish(({', '.join(env)}{',' if len(env) == 1 else ''}), ({outs},), "
+                f"({sources}{',' if len(region.contributions) == 1 else ''}), ({saved}{',' if len(region.saved) == 1 else ''}))")
+
+    def _backward_source(self, region, events, stop, ctx):
+        env = self._region_env(region, events, stop)
+        lines = ["def backward(env, grads):"]
+        if env:
+            lines.append(f"    {', '.join(env)}{',' if len(env) == 1 else ''} = env")
+        lines.append(f"    {', '.join(f's{s}' for s in region.gins)}, = grads")
+        ctx = dict(ctx, grad_mode=False, in_backward=False)  # the engine runs it with grad mode off
+        for i in range(stop, len(events)):
+            self._event_lines(i, events[i], ctx, lines)
+        res = ", ".join(f"s{s}" for _src, s in region.contributions)
+        lines.append(f"    return ({res}{',' if len(region.contributions) == 1 else ''})")
         return "\n".join(lines) + "\n"
 
     def _ref_src(self, r):
@@ -309,9 +379,11 @@ class Program:
             return repr(v)
         return self._bind(v, "V")
 
-    def _output_src(self, out, arg_paths, host_vars):
+    def _output_src(self, out, arg_paths, host_vars, region=None):
         T = self.tracer
         if isinstance(out, Tensor):
+            if region is not None and id(out) in region.out_index:
+                return f"_o[{region.out_index[id(out)]}]"
             if id(out) in arg_paths:
                 return arg_paths[id(out)]
             if id(out) in T.externals:
@@ -328,12 +400,12 @@ class Program:
             rg = out._rg
             return f"_OUT(s{s}, {rg}, {self._bind(node, 'N') if rg else 'None'})"
         if out.__class__ in (tuple, list):
-            items = [self._output_src(o, arg_paths, host_vars) for o in out]
+            items = [self._output_src(o, arg_paths, host_vars, region) for o in out]
             if out.__class__ is list:
                 return "[" + ", ".join(items) + "]"
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
         if out.__class__ is dict:
-            return "{" + ", ".join(f"{self._bind(k, 'V')}: {self._output_src(v, arg_paths, host_vars)}"
+            return "{" + ", ".join(f"{self._bind(k, 'V')}: {self._output_src(v, arg_paths, host_vars, region)}"
                                    for k, v in out.items()) + "}"
         if id(out) in T.host_values:
             return host_vars[T.host_values[id(out)]]
@@ -373,6 +445,18 @@ def _walk(args, kwargs):
 def arg_paths_of(args, kwargs):
     """{id(tensor): source expression} for the tensors among the arguments."""
     return {id(v): p for p, v in _walk(args, kwargs) if isinstance(v, Tensor)}
+
+
+def _live_backward(events, region):
+    """The events with the backward program's dead steps dropped (the sums of gradients at the region's
+    boundary, which the engine does itself when the replay's gradients arrive there)."""
+    live = {s for _src, s in region.contributions}
+    keep = []
+    for ev in reversed(events[region.split:]):
+        if any(o in live for o in ev.outs):
+            keep.append(ev)
+            live.update(_slot_refs(ev.ins))
+    return events[:region.split] + keep[::-1]
 
 
 def _slot_refs(refs):

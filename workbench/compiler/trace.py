@@ -27,6 +27,7 @@ from ..nn.module import Module
 from ..nn.utils import clip_grad as _clip_grad
 from ..optim import lr_scheduler as _lr_scheduler
 from ..optim.optimizer import Optimizer
+from ..random import Generator
 from ..tensor import Tensor
 from .. import creation as _creation
 
@@ -102,6 +103,9 @@ class Tracer:
         self.host_values = {}  # id(python value) -> event index of the host read that returned it
         self.host_keep = []
         self.reason = None
+        self.region = None  # a grad-mode call's backward, recorded after it (grad_region.Region)
+        self.differentiated = set()  # ids of the nodes whose backward ran during the call
+        self.random = False  # whether the call drew random numbers (a CUDA graph would repeat them)
         self.suspended = 0
         self.in_record = 0
         self._patches = Patches()
@@ -207,6 +211,7 @@ class Tracer:
         data = Tensor.__dict__["data"]
         swap(Tensor, "data", property(data.fget, _hook_setdata(T), None, data.__doc__))
         swap(Module, "__call__", _hook_module_call(Module.__call__, T))
+        swap(Generator, "_stream", _hook_random(Generator.__dict__["_stream"], T))
         swap(Module, "zero_grad", _hook_opaque(Module.zero_grad, T, "zero_grad", None))
         for cls in subclasses(Optimizer):
             for name in ("step", "zero_grad"):
@@ -365,6 +370,7 @@ def _hook_call_backward(orig, T):
     """A node's backward: its formula's own ops when they all record (Tensor ops), else the formula as one
     unit replayed on the forward's ctx (backward formulas with raw-array fast paths)."""
     def _call_backward(node, grads):
+        T.differentiated.add(id(node))
         if not _recording(T):
             return orig(node, grads)
         n_ev, n_sl, host_after = len(T.events), len(T.arrays), T.host_after
@@ -538,6 +544,14 @@ def _hook_module_call(orig, T):
         return orig(self, *args, **kwargs)
 
     return __call__
+
+
+def _hook_random(orig, T):
+    def _stream(self, dev):
+        T.random = True
+        return orig(self, dev)
+
+    return _stream
 
 
 def _hook_opaque(orig, T, name, kind):

@@ -86,15 +86,21 @@ def cast(x, npd):
     return x
 
 
-def gemm(a, b):
-    """a @ b on raw arrays. NumPy has no half-precision GEMM (ml_dtypes' bfloat16 product even comes back
-    float32, and float16 runs ~20x slower than float32), so 16-bit float operands multiply in float32 BLAS
-    and the product is rounded once: what PyTorch's CPU kernels compute too (float32 accumulation). CuPy
-    keeps float16 on cuBLAS."""
+def gemm(a, b, out=None):
+    """a @ b on raw arrays (into out when given). NumPy has no half-precision GEMM (ml_dtypes' bfloat16
+    product even comes back float32, and float16 runs ~20x slower than float32), so 16-bit float operands
+    multiply in float32 BLAS and the product is rounded once: what PyTorch's CPU kernels compute too (float32
+    accumulation). CuPy keeps float16 on cuBLAS."""
     d = a.dtype
     if d.itemsize == 2 and (d.kind == "V" or d.kind == "f" and a.__class__ is _ndarray):
-        return (a.astype(np.float32) @ b.astype(np.float32)).astype(d)
-    return a @ b
+        r = (a.astype(np.float32) @ b.astype(np.float32)).astype(d)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+    if out is None:
+        return a @ b
+    return _backend.xp_of(a).matmul(a, b, out=out)
 
 
 def float_np(npd):

@@ -4,14 +4,14 @@ Convolution is three primitives that are each other's derivatives, so gradients 
 from the same fast code:
 
 * ``Conv``            x, w -> y          (im2col through a strided window view, then one matmul)
-* ``ConvGradInput``   g, w -> dx         (a matmul, then col2im: one strided add per kernel position);
+* ``ConvGradInput``   g, w -> dx         (unit strides: im2col of g and the flipped kernel; otherwise a
+                                         matmul, then col2im: one strided add per kernel position);
                                          this is also conv_transpose
 * ``ConvGradWeight``  x, g -> dw         (im2col, then one matmul)
 
 d(Conv)/dx is ConvGradInput, d(Conv)/dw is ConvGradWeight; d(ConvGradInput)/dg is Conv and
 d(ConvGradInput)/dw is ConvGradWeight; d(ConvGradWeight)/dx is ConvGradInput and d/dg is Conv.
 """
-import itertools
 import math
 
 from ..autograd.function import Function
@@ -21,6 +21,7 @@ from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _check_float, gemm, ntuple
 from ._windows import _col2im, _out_size, _pad, _windows
+from .views import as_strided_raw
 
 
 class _Grid:
@@ -29,14 +30,21 @@ class _Grid:
     Columns are (G, Cg*prod(K), N*L): rows in (c, k...) order, columns in (n, o...) order, so all three
     products are single (per-group) matmuls. With unit strides the columns use the "flat" layout: each
     output row is as wide as the padded input row (the extra entries are dropped from outputs and are
-    zero in gradients), so every kernel tap is one contiguous shift of the flattened padded image and
-    im2col/col2im copy long contiguous runs instead of short strided rows. Along the inner spatial dims
-    one row's right padding is the next row's left padding (a tap that reads past a row's end lands in
-    the zeros before the next row's data), so a row is n + max(lo, hi) wide, not n + lo + hi: on an 8x8
-    image with padding 1 the columns are 8 x 9 per image instead of 8 x 10, and so are the matmuls.
+    zero in gradients), so every kernel tap is one constant shift of the flattened padded image. Along the
+    inner spatial dims one row's right padding is the next row's left padding (a tap that reads past a
+    row's end lands in the zeros before the next row's data), so a row is n + max(lo, hi) wide, not
+    n + lo + hi: on an 8x8 image with padding 1 the columns are 8 x 9 per image instead of 8 x 10.
+
+    In the flat layout nothing the size of the columns is kept: the forward saves the padded image (1/9 of
+    the columns' bytes for a 3x3 kernel), and every product builds its columns a batch chunk at a time
+    (within _CHUNK_BYTES, so they are still in cache for the matmul) with one strided copy per chunk. The
+    input gradient gathers too, instead of scattering into the image: dx is a convolution of the output
+    gradient with the flipped kernel, and the weight gradient reuses those same gradient columns against
+    the saved image, so the backward builds one set of columns, not two.
     """
 
-    __slots__ = ("spatial", "ksize", "geom", "osize", "flat", "padded", "offs", "ext", "tail")
+    __slots__ = ("spatial", "ksize", "geom", "osize", "flat", "padded", "tsteps", "span", "ext", "dext", "m0",
+                 "imlen", "glead", "glen")
 
     def __init__(self, spatial, ksize, geom, osize):
         stride, lo, hi, dil, _ = geom
@@ -46,78 +54,151 @@ class _Grid:
             self.padded = (spatial[0] + lo[0] + hi[0],) + tuple(
                 max(n + max(a, b), o) for n, a, b, o in zip(spatial[1:], lo[1:], hi[1:], osize[1:]))
             steps = [math.prod(self.padded[i + 1:]) for i in range(len(ksize))]
-            self.offs = [sum(kp * d * st for kp, d, st in zip(kpos, dil, steps))
-                         for kpos in itertools.product(*[range(k) for k in ksize])]
+            self.tsteps = tuple(d * st for d, st in zip(dil, steps))  # flat shift of one step along each kernel dim
+            self.span = sum((k - 1) * t for k, t in zip(ksize, self.tsteps))  # the farthest tap's shift
             self.ext = (self.osize[0],) + self.padded[1:]  # output grid with padded-width rows
-            self.tail = max(0, max(self.offs) + math.prod(self.ext) - math.prod(self.padded))
+            self.dext = (self.spatial[0],) + self.padded[1:]  # input-gradient grid, from the first data entry
+            self.m0 = sum(a * st for a, st in zip(lo, steps))  # flat index of the first data entry
+            self.imlen = max(math.prod(self.padded), self.span + math.prod(self.ext), self.m0 + math.prod(self.dext))
+            # the output gradient per image: zeros before (the flipped taps read up to span before m0) and after
+            self.glead = max(0, self.span - self.m0)
+            self.glen = self.glead + max(math.prod(self.ext), self.m0 + math.prod(self.dext))
 
-    def _flat_image(self, xp, x):
-        """(C, N, prod(padded) + tail): the padded image, channels first, flattened, zero tail."""
+    def flat_image(self, xp, x):
+        """(C, N, imlen): the padded image, channels first, each image flattened, zeros past its end."""
         n, c = x.shape[:2]
         lo = self.geom[1]
-        buf = xp.zeros((c, n, math.prod(self.padded) + self.tail), dtype=x.dtype)
+        buf = xp.zeros((c, n, self.imlen), dtype=x.dtype)
         region = buf[:, :, :math.prod(self.padded)].reshape((c, n) + self.padded)
         region[(slice(None), slice(None)) + tuple(slice(a, a + m) for a, m in zip(lo, self.spatial))] = \
             x.swapaxes(0, 1)
         return buf
 
-    def cols(self, xp, x, groups):
-        n, c = x.shape[:2]
-        if not self.flat:
-            stride, lo, hi, dil, _ = self.geom
-            nd = len(self.ksize)
-            v = _windows(xp, _pad(xp, x, lo, hi), self.ksize, stride, dil, self.osize)  # (N, C, *O, *K)
-            v = v.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd)))
-            return xp.ascontiguousarray(v).reshape(groups, -1, n * math.prod(self.osize))
-        buf = self._flat_image(xp, x)
+    def _flat_grad(self, xp, g):
+        """(O, N, glen): the output gradient on the output grid (zeros in the extra entries), with margins."""
+        o, n = g.shape[1], g.shape[0]
+        buf = xp.zeros((o, n, self.glen), dtype=g.dtype)
+        region = buf[:, :, self.glead:self.glead + math.prod(self.ext)].reshape((o, n) + self.ext)
+        region[(slice(None), slice(None)) + tuple(slice(0, m) for m in self.osize)] = g.swapaxes(0, 1)
+        return buf
+
+    def _cols(self, xp, buf, groups, n0, m, start, length):
+        """Columns (G, rows/G * prod(K), m*length) of images n0..n0+m of a flat buffer (rows, N, *): tap kpos
+        of image n, entry l reads buf[:, n, start + shift(kpos) + l]. One strided copy."""
+        rows, _, _ = buf.shape
+        it = buf.itemsize
+        v = as_strided_raw(xp, buf[:, n0:, start:], (rows,) + self.ksize + (m, length),
+                           (buf.strides[0],) + tuple(t * it for t in self.tsteps) + (buf.strides[1], it))
+        return xp.ascontiguousarray(v).reshape(groups, -1, m * length)
+
+    @staticmethod
+    def _batch(per_image, n):
+        """Images per chunk: as many as fit in _CHUNK_BYTES, spread evenly (no chunk of one left over)."""
+        chunks = -(-n * per_image // _CHUNK_BYTES)
+        return -(-n // max(1, chunks))
+
+    def forward(self, xp, buf, w, b, groups, n):
+        """The convolution (N, O, *osize) of the flat image buf with w (O, C/G, *K), plus bias b."""
+        o = w.shape[0]
+        og = o // groups
         length = math.prod(self.ext)
-        out = xp.empty((c, len(self.offs), n, length), dtype=x.dtype)
-        for j, off in enumerate(self.offs):
-            out[:, j] = buf[:, :, off:off + length]
-        return out.reshape(groups, -1, n * length)
+        wt = w.reshape(groups, og, -1).swapaxes(1, 2)  # (G, Cg*K, O/G)
+        yt = xp.empty((groups, n * length, og), dtype=buf.dtype)
+        nb = self._batch(buf.shape[0] * math.prod(self.ksize) * length * buf.itemsize, n)
+        for n0 in range(0, n, nb):
+            m = min(nb, n - n0)
+            # (m*L, O/G) per group: BLAS runs faster with the long N*L side as the result's rows
+            gemm(self._cols(xp, buf, groups, n0, m, 0, length).swapaxes(1, 2), wt,
+                 out=yt[:, n0 * length:(n0 + m) * length])
+        if b is not None:
+            yt += b.reshape(groups, 1, og)
+        nd = len(self.ksize)
+        y = yt.reshape((groups, n) + self.ext + (og,))[(slice(None),) * 2 + tuple(slice(0, k) for k in self.osize)]
+        y = y.transpose((1, 0, nd + 2) + tuple(range(2, 2 + nd)))
+        return xp.ascontiguousarray(y).reshape((n, o) + self.osize)
 
-    def gcols(self, xp, g, groups):
-        """g (N, O, *L) as contiguous (G, O/G, N*L) in the columns' order (zeros in the flat layout's extra entries)."""
+    def grads(self, xp, g, groups, cg, w=None, buf=None, bias=False):
+        """(dx, dw, db) of a convolution from its output gradient g (N, O, *osize): dx (N, C, *spatial) when the
+        weight w is given, dw (O, Cg, *K) when the flat image buf is given, db (O,) when bias. One pass over
+        the gradient's columns: dx = w_flipped^T @ gcols, dw_flipped = gcols @ image^T."""
         n, o = g.shape[:2]
-        if not self.flat:
-            return xp.ascontiguousarray(g.reshape(n, o, -1).swapaxes(0, 1)).reshape(groups, o // groups, -1)
-        out = xp.zeros((o, n) + self.ext, dtype=g.dtype)
-        out[(slice(None), slice(None)) + tuple(slice(0, m) for m in self.osize)] = g.swapaxes(0, 1)
-        return out.reshape(groups, o // groups, -1)
+        og, nd, kk = o // groups, len(self.ksize), math.prod(self.ksize)
+        flip = (slice(None),) * 2 + (slice(None, None, -1),) * nd
+        gb = self._flat_grad(xp, g)
+        if w is None:  # dw alone: the image's columns (C*K rows) cost fewer copies than the gradient's (O*K)
+            return None, self._weight_grad(xp, gb, buf, groups, o), self._bias_grad(xp, gb) if bias else None
+        lx = math.prod(self.dext)
+        start = self.glead + self.m0 - self.span
+        if w is not None:  # (G, Cg, O/G * K) with taps flipped, to match the gradient's columns
+            wt = xp.ascontiguousarray(w[flip].reshape(groups, og, cg, kk).swapaxes(1, 2)).reshape(groups, cg, og * kk)
+            dxf = xp.empty((groups, cg, n * lx), dtype=g.dtype)
+        gwf = None
+        nb = self._batch(o * kk * lx * g.itemsize, n)
+        for n0 in range(0, n, nb):
+            m = min(nb, n - n0)
+            cols = self._cols(xp, gb, groups, n0, m, start, lx)
+            if w is not None:
+                gemm(wt, cols, out=dxf[:, :, n0 * lx:(n0 + m) * lx])
+            if buf is not None:
+                part = gemm(cols, buf[:, n0:n0 + m, self.m0:self.m0 + lx].reshape(groups, cg, m * lx).swapaxes(1, 2))
+                gwf = part if gwf is None else gwf.__iadd__(part)
+        dx = dw = db = None
+        if w is not None:
+            dx = dxf.reshape((groups * cg, n) + self.dext)[(slice(None),) * 2 + tuple(slice(0, s) for s in self.spatial)]
+            dx = xp.ascontiguousarray(dx.swapaxes(0, 1))
+        if buf is not None:  # (G, O/G * K, Cg) -> (O, Cg, *K), taps flipped back
+            dw = gwf.reshape((o,) + self.ksize + (cg,))[(slice(None),) + (slice(None, None, -1),) * nd]
+            dw = xp.ascontiguousarray(xp.moveaxis(dw, -1, 1))
+        if bias:
+            db = self._bias_grad(xp, gb)
+        return dx, dw, db
 
-    def output(self, xp, y, n):
+    def _weight_grad(self, xp, gb, buf, groups, o):
+        """dw (O, Cg, *K) = gcols @ image columns^T, the image's columns built a chunk at a time."""
+        n, length = buf.shape[1], math.prod(self.ext)
+        gw = None
+        nb = self._batch(buf.shape[0] * math.prod(self.ksize) * length * buf.itemsize, n)
+        for n0 in range(0, n, nb):
+            m = min(nb, n - n0)
+            gc = gb[:, n0:n0 + m, self.glead:self.glead + length].reshape(groups, o // groups, m * length)
+            part = gemm(self._cols(xp, buf, groups, n0, m, 0, length), gc.swapaxes(1, 2))  # (G, Cg*K, O/G)
+            gw = part if gw is None else gw.__iadd__(part)
+        return xp.ascontiguousarray(gw.swapaxes(1, 2)).reshape((o, buf.shape[0] // groups) + self.ksize)
+
+    @staticmethod
+    def _bias_grad(xp, gb):  # (zeros outside the output grid); a matrix-vector product beats sum()
+        return gemm(gb.reshape(gb.shape[0], -1), xp.ones(gb.shape[1] * gb.shape[2], dtype=gb.dtype))
+
+    # --- the strided (non-flat) layout: columns materialized --------------------------------------------
+    def cols(self, xp, x, groups):
+        n = x.shape[0]
+        stride, lo, hi, dil, _ = self.geom
+        nd = len(self.ksize)
+        v = _windows(xp, _pad(xp, x, lo, hi), self.ksize, stride, dil, self.osize)  # (N, C, *O, *K)
+        v = v.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd)))
+        return xp.ascontiguousarray(v).reshape(groups, -1, n * math.prod(self.osize))
+
+    @staticmethod
+    def gcols(xp, g, groups):
+        """g (N, O, *L) as contiguous (G, O/G, N*L) in the columns' order."""
+        n, o = g.shape[:2]
+        return xp.ascontiguousarray(g.reshape(n, o, -1).swapaxes(0, 1)).reshape(groups, o // groups, -1)
+
+    @staticmethod
+    def output(xp, y, n, osize):
         """(O, N*L) products -> contiguous (N, O, *osize)."""
         o = y.shape[0]
-        if not self.flat:
-            return xp.ascontiguousarray(y.reshape(o, n, -1).swapaxes(0, 1)).reshape((n, o) + self.osize)
-        y = y.reshape((o, n) + self.ext)[(slice(None), slice(None)) + tuple(slice(0, m) for m in self.osize)]
-        return xp.ascontiguousarray(y.swapaxes(0, 1))
+        return xp.ascontiguousarray(y.reshape(o, n, -1).swapaxes(0, 1)).reshape((n, o) + osize)
 
     def input_grad(self, xp, w3, gc, n, c):
         """col2im(w3^T @ gc): the input gradient (N, C, *spatial) from the weight (G, O/G, Cg*K) and the output
-        gradient's columns (G, O/G, N*L). In the flat layout the product is taken a batch chunk at a time
-        (when a few images fit in _CHUNK_BYTES), so each chunk's window contributions are still in cache
-        when its taps are summed into the image."""
+        gradient's columns (G, O/G, N*L)."""
         stride, lo, hi, dil, _ = self.geom
-        wt = w3.swapaxes(1, 2)
-        if not self.flat:
-            d = gemm(wt, gc).reshape((c,) + self.ksize + (n,) + self.osize)
-            return xp.ascontiguousarray(_col2im(xp, d, self.spatial, self.ksize, stride, lo, hi, dil).swapaxes(0, 1))
-        length, taps = math.prod(self.ext), len(self.offs)
-        nb = _CHUNK_BYTES // (c * taps * length * gc.dtype.itemsize)
-        nb = n if nb < 4 else nb
-        buf = xp.zeros((c, n, math.prod(self.padded) + self.tail), dtype=gc.dtype)
-        for n0 in range(0, n, nb):
-            m = min(nb, n - n0)
-            d = gemm(wt, gc[..., n0 * length:(n0 + m) * length]).reshape(c, taps, m, length)
-            for j, off in enumerate(self.offs):
-                buf[:, n0:n0 + m, off:off + length] += d[:, j]
-        region = buf[:, :, :math.prod(self.padded)].reshape((c, n) + self.padded)
-        region = region[(slice(None), slice(None)) + tuple(slice(a, a + m) for a, m in zip(lo, self.spatial))]
-        return xp.ascontiguousarray(region.swapaxes(0, 1))
+        d = gemm(w3.swapaxes(1, 2), gc).reshape((c,) + self.ksize + (n,) + self.osize)
+        return xp.ascontiguousarray(_col2im(xp, d, self.spatial, self.ksize, stride, lo, hi, dil).swapaxes(0, 1))
 
 
-_CHUNK_BYTES = 768 * 1024  # a batch chunk of window contributions, within one core's L2
+_CHUNK_BYTES = 768 * 1024  # a batch chunk of columns, within one core's L2
 
 
 class Conv(Function):
@@ -130,30 +211,40 @@ class Conv(Function):
         groups = geom[4]
         o = w.shape[0]
         grid = _Grid(x.shape[2:], w.shape[2:], geom, osize)
-        cols = grid.cols(xp, x, groups)
-        # (N*L, O/G) per group: BLAS runs faster with the long N*L side as the result's rows
-        y = gemm(cols.swapaxes(1, 2), w.reshape(groups, o // groups, -1).swapaxes(1, 2)).swapaxes(1, 2).reshape(o, -1)
-        if b is not None:
-            y += b[:, None]
         nig = ctx.needs_input_grad
         ctx.geom = geom
-        ctx.save_for_backward(x if nig[1] else None, w if nig[0] else None, cols if nig[1] else None)
         ctx.xshape = x.shape
         ctx.wshape = w.shape
-        return grid.output(xp, y, x.shape[0])
+        if grid.flat:  # saved for the weight gradient: the flat image, not its columns
+            saved = grid.flat_image(xp, x)
+            y = grid.forward(xp, saved, w, b, groups, x.shape[0])
+        else:
+            saved = grid.cols(xp, x, groups)
+            y = gemm(saved.swapaxes(1, 2), w.reshape(groups, o // groups, -1).swapaxes(1, 2)).swapaxes(1, 2)
+            y = y.reshape(o, -1)
+            if b is not None:
+                y += b[:, None]
+            y = grid.output(xp, y, x.shape[0], grid.osize)
+        ctx.save_for_backward(x if nig[1] else None, w if nig[0] else None, saved if nig[1] else None)
+        return y
 
     @staticmethod
     def backward(ctx, g):
-        x, w, cols = ctx.saved_tensors
+        x, w, saved = ctx.saved_tensors
         nig = ctx.needs_input_grad
+        geom, groups = ctx.geom, ctx.geom[4]
+        grid = _Grid(ctx.xshape[2:], ctx.wshape[2:], geom, g.shape[2:])
+        if not STATE.enabled and grid.flat:  # first derivatives: all three from one pass over g's columns
+            dx, dw, db = grid.grads(ctx.xp, g._data, groups, ctx.wshape[1], w._data if nig[0] else None,
+                                    saved._data if nig[1] else None, nig[2])
+            return (*(None if a is None else Tensor._make(a) for a in (dx, dw, db)), None, None)
         gc = None
         if not STATE.enabled:  # first derivatives: both products share g's columns, and the bias sums them
-            groups = ctx.geom[4]
-            gc = _Grid(ctx.xshape[2:], ctx.wshape[2:], ctx.geom, g.shape[2:]).gcols(ctx.xp, g._data, groups)
-        gx = ConvGradInput.apply(g, w, ctx.geom, ctx.xshape[2:], gc) if nig[0] else None
-        gw = ConvGradWeight.apply(x, g, ctx.geom, ctx.wshape[2:], cols, gc) if nig[1] else None
+            gc = grid.gcols(ctx.xp, g._data, groups)
+        gx = ConvGradInput.apply(g, w, geom, ctx.xshape[2:], gc) if nig[0] else None
+        gw = ConvGradWeight.apply(x, g, geom, ctx.wshape[2:], saved, gc) if nig[1] else None
         gb = None
-        if nig[2]:  # (zeros in the flat layout's extra columns); a matrix-vector product beats sum()
+        if nig[2]:  # a matrix-vector product beats sum()
             gb = (Tensor._make(gemm(gc, ctx.xp.ones(gc.shape[-1], dtype=gc.dtype)).reshape(-1)) if gc is not None
                   else g.sum((0,) + tuple(range(2, g.ndim))))
         return gx, gw, gb, None, None
@@ -172,12 +263,14 @@ class ConvGradInput(Function):
         n, o = g.shape[:2]
         osize = g.shape[2:]
         grid = _Grid(spatial, w.shape[2:], geom, osize)
-        if gc is None:
-            gc = grid.gcols(xp, g, groups)
         ctx.geom, ctx.spatial = geom, spatial
         nig = ctx.needs_input_grad
         ctx.save_for_backward(g if nig[1] else None, w if nig[0] else None)
         ctx.wshape, ctx.osize = w.shape, osize
+        if grid.flat:
+            return grid.grads(xp, g, groups, w.shape[1], w=w)[0]
+        if gc is None:
+            gc = grid.gcols(xp, g, groups)
         return grid.input_grad(xp, w.reshape(groups, o // groups, -1), gc, n, groups * w.shape[1])
 
     @staticmethod
@@ -190,25 +283,28 @@ class ConvGradInput(Function):
 
 
 class ConvGradWeight(Function):
-    """dw of a convolution from its input x (N, C, *S) and output gradient g (N, O, *L)."""
+    """dw of a convolution from its input x (N, C, *S) and output gradient g (N, O, *L); ``saved`` is what the
+    forward kept (the columns, or the flat image in the flat layout), or None to build it from x."""
 
     _raw = True
     op_name = "convolution_backward_weight"
 
     @staticmethod
-    def forward(ctx, x, g, geom, ksize, cols, gc=None):
+    def forward(ctx, x, g, geom, ksize, saved, gc=None):
         xp = ctx.xp
         groups = geom[4]
         grid = _Grid(x.shape[2:], ksize, geom, g.shape[2:])
-        if cols is None:
-            cols = grid.cols(xp, x, groups)
-        if gc is None:
-            gc = grid.gcols(xp, g, groups)
-        gw = gemm(cols, gc.swapaxes(1, 2)).swapaxes(1, 2)  # (G, O/G, Cg*K)
         ctx.geom, ctx.ksize = geom, ksize
         nig = ctx.needs_input_grad
         ctx.save_for_backward(x if nig[1] else None, g if nig[0] else None)
         ctx.xshape, ctx.osize = x.shape, g.shape[2:]
+        if grid.flat:
+            return grid.grads(xp, g, groups, x.shape[1] // groups,
+                              buf=saved if saved is not None else grid.flat_image(xp, x))[1]
+        cols = saved if saved is not None else grid.cols(xp, x, groups)
+        if gc is None:
+            gc = grid.gcols(xp, g, groups)
+        gw = gemm(cols, gc.swapaxes(1, 2)).swapaxes(1, 2)  # (G, O/G, Cg*K)
         return gw.reshape((g.shape[1], x.shape[1] // groups) + tuple(ksize))
 
     @staticmethod

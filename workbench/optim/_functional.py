@@ -31,13 +31,6 @@ def addcdiv_(xp, a, t1, t2, value, tmp):
     a += tmp
 
 
-def check_differentiable(differentiable):
-    """Refuse differentiable=True: the updates run on raw arrays.  >>> check_differentiable(False)"""
-    if differentiable:
-        raise RuntimeError("differentiable=True is not supported: workbench optimizers update parameters in place "
-                           "outside autograd. Write the update in tensor ops if you need to differentiate through it.")
-
-
 def weight_decay_(x, g, lr, wd, decoupled):
     """Weight decay: shrink x in place (decoupled, AdamW-style) or return g + wd * x (L2).  >>> g = weight_decay_(x, g, 1e-3, 0.01, True)"""
     if wd != 0:

@@ -1,6 +1,7 @@
 """Adadelta (weight decay, maximize)."""
 from .. import _backend
-from ._functional import addcmul_, check_differentiable
+from ._functional import addcmul_
+from .flags import check_flags
 from .optimizer import Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
 
 
@@ -17,7 +18,7 @@ class Adadelta(Optimizer):
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
         _check_args(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
-        check_differentiable(differentiable)
+        check_flags(differentiable=differentiable)
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
                     "capturable": capturable, "foreach": foreach, "differentiable": differentiable}
         super().__init__(params, defaults)

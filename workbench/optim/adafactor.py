@@ -4,7 +4,8 @@ from ..tensor import Tensor
 from .optimizer import Optimizer, _check_args, _params_with_grad, _scalar_step, _zeros_like
 
 
-_SHOULD_BE = {"lr": "Learning rate"}  # torch words its Adafactor checks "<words> should be >= 0 but is: <v>"
+# torch words its Adafactor checks "<words> should be >= 0 but is: <v>"
+_SHOULD_BE = {"lr": "Learning rate", "eps": ("epsilon1", "epsilon2"), "d": "Clipping threshold d"}
 
 
 class Adafactor(Optimizer):
@@ -19,16 +20,7 @@ class Adafactor(Optimizer):
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
                  foreach=None, maximize=False):
-        _check_args(_SHOULD_BE, lr=lr)
-        if not 0.0 >= beta2_decay:
-            raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
-        if eps[0] is not None and not 0.0 <= eps[0]:
-            raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
-        if not 0.0 <= eps[1]:
-            raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
-        if not 1.0 <= d:
-            raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
-        _check_args(_SHOULD_BE, weight_decay=weight_decay)
+        _check_args(_SHOULD_BE, lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay)
         defaults = {"lr": lr, "beta2_decay": beta2_decay, "eps": eps, "d": d, "weight_decay": weight_decay,
                     "foreach": foreach, "maximize": maximize}
         super().__init__(params, defaults)

@@ -1,7 +1,8 @@
 """Adagrad (lr decay, weight decay, initial accumulator, maximize)."""
 from .. import _backend
 from ..tensor import Tensor
-from ._functional import addcdiv_, addcmul_, check_differentiable
+from ._functional import addcdiv_, addcmul_
+from .flags import check_flags
 from .optimizer import Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch
 
 
@@ -18,7 +19,7 @@ class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         _check_args(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, initial_accumulator_value=initial_accumulator_value, eps=eps)
-        check_differentiable(differentiable)
+        check_flags(differentiable=differentiable, fused=fused, foreach=foreach)
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value, "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable, "fused": fused}

@@ -1,7 +1,8 @@
 """Adam and AdamW (amsgrad, maximize, L2 or decoupled weight decay)."""
 from .. import _backend
 from .._backend import blas
-from ._functional import adam_moments_, check_differentiable, weight_decay_
+from ._functional import adam_moments_, weight_decay_
+from .flags import check_flags
 from .optimizer import (Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scalar_step, _scratch,
                          _zeros_like)
 
@@ -21,7 +22,7 @@ class Adam(Optimizer):
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
         _check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
-        check_differentiable(differentiable)
+        check_flags(differentiable=differentiable, fused=fused, foreach=foreach)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
                     "maximize": maximize, "foreach": foreach, "capturable": capturable,
                     "differentiable": differentiable, "fused": fused, "decoupled_weight_decay": decoupled_weight_decay}

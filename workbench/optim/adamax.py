@@ -1,6 +1,7 @@
 """Adamax: Adam with the infinity norm."""
 from .. import _backend
-from ._functional import addcdiv_, check_differentiable, lerp_
+from ._functional import addcdiv_, lerp_
+from .flags import check_flags
 from .optimizer import (Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch,
                         _zeros_like)
 
@@ -18,7 +19,7 @@ class Adamax(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
         _check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
-        check_differentiable(differentiable)
+        check_flags(differentiable=differentiable)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)

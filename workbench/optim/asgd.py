@@ -1,6 +1,6 @@
 """ASGD: SGD with a decaying step and a running (Polyak) average of the iterates in state["ax"]."""
 from .. import _backend
-from ._functional import check_differentiable
+from .flags import check_flags
 from .optimizer import Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
 
 
@@ -17,7 +17,7 @@ class ASGD(Optimizer):
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
         _check_args(lr=lr, weight_decay=weight_decay)
-        check_differentiable(differentiable)
+        check_flags(differentiable=differentiable)
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay,
                     "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
                     "capturable": capturable}

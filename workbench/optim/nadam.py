@@ -1,6 +1,7 @@
 """NAdam: Adam with Nesterov momentum (and optional decoupled weight decay)."""
 from .. import _backend
-from ._functional import adam_moments_, addcdiv_, check_differentiable, weight_decay_
+from ._functional import adam_moments_, addcdiv_, weight_decay_
+from .flags import check_flags
 from .optimizer import (Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch,
                         _zeros_like)
 
@@ -19,7 +20,7 @@ class NAdam(Optimizer):
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
         _check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay, momentum_decay=momentum_decay)
-        check_differentiable(differentiable)
+        check_flags(differentiable=differentiable)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                     "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,
                     "maximize": maximize, "foreach": foreach, "capturable": capturable,

@@ -339,6 +339,7 @@ def _scratch(opt, x):
 
 # PyTorch's word for an argument in its "Invalid <word> value: <v>" messages, where not the name itself.
 _ARG_WORDS = {"eps": "epsilon"}
+_BOUNDS = {"beta2_decay": ("<=", 0.0), "d": (">=", 1.0)}  # Adafactor's; every other argument: ">= 0"
 
 
 class _Flat:
@@ -436,19 +437,28 @@ def _check_args(should_be=None, **args):
     [0, 1), rho in [0, 1], 0 < etas[0] < 1 < etas[1], every other argument >= 0.
 
     The older optimizers' messages read "Invalid <name> value: <v>"; the newer ones (Adafactor, Muon)
-    read "<words> should be >= 0 but is: <v>", with their words per argument in ``should_be``.
+    read "<words> should be >= 0 but is: <v>", with their words per argument in ``should_be`` (a tuple
+    of words for a tuple argument, whose None entries go unchecked) and the bounds other than ">= 0" in
+    ``_BOUNDS``.
 
     >>> _check_args(lr=0.1, betas=(0.9, 0.999), eps=1e-8)
     >>> _check_args(lr=-1)
     Traceback (most recent call last):
     ValueError: Invalid learning rate: -1
+    >>> _check_args({"d": "Clipping threshold d"}, d=0.5)
+    Traceback (most recent call last):
+    ValueError: Clipping threshold d should be >= 1 but is: 0.5
     """
     for name, value in args.items():
         if name == "lr" and isinstance(value, Tensor) and value.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if should_be is not None:
-            if not 0.0 <= float(value):
-                raise ValueError(f"{should_be.get(name, name)} should be >= 0 but is: {value}")
+            words = should_be.get(name, name)
+            pairs = zip(words, value) if isinstance(value, tuple) else [(words, value)]
+            op, bound = _BOUNDS.get(name, (">=", 0.0))
+            for w, v in pairs:
+                if v is not None and not (float(v) <= bound if op == "<=" else bound <= float(v)):
+                    raise ValueError(f"{w} should be {op} {bound:g} but is: {v}")
         elif name == "lr":
             if not 0.0 <= float(value):
                 raise ValueError(f"Invalid learning rate: {value}")

@@ -1,6 +1,7 @@
 """RAdam: Adam with the variance rectification term (and optional decoupled weight decay)."""
 from .. import _backend
-from ._functional import adam_moments_, check_differentiable, weight_decay_
+from ._functional import adam_moments_, weight_decay_
+from .flags import check_flags
 from .optimizer import (Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch,
                         _zeros_like)
 
@@ -18,7 +19,7 @@ class RAdam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):
         _check_args(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
-        check_differentiable(differentiable)
+        check_flags(differentiable=differentiable)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
                     "foreach": foreach, "capturable": capturable, "decoupled_weight_decay": decoupled_weight_decay,
                     "differentiable": differentiable}

@@ -1,7 +1,7 @@
 """Rprop: per-element step sizes that grow while the gradient keeps its sign and shrink when it flips."""
 from .. import _backend
 from ..tensor import Tensor
-from ._functional import check_differentiable
+from .flags import check_flags
 from .optimizer import Optimizer, _check_args, _params_with_grad, _real, _scalar_step, _scratch, _zeros_like
 
 
@@ -18,7 +18,7 @@ class Rprop(Optimizer):
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
         _check_args(lr=lr, etas=etas)
-        check_differentiable(differentiable)
+        check_flags(differentiable=differentiable)
         defaults = {"lr": lr, "etas": etas, "step_sizes": step_sizes, "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)

@@ -2,7 +2,7 @@
 from .. import _backend
 from .._backend import blas
 from ..tensor import Tensor
-from ._functional import check_differentiable
+from .flags import check_flags
 from .optimizer import Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scratch
 
 
@@ -22,7 +22,7 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, differentiable=False, fused=None):
         _check_args(lr=lr, momentum=momentum, weight_decay=weight_decay)
-        check_differentiable(differentiable)
+        check_flags(differentiable=differentiable, fused=fused, foreach=foreach)
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
                     "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "differentiable": differentiable,
                     "fused": fused}

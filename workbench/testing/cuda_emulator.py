@@ -20,6 +20,7 @@ import tempfile
 
 import numpy
 
+from . import fake_cuda_graph
 from .. import cuda
 from ..utils import _c_abi, cpp_extension
 
@@ -130,6 +131,8 @@ class EmulatedKernel:
         fn.restype = None
 
     def __call__(self, grid, block, args, *, shared_mem=0):
+        if fake_cuda_graph.CAPTURING[0] is not None:  # a launch into a capturing stream is recorded, not run
+            return fake_cuda_graph.inplace(lambda: self(grid, block, args, shared_mem=shared_mem), None)
         if len(args) != len(self._sig.params):
             raise TypeError(f"{self._sig.name}: {len(args)} arguments for a kernel of {len(self._sig.params)}")
         if shared_mem:
@@ -167,6 +170,10 @@ class EmulatedElementwiseKernel:
         self._compiled = {}  # bound placeholder types -> EmulatedKernel
 
     def __call__(self, *args, size=None, stream=None):
+        if fake_cuda_graph.CAPTURING[0] is not None:  # a launch into a capturing stream is recorded, not run
+            if len(args) == len(self._ins) + len(self._outs):
+                return fake_cuda_graph.inplace(lambda: self(*args, size=size, stream=stream), None)
+            return fake_cuda_graph.kernel(lambda: self(*args, size=size, stream=stream), args, None)
         name, n_in, n_out = self._kernel.name, len(self._ins), len(self._outs)
         if len(args) not in (n_in, n_in + n_out):
             raise TypeError(f"Wrong number of arguments for {name!r}: {n_in} or {n_in + n_out} expected, "

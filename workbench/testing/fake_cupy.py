@@ -6,7 +6,8 @@ results re-tagged as device arrays. It is faithful where workbench depends on Cu
 current-device context, ``cuda.runtime.getDeviceCount``, memory-pool accounting, streams and
 events, ``cuda.nccl`` (``fake_nccl``: NCCL's collectives across real processes), ``RawModule`` and
 ``ElementwiseKernel`` (``cuda_emulator``: kernels whose threads are independent, run on the CPU; others raise
-``NotEmulated``), and a refusal to convert implicitly to NumPy (``numpy.asarray(cupy_array)`` raises TypeError in
+``NotEmulated``), stream capture into ``cuda.Graph`` (``fake_cuda_graph``: kernels recorded, not run, and
+replayed by ``launch``; synchronisations refused while capturing), and a refusal to convert implicitly to NumPy (``numpy.asarray(cupy_array)`` raises TypeError in
 real CuPy).
 
 Use ``install()`` (or the ``fake_cuda`` pytest fixture) to route workbench's "cuda" to it.
@@ -19,7 +20,7 @@ import weakref
 
 import numpy
 
-from . import cuda_emulator, fake_nccl
+from . import cuda_emulator, fake_cuda_graph, fake_nccl
 from .cuda_emulator import NotEmulated
 
 N_DEVICES = 2
@@ -31,6 +32,7 @@ _SYNC_LOGS = []  # lists that count_syncs() is filling
 
 def _synced(kind):
     # a device-to-host read: on a real GPU it waits for the device (a synchronisation) and copies
+    fake_cuda_graph.refuse(f"a device-to-host read ({kind})")
     if _SYNC_LOGS:
         frames = [f for f in traceback.extract_stack()[:-2] if "fake_cupy" not in f.filename]
         where = next((f for f in reversed(frames) if "/workbench/" in f.filename and "/testing/" not in f.filename),
@@ -85,10 +87,18 @@ class ndarray(numpy.ndarray):
         if len(devs) > 1:
             raise ValueError(f"array device mismatch: {sorted(devs)}")
         args = [x.view(numpy.ndarray) if isinstance(x, ndarray) else x for x in inputs]
+        dev = devs.pop() if devs else _current[0]
         if "out" in kwargs:
-            kwargs["out"] = tuple(o.view(numpy.ndarray) if isinstance(o, ndarray) else o for o in kwargs["out"])
+            outs = kwargs["out"]
+            kwargs["out"] = tuple(o.view(numpy.ndarray) if isinstance(o, ndarray) else o for o in outs)
+        if fake_cuda_graph.CAPTURING[0] is not None:  # recorded into the capture, not run
+            if "out" in kwargs or method == "at":
+                fake_cuda_graph.inplace(lambda: getattr(ufunc, method)(*args, **kwargs), _current_stream())
+                return None if method == "at" else (outs[0] if len(outs) == 1 else outs)
+            return fake_cuda_graph.kernel(lambda: _wrap(getattr(ufunc, method)(*args, **kwargs), dev), args,
+                                          _current_stream())
         res = getattr(ufunc, method)(*args, **kwargs)
-        return _wrap(res, devs.pop() if devs else _current[0])
+        return _wrap(res, dev)
 
     def __array_function__(self, func, types_, args, kwargs):
         return _call(func, args, kwargs)
@@ -127,6 +137,49 @@ class ndarray(numpy.ndarray):
     def __index__(self):
         _synced("index")
         return self.view(numpy.ndarray).__index__()
+
+
+def _flat(x, acc):
+    if isinstance(x, numpy.ndarray):
+        acc.append(x)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _flat(v, acc)
+    return acc
+
+
+def _captured_method(name, inplace=False):
+    # an ndarray method that launches a kernel itself (no ufunc underneath): recorded while a capture runs
+    base = getattr(numpy.ndarray, name)
+
+    def method(self, *a, **k):
+        if fake_cuda_graph.CAPTURING[0] is None:
+            return base(self, *a, **k)
+        if inplace:
+            return fake_cuda_graph.inplace(lambda: base(self, *a, **k), _current_stream())
+        if name == "__getitem__" and any(getattr(i, "dtype", None) == bool for i in _flat(a, [])):
+            fake_cuda_graph.refuse("boolean-mask indexing (its result's size is read on the host)")
+        return fake_cuda_graph.kernel(lambda: _wrap(base(self, *a, **k), self._dev), _flat(a, [self]),
+                                      _current_stream())
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("astype", "copy", "__getitem__", "take", "repeat", "flatten", "ravel", "reshape", "dot", "argsort",
+              "argmax", "argmin", "cumsum", "cumprod", "clip", "round", "conj", "diagonal", "transpose",
+              "swapaxes", "squeeze"):
+    setattr(ndarray, _name, _captured_method(_name))
+for _name in ("fill", "__setitem__", "sort", "put"):
+    setattr(ndarray, _name, _captured_method(_name, inplace=True))
+
+
+def _nonzero(self):
+    fake_cuda_graph.refuse("nonzero (its result's size is read on the host)")
+    return numpy.ndarray.nonzero(self)
+
+
+ndarray.nonzero = _nonzero
 
 
 def _unwrap(x):
@@ -172,6 +225,12 @@ def _devices(x, acc):
         raise TypeError("Unsupported type <class 'numpy.ndarray'>: fake cupy refuses to mix host arrays")
 
 
+# array functions that read only metadata (no kernel), and those that write into an argument
+_METADATA = {"shape", "ndim", "size", "result_type", "may_share_memory", "shares_memory", "can_cast",
+             "min_scalar_type", "iscomplexobj", "isrealobj", "isscalar", "broadcast_shapes", "get_array_module"}
+_INPLACE = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"}
+
+
 def _call(func, args, kwargs):
     devs = set()
     for a in args:
@@ -180,8 +239,20 @@ def _call(func, args, kwargs):
         _devices(a, devs)
     if len(devs) > 1:
         raise ValueError(f"array device mismatch: {sorted(devs)}")
-    res = func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
-    return _wrap(res, devs.pop() if devs else _current[0])
+    dev = devs.pop() if devs else _current[0]
+    uargs, ukw = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
+    name = getattr(func, "__name__", "")
+    if fake_cuda_graph.CAPTURING[0] is not None and name not in _METADATA:  # recorded into the capture, not run
+        if "out" in kwargs or name in _INPLACE:
+            fake_cuda_graph.inplace(lambda: func(*uargs, **ukw), _current_stream())
+            return kwargs.get("out")
+        res = fake_cuda_graph.kernel(lambda: _wrap(func(*uargs, **ukw), dev), _flat(uargs, _flat(list(ukw.values()), [])),
+                                     _current_stream())
+        if not fake_cuda_graph._arrays(res) and res is not None:
+            fake_cuda_graph.refuse(f"{name} returned a host value")
+        return res
+    res = func(*uargs, **ukw)
+    return _wrap(res, dev)
 
 
 class Device:
@@ -203,7 +274,7 @@ class Device:
         _current[0] = self.id
 
     def synchronize(self):
-        pass
+        fake_cuda_graph.refuse("a device synchronisation")
 
     def __eq__(self, other):
         return isinstance(other, Device) and other.id == self.id
@@ -222,24 +293,48 @@ class _MemoryPool:
     def free_all_blocks(self):
         pass
 
+    def malloc(self, size):
+        """An allocation from this pool (the fake's arrays are host memory: a token, for ``using_allocator``)."""
+        return types.SimpleNamespace(size=size, pool=self)
+
+
+_STREAMS = []  # the streams entered (``with stream:``), innermost last
+
+
+def _current_stream():
+    return _STREAMS[-1] if _STREAMS else Stream.null
+
 
 class Stream:
+    """A CUDA stream: a context that makes it current; ``begin_capture``/``end_capture`` make a CUDA graph."""
+
     null = None
 
-    def __init__(self, non_blocking=False):
-        self.ptr = id(self)
+    def __init__(self, null=False, non_blocking=False, ptds=False):
+        self.ptr = 0 if null else id(self)
 
     def __enter__(self):
+        _STREAMS.append(self)
         return self
 
     def __exit__(self, *a):
+        _STREAMS.pop()
         return False
 
     def synchronize(self):
-        pass
+        fake_cuda_graph.refuse("a stream synchronisation")
 
     def use(self):
         return self
+
+    def begin_capture(self, mode=None):
+        fake_cuda_graph.begin(self)
+
+    def end_capture(self):
+        return fake_cuda_graph.end(self)
+
+    def is_capturing(self):
+        return fake_cuda_graph.is_capturing(self)
 
 
 class Event:
@@ -266,12 +361,15 @@ cuda = types.SimpleNamespace(
     Stream=Stream,
     Event=Event,
     get_elapsed_time=_get_elapsed_time,
-    runtime=types.SimpleNamespace(getDeviceCount=lambda: N_DEVICES, deviceSynchronize=lambda: None),
-    get_current_stream=lambda: Stream(),
+    runtime=types.SimpleNamespace(getDeviceCount=lambda: N_DEVICES, CUDARuntimeError=fake_cuda_graph.CUDARuntimeError,
+                                  deviceSynchronize=lambda: fake_cuda_graph.refuse("a device synchronisation")),
+    get_current_stream=_current_stream,
+    Graph=fake_cuda_graph.Graph,
+    using_allocator=fake_cuda_graph.using_allocator,
     MemoryPool=_MemoryPool,
     nccl=fake_nccl,
 )
-Stream.null = Stream()
+Stream.null = Stream(null=True)
 RawModule = cuda_emulator.EmulatedModule
 
 
@@ -289,9 +387,20 @@ def get_default_pinned_memory_pool():
     return _pool
 
 
+def _transfer(a):
+    # a host-to-device copy from pageable memory: synchronous, so refused during a capture
+    if not isinstance(a, ndarray) and isinstance(a, numpy.ndarray) and a.ndim > 0:
+        fake_cuda_graph.refuse("a host-to-device copy")
+
+
 def asarray(a, dtype=None, order=None):
     if isinstance(a, ndarray) and a._dev == _current[0] and (dtype is None or a.dtype == dtype):
         return a
+    _transfer(a)
+    if isinstance(a, ndarray) and fake_cuda_graph.CAPTURING[0] is not None:
+        return fake_cuda_graph.kernel(lambda: _wrap(numpy.array(a.view(numpy.ndarray), dtype=dtype,
+                                                                order=order or "K"), _current[0]), [a],
+                                      _current_stream())
     host = a.view(numpy.ndarray) if isinstance(a, ndarray) else a
     out = _own(numpy.array(host, dtype=dtype, order=order or "K")).view(ndarray)
     out._dev = _current[0]
@@ -301,6 +410,11 @@ def asarray(a, dtype=None, order=None):
 def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0):
     if not copy:
         return asarray(obj, dtype=dtype)
+    _transfer(obj)
+    if isinstance(obj, ndarray) and fake_cuda_graph.CAPTURING[0] is not None:
+        return fake_cuda_graph.kernel(lambda: _wrap(numpy.array(obj.view(numpy.ndarray), dtype=dtype, copy=True,
+                                                                order=order, ndmin=ndmin), _current[0]), [obj],
+                                      _current_stream())
     host = obj.view(numpy.ndarray) if isinstance(obj, ndarray) else obj
     out = _own(numpy.array(host, dtype=dtype, copy=True, order=order, ndmin=ndmin)).view(ndarray)
     out._dev = _current[0]
@@ -334,7 +448,7 @@ class _Random:
 
     def __getattr__(self, name):
         fn = getattr(self._rs, name)
-        return lambda *a, **k: _wrap(fn(*a, **k), _current[0])
+        return lambda *a, **k: fake_cuda_graph.fixed(_wrap(fn(*a, **k), _current[0]), _current_stream())
 
 
 random = _Random()
@@ -354,7 +468,7 @@ class _Module(types.ModuleType):
 _module = _Module("cupy", __doc__)
 for _k, _v in list(globals().items()):
     if not _k.startswith("__") and _k not in ("numpy", "types", "time", "contextlib", "weakref", "_Module",
-                                              "fake_nccl", "cuda_emulator"):
+                                              "fake_nccl", "cuda_emulator", "fake_cuda_graph"):
         setattr(_module, _k, _v)
 _module.__fake__ = True
 # dtypes and scalar types are NumPy's, as in real CuPy

@@ -15,7 +15,12 @@ export interface Measure {
   values: Map<string, number | null>;
   /** Why every value may be missing, said in the legend ("n/a"). */
   hint?: string;
+  /** A fixed colour domain (the step slider's: one over every kept step), else the scale spans what is drawn. */
+  domain?: Domain;
 }
+
+/** The values a colour scale spans whatever is drawn, and what the legend says of it ("same at every step"). */
+export interface Domain { lo: number; hi: number; note?: string }
 
 interface Builtin { key: string; label: string; unit: string; aggregate: "sum" | "max"; get: (n: TapeNode) => number | null | undefined; hint: string }
 
@@ -148,11 +153,17 @@ export interface ColourScale {
   /** Any value at or below zero on a log scale (own swatch), any value not known. */
   zeros: number;
   missing: number;
+  /** Said in the legend when the scale is a fixed domain, not what is drawn. */
+  note?: string;
   tint(v: number | null): Tint | null;
 }
 
-/** The scale that spans `values` (what is drawn), for a measure of the given kind. */
-export function colourScale(scale: MeasureScale, values: Iterable<number | null>): ColourScale {
+/**
+ * The scale that spans `values` (what is drawn), for a measure of the given kind; with `domain`, the
+ * scale spans the domain instead (values outside it take the end colours), so a colour means the same
+ * value wherever the values come from (each step of a watched run).
+ */
+export function colourScale(scale: MeasureScale, values: Iterable<number | null>, domain?: Domain): ColourScale {
   let lo = Infinity, hi = -Infinity, zeros = 0, missing = 0, span = 0;
   for (const v of values) {
     if (v === null || !Number.isFinite(v)) missing++;
@@ -165,9 +176,12 @@ export function colourScale(scale: MeasureScale, values: Iterable<number | null>
       hi = Math.max(hi, v);
     }
   }
+  const note = domain?.note;
+  if (domain && scale === "ratio") span = Math.max(Math.abs(Math.log2(domain.lo)), Math.abs(Math.log2(domain.hi))) || 0;
+  else if (domain && domain.hi >= domain.lo) [lo, hi] = [domain.lo, domain.hi];
   if (scale === "ratio") {
     span = Math.max(span, MIN_LOG2_SPAN);
-    return { scale, lo: 2 ** -span, hi: 2 ** span, zeros: 0, missing, tint: (v) => {
+    return { scale, lo: 2 ** -span, hi: 2 ** span, zeros: 0, missing, note, tint: (v) => {
       if (v === null || !(v > 0) || !Number.isFinite(v)) return null;
       const u = Math.max(-1, Math.min(1, Math.log2(v) / span));
       return { rgb: u < 0 ? BLUE : RED, mix: Math.round(MIX_NEUTRAL + (MIX_HI - MIX_NEUTRAL) * Math.abs(u)) };
@@ -178,7 +192,7 @@ export function colourScale(scale: MeasureScale, values: Iterable<number | null>
     if (!(hi > lo)) return 1;
     return scale === "log" ? (Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)) : (v - lo) / (hi - lo);
   };
-  return { scale, lo, hi, zeros, missing, tint: (v) => {
+  return { scale, lo, hi, zeros, missing, note, tint: (v) => {
     if (v === null || !Number.isFinite(v)) return null;
     if (scale === "log" && v <= 0) return { rgb: RAMP[0], mix: MIX_ZERO };
     const t = Math.max(0, Math.min(1, pos(v)));
@@ -189,6 +203,14 @@ export function colourScale(scale: MeasureScale, values: Iterable<number | null>
 // ---- legend and top N -------------------------------------------------------------------------
 
 const swatch = (css: string | null, cls = "") => h("span", { class: `wb-swatch-box ${cls}`, style: css ? `background: ${css}` : null, "aria-hidden": "true" });
+
+/** The domain a scale of `scale` takes over every row of values (all kept steps), or null when no value is known. */
+export function domainOver(scale: MeasureScale, rows: Iterable<Iterable<number | null>>, note?: string): Domain | null {
+  const all: (number | null)[] = [];
+  for (const r of rows) for (const v of r) all.push(v);
+  const sc = colourScale(scale, all);
+  return Number.isFinite(sc.lo) && Number.isFinite(sc.hi) ? { lo: sc.lo, hi: sc.hi, note } : null;
+}
 
 /** The colour bar with its end values, a "0" and an "n/a" swatch when there are such items. */
 export function legend(m: Measure, sc: ColourScale, shown: number): HTMLElement {
@@ -207,6 +229,7 @@ export function legend(m: Measure, sc: ColourScale, shown: number): HTMLElement 
       mid ? h("span", { class: "wb-ramp-mid" }, mid) : null),
       h("span", { class: "wb-legend-tick" }, hi));
   }
+  if (known && sc.note) parts.push(h("span", { class: "wb-legend-note wb-muted", title: "the colours mean the same values at every step" }, sc.note));
   if (sc.zeros) parts.push(h("span", { class: "wb-legend-item" }, swatch(tintCss({ rgb: RAMP[0], mix: MIX_ZERO })), `0 (${sc.zeros})`));
   if (sc.missing) {
     parts.push(h("span", { class: "wb-legend-item", title: sc.missing === shown && m.hint ? m.hint : "not known or not applicable" },
@@ -231,7 +254,7 @@ export function topN(m: Measure, n = 10): { rows: TopRow[]; known: number; total
  * Rows name nodes inside collapsed modules too; jumping opens what holds them.
  */
 export function topTable(m: Measure, top: ReturnType<typeof topN>, sc: ColourScale, describe: (id: string) => { name: string; where: string },
-  jump: (id: string) => void): HTMLElement {
+  jump: (id: string) => void, open = true): HTMLElement {
   const list = h("ol", { class: "wb-topn" });
   for (const r of top.rows) {
     const d = describe(r.id), tint = sc.tint(r.value);
@@ -245,7 +268,7 @@ export function topTable(m: Measure, top: ReturnType<typeof topN>, sc: ColourSca
   const missing = top.total - top.known;
   const head = `Top ${top.rows.length} by ${m.label}`;
   const count = `of ${top.known} nodes with a value` + (missing ? `, ${missing} n/a` : "");
-  return h("details", { class: "wb-top", open: true },
+  return h("details", { class: "wb-top", open },
     h("summary", {}, h("strong", {}, head), " ", h("span", { class: "wb-muted" }, count)),
     top.rows.length ? list : h("p", { class: "wb-muted" }, m.hint || "no node has a value"));
 }

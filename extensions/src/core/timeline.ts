@@ -2,12 +2,13 @@
 // training run, wb.viz.watch(model, snapshots_every=N)). The colouring itself is the overlay's: each
 // step hands the viewer the step's values through setOverlay(key, values), with no relayout.
 import { h } from "./dom";
+import { domainOver, type Domain } from "./overlay";
 import type { JsonNumber, Series, Snapshot } from "./types";
 
 /** What the timeline needs of the viewer: its root, the overlay entry point and the measure selected now. */
 export interface TimelineHost {
   root: HTMLElement;
-  setOverlay(key: string | null, values?: Map<string, number | null>): void;
+  setOverlay(key: string | null, values?: Map<string, number | null>, domain?: Domain): void;
   overlayKey(): string | null;
 }
 
@@ -47,14 +48,18 @@ export class Timeline {
     this.el = h("div", { class: "wb-bar wb-timeline", role: "toolbar", "aria-label": "training steps" },
       h("span", { class: "wb-muted" }, n < 2 ? "kept step:" : "steps:"), this.#play, this.#slider, this.#label);
     const start = snapshot.overlay && snapshot.overlay in this.#series.measures ? snapshot.overlay : null;
-    // every series measure gets its map now, so choosing it under "Colour by" shows the current step
-    for (const key of Object.keys(this.#series.measures)) {
+    // every series measure gets its map now, so choosing it under "Colour by" shows the current step,
+    // and one colour domain over all kept steps, so a colour means the same value at every step
+    const domains = new Map<string, Domain | undefined>();
+    for (const [key, rows] of Object.entries(this.#series.measures)) {
       const m = new Map<string, number | null>();
       this.#values.set(key, m);
       this.#fill(key, m, this.#index);
-      if (key !== start) host.setOverlay(key, m);
+      const scale = snapshot.measures?.[key]?.scale ?? "log";
+      domains.set(key, domainOver(scale, rows.map((r) => r.map(toNumber)), n > 1 ? `same scale at all ${n} steps` : undefined) ?? undefined);
+      if (key !== start) host.setOverlay(key, m, domains.get(key));
     }
-    host.setOverlay(start, start ? this.#values.get(start) : undefined);
+    host.setOverlay(start, start ? this.#values.get(start) : undefined, start ? domains.get(start) : undefined);
     this.#sayStep();
     // another measure chosen under "Colour by" (the viewer has coloured by it already): say the step anew
     host.root.addEventListener("change", () => this.#sayStep());

@@ -8,7 +8,7 @@ import { TapeModel, type VisibleGraph, shapeText } from "./graph-model";
 import type { LayoutInput, LayoutResult } from "./layout";
 import { type LayoutFn, workerLayout } from "./layout-client";
 import { Minimap } from "./minimap";
-import { type ColourScale, type Measure, type Tint, colourScale, legend, measureFor, measuresOf, aggregate, tintCss, tintRgba, topN, topTable } from "./overlay";
+import { type ColourScale, type Domain, type Measure, type Tint, colourScale, legend, measureFor, measuresOf, aggregate, tintCss, tintRgba, topN, topTable } from "./overlay";
 import { LOD, paintOverview } from "./overview";
 import { PanZoom } from "./panzoom";
 import { Stepper } from "./stepper";
@@ -39,7 +39,7 @@ export interface ViewerHandle {
    * Colours the nodes by a measure (null: no colouring), without a relayout; updates the legend and
    * the top-N table. `values`, when given, replace the measure's per-node values (the watch slider).
    */
-  setOverlay(key: string | null, values?: Map<string, number | null>): void;
+  setOverlay(key: string | null, values?: Map<string, number | null>, domain?: Domain): void;
   /** The measure the nodes are coloured by now (null: none). */
   overlayKey(): string | null;
   destroy(): void;
@@ -113,6 +113,8 @@ class Viewer {
   #ovKey: string | null = null;
   readonly #ovSelect: HTMLSelectElement | null = null;
   readonly #legendBar: HTMLElement;
+  /** The legend's place in its row, after "Colour by". */
+  readonly #legend: HTMLElement;
   #topEl: HTMLElement | null = null;
 
   constructor(host: HTMLElement, readonly snapshot: Snapshot, opts: ViewerOptions) {
@@ -139,11 +141,14 @@ class Viewer {
         h("option", { value: "" }, "none"), ...[...this.#measures.values()].map((m) => h("option", { value: m.key }, m.label)));
       this.#ovSelect.addEventListener("change", () => this.#setOverlay(this.#ovSelect!.value || null));
     }
-    this.#legendBar = h("div", { class: "wb-bar wb-legend-bar", hidden: true });
+    // "Colour by" opens the legend's row, not the toolbar: the toolbar then fits one row at a
+    // notebook's width (~900 px); the row is there whenever the snapshot has a measure
+    this.#legend = h("span", { class: "wb-legend-slot" });
+    this.#legendBar = h("div", { class: "wb-bar wb-legend-bar", hidden: !this.#ovSelect },
+      this.#ovSelect ? h("label", { class: "wb-colour-by" }, "Colour by ", this.#ovSelect) : null, this.#legend);
     const bar = h("div", { class: "wb-bar" },
       h("span", { class: "wb-title", title: snapshot.title }, snapshot.title || "autograd tape"),
       h("span", { class: "wb-search-wrap" }, this.#search, this.#results),
-      this.#ovSelect ? h("label", { class: "wb-colour-by" }, "Colour by ", this.#ovSelect) : null,
       btn("Fit", "f", "Fit the graph to the view", () => this.#fit(true)),
       btn("Expand all", null, "Open every module", () => this.#setExpanded([...this.model.containers.keys()])),
       btn("Collapse all", null, "Close every module", () => this.#setExpanded([])),
@@ -215,7 +220,7 @@ class Viewer {
       reveal: (id) => this.#reveal(id),
       select: (id) => this.#select(id),
       fit: () => this.#fit(false),
-      setOverlay: (key, values) => this.#setOverlay(key, values),
+      setOverlay: (key, values, domain) => this.#setOverlay(key, values, domain),
       overlayKey: () => this.#ovKey,
       destroy: () => {
         this.#generation++;
@@ -235,7 +240,7 @@ class Viewer {
 
   // ---- overlay --------------------------------------------------------------------------------
 
-  #setOverlay(key: string | null, values?: Map<string, number | null>) {
+  #setOverlay(key: string | null, values?: Map<string, number | null>, domain?: Domain) {
     if (key !== null) {
       let m = this.#measures.get(key);
       if (!m) {
@@ -245,6 +250,7 @@ class Viewer {
         this.#ovSelect?.append(h("option", { value: key }, m.label));
       }
       if (values) m.values = values;
+      if (domain) m.domain = domain;
     }
     this.#ovKey = key;
     if (this.#ovSelect && this.#ovSelect.value !== (key ?? "")) this.#ovSelect.value = key ?? "";
@@ -264,8 +270,7 @@ class Viewer {
     if (!m || !this.#visible) {
       this.#ov = null;
       this.#topEl = null;
-      this.#legendBar.hidden = true;
-      this.#legendBar.replaceChildren();
+      this.#legend.replaceChildren();
       this.#root.classList.toggle("wb-ov-on", false);
       return;
     }
@@ -273,18 +278,20 @@ class Viewer {
     for (const it of this.#visible.items) {
       vals.set(it.id, it.type === "box" ? aggregate(m, this.model.containers.get(it.id)?.members ?? []) : m.values.get(it.id) ?? null);
     }
-    const sc = colourScale(m.scale, vals.values());
+    const sc = colourScale(m.scale, vals.values(), m.domain);
     const tints = new Map<string, Tint | null>();
     for (const [id, v] of vals) tints.set(id, sc.tint(v));
     this.#ov = { m, sc, tints };
     this.#root.classList.toggle("wb-ov-on", true);
-    this.#legendBar.replaceChildren(legend(m, sc, vals.size));
-    this.#legendBar.hidden = false;
+    this.#legend.replaceChildren(legend(m, sc, vals.size));
     const describe = (id: string) => {
       const n = this.model.nodes.get(id);
       return { name: n ? n.param ?? n.name : id, where: n ? n.scope : "" };
     };
-    this.#topEl = topTable(m, topN(m, 10), sc, describe, (id) => void this.#reveal(id, true));
+    // Closed or opened by the user, it stays so while the step slider recolours; a compare view opens
+    // it closed, so the selected node's a | b table below is in view without scrolling.
+    const open = this.#topEl instanceof HTMLDetailsElement ? this.#topEl.open : !this.#cmp;
+    this.#topEl = topTable(m, topN(m, 10), sc, describe, (id) => void this.#reveal(id, true), open);
     this.#markTopSelected();
   }
 
@@ -674,7 +681,10 @@ class Viewer {
     await this.#relayout();
     this.#say(`${c.path || c.label} ${opening ? "opened" : "closed"}`);
     const b = this.#layout?.boxes[this.#visible.repOf(id)];
-    if (b) this.#pz.reveal(b.x, b.y);
+    // an opened module grows around its old centre: show it whole (or its top, where its inputs come
+    // in), not only its centre, or its first nodes stay clipped above the canvas
+    if (b && opening) this.#pz.showBox(b);
+    else if (b) this.#pz.reveal(b.x, b.y);
   }
 
   /** Opens what holds the node, selects it and brings it into view (`centre`: in the middle, focus stays where it is). */
