@@ -6,6 +6,8 @@ STAMP     := $(VENV)/.installed
 LAB_STAMP := $(VENV)/.installed-lab
 PYTEST    := $(PY) -m pytest
 DEPS      := pyproject.toml extensions/package.json extensions/package-lock.json
+EXT_STAMP := $(VENV)/.built-extension
+EXT_SRC   := $(wildcard extensions/src/* extensions/src/*/*) extensions/build.mjs
 
 .PHONY: setup pyi lab test test-fast test-gpu bench bench-gpu gpu-check browser-deps clean
 
@@ -22,16 +24,26 @@ $(LAB_STAMP): $(DEPS) | $(PY)
 	@$(NEED_NPM)
 	@echo "installing workbench[lab] into $(VENV) (the first time a few minutes: it builds the JupyterLab extension)"
 	$(PY) -m pip install -q -e ".[lab]"
-	touch $(LAB_STAMP)
+	touch $(LAB_STAMP) $(EXT_STAMP)
 
 # [dev] holds [lab], so a test set-up also serves `make lab`
 $(STAMP): $(DEPS) | $(PY)
 	@$(NEED_NPM)
 	@echo "installing workbench[dev] into $(VENV) (the first time several minutes: PyTorch, JupyterLab, the extension)"
 	$(PY) -m pip install -q -e ".[dev]"
-	touch $(STAMP) $(LAB_STAMP)
+	touch $(STAMP) $(LAB_STAMP) $(EXT_STAMP)
 
-setup: $(STAMP)
+# An editable install copies the built extension into the venv once; after a change under extensions/src
+# the extension is rebuilt and that copy replaced, so `make lab` and the browser tests never run stale JS.
+EXT_SHARE := $(VENV)/share/jupyter/labextensions/workbench
+$(EXT_STAMP): $(EXT_SRC)
+	@echo "extensions/ changed: rebuilding the JupyterLab extension"
+	cd extensions && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm run build --silent
+	rm -rf $(EXT_SHARE) && mkdir -p $(dir $(EXT_SHARE))
+	cp -r workbench/labextension $(EXT_SHARE) && cp extensions/install.json $(EXT_SHARE)/
+	touch $(EXT_STAMP)
+
+setup: $(STAMP) $(EXT_STAMP)
 
 # workbench/tensor.pyi (Tensor's methods for editors and type checkers), regenerated from the registry
 pyi: setup
@@ -45,7 +57,7 @@ pyi: setup
 LAB_ARGS := --LabApp.default_url=/lab/tree/01_tour.ipynb \
 	$(if $(PORT),--ServerApp.port=$(PORT)) $(if $(NO_BROWSER),--no-browser) \
 	$(if $(filter 0,$(shell id -u)),--allow-root)
-lab: $(LAB_STAMP)
+lab: $(LAB_STAMP) $(EXT_STAMP)
 	cd notebooks && exec ../$(VENV)/bin/jupyter lab $(LAB_ARGS)
 
 # Debian's chromium for the real-browser tests (never a downloaded browser); skipped when not root

@@ -138,7 +138,6 @@ def main(images=IMAGES):
         page.goto(Path(compare).as_uri())
         page.locator(".wb-root .wb-ov-has").first.wait_for()
         page.locator(".wb-btn", has_text="Expand all").click()
-        page.locator(".wb-top summary").click()  # closed, so the a | b table of the selection shows
         page.locator(".wb-cmp-added").click()  # walks to the added GELU and selects it
         page.wait_for_timeout(500)
         page.screenshot(path=images / "compare.png")

@@ -21,6 +21,7 @@ INLINE_CMD = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:make|pip|python -m pip|python -m
 # commands the README shows that no test here runs, and why
 NOT_RUN = {
     "make test": "it is the command running this test",
+    "make test-fast": "the Python part of make test, less its browser and slow tests: make test runs them all",
     "make test-gpu": "needs an NVIDIA GPU",
     "make bench-gpu": "needs an NVIDIA GPU",
     "make gpu-check": "needs an NVIDIA GPU and a GPU image",

@@ -53,6 +53,17 @@ describe("compare view", () => {
     expect(item(root, "sub")!.getAttribute("class")).not.toContain("wb-diff");
   });
 
+  it("opens with the top-N table closed, so the a | b table of a selection is in view", async () => {
+    const snap = compared();
+    snap.overlay = "grad_norm_ratio";
+    const { root, v } = await mount(snap);
+    await v.reveal("head.weight");
+    const top = root.querySelector<HTMLDetailsElement>(".wb-panel .wb-top")!;
+    expect(top.open).toBe(false);
+    expect(top.textContent).toContain("Top 10 by gradient norm ratio (b/a) of 12 nodes with a value, 2 n/a");
+    expect(root.querySelector(".wb-cmp-panel")).not.toBeNull();
+  });
+
   it("shows both sides of the selected node with the ratio, and walks the added nodes from the header", async () => {
     const { root, v } = await mount(compared());
     await v.reveal("head.weight");

@@ -177,6 +177,10 @@ describe("viewer overlay", () => {
     expect(item(root, "m:encoder")!.classList.contains("wb-ov-na")).toBe(true);
     v.setOverlay("watch_norm", new Map([["x", 1]]));
     expect(root.querySelector<HTMLSelectElement>(".wb-select")!.value).toBe("watch_norm");
+    // closed by the user, the top-N table stays closed while new values come in (the step slider)
+    root.querySelector<HTMLDetailsElement>(".wb-top")!.open = false;
+    v.setOverlay("watch_norm", new Map([["x", 2]]));
+    expect(root.querySelector<HTMLDetailsElement>(".wb-top")!.open).toBe(false);
     expect(() => v.setOverlay("nope")).toThrow(/unknown measure "nope"; known: grad_norm, value_norm, flops, saved_bytes, watch_norm/);
     expect(layouts).toBe(n);
   });

@@ -209,6 +209,67 @@ def layer_norm_grad(g, x, w, mean, rstd, dx, dw, db):
             dx[r, j] = rs * (gv * w[j] - am - xh * cm)
 
 
+# --- batch norm: statistics per channel of an (N, C, M) C-contiguous array, float64 sums ------------------
+@_sums_loop
+def channel_norm(x, out, mean, var, rstd, eps):
+    """out = (x - mean_c) rstd_c, the statistics over dims 0 and 2 (two passes for them, one for out)."""
+    n, c, m = x.shape
+    cnt = n * m
+    s = numpy.zeros(c)
+    for i in range(n):
+        for k in range(c):
+            a = 0.0
+            for j in range(m):
+                a += x[i, k, j]
+            s[k] += a
+    for k in range(c):
+        mean[k] = s[k] / cnt
+        s[k] = 0.0
+    for i in range(n):
+        for k in range(c):
+            mu = mean[k]
+            q = 0.0
+            for j in range(m):
+                d = x[i, k, j] - mu
+                q += d * d
+            s[k] += q
+    for k in range(c):
+        var[k] = s[k] / cnt
+        rstd[k] = 1.0 / numpy.sqrt(s[k] / cnt + eps)
+    for i in range(n):
+        for k in range(c):
+            mu, rs = mean[k], rstd[k]
+            for j in range(m):
+                out[i, k, j] = (x[i, k, j] - mu) * rs
+
+
+@_sums_loop
+def channel_norm_grad(g, x, w, mean, rstd, dx, dw, db):
+    """dw_c = sum g xhat, db_c = sum g (float64), then dx = rstd w (g - db / cnt - xhat dw / cnt)."""
+    n, c, m = x.shape
+    cnt = n * m
+    for i in range(n):
+        for k in range(c):
+            mu, rs = mean[k], rstd[k]
+            a = 0.0
+            b = 0.0
+            for j in range(m):
+                gv = g[i, k, j]
+                a += gv * ((x[i, k, j] - mu) * rs)
+                b += gv
+            dw[k] += a
+            db[k] += b
+    cast = numpy.empty(3 * c, x.dtype)
+    for k in range(c):
+        cast[k], cast[c + k], cast[2 * c + k] = db[k] / cnt, dw[k] / cnt, w[k] * rstd[k]
+    for i in range(n):
+        for k in range(c):
+            mu, rs, bm, wm, sc = mean[k], rstd[k], cast[k], cast[c + k], cast[2 * c + k]
+            for j in range(m):
+                xh = (x[i, k, j] - mu) * rs
+                dx[i, k, j] = sc * (g[i, k, j] - bm - xh * wm)
+
+
 # --- exp-based activations (float32): e**x as a polynomial LLVM vectorises -------------------------------
 _F = numpy.float32
 _LOG2E, _ROUND, _LN2_HI, _LN2_LO = _F(1.44269504088896341), _F(12582912.0), _F(0.693359375), _F(-2.12194440e-4)

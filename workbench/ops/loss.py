@@ -70,7 +70,7 @@ class CrossEntropy(Function):
     op_name = "cross_entropy"
 
     @staticmethod
-    def forward(ctx, x, target, weight, ignore_index, smoothing, reduction, denom):
+    def forward(ctx, x, target, weight, ignore_index, smoothing, reduction):
         loss, lse = _k.cross_entropy(ctx.xp, x, target, weight, ignore_index, smoothing)
         ctx.args = (target, weight, ignore_index, smoothing)
         ctx.reduction, ctx.rows = reduction, x.shape[0]
@@ -79,6 +79,8 @@ class CrossEntropy(Function):
             return loss
         total = loss.sum()
         if reduction == "mean":
+            # the divisor (summed weights of the non-ignored targets) stays on the device: no host sync
+            denom = _weighted_mean_denominator(target, weight, ignore_index, ctx.xp, x.dtype)
             with _errstate(ctx.xp):  # every target ignored: nan, silently, as PyTorch
                 ctx.inv = (1.0 / denom).astype(x.dtype)
                 total = total * ctx.inv
@@ -87,9 +89,18 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx, g):
         x, lse = ctx.saved_tensors
+        if not STATE.enabled:  # first derivatives: one kernel call on the raw arrays, no further nodes
+            xp, gd = ctx.xp, g._data
+            if ctx.reduction != "none":
+                gd, grow = gd * ctx.inv if ctx.reduction == "mean" else gd, xp.empty(ctx.rows, dtype=x._data.dtype)
+                grow[...] = gd
+            else:
+                grow = gd
+            return (Tensor._make(_k.cross_entropy_backward(xp, x._data, ctx.args[0], lse._data, grow, *ctx.args[1:])),
+                    None, None, None, None, None)
         if ctx.reduction != "none":
             g = (g * Tensor._make(ctx.inv) if ctx.reduction == "mean" else g).expand(ctx.rows)
-        return CrossEntropyBackward.apply(x, g, lse, *ctx.args), None, None, None, None, None, None
+        return CrossEntropyBackward.apply(x, g, lse, *ctx.args), None, None, None, None, None
 
 
 class CrossEntropyBackward(Function):
@@ -189,15 +200,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     t = _class_targets("cross_entropy", input, target, ignore_index)
     x2 = _rows(input, "cross_entropy")
-    dt, xp = x2._data.dtype, _xp(input)
+    dt = x2._data.dtype
     if weight is not None and tuple(weight.shape) != (x2.shape[1],):
         raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {x2.shape[1]} classes "
                            f"or no classes but got weight tensor of shape: {list(weight.shape)}")
     w = array_step(lambda a: a.astype(dt), weight) if weight is not None else None
-    # the mean's divisor stays on the device (no host sync): summed weights of the non-ignored targets
-    denom = array_step(lambda ta, *wa: _weighted_mean_denominator(ta, wa[0] if wa else None, ignore_index, xp, dt),
-                       t, *([w] if w is not None else [])) if reduction == "mean" else None
-    loss = CrossEntropy.apply(x2, t, w, ignore_index, label_smoothing, reduction, denom)
+    loss = CrossEntropy.apply(x2, t, w, ignore_index, label_smoothing, reduction)
     return loss.reshape(tuple(target.shape)) if reduction == "none" else loss
 
 

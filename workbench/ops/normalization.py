@@ -8,8 +8,10 @@ Tensor ops under ``create_graph=True`` so higher derivatives are exact.
 """
 import math
 
+import numpy
+
 from .. import _backend
-from .._backend import kernels as _k
+from .._backend import fused as _fused, kernels as _k
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
@@ -50,6 +52,19 @@ class Normalize(Function):
             mean, var = mean.reshape(lead), var.reshape(lead)
             ctx.mark_non_differentiable(mean, var)
             return y.reshape(x.shape), mean, var
+        ctx.channels = _channel_shape(xp, x, w, b, axes)
+        if ctx.channels is not None:  # batch norm's statistics per channel, one Numba loop
+            c = x.shape[1]
+            y, st = xp.empty_like(x), xp.empty((3, c), x.dtype)
+            _fused.channel_norm(x.reshape(ctx.channels), y.reshape(ctx.channels), st[0], st[1], st[2], eps)
+            if w is not None:
+                y *= w.reshape(w_shape)
+            if b is not None:
+                y += b.reshape(w_shape)
+            ctx.save_for_backward(x, w, st[0].reshape(w_shape), st[2].reshape(w_shape))
+            ctx.b_shape = b.shape if b is not None else None
+            ctx.mark_non_differentiable(st[0], st[1])
+            return y, st[0], st[1]
         mean = x.mean(axis=axes, keepdims=True)
         y = x - mean  # centred, then normalized in place
         var = xp.square(y).mean(axis=axes, keepdims=True)
@@ -78,6 +93,15 @@ class Normalize(Function):
             lead = x.shape[:x.ndim - len(axes)]
             mean = mean.reshape(lead + (1,) * len(axes))
             rstd = rstd.reshape(lead + (1,) * len(axes))
+        if not STATE.enabled and ctx.channels is not None and _fused.usable(g._data):
+            c = x.shape[1]
+            dx, dw, db = ctx.xp.empty_like(x._data), numpy.zeros(c), numpy.zeros(c)
+            wd = w._data.reshape(-1) if w is not None else numpy.ones(c, x._data.dtype)
+            _fused.channel_norm_grad(g._data.reshape(ctx.channels), x._data.reshape(ctx.channels), wd,
+                                     mean._data.reshape(-1), rstd._data.reshape(-1), dx.reshape(ctx.channels), dw, db)
+            return (Tensor._make(dx) if nig[0] else None,
+                    Tensor._make(dw.astype(x._data.dtype).reshape(w.shape)) if nig[1] else None,
+                    Tensor._make(db.astype(x._data.dtype).reshape(ctx.b_shape)) if nig[2] else None, None, None, None)
         if not STATE.enabled:
             return _normalize_grads(ctx, g._data, x._data, w._data if w is not None else None, mean._data,
                                     rstd._data, nig)
@@ -98,6 +122,15 @@ def _row_shape(xp, x, w, b, axes):
             and tuple(axes) == tuple(range(x.ndim - len(axes), x.ndim))):
         cols = math.prod(x.shape[x.ndim - len(axes):])
         return (x.size // cols, cols)
+    return None
+
+
+def _channel_shape(xp, x, w, b, axes):
+    """(N, C, M) when Normalize's statistics are batch norm's (every dim but 1) of a C-contiguous NumPy
+    array the Numba loops serve; else None."""
+    if (xp is _backend.numpy and x.ndim >= 2 and tuple(axes) == (0,) + tuple(range(2, x.ndim))
+            and _fused.usable(x, *(t for t in (w, b) if t is not None))):
+        return (x.shape[0], x.shape[1], x.size // max(1, x.shape[0] * x.shape[1]))
     return None
 
 

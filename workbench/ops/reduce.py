@@ -29,6 +29,11 @@ from .linalg import matrix_norm
 _np = _backend.numpy
 _INT64 = _np.dtype("int64")
 _add_reduce = _np.add.reduce
+try:  # NumPy 2.3+: out=... makes a full reduction return a 0-d array, not a scalar
+    _add_reduce(_np.zeros(1), None, out=...)
+    _sum_all = staticmethod(lambda x: _add_reduce(x, None, out=...))
+except TypeError:  # older NumPy (2.2 is the last for Python 3.10) gives a scalar: wrap it
+    _sum_all = staticmethod(lambda x: _np.asarray(_add_reduce(x, None)))
 
 # --- named tuples (torch.return_types) ---------------------------------------------------------------
 return_types = types.ModuleType("workbench.return_types", "Named tuples returned by ops such as max(dim) and sort.")
@@ -148,7 +153,7 @@ class SumAll(Function):
 
     _raw = True
     op_name = "sum"
-    _ufunc = staticmethod(lambda x: _add_reduce(x, None, out=...))  # out=...: a 0-d array, not a scalar
+    _ufunc = _sum_all
 
     @staticmethod
     def forward(ctx, x):

@@ -28,7 +28,10 @@ import importlib
 import inspect
 import re
 import sys
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli is the same parser ([dev] installs it there)
+    import tomli as tomllib
 import warnings
 from pathlib import Path
 

@@ -16,7 +16,10 @@ import inspect
 import pathlib
 import sys
 import threading
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli is the same parser ([dev] installs it there)
+    import tomli as tomllib
 
 import numpy as np
 

@@ -254,7 +254,7 @@ export function topN(m: Measure, n = 10): { rows: TopRow[]; known: number; total
  * Rows name nodes inside collapsed modules too; jumping opens what holds them.
  */
 export function topTable(m: Measure, top: ReturnType<typeof topN>, sc: ColourScale, describe: (id: string) => { name: string; where: string },
-  jump: (id: string) => void): HTMLElement {
+  jump: (id: string) => void, open = true): HTMLElement {
   const list = h("ol", { class: "wb-topn" });
   for (const r of top.rows) {
     const d = describe(r.id), tint = sc.tint(r.value);
@@ -268,7 +268,7 @@ export function topTable(m: Measure, top: ReturnType<typeof topN>, sc: ColourSca
   const missing = top.total - top.known;
   const head = `Top ${top.rows.length} by ${m.label}`;
   const count = `of ${top.known} nodes with a value` + (missing ? `, ${missing} n/a` : "");
-  return h("details", { class: "wb-top", open: true },
+  return h("details", { class: "wb-top", open },
     h("summary", {}, h("strong", {}, head), " ", h("span", { class: "wb-muted" }, count)),
     top.rows.length ? list : h("p", { class: "wb-muted" }, m.hint || "no node has a value"));
 }

@@ -68,6 +68,23 @@ export class PanZoom {
   /** A corner of the canvas something sits over (the minimap), in canvas pixels; reveal keeps points out of it. */
   covered: () => { x0: number; y0: number; x1: number; y1: number } | null = () => null;
 
+  /**
+   * Pans the least so a box (graph coordinates: its centre and size) is in view at this scale. Too tall
+   * to fit: its top goes to the top (where an opened module's inputs come in); too wide: its left edge
+   * goes to the left unless it already spans the whole width.
+   */
+  showBox(b: { x: number; y: number; width: number; height: number }, animate = true) {
+    const { w, h } = this.size(), k = this.t.k, m = 12;
+    const pan = (c: number, len: number, off: number, view: number, spanOk: boolean) => {
+      const lo = (c - len / 2) * k + off, hi = (c + len / 2) * k + off;
+      if (len * k > view - 2 * m) return spanOk && lo <= 0 && hi >= view ? off : off + m - lo;
+      if (lo >= 0 && hi <= view) return off;
+      return lo < 0 ? off + m - lo : off - (hi - (view - m));
+    };
+    const x = pan(b.x, b.width, this.t.x, w, true), y = pan(b.y, b.height, this.t.y, h, false);
+    if (x !== this.t.x || y !== this.t.y) this.set({ k, x, y }, animate);
+  }
+
   /** Pans so (x, y) in graph coordinates is centred, unless it is already comfortably in view. */
   reveal(x: number, y: number, animate = true) {
     const { w, h } = this.size();

@@ -288,7 +288,10 @@ class Viewer {
       const n = this.model.nodes.get(id);
       return { name: n ? n.param ?? n.name : id, where: n ? n.scope : "" };
     };
-    this.#topEl = topTable(m, topN(m, 10), sc, describe, (id) => void this.#reveal(id, true));
+    // Closed or opened by the user, it stays so while the step slider recolours; a compare view opens
+    // it closed, so the selected node's a | b table below is in view without scrolling.
+    const open = this.#topEl instanceof HTMLDetailsElement ? this.#topEl.open : !this.#cmp;
+    this.#topEl = topTable(m, topN(m, 10), sc, describe, (id) => void this.#reveal(id, true), open);
     this.#markTopSelected();
   }
 
@@ -705,7 +708,10 @@ class Viewer {
     await this.#relayout();
     this.#say(`${c.path || c.label} ${opening ? "opened" : "closed"}`);
     const b = this.#layout?.boxes[this.#visible.repOf(id)];
-    if (b) this.#pz.reveal(b.x, b.y);
+    // an opened module grows around its old centre: show it whole (or its top, where its inputs come
+    // in), not only its centre, or its first nodes stay clipped above the canvas
+    if (b && opening) this.#pz.showBox(b);
+    else if (b) this.#pz.reveal(b.x, b.y);
   }
 
   /** Opens what holds the node, selects it and brings it into view (`centre`: in the middle, focus stays where it is). */

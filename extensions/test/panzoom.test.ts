@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { PanZoom } from "../src/core/panzoom";
+
+/** A PanZoom on a detached canvas: jsdom reports no size, so it assumes 800 x 480 pixels. */
+function panzoom(t = { x: 0, y: 0, k: 1 }): PanZoom {
+  const canvas = document.createElement("div");
+  const g = document.createElementNS("http://www.w3.org/2000/svg", "g");
+  const pz = new PanZoom(canvas, g, canvas);
+  pz.set(t);
+  return pz;
+}
+
+describe("PanZoom.showBox (an opened module brought into view)", () => {
+  it("leaves a box that is already in view where it is", () => {
+    const pz = panzoom({ x: 0, y: 0, k: 1 });
+    pz.showBox({ x: 400, y: 240, width: 200, height: 200 }, false);
+    expect(pz.t).toEqual({ x: 0, y: 0, k: 1 });
+  });
+
+  it("pans the least to show a box that fits, its clipped top edge at the margin", () => {
+    const pz = panzoom({ x: 0, y: 0, k: 1 });
+    pz.showBox({ x: 400, y: 100, width: 200, height: 300 }, false); // top at -50: clipped above
+    expect(pz.t).toEqual({ x: 0, y: 62, k: 1 });
+    pz.showBox({ x: 400, y: 500, width: 200, height: 100 }, false); // bottom at 612 (with y 62) of 480
+    expect(pz.t.y).toBe(62 - (612 - 468));
+  });
+
+  it("puts the top of a box too tall to fit at the top, at the current scale", () => {
+    const pz = panzoom({ x: 0, y: -300, k: 2 });
+    pz.showBox({ x: 200, y: 400, width: 100, height: 600 }, false); // 1,200 px tall on screen
+    expect(pz.t).toEqual({ x: 0, y: 12 - 100 * 2, k: 2 });
+  });
+
+  it("keeps a box too wide to fit that already spans the width, else shows its left edge", () => {
+    const pz = panzoom({ x: -100, y: 0, k: 1 });
+    pz.showBox({ x: 500, y: 200, width: 1200, height: 100 }, false); // -200 .. 1000 of 0 .. 800
+    expect(pz.t.x).toBe(-100);
+    pz.showBox({ x: 1000, y: 200, width: 1200, height: 100 }, false); // 300 .. 1500: left edge in, right out
+    expect(pz.t.x).toBe(-100 + 12 - 300);
+  });
+});
