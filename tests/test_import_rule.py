@@ -10,8 +10,8 @@ import workbench
 
 ROOT = Path(workbench.__file__).parent
 # the optional dependencies (and CuPy): importing them at the top would make them required or slow
-OPTIONAL = {"cupy", "cupyx", "scipy", "ml_dtypes", "mpi4py", "onnx", "onnxruntime", "numba", "pandas", "matplotlib",
-            "IPython", "tensorboard", "torch", "nbclient", "nbformat"}
+OPTIONAL = {"cupy", "cupyx", "scipy", "ml_dtypes", "mpi4py", "onnx", "onnxruntime", "numba", "llvmlite",
+            "pandas", "matplotlib", "IPython", "tensorboard", "torch", "nbclient", "nbformat"}
 # the test helpers (op specs against the torch oracle, the fake cupy) are their own layer, kept by tests/ops
 SKIP = {"testing"}
 
