@@ -47,7 +47,10 @@ def running_lab(python, tmp: Path, env: dict, extra_args=()):
     cmd = [str(python), "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
            "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
            "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={root}",
-           f"--LabApp.workspaces_dir={tmp / 'ws'}", "--LabApp.expose_app_in_browser=True", *extra_args]
+           f"--LabApp.workspaces_dir={tmp / 'ws'}",
+           # the theme a test switches to is a user setting: kept in this lab's own directory, never the
+           # user's ~/.jupyter/lab/user-settings (a dark theme would leak into their lab and later runs)
+           f"--LabServerApp.user_settings_dir={tmp / 'settings'}", "--LabApp.expose_app_in_browser=True", *extra_args]
     log = open(tmp / "server.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
