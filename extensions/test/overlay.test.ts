@@ -1,12 +1,16 @@
 import Ajv2020 from "ajv/dist/2020";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { Minimap } from "../src/core/minimap";
 import { aggregate, colourScale, domainOver, formatValue, measuresOf, topN } from "../src/core/overlay";
 import { computeLayout } from "../src/core/layout";
 import type { Snapshot } from "../src/core/types";
 import { fixture, schema } from "./fixtures";
 import { item, key, mount } from "./helpers";
 
-afterEach(() => document.body.replaceChildren());
+afterEach(() => {
+  vi.restoreAllMocks();
+  document.body.replaceChildren();
+});
 
 /** The MLP fixture with cost fields as workbench writes them (FLOPs on ops, saved bytes everywhere). */
 function costed(): Snapshot {
@@ -179,6 +183,30 @@ describe("viewer overlay", () => {
     expect(root.querySelector<HTMLDetailsElement>(".wb-top")!.open).toBe(false);
     expect(() => v.setOverlay("nope")).toThrow(/unknown measure "nope"; known: grad_norm, value_norm, flops, saved_bytes, watch_norm/);
     expect(layouts).toBe(n);
+  });
+
+  it("colours the minimap like the graph and rings the top-N rows (as their collapsed module) and the selected node", async () => {
+    const spy = vi.spyOn(Minimap.prototype, "setOverlay");
+    const snap = costed();
+    snap.overlay = "flops";
+    const { root, v } = await mount(snap);
+    const [fills, rings] = spy.mock.lastCall!;
+    // every coloured item has its colour there, the uncoloured (n/a) none
+    const tinted = [...root.querySelectorAll(".wb-graph .wb-ov-has")].map((g) => g.getAttribute("data-id")!);
+    expect(tinted.length).toBeGreaterThan(1);
+    expect([...fills!.keys()].sort()).toEqual(tinted.sort());
+    expect([...fills!.values()].every((c) => c.startsWith("rgba("))).toBe(true);
+    // mm1 (the top row) is inside the collapsed encoder: its ring is the module's box
+    expect(item(root, "mm1")).toBeNull();
+    const ringed = rings.map((r) => r.id);
+    expect(ringed).toContain("m:encoder");
+    expect(ringed.every((id) => item(root, id) !== null)).toBe(true);
+    const drawn = root.querySelector(".wb-graph .wb-node[data-id]")!.getAttribute("data-id")!;
+    v.select(drawn);
+    expect(spy.mock.lastCall![1].at(-1)!.id).toBe(drawn);
+    v.setOverlay(null);
+    expect(spy.mock.lastCall![0]).toBeNull();
+    expect(spy.mock.lastCall![1].map((r) => r.id)).toEqual([drawn]);
   });
 
   it("lists the top N as buttons; a click opens the collapsed module, selects and centres the node", async () => {

@@ -305,6 +305,32 @@ class Viewer {
 
   #tintAll() {
     for (const [id, g] of this.#cache) this.#tint(id, g);
+    this.#minimapMarks();
+  }
+
+  /** The minimap's colours (the overlay's) and rings: the selected node (brand colour) and the top-N rows, where they are drawn. */
+  #minimapMarks() {
+    if (!this.#layout || !this.#visible) return;
+    const fills = this.#ov ? new Map<string, string>() : null;
+    if (this.#ov) for (const [id, t] of this.#ov.tints) if (t) fills!.set(id, tintRgba({ rgb: t.rgb, mix: Math.max(t.mix, 45) }));
+    // a node inside a collapsed module is drawn as its module's box
+    const drawnAs = (id: string) => {
+      if (this.#layout!.boxes[id]) return id;
+      for (const it of this.#visible!.items) if (it.type === "box" && this.model.containers.get(it.id)?.members.includes(id)) return it.id;
+      return null;
+    };
+    const css = getComputedStyle(this.#root);
+    const rings: { id: string; css: string }[] = [];
+    if (this.#ov) {
+      const top = css.getPropertyValue("--wb-fg").trim() || "#222";
+      for (const b of this.#topEl?.querySelectorAll(".wb-topn-row") ?? []) {
+        const at = drawnAs(b.getAttribute("data-id")!);
+        if (at) rings.push({ id: at, css: top });
+      }
+    }
+    const sel = this.#selected !== null ? drawnAs(this.#selected) : null;
+    if (sel) rings.push({ id: sel, css: css.getPropertyValue("--wb-brand").trim() || "#1976d2" });
+    this.#minimap.setOverlay(fills, rings);
   }
 
   #markTopSelected() {
@@ -468,6 +494,7 @@ class Viewer {
         else if (b.some((x) => x.cls === "wb-badge-inf")) marks.set(it.id, css.getPropertyValue("--wb-warn").trim() || "#e68a00");
       }
       this.#minimap.setLayout(res, this.#visible.items.map((it) => it.id), marks);
+      this.#minimapMarks();
       if (fit || this.#firstLayout) this.#fit(false);
       this.#firstLayout = false;
       this.#draw(measured);
@@ -715,6 +742,7 @@ class Viewer {
     this.#selected = id;
     this.#refreshNodes();
     this.#markTopSelected();
+    this.#minimapMarks();
     this.#renderPanel();
   }
 
