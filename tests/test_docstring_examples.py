@@ -12,14 +12,7 @@ import workbench
 from workbench.testing.doctests import docstring_failures
 
 # modules whose examples fail today, each with what is wrong; delete the line when the example passes
-FAILING = {
-    "workbench.distributed.process_group": "example not yet checked (issue 13)",
-    "workbench.library": "example not yet checked (issue 13)",
-    "workbench.library.custom_op": "example not yet checked (issue 13)",
-    "workbench.library.opcheck": "example not yet checked (issue 13)",
-    "workbench.library.registration": "example not yet checked (issue 13)",
-    "workbench.library.schema": "example not yet checked (issue 13)",
-}
+FAILING = {}
 # nn, optim, amp and the numeric packages have their own files; the others run here
 ELSEWHERE = ("workbench.nn", "workbench.optim", "workbench.amp", "workbench.distributions", "workbench.fft",
              "workbench.special", "workbench.testing")

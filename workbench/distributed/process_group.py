@@ -109,10 +109,12 @@ class ProcessGroup:
         return self.backend_name()
 
     def backend_name(self):
+        if "given" in self.backends:  # the name the user asked for ('gloo' runs on MPI but reads 'gloo')
+            return Backend(self.backends["given"])
         names = set(self.backends.values())
         if len(names) == 1:
-            return Backend(self.backends.get("given", next(iter(names))))
-        return ",".join(f"{k}:{v}" for k, v in self.backends.items() if k != "given")
+            return Backend(next(iter(names)))
+        return ",".join(f"{k}:{v}" for k, v in self.backends.items())
 
     def __repr__(self):
         return f"<ProcessGroup {self.group_name}: ranks {self.ranks}, backend {self.backend_name()}>"
@@ -266,9 +268,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     MPI world. ``backend``: "gloo" or "mpi" (CPU, and CUDA tensors through host memory), "nccl" (CUDA), or
     None for "cpu:gloo,cuda:nccl".
 
-    >>> import os, workbench.distributed as dist
-    >>> os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
-    >>> dist.init_process_group("gloo", rank=0, world_size=1)
+    >>> import workbench.distributed as dist
+    >>> dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29533", rank=0, world_size=1)
     >>> dist.get_rank(), dist.get_world_size(), dist.get_backend()
     (0, 1, 'gloo')
     >>> dist.destroy_process_group()

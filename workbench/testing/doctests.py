@@ -20,7 +20,7 @@ def docstring_failures(name):
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     failures = []
     for test in finder.find(mod, name, globs={"wb": wb, **vars(mod)}):
-        test.examples = [e for e in test.examples if "->" not in e.source]
+        test.examples = [e for e in test.examples if "  ->  " not in e.source]  # the short form; a def's "-> T" runs
         if not test.examples:
             continue
         out = []
