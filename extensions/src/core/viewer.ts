@@ -127,7 +127,7 @@ class Viewer {
     this.#ctrl = opts.controller !== undefined ? opts.controller
       : snapshot.trace ? new ReplayController(new Stepper(snapshot.trace.steps, (id) => this.model.nodes.get(id)?.scope ?? "")) : null;
 
-    this.#search = h("input", { class: "wb-search", type: "search", placeholder: "Search op, scope, param  ( / )", "aria-label": "Search nodes by op, scope or parameter",
+    this.#search = h("input", { class: "wb-search", type: "search", placeholder: "Search nodes  ( / )", title: "Search by op, scope or parameter (/)", "aria-label": "Search nodes by op, scope or parameter",
       role: "combobox", "aria-expanded": "false", "aria-autocomplete": "list", spellcheck: "false" });
     this.#results = h("ul", { class: "wb-results", role: "listbox", hidden: true, "aria-label": "matching nodes" });
     const btn = (label: string, key: string | null, title: string, onClick: () => void) => {
