@@ -80,12 +80,6 @@ def test_overlay_live_saved_without_kernel_and_nbconvert(lab, page, tmp_path):
     _check_overlay(page)
     _shoot(page, "overlay-no-kernel.png")
     assert page_errors(page) == []
-    # a theme switch is a user setting: saved in the lab's own directory (labserver.py), never the user's
-    for theme in ("JupyterLab Dark", "JupyterLab Light"):
-        page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
-    page.wait_for_timeout(500)
-    assert any((lab.root.parent / "settings").rglob("*.jupyterlab-settings"))
-
     out = tmp_path / "overlay.html"
     subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--output", str(out),
                     str(lab.root / "overlay.ipynb")], check=True, capture_output=True)
