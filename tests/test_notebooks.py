@@ -26,6 +26,15 @@ def test_committed_without_outputs(path):
                 f"{path.name} has stale outputs: clear them before committing"
 
 
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_cell_has_a_unique_id(path):
+    # nbformat 4.5 requires cell ids; without them every load warns (MissingIDFieldWarning) and
+    # JupyterLab makes new ones on each save, so a reopened notebook's diff touches every cell
+    ids = [cell.get("id") for cell in json.loads(path.read_text())["cells"]]
+    assert None not in ids, f"{path.name}: cell {ids.index(None)} has no id"
+    assert len(set(ids)) == len(ids), f"{path.name}: duplicate cell ids"
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path):
