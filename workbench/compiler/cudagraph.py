@@ -17,7 +17,7 @@ makes the next call capture again; a guard miss traces (and later captures) a ne
 """
 from .. import _backend
 from ..tensor import Tensor
-from .program import _walk
+from .program import _walk, tensors_in
 
 _NOT_CAPTURED = {"opaque": "it calls {op} (Python code, and numbers, a graph would freeze)",
                  "host": "it reads a tensor's value on the host ({op})",
@@ -107,7 +107,7 @@ class GraphReplay:
         # each output: an argument (its buffer), an outside tensor as is, or an array the graph writes
         where = {id(s): k for k, s in enumerate(self._statics)}
         self._kinds = {}
-        for t in _tensors_in(out):
+        for t in tensors_in(out):
             k = where.get(id(t._data))
             self._kinds[id(t)] = ("arg", k) if k is not None else (
                 ("same", None) if any(t is e for e in self.program.externals) else ("graph", None))
@@ -134,17 +134,6 @@ def _xp(tensors):
     if not mods or _backend.numpy in mods:
         return None
     return mods.pop()
-
-
-def _tensors_in(out):
-    if isinstance(out, Tensor):
-        yield out
-    elif isinstance(out, (list, tuple)):
-        for o in out:
-            yield from _tensors_in(o)
-    elif isinstance(out, dict):
-        for o in out.values():
-            yield from _tensors_in(o)
 
 
 def _rebuild(obj, leaf):

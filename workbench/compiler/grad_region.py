@@ -20,6 +20,7 @@ from ..autograd.function import Function, _Out, unpack_saved
 from ..autograd.graph import GROUP, SCOPE, Node, accumulator
 from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
+from .program import tensors_in
 from .trace import Unsupported
 
 _make = Tensor._make
@@ -107,19 +108,6 @@ class Region:
         return outs
 
 
-def _unique_outputs(out, acc, seen):
-    if isinstance(out, Tensor):
-        if id(out) not in seen:
-            seen.add(id(out))
-            acc.append(out)
-    elif isinstance(out, (list, tuple)):
-        for o in out:
-            _unique_outputs(o, acc, seen)
-    elif isinstance(out, dict):
-        for o in out.values():
-            _unique_outputs(o, acc, seen)
-
-
 def _edge(t):
     return (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._acc or accumulator(t), 0)
 
@@ -127,8 +115,7 @@ def _edge(t):
 def record(T, name, result, arg_tensors, seq0):
     """Record the backward of the call's region (nodes numbered after ``seq0``) into ``T``; a ``Region``, or
     None when no output carries a gradient. Raises ``Unsupported`` with the reason it cannot be replayed."""
-    cands = []
-    _unique_outputs(result, cands, set())
+    cands = list({id(t): t for t in tensors_in(result)}.values())  # each tensor once, in order
     outputs = [t for t in cands if t.grad_fn is not None and t.grad_fn._seq > seq0]
     if not outputs or any(id(t.grad_fn) in T.differentiated for t in outputs):
         return None  # nothing to differentiate later, or the call differentiated it itself (a training step)

@@ -200,8 +200,7 @@ class Program:
         for i, ev in enumerate(events):
             for r in _slot_refs(ev.ins):
                 uses[r] = i
-        out_slots = set()
-        _output_slots(result, T, out_slots)
+        out_slots = {T.slot_of[id(t._data)] for t in tensors_in(result) if id(t._data) in T.slot_of}
         if region is not None:
             out_slots.update(s for _src, s in region.contributions)
         for s in out_slots:
@@ -467,15 +466,14 @@ def _slot_refs(refs):
             yield from _slot_refs(r[2])
 
 
-def _output_slots(out, T, acc):
+def tensors_in(out):
+    """The tensors in ``out`` (a tensor, or lists, tuples and dicts of them, nested), depth first."""
     if isinstance(out, Tensor):
-        s = T.slot_of.get(id(out._data))
-        if s is not None:
-            acc.add(s)
+        yield out
     elif isinstance(out, (list, tuple)):
         for o in out:
-            _output_slots(o, T, acc)
+            yield from tensors_in(o)
     elif isinstance(out, dict):
         for o in out.values():
-            _output_slots(o, T, acc)
+            yield from tensors_in(o)
 
