@@ -144,6 +144,21 @@ def test_view_errors_like_torch():
         wb.zeros(3, 4).reshape(5, -1)
 
 
+@pytest.mark.parametrize("overwrite", ["copy_", "fill_"])
+def test_overwritten_values_get_a_zero_gradient_as_in_torch(overwrite):
+    grads = []
+    for lib in (wb, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        y = lib.tensor(5.0, dtype=lib.float64, requires_grad=True)
+        z = x.clone()
+        getattr(z, overwrite)(y)
+        (z * z).sum().backward()
+        grads.append((x.grad.numpy().copy(), y.grad.numpy().copy()))
+    (wx, wy), (tx, ty) = grads
+    np.testing.assert_array_equal(wx, tx)  # zeros, not None
+    np.testing.assert_array_equal(wy, ty)
+
+
 def test_copy_broadcasts_casts_and_bumps_version():
     x = wb.zeros(2, 3)
     x.copy_(wb.tensor([1, 2, 3]))

@@ -188,7 +188,8 @@ class CopyFrom(Function):
     @staticmethod
     def backward(ctx, g):
         npd, dev = ctx.src_meta
-        return None, ToCopy.apply(g, _dt.from_numpy_dtype(npd), dev, False)
+        # dst's old values were overwritten: a zero gradient, not None (PyTorch's zeros_like(grad))
+        return g.new_zeros(g.shape), ToCopy.apply(g, _dt.from_numpy_dtype(npd), dev, False)
 
 
 def copy_(self, src, non_blocking=False):
