@@ -568,7 +568,7 @@ def _record_raw(cls, args, datas, xp):
             res.grad_fn = node
         elif _DIFF_DTYPES[out.dtype]:
             if out.__class__ is not _ndarray and isinstance(out, _np_generic):
-                out = _numpy.asarray(out)
+                out = _scalar_out(node, out)
             res = _new(_Tensor)  # Tensor._make, inlined
             res._data = out
             res._rg = True
@@ -599,6 +599,15 @@ def _record_raw(cls, args, datas, xp):
         for fn in LISTENERS.fns:
             fn(node, args, results)
     return res
+
+
+def _scalar_out(node, out):
+    # NumPy ufuncs on 0-d arrays return scalars: the 0-d array takes the scalar's place in what forward saved
+    # too, so that a saved output (exp's, sqrt's) is found as the output and differentiates again
+    arr = _numpy.asarray(out)
+    if node._saved is not None:
+        node._saved = tuple(arr if x is out else x for x in node._saved)
+    return arr
 
 
 def _resolve_saved_raw(saved, args, datas, outs, results):
