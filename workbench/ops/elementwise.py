@@ -19,6 +19,8 @@ from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, dtype_error, float_np, result_dtype, to_float
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+_ndarray = _backend.ndarray
+_numpy = _backend.numpy
 
 
 def _isarr(x):
@@ -40,8 +42,9 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        rd = result_dtype(a, b)
-        a, b = cast(a, rd), cast(b, rd)
+        if a.__class__ is not _ndarray or b.__class__ is not _ndarray or a.dtype is not b.dtype:
+            rd = result_dtype(a, b)
+            a, b = cast(a, rd), cast(b, rd)
         if alpha != 1:
             b = b * alpha
         ctx.alpha = alpha
@@ -49,7 +52,9 @@ class Add(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g, (g if ctx.alpha == 1 else g * ctx.alpha), None
+        if ctx.alpha == 1:
+            return g, g
+        return g, g * ctx.alpha, None
 
 
 def add(input, other, *, alpha=1, out=None):
@@ -68,6 +73,9 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
+        if a.__class__ is _ndarray and b.__class__ is _ndarray and a.dtype is b.dtype and a.dtype.kind in "fc":
+            ctx.alpha = alpha  # floating arrays of one dtype: nothing to promote or refuse
+            return ctx.xp.subtract(a, b * alpha if alpha != 1 else b)
         rd = result_dtype(a, b)
         if _is_bool(a) or _is_bool(b):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
@@ -77,10 +85,11 @@ class Sub(Function):
         return ctx.xp.subtract(a, b * alpha if alpha != 1 else b)
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g):  # one gradient per argument: alpha is an argument only when it is not 1
+        alpha = ctx.alpha
         if not STATE.enabled:
-            return g, Tensor._make(-g._data if ctx.alpha == 1 else g._data * -ctx.alpha), None
-        return g, (-g if ctx.alpha == 1 else g * (-ctx.alpha)), None
+            return (g, Tensor._make(-g._data)) if alpha == 1 else (g, Tensor._make(g._data * -alpha), None)
+        return (g, -g) if alpha == 1 else (g, g * (-alpha), None)
 
 
 def sub(input, other, *, alpha=1, out=None):
@@ -100,10 +109,13 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        nig = ctx.needs_input_grad
         # the inputs are saved as they came: a cast copy would be a constant to the second derivative
-        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
-        rd = result_dtype(a, b)
-        return ctx.xp.multiply(cast(a, rd), cast(b, rd))
+        ctx.save_for_backward(a if nig[1] else None, b if nig[0] else None)
+        if a.__class__ is not _ndarray or b.__class__ is not _ndarray or a.dtype is not b.dtype:
+            rd = result_dtype(a, b)
+            a, b = cast(a, rd), cast(b, rd)
+        return ctx.xp.multiply(a, b)
 
     @staticmethod
     def backward(ctx, g):
@@ -378,7 +390,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
                 raise dtype_error(f"{name}_cpu", x.dtype)
             if ints == "float":
                 x = to_float(x)
-        y = fwd(ctx.xp, x)
+        y = ufunc(x) if ufunc is not None and x.__class__ is _ndarray else fwd(ctx.xp, x)
         ctx.save_for_backward(x if save_x else None, y if save_y else None)
         return y
 
@@ -404,7 +416,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc
-    return cls, (public if ufunc is None else unary_operator(cls, public))
+    return cls, (public if ufunc is None else unary_operator(cls, public, _AUTOCAST))
 
 
 def _zero_grad(g, x, y):
