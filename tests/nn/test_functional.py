@@ -371,3 +371,18 @@ def test_top_level_names_match_torch_signatures():
     np.testing.assert_allclose(wb.softmax(x, 0, wb.float64).numpy(), torch.softmax(torch.tensor(x.numpy()), 0).numpy())
     np.testing.assert_allclose(wb.conv1d(wb.ones(1, 1, 4), wb.ones(1, 1, 2)).numpy(), [[[2.0, 2.0, 2.0]]])
     assert wb.dropout(x, 0.5, False) is x
+
+
+@pytest.mark.parametrize("p", [2.0, 3.0, 1.5, 0.5, 1.0, float("inf"), 0.0])
+def test_pdist_gradient_at_zero_distance_is_pytorchs(p):
+    # rows 0 and 1 coincide and rows 0 and 2 share a coordinate: |d|**p and the norm have infinite slopes
+    # there, PyTorch's gradient is 0 (it was NaN; p=0 had no gradient at all). Found by the pdist op spec (#13)
+    x = np.array([[1.0, 2.0, -1.0], [1.0, 2.0, -1.0], [0.5, 2.0, 1.0], [0.0, -1.0, 2.5]])
+    seed = np.arange(1.0, 7.0)
+    w, t = wb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yw, yt = F.pdist(w, p), TF.pdist(t, p)
+    np.testing.assert_allclose(yw.detach().numpy(), yt.detach().numpy(), rtol=1e-12)
+    yw.backward(wb.tensor(seed))
+    yt.backward(torch.tensor(seed))
+    np.testing.assert_allclose(w.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-12)
+

@@ -688,7 +688,17 @@ def pdist(input, p=2):
     n = input.shape[0]
     i, j = xp.triu_indices(n, 1)
     d = TakeRows.apply(input, i) - TakeRows.apply(input, j)
-    return _pnorm(d, p, 1)
+    if p == 0:  # the count of nonzeros, with PyTorch's zero gradient (d - d is 0 where d is)
+        return where(d != 0, 1.0, d - d).sum(1)
+    if p in (1, math.inf):
+        return _pnorm(d, p, 1)
+    # a pair at distance 0 (and, for p < 1, each zero difference) has an infinite slope in the formula but
+    # PyTorch's subgradient 0 there: the formula runs on 1 in their place, and the mask takes it out again
+    zero = Tensor._make(d._data == 0)
+    same = Tensor._make(zero._data.all(1))
+    a = where(zero, 1.0, d.abs())
+    s = where(zero, 0.0, a ** p).sum(1)
+    return where(same, 0.0, where(same, 1.0, s) ** (1.0 / p))
 
 
 def one_hot(tensor, num_classes=-1):
