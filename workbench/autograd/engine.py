@@ -428,6 +428,8 @@ def _conform(node, nxt, nr, g, shape, dt):
                 f"but expected shape compatible with {list(shape)}"
             )
     if g._data.dtype != dt:
+        if g._data.dtype.kind == "c" and dt.kind != "c":  # a real input takes the real part, silently (PyTorch)
+            g = g.real
         g = g.to(_backend.dtypes.from_numpy_dtype(dt))
     return g
 

@@ -109,11 +109,12 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        nig = ctx.needs_input_grad
+        # the inputs are saved as they came: a cast copy would be a constant to the second derivative
+        ctx.save_for_backward(a if nig[1] else None, b if nig[0] else None)
         if a.__class__ is not _ndarray or b.__class__ is not _ndarray or a.dtype is not b.dtype:
             rd = result_dtype(a, b)
             a, b = cast(a, rd), cast(b, rd)
-        nig = ctx.needs_input_grad
-        ctx.save_for_backward(a if nig[1] else None, b if nig[0] else None)
         return ctx.xp.multiply(a, b)
 
     @staticmethod
@@ -121,8 +122,8 @@ class Mul(Function):
         a, b = ctx.saved_tensors
         gd = g._data
         if not STATE.enabled and gd.dtype.kind != "c":  # no graph to build: multiply the arrays directly
-            return (Tensor._make(gd * b._data) if b is not None else None,
-                    Tensor._make(gd * a._data) if a is not None else None)
+            return (Tensor._make(gd * cast(b._data, gd.dtype)) if b is not None else None,
+                    Tensor._make(gd * cast(a._data, gd.dtype)) if a is not None else None)
         return (g * _c(b) if b is not None else None), (g * _c(a) if a is not None else None)
 
 
@@ -177,12 +178,13 @@ class Div(Function):
         xp = ctx.xp
         if rounding_mode is None:
             rd = float_np(rd)
-            a, b = cast(a, rd), cast(b, rd)
+            ac, bc = cast(a, rd), cast(b, rd)
             if ctx.needs_input_grad[1] and not _isarr(a):  # 2.0 / x: the gradient for x needs a as a tensor
-                a = xp.asarray(a, dtype=rd)
+                a = xp.asarray(ac, dtype=rd)
+            # array inputs are saved as they came: a cast copy would be a constant to the second derivative
             ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if _isarr(b) else None)
-            ctx.b = None if _isarr(b) else b
-            r = xp.true_divide(a, b)
+            ctx.b = None if _isarr(b) else bc
+            r = xp.true_divide(ac, bc)
         else:
             if rd.kind in "bc":
                 raise dtype_error(f"div_{rounding_mode}_cpu", rd)
@@ -204,9 +206,10 @@ class Div(Function):
             return g * 0, (g * 0 if ctx.needs_input_grad[1] else None), None
         a, b = ctx.saved_tensors
         if not STATE.enabled and g._data.dtype.kind != "c":
-            bd = b._data if b is not None else ctx.b
+            rd = g._data.dtype
+            bd = cast(b._data, rd) if b is not None else ctx.b
             gad = g._data / bd
-            return Tensor._make(gad), (Tensor._make(-gad * a._data / bd) if a is not None else None), None
+            return Tensor._make(gad), (Tensor._make(-gad * cast(a._data, rd) / bd) if a is not None else None), None
         if b is None:
             b = ctx.b
         ga = g / _c(b)
