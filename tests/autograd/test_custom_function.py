@@ -182,6 +182,16 @@ def test_gradcheck_custom_and_complex():
         wb.autograd.gradcheck(CNoConj.apply, (z,))
 
 
+def test_gradcheck_takes_an_empty_output_beside_others():
+    # as PyTorch's gradcheck: lu_unpack(unpack_pivots=False) returns an empty P beside L and U (op spec, #13)
+    x = wb.tensor(X, requires_grad=True)
+    assert wb.autograd.gradcheck(lambda t: (t * t, t[:0], t.detach()[:0]), (x,))
+    tx = torch.tensor(X, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: (t * t, t[:0], t.detach()[:0]), (tx,))
+    with pytest.raises(wb.autograd.GradcheckError, match="Jacobian mismatch for output 0"):
+        wb.autograd.gradcheck(lambda t: (t.detach() * t, t[:0]), (x,))
+
+
 def test_gradgradcheck_catches_a_backward_that_is_not_differentiable():
     class Sq(wb.autograd.Function):
         @staticmethod

@@ -88,3 +88,19 @@ def test_align_to_window_matches_torch():
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-9, atol=1e-10)
     with pytest.raises(RuntimeError, match="align_to_window should only be set when center = false"):
         wb.stft(wb.tensor(X), 16, window=ww.new_ones(16), return_complex=True, align_to_window=True)
+
+
+def test_istft_of_a_full_spectrum_and_its_errors_like_torch():
+    # found by the istft op spec (#13): a full (non-Hermitian) spectrum with return_complex=False is read as
+    # the Hermitian one its first half gives; a onesided one with return_complex=True is refused
+    rng = np.random.default_rng(1)
+    s = rng.standard_normal((2, 16, 9)) + 1j * rng.standard_normal((2, 16, 9))
+    tw, ww = torch.hann_window(16, dtype=torch.float64), wb.hann_window(16, dtype=wb.float64)
+    for kw in (dict(onesided=False), dict(), dict(return_complex=True)):
+        np.testing.assert_allclose(wb.istft(wb.tensor(s), 16, window=ww, **kw).numpy(),
+                                   torch.istft(torch.tensor(s), 16, window=tw, **kw).numpy(), rtol=1e-9, atol=1e-12)
+    half = wb.tensor(s[:, :9])
+    with pytest.raises(RuntimeError, match="Cannot have onesided output"):
+        wb.istft(half, 16, window=ww, return_complex=True)
+    with pytest.raises(RuntimeError, match="Complex windows are incompatible with return_complex=False"):
+        wb.istft(half, 16, window=ww.to(wb.complex128))

@@ -140,8 +140,8 @@ def _analytical(inputs, idx, outputs):
                         if inputs[i].is_complex() and g.dtype.kind != "c":
                             g = g.astype(inputs[i]._data.dtype)
                         rows[i].append(_real_coords(g))
-        for i in idx:
-            jac[(k, i)] = np.stack(rows[i], axis=0)
+        for i in idx:  # an empty output has an empty Jacobian
+            jac[(k, i)] = np.stack(rows[i], axis=0) if n else np.zeros((0, _real_coords(inputs[i]._data).size))
     return jac
 
 

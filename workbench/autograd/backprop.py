@@ -30,7 +30,8 @@ def _make_grads(outputs, grads, create_graph):
             d = o._data
             if d.dtype.kind not in "fc" and d.dtype.name != "bfloat16":
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
-            g = Tensor._make(engine.xp_of(d).ones(d.shape, d.dtype))
+            xp = engine.xp_of(d)
+            g = Tensor._make(xp.array(1, d.dtype) if d.ndim == 0 else xp.ones(d.shape, d.dtype))
         elif not isinstance(g, Tensor):
             g = tensor(g, dtype=o.dtype, device=o.device)
         else:

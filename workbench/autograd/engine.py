@@ -120,7 +120,7 @@ class BackwardRun:
 
 
 def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inputs=None, accumulate=True,
-                  captured=None, keep_before=False, free_after_step=False, _drain=False):
+                  captured=None, keep_before=False, free_after_step=False, _drain=False, _site_depth=1):
     """Walk the graph from ``roots`` backwards: a BackwardRun that yields a BackwardStep per node executed.
 
     With ``inputs``, only the nodes on paths to those tensors run; if ``accumulate`` is False their
@@ -128,8 +128,10 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     keeps a copy of each leaf's ``.grad`` before accumulation in the step (for the debugger).
     ``free_after_step`` (with retain_graph=False) frees a node's saved tensors only when the run resumes
     after its step, so the consumer may read them (the recorder). ``_drain`` is for callers that never
-    pause (backward(), grad()): steps yield None, and the caller's grad mode is not restored between
-    steps (no user code runs there). Bad roots and inputs raise here, before any node runs.
+    pause (backward(), grad()): the walk yields nothing, and the caller's grad mode is not restored
+    between steps (no user code runs there). ``_site_depth``: how many frames up the search for the
+    user's line (named if freed saved tensors are used again) may start. Bad roots and inputs raise here,
+    before any node runs.
 
     >>> import workbench as wb
     >>> x = wb.ones(2, requires_grad=True)
@@ -152,22 +154,26 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
             buf = buffers[node] = [None] * len(node._out_meta)
         shared_ids.add(id(g))
         buf[nr] = g if buf[nr] is None else buf[nr] + g
-    starts = list(dict.fromkeys(starts))
+    if len(starts) > 1:
+        starts = list(dict.fromkeys(starts))
+        walked = set(starts)
+    else:
+        walked = ()
 
-    # dependency counts over the reachable graph (iterative)
+    # dependency counts over the reachable graph (iterative, one pass): a node is walked when it gets
+    # its first count; a start that another start reaches is counted but not walked twice
     deps = {}
-    stack = list(starts)
-    visited = set(stack)
+    stack = starts[:]
+    pop, push = stack.pop, stack.append
     while stack:
-        for nxt, _ in stack.pop().next_functions:
+        for nxt, _ in pop().next_functions:
             if nxt is not None:
                 if nxt in deps:
                     deps[nxt] += 1
                 else:
                     deps[nxt] = 1
-                if nxt not in visited:
-                    visited.add(nxt)
-                    stack.append(nxt)
+                    if nxt not in walked:
+                        push(nxt)
 
     capture = needed = None
     if inputs is not None:
@@ -179,18 +185,17 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
                                    "require grad. Set requires_grad=True on it before computing the output.")
             capture.setdefault((node, nr), []).append(k)
         targets = {n for n, _ in capture}
-        needed = _needed_nodes(visited, targets)
+        needed = _needed_nodes([*starts, *deps], targets)
         if accumulate:  # backward(inputs=...): the leaves among the inputs accumulate as usual
             needed.update(n for n in targets if n.__class__ is AccumulateGrad)
 
-    ready = []
-    for n in starts:
-        if n not in deps:
-            heapq.heappush(ready, (-n._seq, id(n), n))
+    ready = [(-n._seq, id(n), n) for n in starts if n not in deps]
+    if len(ready) > 1:
+        heapq.heapify(ready)
     run = BackwardRun()
     run._ready = ready
     run.retain_graph = retain_graph
-    run._freed_by = None if retain_graph else (graph.user_site(1) or True)
+    run._freed_by = None if retain_graph else (graph.user_site(_site_depth) or True)
     run._gen = _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captured, create_graph,
                       accumulate and inputs is None, accumulate, keep_before, free_after_step, _drain)
     return run
@@ -286,8 +291,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                         heappush(ready, (-nxt._seq, id(nxt), nxt))
                     else:
                         _skip_subgraph(nxt, deps, buffers, ready)
-            if _drain:
-                yield None
+            if _drain:  # nobody pauses between steps: the walk runs to the end in one resume
                 continue
             STATE.enabled = grad_mode
             count_backward(-1)
@@ -424,6 +428,8 @@ def _conform(node, nxt, nr, g, shape, dt):
                 f"but expected shape compatible with {list(shape)}"
             )
     if g._data.dtype != dt:
+        if g._data.dtype.kind == "c" and dt.kind != "c":  # a real input takes the real part, silently (PyTorch)
+            g = g.real
         g = g.to(_backend.dtypes.from_numpy_dtype(dt))
     return g
 
@@ -492,7 +498,7 @@ def _copy(xp, d):
 
 
 def _accumulate(node, g, shared_ids, create_graph, index, keep_before):
-    t = node.variable
+    t = node._variable_ref()
     if t is None or g is None:
         return BackwardStep(node, (g,), (), (), index)
     if node._pre_hooks is not None:
@@ -515,10 +521,11 @@ def _accumulate(node, g, shared_ids, create_graph, index, keep_before):
             # other tensor or array holds the array, nobody outside the engine was handed the tensor (the
             # caller, a hook, a custom Function) and it is a whole contiguous array, not a view
             alone = _refs(g) <= _ALONE and id(g) not in shared_ids and not node._hooked
-            new = g.detach()
-            d = new._data
+            d = g._data
             if not alone or (d.base is not None and not _sole_view(d)) or not d.flags.c_contiguous:
                 new = _make(_copy(node.xp, d))
+            else:  # the engine's own array becomes .grad (a tensor of its own, not a view of g)
+                new = _make(d)
         t._grad = new
     elif create_graph or before._rg:
         t._grad = before + g
@@ -533,7 +540,7 @@ def _accumulate(node, g, shared_ids, create_graph, index, keep_before):
     if node._hooks is not None:
         for h in list(node._hooks.values()):
             h((), (g,))
-    return BackwardStep(node, (g,), (), ((t, before, t._grad),), index)
+    return _step(BackwardStep, (node, (g,), (), ((t, before, t._grad),), index))
 
 
 def _check_nan(node, grad_inputs):
@@ -549,6 +556,8 @@ def _check_nan(node, grad_inputs):
 
 def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True, captured=None):
     """Drain iter_backward: what ``Tensor.backward`` and ``autograd.grad`` do."""
+    # the user's line is at least four frames up (iter_backward, this, backward()/grad() or checkpoint, their
+    # caller): the walk for it starts there, not materializing the frames in between
     for _ in iter_backward(roots, grad_roots, retain_graph, create_graph, inputs, accumulate, captured,
-                           _drain=True)._gen:
-        pass
+                           _drain=True, _site_depth=4)._gen:
+        pass  # a drained walk yields nothing: the loop ends when the walk does

@@ -400,19 +400,26 @@ def binary_operator(cls, general, reflected=False):
             b = other
             rg = self._rg
             ok = other.__class__ is float or other.__class__ is int
-        if ok and a.__class__ is _ndarray and a.dtype.kind in "fc" and not (rg and STATE.enabled):
-            # the operands go to _plain in the ufunc's order (the compiler's trace replays that call)
-            if reflected:
-                return _plain(uf(b, a), rg, cls, (other, self))
-            return _plain(uf(a, b), rg, cls, (self, other))
+        if ok and a.__class__ is _ndarray and a.dtype.kind in "fc":
+            if not (rg and STATE.enabled):
+                # the operands go to _plain in the ufunc's order (the compiler's trace replays that call)
+                if reflected:
+                    return _plain(uf(b, a), rg, cls, (other, self))
+                return _plain(uf(a, b), rg, cls, (self, other))
+            if not reflected and b.__class__ is _ndarray:  # two tensors, recorded: what cls.apply would do
+                return _record_raw(cls, (self, other), [a, b], _numpy)
         return general(self, other)
 
     operator._wb_general = general  # what workbench.profiler calls instead, so the op goes through apply
     return operator
 
 
-def unary_operator(cls, general):
-    """The same fast path for a unary primitive's method and function (``x.exp()``, ``wb.exp(x)``)."""
+def unary_operator(cls, general, autocast):
+    """The same fast path for a unary primitive's method and function (``x.exp()``, ``wb.exp(x)``).
+
+    autocast: the ops' autocast flag (a one-element list); while it is on, a recorded call goes through
+    ``general``, which applies the cast policy.
+    """
     uf = cls._ufunc
     Tensor = _Tensor
 
@@ -420,8 +427,11 @@ def unary_operator(cls, general):
         if input.__class__ is Tensor and out is None:
             a = input._data
             rg = input._rg
-            if a.__class__ is _ndarray and a.dtype.kind in "fc" and not (rg and STATE.enabled):
-                return _plain(uf(a), rg, cls, (input,))
+            if a.__class__ is _ndarray and a.dtype.kind in "fc":
+                if not (rg and STATE.enabled):
+                    return _plain(uf(a), rg, cls, (input,))
+                if not autocast[0]:  # recorded: what cls.apply would do
+                    return _record_raw(cls, (input,), [a], _numpy)
         return general(input, out=out)
 
     operator.__name__ = operator.__qualname__ = general.__name__
@@ -490,12 +500,35 @@ def _new_node(cls, xp):
 
 
 _NO_EDGE = (None, 0)
+_TRUE1, _FALSE1 = (True,), (False,)
 _RANGES = tuple(tuple(range(n)) for n in range(9))
+
+
+def _edge(a):
+    # where a gradient for tensor a goes: its grad_fn's output, its leaf accumulator, or nowhere
+    if a._rg:
+        gf = a.grad_fn
+        return (gf, a._output_nr) if gf is not None else (a._acc or accumulator(a), 0)
+    return _NO_EDGE
 
 
 def _edges(node, args):
     # needs_input_grad: one flag per forward argument; next_functions: one edge per tensor argument
     Tensor = _Tensor
+    n = len(args)
+    a = args[0] if n else None
+    if n == 1 and (a.__class__ is Tensor or isinstance(a, Tensor)):
+        node.needs_input_grad = _TRUE1 if a._rg else _FALSE1
+        node.next_functions = (_edge(a),)
+        node._tensor_pos = _RANGES[1]
+        return
+    if n == 2:
+        b = args[1]
+        if (a.__class__ is Tensor or isinstance(a, Tensor)) and (b.__class__ is Tensor or isinstance(b, Tensor)):
+            node.needs_input_grad = (True if a._rg else False, True if b._rg else False)
+            node.next_functions = (_edge(a), _edge(b))
+            node._tensor_pos = _RANGES[2]
+            return
     nig = []
     nexts = []
     all_tensors = True
@@ -513,7 +546,6 @@ def _edges(node, args):
             all_tensors = False
     node.needs_input_grad = tuple(nig)
     node.next_functions = tuple(nexts)
-    n = len(args)
     node._tensor_pos = _RANGES[n] if all_tensors and n < 9 else tuple(
         [i for i, a in enumerate(args) if isinstance(a, Tensor)])
 
@@ -536,7 +568,7 @@ def _record_raw(cls, args, datas, xp):
             res.grad_fn = node
         elif _DIFF_DTYPES[out.dtype]:
             if out.__class__ is not _ndarray and isinstance(out, _np_generic):
-                out = _numpy.asarray(out)
+                out = _scalar_out(node, out)
             res = _new(_Tensor)  # Tensor._make, inlined
             res._data = out
             res._rg = True
@@ -567,6 +599,15 @@ def _record_raw(cls, args, datas, xp):
         for fn in LISTENERS.fns:
             fn(node, args, results)
     return res
+
+
+def _scalar_out(node, out):
+    # NumPy ufuncs on 0-d arrays return scalars: the 0-d array takes the scalar's place in what forward saved
+    # too, so that a saved output (exp's, sqrt's) is found as the output and differentiates again
+    arr = _numpy.asarray(out)
+    if node._saved is not None:
+        node._saved = tuple(arr if x is out else x for x in node._saved)
+    return arr
 
 
 def _resolve_saved_raw(saved, args, datas, outs, results):

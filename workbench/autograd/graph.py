@@ -76,16 +76,23 @@ def add_hook(owner, attr, fn):
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../workbench/
 
 
+_OURS = {}  # code object -> whether it is workbench's own (every backward() asks for its caller's line)
+
+
 def user_site(depth=2):
     """(file, line, function) of the first frame outside workbench's own code (the user's line)."""
     try:
         f = sys._getframe(depth)
     except ValueError:
         return None
+    ours = _OURS
     while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(_PKG):
-            return (fn, f.f_lineno, f.f_code.co_name)
+        code = f.f_code
+        mine = ours.get(code)
+        if mine is None:
+            mine = ours[code] = code.co_filename.startswith(_PKG)
+        if not mine:
+            return (code.co_filename, f.f_lineno, code.co_name)
         f = f.f_back
     return None
 

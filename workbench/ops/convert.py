@@ -36,6 +36,8 @@ class ToCopy(Function):
         gd = _dt.from_numpy_dtype(npd)
         if gd.category < _dt._FLOAT:
             return None, None, None, None
+        if g._data.dtype.kind == "c" and gd.category < _dt._COMPLEX:  # real to complex: the real part, silently
+            g = g.real
         return ToCopy.apply(g, gd, dev, False), None, None, None
 
 

@@ -19,6 +19,8 @@ from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, dtype_error, float_np, result_dtype, to_float
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+_ndarray = _backend.ndarray
+_numpy = _backend.numpy
 
 
 def _isarr(x):
@@ -40,8 +42,9 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        rd = result_dtype(a, b)
-        a, b = cast(a, rd), cast(b, rd)
+        if a.__class__ is not _ndarray or b.__class__ is not _ndarray or a.dtype is not b.dtype:
+            rd = result_dtype(a, b)
+            a, b = cast(a, rd), cast(b, rd)
         if alpha != 1:
             b = b * alpha
         ctx.alpha = alpha
@@ -49,7 +52,9 @@ class Add(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g, (g if ctx.alpha == 1 else g * ctx.alpha), None
+        if ctx.alpha == 1:
+            return g, g
+        return g, g * ctx.alpha, None
 
 
 def add(input, other, *, alpha=1, out=None):
@@ -68,6 +73,9 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
+        if a.__class__ is _ndarray and b.__class__ is _ndarray and a.dtype is b.dtype and a.dtype.kind in "fc":
+            ctx.alpha = alpha  # floating arrays of one dtype: nothing to promote or refuse
+            return ctx.xp.subtract(a, b * alpha if alpha != 1 else b)
         rd = result_dtype(a, b)
         if _is_bool(a) or _is_bool(b):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
@@ -77,10 +85,11 @@ class Sub(Function):
         return ctx.xp.subtract(a, b * alpha if alpha != 1 else b)
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g):  # one gradient per argument: alpha is an argument only when it is not 1
+        alpha = ctx.alpha
         if not STATE.enabled:
-            return g, Tensor._make(-g._data if ctx.alpha == 1 else g._data * -ctx.alpha), None
-        return g, (-g if ctx.alpha == 1 else g * (-ctx.alpha)), None
+            return (g, Tensor._make(-g._data)) if alpha == 1 else (g, Tensor._make(g._data * -alpha), None)
+        return (g, -g) if alpha == 1 else (g, g * (-alpha), None)
 
 
 def sub(input, other, *, alpha=1, out=None):
@@ -94,15 +103,23 @@ def rsub(input, other, alpha=1):
     return Sub.apply(other, input, alpha) if alpha != 1 else Sub.apply(other, input)
 
 
+def _as(d, dt):
+    # a saved input (kept in its own dtype) in the gradient's dtype, for the array fast paths of backward
+    return d if d.dtype is dt else cast(d, dt)
+
+
 class Mul(Function):
     _raw = True
     _ufunc = _backend.numpy.multiply
 
     @staticmethod
     def forward(ctx, a, b):
-        rd = result_dtype(a, b)
-        a, b = cast(a, rd), cast(b, rd)
-        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+        nig = ctx.needs_input_grad
+        # the inputs are saved as they came: a cast copy would be a constant to the second derivative
+        ctx.save_for_backward(a if nig[1] else None, b if nig[0] else None)
+        if a.__class__ is not _ndarray or b.__class__ is not _ndarray or a.dtype is not b.dtype:
+            rd = result_dtype(a, b)
+            a, b = cast(a, rd), cast(b, rd)
         return ctx.xp.multiply(a, b)
 
     @staticmethod
@@ -110,8 +127,8 @@ class Mul(Function):
         a, b = ctx.saved_tensors
         gd = g._data
         if not STATE.enabled and gd.dtype.kind != "c":  # no graph to build: multiply the arrays directly
-            return (Tensor._make(gd * b._data) if b is not None else None,
-                    Tensor._make(gd * a._data) if a is not None else None)
+            return (Tensor._make(gd * _as(b._data, gd.dtype)) if b is not None else None,
+                    Tensor._make(gd * _as(a._data, gd.dtype)) if a is not None else None)
         return (g * _c(b) if b is not None else None), (g * _c(a) if a is not None else None)
 
 
@@ -166,12 +183,13 @@ class Div(Function):
         xp = ctx.xp
         if rounding_mode is None:
             rd = float_np(rd)
-            a, b = cast(a, rd), cast(b, rd)
+            ac, bc = cast(a, rd), cast(b, rd)
             if ctx.needs_input_grad[1] and not _isarr(a):  # 2.0 / x: the gradient for x needs a as a tensor
-                a = xp.asarray(a, dtype=rd)
+                a = xp.asarray(ac, dtype=rd)
+            # array inputs are saved as they came: a cast copy would be a constant to the second derivative
             ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if _isarr(b) else None)
-            ctx.b = None if _isarr(b) else b
-            r = xp.true_divide(a, b)
+            ctx.b = None if _isarr(b) else bc
+            r = xp.true_divide(ac, bc)
         else:
             if rd.kind in "bc":
                 raise dtype_error(f"div_{rounding_mode}_cpu", rd)
@@ -193,9 +211,10 @@ class Div(Function):
             return g * 0, (g * 0 if ctx.needs_input_grad[1] else None), None
         a, b = ctx.saved_tensors
         if not STATE.enabled and g._data.dtype.kind != "c":
-            bd = b._data if b is not None else ctx.b
+            rd = g._data.dtype
+            bd = _as(b._data, rd) if b is not None else ctx.b
             gad = g._data / bd
-            return Tensor._make(gad), (Tensor._make(-gad * a._data / bd) if a is not None else None), None
+            return Tensor._make(gad), (Tensor._make(-gad * _as(a._data, rd) / bd) if a is not None else None), None
         if b is None:
             b = ctx.b
         ga = g / _c(b)
@@ -376,7 +395,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
                 raise dtype_error(f"{name}_cpu", x.dtype)
             if ints == "float":
                 x = to_float(x)
-        y = fwd(ctx.xp, x)
+        y = ufunc(x) if ufunc is not None and x.__class__ is _ndarray else fwd(ctx.xp, x)
         ctx.save_for_backward(x if save_x else None, y if save_y else None)
         return y
 
@@ -402,7 +421,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc
-    return cls, (public if ufunc is None else unary_operator(cls, public))
+    return cls, (public if ufunc is None else unary_operator(cls, public, _AUTOCAST))
 
 
 def _zero_grad(g, x, y):

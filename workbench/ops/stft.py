@@ -180,9 +180,14 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     w = _frame_window(window, win, n_fft, real_dtype, spec.device, "istft")
     norm = "ortho" if normalized else "backward"
     cols = spec.transpose(-1, -2)  # (B, n_frames, freq)
-    frames = irfft(cols, n=n_fft, dim=-1, norm=norm) if onesided else ifft(cols, dim=-1, norm=norm)
-    if not return_complex and frames.is_complex():
-        frames = frames.real
+    if return_complex:
+        if onesided:
+            raise RuntimeError("Cannot have onesided output if window or input is complex")
+        frames = ifft(cols, dim=-1, norm=norm)
+    else:  # a full spectrum is read as the Hermitian one its first half gives (PyTorch's choice)
+        if w.is_complex():
+            raise RuntimeError("Complex windows are incompatible with return_complex=False")
+        frames = irfft(cols[..., :n_fft // 2 + 1], n=n_fft, dim=-1, norm=norm)
     frames = frames * w
     total = n_fft + hop * (n_frames - 1)
     y = fold(frames.transpose(-1, -2), output_size=(1, total), kernel_size=(1, n_fft), stride=(1, hop))
