@@ -22,6 +22,19 @@ MISSING = (128, 128, 128, 60)
 NONFINITE = (211, 47, 47, 255)
 
 
+ALARM_CHAR_W = 6.7  # 11 px monospace
+
+
+def _fit(text, px):
+    """``text`` cut with an ellipsis to what ``px`` pixels of 11 px monospace hold.
+
+    >>> _fit("abcdef", 4 * ALARM_CHAR_W)
+    'abc…'
+    """
+    n = int(px // ALARM_CHAR_W)
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
 def _x(s):
     return escape(str(s), quote=True)
 
@@ -182,13 +195,18 @@ def render_monitor_svg(rep):
     out += ov
     y += 14 + h + 40
     alarms = rep["alarms"]
+    width = left + w + 90
     out.append(f'<text x="16" y="{y}" font-weight="bold" fill="currentColor">alarms ({len(alarms)})</text>')
     for a in alarms[:12]:
-        y += 16
         color = ERROR if a["kind"] in ("nan", "inf") else WARN
         where = f" at {a['site']['file']}, line {a['site']['line']}" if a.get("site") else ""
-        out.append(f'<text x="16" y="{y}" font-size="11" fill="currentColor"><tspan fill="{color}">⚠</tspan> '
-                   f'step {a["step"]} · {_x(a["kind"])} · {_x(a["layer"])}{_x(where)} — {_x(a["detail"])}</text>')
+        head = f'step {a["step"]} · {a["kind"]} · {a["layer"]}{where}'
+        # where, then what, on a line each, each cut to the drawing's width (the whole alarm in its tooltip)
+        out.append(f'<g><title>{_x(head)} — {_x(a["detail"])}</title>'
+                   f'<text x="16" y="{y + 16}" font-size="11" fill="currentColor"><tspan fill="{color}">⚠</tspan> '
+                   f'{_x(_fit(head, width - 32 - ALARM_CHAR_W * 2))}</text>'
+                   f'<text x="30" y="{y + 30}" font-size="11" fill="currentColor">{_x(_fit(a["detail"], width - 46))}</text></g>')
+        y += 30
     if len(alarms) > 12:
         y += 16
         out.append(f'<text x="16" y="{y}" font-size="11" fill="currentColor">… {len(alarms) - 12} more</text>')
@@ -196,7 +214,6 @@ def render_monitor_svg(rep):
         y += 16
         out.append(f'<text x="16" y="{y}" font-size="11" fill="currentColor" fill-opacity="0.7">none</text>')
     height = y + 16
-    width = left + w + 90
     steps = rep["start"] + (rep["n"] - 1) * rep["every"] + 1 if rep["n"] else 0
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="{_x(rep["title"])}: {steps} steps, {L} layers, {len(alarms)} alarms" '
