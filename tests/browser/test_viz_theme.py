@@ -178,6 +178,11 @@ def _check_html(browser, path, theme):
         out = outs.nth(k)
         assert _unreadable(out) == [], f"{name} in nbconvert's {theme} HTML: text under its contrast bar"
         _shoot(out, f"{name}-{theme}-html")
+    # the profiler's table is columns of spaces: they line up only in a monospace font
+    pre = outs.nth(names.index("profiler")).locator("pre")
+    widths = pre.evaluate("""(pre) => ['iiiiiiii', 'MMMMMMMM'].map((t) => { const s = document.createElement('span');
+      s.textContent = t; pre.append(s); const w = s.getBoundingClientRect().width; s.remove(); return w; })""")
+    assert widths[0] == widths[1], f"the profiler's table in nbconvert's {theme} HTML is not in a monospace font"
     page.close()
 
 

@@ -144,6 +144,8 @@ def bundle(events, row_limit=20):
     ['text/html', 'text/plain']
     """
     table = events.key_averages().table(sort_by="cpu_time_total", row_limit=row_limit)
+    # the table's columns line up only in a monospace font: nbconvert's HTML sets none on a <pre> in an output
     html = (f'<div class="wb-profile" style="overflow-x:auto">{svg(events)}'
-            f'<pre style="font-size:11px; white-space:pre">{_x(table)}</pre></div>')
+            f'<pre style="font-size:11px; white-space:pre; font-family:var(--jp-code-font-family, monospace), '
+            f'monospace">{_x(table)}</pre></div>')
     return {"text/html": html, "text/plain": table}
