@@ -21,6 +21,7 @@ from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
 from ._util import array_step
 from .elementwise import minimum, relu, where
 from .index import PutRows, TakeRows
+from .linalg import vector_norm
 from .linear import linear
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -744,15 +745,11 @@ def pdist(input, p=2):
     d = TakeRows.apply(input, i) - TakeRows.apply(input, j)
     if p == 0:  # the count of nonzeros, with PyTorch's zero gradient (d - d is 0 where d is)
         return where(d != 0, 1.0, d - d).sum(1)
-    if p in (1, math.inf):
-        return _pnorm(d, p, 1)
-    # a pair at distance 0 (and, for p < 1, each zero difference) has an infinite slope in the formula but
-    # PyTorch's subgradient 0 there: the formula runs on 1 in their place, and the mask takes it out again
-    zero = Tensor._make(d._data == 0)
-    same = Tensor._make(zero._data.all(1))
-    a = where(zero, 1.0, d.abs())
-    s = where(zero, 0.0, a ** p).sum(1)
-    return where(same, 0.0, where(same, 1.0, s) ** (1.0 / p))
+    if p == math.inf:  # PyTorch's pdist gives each coordinate tied at the max the whole gradient
+        a = d.abs()
+        top = Tensor._make(a._data.max(1))
+        return top + where(a == top.unsqueeze(1), a - a.detach(), 0.0).sum(1)
+    return vector_norm(d, p, 1)  # 0 at a zero distance, as PyTorch's gradient
 
 
 def one_hot(tensor, num_classes=-1):
