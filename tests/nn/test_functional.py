@@ -216,6 +216,18 @@ def test_max_pool_indices_and_unpool():
     np.testing.assert_array_equal(i.numpy(), TF.adaptive_max_pool2d(torch.tensor(x), (4, 3), True)[1].numpy())
 
 
+def test_max_unpool_gradient_has_its_input_shape():
+    # unpool's backward returned the gradient flat-shaped wrong (a bug the op-spec suite found, #13)
+    x = r(2, 3, 6)
+    y, i = F.max_pool1d(wb.tensor(x), 2, return_indices=True)
+    y = y.detach().requires_grad_()
+    yt = torch.tensor(y.detach().numpy(), requires_grad=True)
+    seed = r(2, 3, 6)
+    F.max_unpool1d(y, i, 2).backward(wb.tensor(seed))
+    TF.max_unpool1d(yt, torch.tensor(i.numpy()), 2).backward(torch.tensor(seed))
+    np.testing.assert_array_equal(y.grad.numpy(), yt.grad.numpy())
+
+
 @pytest.mark.parametrize("nd,shape,kw", [(2, (2, 3, 9, 7), {"kernel_size": (2, 3), "output_size": (4, 3)}),
                                          (2, (3, 8, 8), {"kernel_size": 3, "output_ratio": (0.6, 0.6)}),
                                          (3, (1, 2, 7, 6, 9), {"kernel_size": 2, "output_size": (3, 4, 5)})])
@@ -374,10 +386,13 @@ def test_top_level_names_match_torch_signatures():
 
 
 @pytest.mark.parametrize("p", [2.0, 3.0, 1.5, 0.5, 1.0, float("inf"), 0.0])
-def test_pdist_gradient_at_zero_distance_is_pytorchs(p):
+@pytest.mark.parametrize("last", [[0.0, -1.0, 2.5], [0.0, -1.0, 2.0]])
+def test_pdist_gradient_at_zero_distance_is_pytorchs(p, last):
     # rows 0 and 1 coincide and rows 0 and 2 share a coordinate: |d|**p and the norm have infinite slopes
-    # there, PyTorch's gradient is 0 (it was NaN; p=0 had no gradient at all). Found by the pdist op spec (#13)
-    x = np.array([[1.0, 2.0, -1.0], [1.0, 2.0, -1.0], [0.5, 2.0, 1.0], [0.0, -1.0, 2.5]])
+    # there, PyTorch's gradient is 0 (it was NaN; p=0 had no gradient at all). Found by the pdist op spec (#13).
+    # With the last row [0, -1, 2], rows 0 and 3 differ by (1, 3, -3): for p=inf PyTorch's pdist gives each
+    # tied coordinate the whole gradient
+    x = np.array([[1.0, 2.0, -1.0], [1.0, 2.0, -1.0], [0.5, 2.0, 1.0], last])
     seed = np.arange(1.0, 7.0)
     w, t = wb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     yw, yt = F.pdist(w, p), TF.pdist(t, p)

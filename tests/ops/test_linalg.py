@@ -192,6 +192,22 @@ def test_norms_match_pytorch_with_keepdim_and_dtype():
     assert z.grad.tolist() == [0.0, 0.0, 0.0]  # the subgradient at 0, as PyTorch
 
 
+@pytest.mark.parametrize("ord", [0.5, 0.3])
+def test_vector_norm_below_1_has_a_zero_gradient_at_a_zero_element(ord):
+    # |x|**(ord - 1) is infinite there: PyTorch masks it to 0 (it was NaN; cdist p < 1 too). Found via pdist (#13)
+    x = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
+    w, t = wb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    wb.linalg.vector_norm(w, ord, dim=1).sum().backward()
+    torch.linalg.vector_norm(t, ord, dim=1).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    y = np.array([[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]])
+    w = wb.tensor(y, requires_grad=True)
+    t = torch.tensor(y, requires_grad=True)
+    wb.cdist(w, w, ord).sum().backward()
+    torch.cdist(t, t, ord).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), t.grad.numpy(), rtol=1e-10)
+
+
 def test_linalg_on_fake_cuda(fake_cuda):
     a = rng.standard_normal((3, 3)) + 3 * np.eye(3)
     x = wb.tensor(a, device="cuda", requires_grad=True)

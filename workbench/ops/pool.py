@@ -218,8 +218,9 @@ class Unpool(Function):
     @staticmethod
     def forward(ctx, x, rows, total):
         out = ctx.xp.zeros(total, dtype=x.dtype)
-        out[rows.reshape(-1)] = x.reshape(-1)
-        ctx.save_for_backward(rows)
+        rows = rows.reshape(-1)
+        out[rows] = x.reshape(-1)
+        ctx.save_for_backward(rows)  # flat, as x: the gradient has x's shape
         return out
 
     @staticmethod
