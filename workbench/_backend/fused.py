@@ -543,3 +543,29 @@ def cross_entropy_grad(x, t, weight, stats, grow, ignore_index, label_smoothing)
     _ce_grad(x, t, stats[1] if weight is None else weight, stats[0], stats[1], grow, 1 if grow.size > 1 else 0, dx,
              ignore_index, _F(1.0 - label_smoothing), _F(label_smoothing / x.shape[1]), weight is not None)
     return dx
+
+
+# --- huber_loss / smooth_l1_loss over flat arrays: the reduced loss and its gradient in one pass each -------
+@_sums_loop
+def huber_sum(x, t, delta):
+    """sum over i of 0.5 d^2 where |d| < delta, else delta (|d| - delta / 2), with d = x - t in x's dtype (as
+    PyTorch's elementwise loss) and the rest in float64."""
+    s = 0.0
+    for i in range(x.size):
+        a = abs(numpy.float64(x[i] - t[i]))
+        c = min(a, delta)
+        s += c * (a - 0.5 * c)  # the two branches as one: c = |d| inside, delta outside
+    return s
+
+
+@_loop
+def huber_grad(x, t, out, delta, gc):
+    """clip(x - t, -delta, delta) gc, in x's dtype (delta and gc in it); a NaN difference stays NaN (compares
+    are false for it), as NumPy's clip and PyTorch's backward keep it."""
+    for i in range(x.size):
+        d = x[i] - t[i]
+        if d > delta:
+            d = delta
+        elif d < -delta:
+            d = -delta
+        out[i] = d * gc

@@ -217,9 +217,16 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
     count_backward(1)  # ops run by backward formulas are not 'cuts' of the user's graph
     running = True
     index = 0
+    # a drained walk keeps the one node that just became ready out of the heap while the heap is empty (a
+    # linear stretch of the graph: no push and pop per node); a paused walk keeps it in the heap (peek())
+    nxt_up = None
     try:
-        while ready:
-            node = heappop(ready)[2]
+        while nxt_up is not None or ready:
+            if nxt_up is not None:
+                node = nxt_up
+                nxt_up = None
+            else:
+                node = heappop(ready)[2]
             grads = buffers.pop(node)
             hooked = node._hooked
             if hooked:
@@ -255,7 +262,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                 grad_inputs = _call_backward_anomaly(node, grads)
                 if anomaly[1]:
                     _check_nan(node, grad_inputs)
-            else:
+            else:  # a call, not inlined: the compiler's trace hooks _call_backward
                 grad_inputs = _call_backward(node, grads)
             if hooked and node._hooks is not None:
                 for h in list(node._hooks.values()):
@@ -288,10 +295,16 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                 deps[nxt] = d
                 if d == 0:
                     if nxt in buffers:
-                        heappush(ready, (-nxt._seq, id(nxt), nxt))
+                        if _drain and nxt_up is None and not ready:
+                            nxt_up = nxt
+                        else:
+                            heappush(ready, (-nxt._seq, id(nxt), nxt))
                     else:
                         _skip_subgraph(nxt, deps, buffers, ready)
             if _drain:  # nobody pauses between steps: the walk runs to the end in one resume
+                if nxt_up is not None and ready:  # more than one ready: the heap orders them
+                    heappush(ready, (-nxt_up._seq, id(nxt_up), nxt_up))
+                    nxt_up = None
                 continue
             STATE.enabled = grad_mode
             count_backward(-1)

@@ -412,34 +412,57 @@ _mse_composite = _pointwise_loss("mse_loss", lambda d: d * d)
 
 
 class HuberLoss(Function):
-    """huber_loss summed or averaged in one primitive: with a = |x - t| and c = min(a, delta), the loss
-    scale * (0.5 d^2 inside delta, delta (a - delta / 2) outside) is scale * (c.a - c.c / 2), two BLAS dots;
-    the gradient is scale * clip(x - t, -delta, delta) from the saved difference. smooth_l1_loss is the
-    same with delta = beta and scale = 1 / beta. The composite made ~15 passes and two np.where-like selects."""
+    """huber_loss in one primitive: with a = |x - t| and c = min(a, delta), the loss scale * (0.5 d^2 inside
+    delta, delta (a - delta / 2) outside) is scale * c (a - c / 2); the gradient is scale * clip(x - t,
+    -delta, delta). smooth_l1_loss is the same with delta = beta and scale = 1 / beta. Summed or averaged,
+    where the loops serve (``fused.huber_sum``, ``huber_grad``) each direction is one pass over x and t (the
+    sum in float64), nothing saved but the inputs; else the NumPy form: the saved difference and two BLAS
+    dots (c.a - c.c / 2). Unreduced, the NumPy form elementwise. The composite made ~15 passes, two selects,
+    and an inf difference a NaN gradient (0 times inf in the select not taken)."""
 
     _raw = True
     op_name = "huber_loss"
 
     @staticmethod
-    def forward(ctx, x, t, delta, scale, mean):
+    def forward(ctx, x, t, delta, scale, reduction):
         xp = ctx.xp
+        ctx.delta, ctx.coef = delta, scale / x.size if reduction == "mean" else scale
+        ctx.loop = reduction != "none" and _fused.usable(x, t)
+        if ctx.loop:
+            ctx.save_for_backward(x, t)
+            total = _fused.huber_sum(x.reshape(-1), t.reshape(-1), float(delta)) * scale
+            return xp.asarray(total / x.size if reduction == "mean" else total, dtype=x.dtype)
         d = xp.subtract(x, t)
-        a = xp.abs(d).reshape(-1)
-        c = xp.minimum(a, delta)
-        total = (_block_dot(c, a) - 0.5 * _block_dot(c, c)) * scale
-        ctx.delta, ctx.coef = delta, scale / d.size if mean else scale
         ctx.save_for_backward(x, t, d)
-        return xp.asarray(total / d.size if mean else total, dtype=x.dtype)
+        a = xp.abs(d)
+        c = xp.minimum(a, delta)
+        if reduction == "none":
+            c *= 0.5
+            a -= c
+            a *= c
+            a += a  # c a - c c / 2 = (c / 2)(a - c / 2) 2, each step exact or one rounding as PyTorch's
+            if scale != 1:
+                a *= scale
+            return a
+        a, c = a.reshape(-1), c.reshape(-1)
+        total = (_block_dot(c, a) - 0.5 * _block_dot(c, c)) * scale
+        return xp.asarray(total / x.size if reduction == "mean" else total, dtype=x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        x, t, d = ctx.saved_tensors
+        x, t, *d = ctx.saved_tensors
         nig = ctx.needs_input_grad
         if STATE.enabled:  # create_graph: differentiable in x, t and g
             gx = (x - t).clamp(-ctx.delta, ctx.delta) * (g * ctx.coef)
         else:
-            gd = ctx.xp.clip(d._data, -ctx.delta, ctx.delta)
-            gd *= g._data * g._data.dtype.type(ctx.coef)
+            dt = x._data.dtype.type
+            gc = g._data * dt(ctx.coef)
+            if ctx.loop:
+                gd = ctx.xp.empty_like(x._data)
+                _fused.huber_grad(x._data.reshape(-1), t._data.reshape(-1), gd.reshape(-1), dt(ctx.delta), dt(gc))
+            else:
+                gd = ctx.xp.clip(d[0]._data, -ctx.delta, ctx.delta)
+                gd *= gc
             gx = Tensor._make(gd)
         return gx if nig[0] else None, -gx if nig[1] else None, None, None, None
 
@@ -490,9 +513,10 @@ class SmoothL1Loss(HuberLoss):
     op_name = "smooth_l1_loss"
 
 
-def _fused_reduction(input, target, reduction, weight=None):
-    """Whether a regression loss can run as one reduced primitive (same shape and float dtype, no weight)."""
-    return (weight is None and reduction in ("mean", "sum") and isinstance(input, Tensor)
+def _fused_reduction(input, target, reduction, weight=None, reductions=("mean", "sum")):
+    """Whether a regression loss can run as one primitive (a reduction it takes, the same shape and float
+    dtype, no weight)."""
+    return (weight is None and reduction in reductions and isinstance(input, Tensor)
             and isinstance(target, Tensor) and input.shape == target.shape
             and input._data.dtype == target._data.dtype and input._data.dtype.char in "fd" and input.numel() > 0)
 
@@ -521,10 +545,9 @@ l1_loss.__doc__ = """Mean absolute error.
     """
 
 
-def _huberish(d, delta, scale):
+def _huberish(d, delta, scale):  # a select, not a 0/1 mask times both branches (0 * inf made an inf loss NaN)
     a = d.abs()
-    small = (a < delta).to(d.dtype)
-    return small * (0.5 * d * d * scale) + (1 - small) * (a - 0.5 * delta) * (delta * scale)
+    return where(a < delta, 0.5 * d * d * scale, (a - 0.5 * delta) * (delta * scale))
 
 
 @composite("smooth_l1_loss")
@@ -543,8 +566,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_same_size("smooth_l1_loss", input, target)
-    if beta > 0 and _fused_reduction(input, target, reduction):
-        return SmoothL1Loss.apply(input, target, beta, 1.0 / beta, reduction == "mean")
+    if beta > 0 and _fused_reduction(input, target, reduction, reductions=_REDUCTIONS):
+        return SmoothL1Loss.apply(input, target, beta, 1.0 / beta, reduction)
     d = input - target
     v = d.abs() if beta == 0 else _huberish(d, beta, 1.0 / beta)
     return _reduce(v, reduction)
@@ -565,8 +588,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta, got {delta}")
     _check_same_size("huber_loss", input, target)
-    if _fused_reduction(input, target, reduction, weight):
-        return HuberLoss.apply(input, target, delta, 1.0, reduction == "mean")
+    if _fused_reduction(input, target, reduction, weight, _REDUCTIONS):
+        return HuberLoss.apply(input, target, delta, 1.0, reduction)
     v = _huberish(input - target, delta, 1.0)
     if weight is not None:
         v = v * weight
