@@ -386,10 +386,13 @@ def test_top_level_names_match_torch_signatures():
 
 
 @pytest.mark.parametrize("p", [2.0, 3.0, 1.5, 0.5, 1.0, float("inf"), 0.0])
-def test_pdist_gradient_at_zero_distance_is_pytorchs(p):
+@pytest.mark.parametrize("last", [[0.0, -1.0, 2.5], [0.0, -1.0, 2.0]])
+def test_pdist_gradient_at_zero_distance_is_pytorchs(p, last):
     # rows 0 and 1 coincide and rows 0 and 2 share a coordinate: |d|**p and the norm have infinite slopes
-    # there, PyTorch's gradient is 0 (it was NaN; p=0 had no gradient at all). Found by the pdist op spec (#13)
-    x = np.array([[1.0, 2.0, -1.0], [1.0, 2.0, -1.0], [0.5, 2.0, 1.0], [0.0, -1.0, 2.5]])
+    # there, PyTorch's gradient is 0 (it was NaN; p=0 had no gradient at all). Found by the pdist op spec (#13).
+    # With the last row [0, -1, 2], rows 0 and 3 differ by (1, 3, -3): for p=inf PyTorch's pdist gives each
+    # tied coordinate the whole gradient
+    x = np.array([[1.0, 2.0, -1.0], [1.0, 2.0, -1.0], [0.5, 2.0, 1.0], last])
     seed = np.arange(1.0, 7.0)
     w, t = wb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     yw, yt = F.pdist(w, p), TF.pdist(t, p)

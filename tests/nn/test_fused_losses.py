@@ -58,3 +58,92 @@ def test_class_losses_match_pytorch(form):
     lt.backward()
     np.testing.assert_allclose(lw.item(), lt.item(), rtol=2e-6)
     np.testing.assert_allclose(xw.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-8)
+
+
+HUBERS = {"huber": lambda F, x, t, r, k: F.huber_loss(x, t, reduction=r, delta=k),
+          "smooth_l1": lambda F, x, t, r, k: F.smooth_l1_loss(x, t, reduction=r, beta=k)}
+
+
+def _with_loops(on, fn):
+    from workbench._backend import fused
+
+    was = fused.ENABLED[0]
+    fused.ENABLED[0] = on
+    try:
+        return fn()
+    finally:
+        fused.ENABLED[0] = was
+
+
+@pytest.mark.parametrize("loops", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("k", [1e-3, 0.6, 1.0, 50.0])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name", sorted(HUBERS))
+def test_huber_loop_and_numpy_form_match_pytorch(name, reduction, k, dtype, loops):
+    """huber_loss / smooth_l1_loss above fused.MIN_SIZE, through the Numba loops (huber_sum, huber_grad) and
+    with them switched off, forward and both gradients against PyTorch; deltas from all-outside to all-inside,
+    differences exactly at +-delta, a NaN and an inf in the input."""
+    rng = np.random.default_rng(3)
+    x, t = (rng.standard_normal(40_000).astype(dtype) * 2 for _ in range(2))
+    x[:4] = t[:4] + np.array([k, -k, 0.0, 2 * k], dtype)
+    g = rng.standard_normal(x.shape).astype(dtype) if reduction == "none" else None
+
+    def run(lib, x, t):
+        xl, tl = lib.tensor(x, requires_grad=True), lib.tensor(t, requires_grad=True)
+        y = HUBERS[name](lib.nn.functional, xl, tl, reduction, k)
+        y.backward(None if g is None else lib.tensor(g))
+        return y.detach().numpy(), xl.grad.numpy(), tl.grad.numpy()
+
+    tol = dict(rtol=2e-6, atol=1e-7) if dtype == "float32" else dict(rtol=1e-12, atol=1e-15)
+    for case in ("finite", "nan", "inf"):
+        xc = x.copy()
+        if case != "finite":
+            xc[7] = np.nan if case == "nan" else np.inf
+        got, want = _with_loops(loops, lambda: run(wb, xc, t)), run(torch, xc, t)
+        assert got[0].dtype == want[0].dtype
+        for a, e in zip(got, want):
+            np.testing.assert_allclose(a, e, **tol)
+
+
+@pytest.mark.parametrize("loops", [True, False])
+@pytest.mark.parametrize("name", sorted(HUBERS))
+def test_huber_non_contiguous_and_create_graph_match_pytorch(name, loops):
+    """A transposed input and a strided target (not what the loops take: the NumPy form), and create_graph
+    through the one-primitive loss at loop size: the gradient and its gradient against PyTorch."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((300, 200)) * 2
+    t = rng.standard_normal((200, 600)) * 2
+
+    def run(lib):
+        xl, tl = lib.tensor(x, requires_grad=True), lib.tensor(t, requires_grad=True)
+        y = HUBERS[name](lib.nn.functional, xl.T, tl[:, ::2], "mean", 0.8)
+        gx, = lib.autograd.grad(y, xl, create_graph=True)
+        (gx * gx).sum().backward()
+        return y.detach().numpy(), gx.detach().numpy(), xl.grad.numpy(), tl.grad.numpy()
+
+    for a, e in zip(_with_loops(loops, lambda: run(wb)), run(torch)):
+        np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-18)
+
+
+@pytest.mark.parametrize("dtype,reduction", [("float16", "sum"), ("float16", "none"), ("bfloat16", "none")])
+@pytest.mark.parametrize("name", sorted(HUBERS))
+def test_huber_half_precision_matches_pytorch(name, dtype, reduction):
+    """float16 / bfloat16 inputs (the composite path), the value and gradient in the input's dtype (summed,
+    not averaged: a mean's gradient would be float16 denormals; bfloat16 unreduced only, as its sum is a
+    reduction's question)."""
+    rng = np.random.default_rng(5)
+    x, t = (rng.standard_normal(4_000).astype(np.float32) for _ in range(2))
+    g = rng.standard_normal(x.shape).astype(np.float32) if reduction == "none" else None
+
+    def run(lib):
+        xl = lib.tensor(x).to(getattr(lib, dtype)).requires_grad_()
+        y = HUBERS[name](lib.nn.functional, xl, lib.tensor(t).to(getattr(lib, dtype)), reduction, 0.7)
+        y.backward(None if g is None else lib.tensor(g).to(getattr(lib, dtype)))
+        return y.detach(), xl.grad
+
+    (yw, gw), (yt, gt) = run(wb), run(torch)
+    assert str(yw.dtype)[-8:] == str(yt.dtype)[-8:] and str(gw.dtype)[-8:] == str(gt.dtype)[-8:]
+    tol = 1e-2 if dtype == "bfloat16" else 2e-3
+    for a, e in ((yw, yt), (gw, gt)):
+        np.testing.assert_allclose(a.float().numpy(), e.float().numpy(), rtol=tol, atol=tol * float(e.float().abs().max()))

@@ -120,6 +120,15 @@ CONVS = [  # (conv, input shape, weight shape, kwargs): unit strides use the fla
     ("conv_transpose2d", (2, 4, 5, 6), (4, 3, 3, 3), {"padding": 1}),
     ("conv_transpose2d", (2, 4, 5, 6), (4, 3, 3, 3), {"padding": 2, "dilation": 2}),
 ]
+WINOGRAD = [  # 3x3, unit stride, >= 8 channels: Winograd's F(2x2, 3x3) (_backend/winograd.py)
+    ("conv2d", (3, 8, 7, 5), (9, 8, 3, 3), {"padding": 1}),  # odd sizes: the last tiles half outside
+    ("conv2d", (2, 8, 6, 9), (8, 8, 3, 3), {}),  # no padding
+    ("conv2d", (2, 9, 5, 4), (8, 9, 3, 3), {"padding": 4}),  # the input gradient's padding is negative (a crop)
+    ("conv2d", (2, 8, 5, 6), (8, 8, 3, 3), {"padding": (2, 0)}),
+    ("conv2d", (70, 16, 8, 8), (32, 16, 3, 3), {"padding": 1}),  # several batch chunks
+    ("conv_transpose2d", (2, 8, 5, 6), (8, 9, 3, 3), {"padding": 1}),  # the input gradient as an op
+]
+CONVS += WINOGRAD
 
 
 @pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
@@ -184,3 +193,66 @@ def test_conv_gradients_without_and_with_create_graph_agree():
     graph = wb.autograd.grad(F.conv2d(x, w, b, padding=1), (x, w, b), g, create_graph=True)
     for a, c in zip(plain, graph):
         np.testing.assert_allclose(a.numpy(), c.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+def _winograd_calls(monkeypatch):
+    from workbench._backend import winograd
+    calls = []
+    for name in ("conv", "input_grad", "weight_grad"):
+        fn = getattr(winograd, name)
+        monkeypatch.setattr(winograd, name, lambda *a, _fn=fn, _name=name: calls.append(_name) or _fn(*a))
+    return calls
+
+
+@pytest.mark.parametrize("fn,xs,ws,kw", WINOGRAD)
+def test_winograd_takes_the_path_and_agrees_with_im2col(fn, xs, ws, kw, monkeypatch):
+    """The Winograd path is taken where it applies, and with Numba switched off (im2col columns) the numbers
+    agree to float64 rounding."""
+    from workbench._backend import fused
+    x, w, b = R.standard_normal(xs), R.standard_normal(ws), R.standard_normal(ws[1] if "transpose" in fn else ws[0])
+    g = None
+    results = []
+    calls = _winograd_calls(monkeypatch)
+    monkeypatch.setattr(fused, "ENABLED", [True])
+    for numba_on in (True, False):
+        fused.ENABLED[0] = numba_on
+        wx, ww, wb_ = (wb.tensor(a, requires_grad=True) for a in (x, w, b))
+        y = getattr(F, fn)(wx, ww, wb_, **kw)
+        g = R.standard_normal(tuple(y.shape)) if g is None else g
+        y.backward(wb.tensor(g))
+        results.append([y.detach().numpy(), wx.grad.numpy(), ww.grad.numpy(), wb_.grad.numpy()])
+        if numba_on:
+            assert set(calls) == {"conv", "input_grad", "weight_grad"}  # conv_transpose: dg is a Conv
+            calls.clear()
+    assert not calls
+    for a, c in zip(*results):
+        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+
+
+def test_winograd_float32_error_is_pytorchs_order():
+    """F(2x2, 3x3) in float32 (the digits CNN's second convolution): the error against a float64 reference
+    stays within twice PyTorch's own float32 error, for the output and all three gradients."""
+    x, w, b = (R.standard_normal(s) for s in ((64, 16, 8, 8), (32, 16, 3, 3), (32,)))
+    g = R.standard_normal((64, 32, 8, 8))
+    out = {}
+    for lib, dt in (("ref", torch.float64), ("torch", torch.float32), ("wb", np.float32)):
+        if lib == "wb":
+            ts = [wb.tensor(a.astype(dt), requires_grad=True) for a in (x, w, b)]
+            y = F.conv2d(*ts, padding=1)
+            y.backward(wb.tensor(g.astype(dt)))
+            out[lib] = [y.detach().numpy()] + [t.grad.numpy() for t in ts]
+        else:
+            ts = [torch.tensor(a, dtype=dt, requires_grad=True) for a in (x, w, b)]
+            y = TF.conv2d(*ts, padding=1)
+            y.backward(torch.tensor(g, dtype=dt))
+            out[lib] = [y.detach().numpy()] + [t.grad.numpy() for t in ts]
+    for ref, t32, w32 in zip(out["ref"], out["torch"], out["wb"]):
+        assert w32.dtype == np.float32
+        torch_err = np.abs(t32 - ref).max()
+        assert np.abs(w32 - ref).max() <= 2 * torch_err + 1e-6 * np.abs(ref).max()
+
+
+def test_winograd_second_derivative():
+    x = wb.tensor(R.standard_normal((1, 8, 3, 4)), requires_grad=True)
+    w = wb.tensor(R.standard_normal((8, 8, 3, 3)), requires_grad=True)
+    assert wb.autograd.gradgradcheck(lambda a, b: F.conv2d(a, b, padding=1), (x, w))

@@ -221,3 +221,36 @@ def test_nonzero_static_and_index_put_function_match_pytorch():
     wb.index_put_(x, (wb.tensor([1, 1]),), wb.tensor(2.0), accumulate=True)
     torch.index_put_(tx, (torch.tensor([1, 1]),), torch.tensor(2.0), accumulate=True)
     assert x.tolist() == tx.tolist() and x._version == tx._version
+
+
+SCATTER_PROD_ZEROS = [  # (self, src) with index [0, 0, 1, 2, 2]: zeros in self, one or two zeros per slot in src
+    ([2.0, 3.0, 4.0], [1.5, 2.0, 3.0, 0.5, 2.5]),
+    ([0.0, 2.0, 3.0], [0.0, 5.0, 4.0, 2.0, 0.0]),
+    ([2.0, 0.0, 3.0], [1.5, 5.0, 0.0, 0.0, 0.0]),
+]
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("x,s", SCATTER_PROD_ZEROS)
+def test_scatter_reduce_prod_second_derivatives_match_pytorch(x, s, include_self):
+    two_zeros = s[3:] == [0.0, 0.0] or s[:2] == [0.0, 0.0]
+    got = []
+    for L in (wb, torch):
+        xt, st = L.tensor(x, dtype=L.float64, requires_grad=True), L.tensor(s, dtype=L.float64, requires_grad=True)
+        out = xt.scatter_reduce(0, L.tensor([0, 0, 1, 2, 2]), st, "prod", include_self=include_self)
+        gx, gs = L.autograd.grad(out, (xt, st), L.tensor([1.0, -2.0, 0.5], dtype=L.float64, requires_grad=True),
+                                  create_graph=True)
+        first = [gx.detach().numpy(), gs.detach().numpy()]
+        second = L.autograd.grad((gx * gx).sum(), (xt, st), allow_unused=True)
+        if two_zeros:
+            with pytest.raises(RuntimeError) as e:
+                L.autograd.grad((gs * gs).sum(), (xt, st))
+            second = [str(e.value)]
+        else:
+            second += L.autograd.grad((gs * gs).sum(), (xt, st), allow_unused=True)
+        got.append(first + [t if isinstance(t, str) else (0 if t is None else t.numpy()) for t in second])
+    for ours, theirs in zip(*got):
+        if isinstance(theirs, str):
+            assert ours == theirs  # "scatter_reduce(): Double backward is unsupported for src when >1 zeros..."
+        else:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)

@@ -192,6 +192,22 @@ def test_norms_match_pytorch_with_keepdim_and_dtype():
     assert z.grad.tolist() == [0.0, 0.0, 0.0]  # the subgradient at 0, as PyTorch
 
 
+@pytest.mark.parametrize("ord", [0.5, 0.3])
+def test_vector_norm_below_1_has_a_zero_gradient_at_a_zero_element(ord):
+    # |x|**(ord - 1) is infinite there: PyTorch masks it to 0 (it was NaN; cdist p < 1 too). Found via pdist (#13)
+    x = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
+    w, t = wb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    wb.linalg.vector_norm(w, ord, dim=1).sum().backward()
+    torch.linalg.vector_norm(t, ord, dim=1).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    y = np.array([[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]])
+    w = wb.tensor(y, requires_grad=True)
+    t = torch.tensor(y, requires_grad=True)
+    wb.cdist(w, w, ord).sum().backward()
+    torch.cdist(t, t, ord).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), t.grad.numpy(), rtol=1e-10)
+
+
 def test_linalg_on_fake_cuda(fake_cuda):
     a = rng.standard_normal((3, 3)) + 3 * np.eye(3)
     x = wb.tensor(a, device="cuda", requires_grad=True)
@@ -243,3 +259,46 @@ def test_lu_family_matches_pytorch():
     assert wb.linalg.lu_factor_ex(wb.tensor(A)).info.tolist() == torch.linalg.lu_factor_ex(torch.tensor(A)).info.tolist()
     np.testing.assert_allclose(wb.lu_solve(wb.tensor(b[0]), *wb.linalg.lu_factor(wb.tensor(a[0]))).numpy(),
                                np.linalg.solve(a[0], b[0]), atol=1e-12)
+
+
+def _cplx(*shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+@pytest.mark.parametrize("sa,sb", [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 2, 3), (3, 4))])
+def test_complex_matmul_gradients_are_conjugated_as_in_pytorch(sa, sb):
+    a, b = _cplx(*sa), _cplx(*sb)
+    grads = []
+    for L in (wb, torch):
+        x, y = L.tensor(a, requires_grad=True), L.tensor(b, requires_grad=True)
+        out = x @ y
+        out.backward(L.tensor(np.cos(np.arange(out.numel())).reshape(tuple(out.shape)) * (1 - 2j)))
+        grads.append((x.grad.numpy(), y.grad.numpy()))
+    for ours, theirs in zip(*grads):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+    assert wb.autograd.gradgradcheck(lambda x, y: x @ y, (wb.tensor(a, requires_grad=True),
+                                                          wb.tensor(b, requires_grad=True)))
+
+
+def _eig_loss(L):
+    # phase-invariant (v_i * conj(v_0) does not change when a column is multiplied by e^{i phi}), so the
+    # gradient is defined; eigenvalues too
+    def f(A):
+        w, V = L.linalg.eig(A)
+        return V * V[..., :1, :].conj() + w.unsqueeze(-2)
+    return f
+
+
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_eig_is_twice_differentiable_like_pytorch(complex_input):
+    a = _cplx(3, 3) if complex_input else rng.standard_normal((3, 3))
+    assert wb.autograd.gradgradcheck(_eig_loss(wb), (wb.tensor(a, requires_grad=True),))
+    assert torch.autograd.gradgradcheck(_eig_loss(torch), (torch.tensor(a, requires_grad=True),))
+    second = []
+    for L in (wb, torch):  # the gradient of a gradient, against PyTorch's numbers
+        A = L.tensor(a, requires_grad=True)
+        out = _eig_loss(L)(A)
+        g, = L.autograd.grad(out, A, L.tensor(np.cos(np.arange(9.0)).reshape(3, 3) + 0j), create_graph=True)
+        gg, = L.autograd.grad((g * g.conj()).real.sum(), A)
+        second.append(gg.numpy())
+    np.testing.assert_allclose(*second, rtol=1e-8, atol=1e-10)

@@ -33,18 +33,18 @@ def _numba():
     return _NUMBA[0]
 
 
-def usable(*arrays):
+def usable(*arrays, min_size=MIN_SIZE):
     """Whether the loops serve these arrays: C-contiguous NumPy float32/float64 of one dtype, the first at
-    least MIN_SIZE elements, and Numba importable and not switched off."""
+    least ``min_size`` elements, and Numba importable and not switched off."""
     a = arrays[0]
-    return (ENABLED[0] and a.size >= MIN_SIZE and type(a) is numpy.ndarray and a.dtype.char in "fd"
+    return (ENABLED[0] and a.size >= min_size and type(a) is numpy.ndarray and a.dtype.char in "fd"
             and all(type(b) is numpy.ndarray and b.dtype == a.dtype and b.flags.c_contiguous for b in arrays)
             and _numba() is not None)
 
 
-def usable32(*arrays):
+def usable32(*arrays, min_size=MIN_SIZE):
     """``usable``, and float32: the loops built on ``_exp`` (a float32 polynomial)."""
-    return arrays[0].dtype.char == "f" and usable(*arrays)
+    return arrays[0].dtype.char == "f" and usable(*arrays, min_size=min_size)
 
 
 _HELPERS = []  # scalar functions the loops call: compiled (and inlined into them) before the first loop compiles
@@ -461,3 +461,111 @@ def softmax_grad(y, g, out, log):
             s = _F(_row_dot(gr, yr))
             for j in range(cols):
                 o[j] = yr[j] * (gr[j] - s)
+
+
+# --- cross-entropy of (rows, C) float32 logits against int64 class indices ----------------------------
+@_fma_loop
+def _ce_rows(x, t, w, loss, m, logs, ignore_index, keep, spread, weighted):
+    """Per row the max m, log(sum e**(x - m)) and the loss (0 where the target is ignore_index), -log p_k as
+    logs - (x_k - m), so large logits keep their digits (m + logs would round to m's ulp); returns (the
+    float64 sum of the row losses, the summed weights of the non-ignored targets, the first row whose
+    target is out of range or -1). keep = 1 - label_smoothing, spread = label_smoothing / C (float32)."""
+    rows, cols = x.shape
+    e = numpy.empty(cols, x.dtype)  # one row of e**(x - max): stays in L1
+    total = 0.0
+    denom = 0.0
+    for r in range(rows):
+        xr = x[r]
+        mr = _row_max(xr)
+        for j in range(cols):
+            e[j] = _exp(xr[j] - mr)
+        lr = _F(numpy.log(_row_sum(e)))
+        m[r], logs[r] = mr, lr
+        k = t[r]
+        if k == ignore_index:
+            loss[r] = 0.0
+            continue
+        if k < 0 or k >= cols:
+            return total, denom, r
+        wt = w[k] if weighted else _ONE
+        v = keep * wt * (lr - (xr[k] - mr))
+        if spread != 0:  # the smoothing term: sum_j w_j (-log p_j) (w_j = 1 without a weight)
+            for j in range(cols):
+                e[j] = lr - (xr[j] - mr)
+            v = v + spread * _F(_row_dot(e, w) if weighted else _row_sum(e))
+        loss[r] = v
+        total += loss[r]
+        denom += wt
+    return total, denom, -1
+
+
+@_fma_loop
+def _ce_grad(x, t, w, m, logs, grow, gstride, dx, ignore_index, keep, spread, weighted):
+    """d(row losses)/dx times grow[r * gstride]: (p - spread - keep onehot) gr with p = e**((x - m) - logs), or
+    with a weight (keep w_t (p - onehot) + spread (W p - w_j)) gr (W the summed weight); 0 in ignored rows."""
+    rows, cols = x.shape
+    wsum = _F(_row_sum(w)) if weighted else _ZERO
+    for r in range(rows):
+        k = t[r]
+        o = dx[r]
+        if k == ignore_index:
+            for j in range(cols):
+                o[j] = 0.0
+            continue
+        xr, mr, lr, gr = x[r], m[r], logs[r], grow[r * gstride]
+        if weighted:
+            kw = keep * w[k]
+            for j in range(cols):
+                p = _exp((xr[j] - mr) - lr)
+                o[j] = (kw * p + spread * (wsum * p - w[j])) * gr
+            p = _exp((xr[k] - mr) - lr)
+            o[k] = (kw * (p - _ONE) + spread * (wsum * p - w[k])) * gr
+        else:
+            for j in range(cols):
+                o[j] = (_exp((xr[j] - mr) - lr) - spread) * gr
+            o[k] = ((_exp((xr[k] - mr) - lr) - spread) - keep) * gr
+
+
+def cross_entropy(x, t, weight, ignore_index, label_smoothing):
+    """(loss rows, stats, sum of the losses, summed target weights, first bad row or -1) of C-contiguous
+    float32 (rows, C) logits x against int64 targets t (``weight`` a float32 (C,) array or None); stats is
+    (2, rows): each row's max and log-sum-exp after it, what ``cross_entropy_grad`` needs."""
+    rows, cols = x.shape
+    loss, stats = numpy.empty(rows, x.dtype), numpy.empty((2, rows), x.dtype)
+    total, denom, bad = _ce_rows(x, t, loss if weight is None else weight, loss, stats[0], stats[1], ignore_index,
+                                 _F(1.0 - label_smoothing), _F(label_smoothing / cols), weight is not None)
+    return loss, stats, total, denom, bad
+
+
+def cross_entropy_grad(x, t, weight, stats, grow, ignore_index, label_smoothing):
+    """dx of ``cross_entropy``'s row losses, each row's scaled by grow (one value per row, or one for all)."""
+    dx = numpy.empty_like(x)
+    _ce_grad(x, t, stats[1] if weight is None else weight, stats[0], stats[1], grow, 1 if grow.size > 1 else 0, dx,
+             ignore_index, _F(1.0 - label_smoothing), _F(label_smoothing / x.shape[1]), weight is not None)
+    return dx
+
+
+# --- huber_loss / smooth_l1_loss over flat arrays: the reduced loss and its gradient in one pass each -------
+@_sums_loop
+def huber_sum(x, t, delta):
+    """sum over i of 0.5 d^2 where |d| < delta, else delta (|d| - delta / 2), with d = x - t in x's dtype (as
+    PyTorch's elementwise loss) and the rest in float64."""
+    s = 0.0
+    for i in range(x.size):
+        a = abs(numpy.float64(x[i] - t[i]))
+        c = min(a, delta)
+        s += c * (a - 0.5 * c)  # the two branches as one: c = |d| inside, delta outside
+    return s
+
+
+@_loop
+def huber_grad(x, t, out, delta, gc):
+    """clip(x - t, -delta, delta) gc, in x's dtype (delta and gc in it); a NaN difference stays NaN (compares
+    are false for it), as NumPy's clip and PyTorch's backward keep it."""
+    for i in range(x.size):
+        d = x[i] - t[i]
+        if d > delta:
+            d = delta
+        elif d < -delta:
+            d = -delta
+        out[i] = d * gc

@@ -114,7 +114,9 @@ def softmax_backward(xp, y, g, log=False):
 
 # --- cross-entropy from logits and class indices ---------------------------------------------------
 def cross_entropy(xp, x, target, weight=None, ignore_index=-100, label_smoothing=0.0):
-    """Per-row losses and log-sum-exps of (rows, C) logits against int64 class indices."""
+    """Per-row losses and what the backward needs of (rows, C) logits against int64 class indices: the rows'
+    log-sum-exps (CUDA kernel), or (2, rows) maxima and log-sum-exps after them, so that large logits keep
+    their digits in e**((x - max) - lse) (the NumPy form, and ``fused.cross_entropy``)."""
     rows, cols = _rows(x)
     if _fast(xp, x, *(() if weight is None else (weight,))) and rows:
         loss = xp.empty(rows, numpy.float32)
@@ -127,21 +129,25 @@ def cross_entropy(xp, x, target, weight=None, ignore_index=-100, label_smoothing
     m = x.max(axis=-1, keepdims=True)
     e = xp.subtract(x, m)
     xp.exp(e, out=e)
-    lse = (m + xp.log(e.sum(axis=-1, keepdims=True)))[..., 0]
+    logs = xp.log(e.sum(axis=-1, keepdims=True))
     del e
     valid = target != ignore_index
     t = xp.where(valid, target, 0)
-    picked = xp.take_along_axis(x, t[..., None], axis=-1)[..., 0]
+    picked = xp.take_along_axis(x, t[..., None], axis=-1)
     wt = weight[t] if weight is not None else 1.0
-    loss = (1.0 - label_smoothing) * wt * (lse - picked)
+    # -log p as logs - (x - m): large logits keep their digits (m + logs rounds to m's ulp)
+    loss = (1.0 - label_smoothing) * wt * (logs - (picked - m))[..., 0]
     if label_smoothing:
-        smooth = ((lse[..., None] - x) * weight).sum(axis=-1) if weight is not None else cols * lse - x.sum(axis=-1)
+        nlogp = xp.subtract(logs, xp.subtract(x, m))
+        smooth = (nlogp * weight).sum(axis=-1) if weight is not None else nlogp.sum(axis=-1)
         loss = loss + label_smoothing / cols * smooth
-    return xp.where(valid, loss, 0).astype(x.dtype, copy=False), lse.astype(x.dtype, copy=False)
+    stats = xp.stack([m[..., 0], logs[..., 0]]).astype(x.dtype, copy=False)
+    return xp.where(valid, loss, 0).astype(x.dtype, copy=False), stats
 
 
 def cross_entropy_backward(xp, x, target, lse, grow, weight=None, ignore_index=-100, label_smoothing=0.0):
-    """d loss_rows / d x scaled per row by grow (the upstream gradient of each row's loss)."""
+    """d loss_rows / d x scaled per row by grow (the upstream gradient of each row's loss; one value for all rows
+    with (2, rows) ``lse``); ``lse`` as ``cross_entropy`` returned it."""
     rows, cols = _rows(x)
     if _fast(xp, x, lse, grow, *(() if weight is None else (weight,))) and rows:
         dx = xp.empty_like(x)
@@ -150,9 +156,16 @@ def cross_entropy_backward(xp, x, target, lse, grow, weight=None, ignore_index=-
             (rows,), (_block(cols),), (x, t, weight if weight is not None else 0, lse, grow, dx, numpy.int32(cols),
                                        numpy.int64(ignore_index), numpy.float32(label_smoothing)))
         return dx
+    if lse.ndim == 2 and fused.usable32(x, grow.reshape(-1), *(() if weight is None else (weight,)), min_size=1) and (
+            target.flags.c_contiguous and target.dtype == numpy.int64):
+        return fused.cross_entropy_grad(x, target, weight, lse, grow.reshape(-1), ignore_index, label_smoothing)
     valid = target != ignore_index
     t = xp.where(valid, target, 0)
-    p = xp.subtract(x, lse[..., None])
+    if lse.ndim == 2:
+        p = xp.subtract(x, lse[0][..., None])
+        p -= lse[1][..., None]
+    else:
+        p = xp.subtract(x, lse[..., None])
     xp.exp(p, out=p)
     gr = xp.where(valid, grow, 0).astype(x.dtype, copy=False)[..., None]
     if weight is None:  # p - (1 - ls) onehot - ls / C, in place and in x's dtype (no float64 onehot)

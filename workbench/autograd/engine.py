@@ -120,7 +120,7 @@ class BackwardRun:
 
 
 def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inputs=None, accumulate=True,
-                  captured=None, keep_before=False, free_after_step=False, _drain=False):
+                  captured=None, keep_before=False, free_after_step=False, _drain=False, _site_depth=1):
     """Walk the graph from ``roots`` backwards: a BackwardRun that yields a BackwardStep per node executed.
 
     With ``inputs``, only the nodes on paths to those tensors run; if ``accumulate`` is False their
@@ -129,7 +129,9 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     ``free_after_step`` (with retain_graph=False) frees a node's saved tensors only when the run resumes
     after its step, so the consumer may read them (the recorder). ``_drain`` is for callers that never
     pause (backward(), grad()): the walk yields nothing, and the caller's grad mode is not restored
-    between steps (no user code runs there). Bad roots and inputs raise here, before any node runs.
+    between steps (no user code runs there). ``_site_depth``: how many frames up the search for the
+    user's line (named if freed saved tensors are used again) may start. Bad roots and inputs raise here,
+    before any node runs.
 
     >>> import workbench as wb
     >>> x = wb.ones(2, requires_grad=True)
@@ -154,21 +156,24 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     if len(starts) > 1:
         starts = list(dict.fromkeys(starts))
+        walked = set(starts)
+    else:
+        walked = ()
 
-    # dependency counts over the reachable graph (iterative, one pass): a node is visited once it has a
-    # count; a start another start reaches is counted but not walked twice
+    # dependency counts over the reachable graph (iterative, one pass): a node is walked when it gets
+    # its first count; a start that another start reaches is counted but not walked twice
     deps = {}
-    stack = list(starts)
-    walked = set(starts) if len(starts) > 1 else ()
+    stack = starts[:]
+    pop, push = stack.pop, stack.append
     while stack:
-        for nxt, _ in stack.pop().next_functions:
+        for nxt, _ in pop().next_functions:
             if nxt is not None:
                 if nxt in deps:
                     deps[nxt] += 1
                 else:
                     deps[nxt] = 1
                     if nxt not in walked:
-                        stack.append(nxt)
+                        push(nxt)
 
     capture = needed = None
     if inputs is not None:
@@ -184,14 +189,13 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
         if accumulate:  # backward(inputs=...): the leaves among the inputs accumulate as usual
             needed.update(n for n in targets if n.__class__ is AccumulateGrad)
 
-    ready = []
-    for n in starts:
-        if n not in deps:
-            heapq.heappush(ready, (-n._seq, id(n), n))
+    ready = [(-n._seq, id(n), n) for n in starts if n not in deps]
+    if len(ready) > 1:
+        heapq.heapify(ready)
     run = BackwardRun()
     run._ready = ready
     run.retain_graph = retain_graph
-    run._freed_by = None if retain_graph else (graph.user_site(1) or True)
+    run._freed_by = None if retain_graph else (graph.user_site(_site_depth) or True)
     run._gen = _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captured, create_graph,
                       accumulate and inputs is None, accumulate, keep_before, free_after_step, _drain)
     return run
@@ -213,9 +217,16 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
     count_backward(1)  # ops run by backward formulas are not 'cuts' of the user's graph
     running = True
     index = 0
+    # a drained walk keeps the one node that just became ready out of the heap while the heap is empty (a
+    # linear stretch of the graph: no push and pop per node); a paused walk keeps it in the heap (peek())
+    nxt_up = None
     try:
-        while ready:
-            node = heappop(ready)[2]
+        while nxt_up is not None or ready:
+            if nxt_up is not None:
+                node = nxt_up
+                nxt_up = None
+            else:
+                node = heappop(ready)[2]
             grads = buffers.pop(node)
             hooked = node._hooked
             if hooked:
@@ -251,7 +262,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                 grad_inputs = _call_backward_anomaly(node, grads)
                 if anomaly[1]:
                     _check_nan(node, grad_inputs)
-            else:
+            else:  # a call, not inlined: the compiler's trace hooks _call_backward
                 grad_inputs = _call_backward(node, grads)
             if hooked and node._hooks is not None:
                 for h in list(node._hooks.values()):
@@ -284,10 +295,16 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                 deps[nxt] = d
                 if d == 0:
                     if nxt in buffers:
-                        heappush(ready, (-nxt._seq, id(nxt), nxt))
+                        if _drain and nxt_up is None and not ready:
+                            nxt_up = nxt
+                        else:
+                            heappush(ready, (-nxt._seq, id(nxt), nxt))
                     else:
                         _skip_subgraph(nxt, deps, buffers, ready)
             if _drain:  # nobody pauses between steps: the walk runs to the end in one resume
+                if nxt_up is not None and ready:  # more than one ready: the heap orders them
+                    heappush(ready, (-nxt_up._seq, id(nxt_up), nxt_up))
+                    nxt_up = None
                 continue
             STATE.enabled = grad_mode
             count_backward(-1)
@@ -552,6 +569,8 @@ def _check_nan(node, grad_inputs):
 
 def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True, captured=None):
     """Drain iter_backward: what ``Tensor.backward`` and ``autograd.grad`` do."""
+    # the user's line is at least four frames up (iter_backward, this, backward()/grad() or checkpoint, their
+    # caller): the walk for it starts there, not materializing the frames in between
     for _ in iter_backward(roots, grad_roots, retain_graph, create_graph, inputs, accumulate, captured,
-                           _drain=True)._gen:
+                           _drain=True, _site_depth=4)._gen:
         pass  # a drained walk yields nothing: the loop ends when the walk does

@@ -16,12 +16,12 @@ import math
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
+from .._backend import winograd as _wg
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _check_float, gemm, ntuple
+from ._util import _check_float, as_strided_raw, gemm, ntuple
 from ._windows import _col2im, _out_size, _pad, _windows
-from .views import as_strided_raw
 
 
 class _Grid:
@@ -201,6 +201,14 @@ class _Grid:
 _CHUNK_BYTES = 768 * 1024  # a batch chunk of columns, within one core's L2
 
 
+def _winograd(geom, wshape, a, b):
+    """Whether a 2-D convolution with weight shape wshape, whose operands are a and b, takes Winograd's
+    F(2x2, 3x3) (``_backend/winograd.py``): 3x3, unit stride and dilation, one group, NumPy float arrays."""
+    stride, _, _, dil, groups = geom
+    return (tuple(wshape[2:]) == (3, 3) and stride == (1, 1) and dil == (1, 1) and groups == 1
+            and _wg.usable(a, b, wshape[1], wshape[0]))
+
+
 class Conv(Function):
     _raw = True
     op_name = "convolution"
@@ -215,6 +223,10 @@ class Conv(Function):
         ctx.geom = geom
         ctx.xshape = x.shape
         ctx.wshape = w.shape
+        ctx.winograd = _winograd(geom, w.shape, x, w)
+        if ctx.winograd:  # the weight gradient re-tiles x itself: nothing extra saved
+            ctx.save_for_backward(x if nig[1] else None, w if nig[0] else None, None)
+            return _wg.conv(x, w, b, geom[1], osize)
         if grid.flat:  # saved for the weight gradient: the flat image, not its columns
             saved = grid.flat_image(xp, x)
             y = grid.forward(xp, saved, w, b, groups, x.shape[0])
@@ -234,6 +246,12 @@ class Conv(Function):
         nig = ctx.needs_input_grad
         geom, groups = ctx.geom, ctx.geom[4]
         grid = _Grid(ctx.xshape[2:], ctx.wshape[2:], geom, g.shape[2:])
+        if not STATE.enabled and ctx.winograd:
+            gd, lo = g._data, geom[1]
+            dx = _wg.input_grad(gd, w._data, lo, ctx.xshape[2:]) if nig[0] else None
+            dw = _wg.weight_grad(x._data, gd, lo) if nig[1] else None
+            db = gd.sum((0, 2, 3)) if nig[2] else None
+            return (*(None if a is None else Tensor._make(a) for a in (dx, dw, db)), None, None)
         if not STATE.enabled and grid.flat:  # first derivatives: all three from one pass over g's columns
             dx, dw, db = grid.grads(ctx.xp, g._data, groups, ctx.wshape[1], w._data if nig[0] else None,
                                     saved._data if nig[1] else None, nig[2])
@@ -267,6 +285,8 @@ class ConvGradInput(Function):
         nig = ctx.needs_input_grad
         ctx.save_for_backward(g if nig[1] else None, w if nig[0] else None)
         ctx.wshape, ctx.osize = w.shape, osize
+        if _winograd(geom, w.shape, g, w):
+            return _wg.input_grad(g, w, geom[1], spatial)
         if grid.flat:
             return grid.grads(xp, g, groups, w.shape[1], w=w)[0]
         if gc is None:
@@ -298,6 +318,8 @@ class ConvGradWeight(Function):
         nig = ctx.needs_input_grad
         ctx.save_for_backward(x if nig[1] else None, g if nig[0] else None)
         ctx.xshape, ctx.osize = x.shape, g.shape[2:]
+        if _winograd(geom, (g.shape[1], x.shape[1]) + tuple(ksize), x, g):
+            return _wg.weight_grad(x, g, geom[1])
         if grid.flat:
             return grid.grads(xp, g, groups, x.shape[1] // groups,
                               buf=saved if saved is not None else grid.flat_image(xp, x))[1]

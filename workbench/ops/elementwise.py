@@ -103,6 +103,11 @@ def rsub(input, other, alpha=1):
     return Sub.apply(other, input, alpha) if alpha != 1 else Sub.apply(other, input)
 
 
+def _as(d, dt):
+    # a saved input (kept in its own dtype) in the gradient's dtype, for the array fast paths of backward
+    return d if d.dtype is dt else cast(d, dt)
+
+
 class Mul(Function):
     _raw = True
     _ufunc = _backend.numpy.multiply
@@ -122,8 +127,8 @@ class Mul(Function):
         a, b = ctx.saved_tensors
         gd = g._data
         if not STATE.enabled and gd.dtype.kind != "c":  # no graph to build: multiply the arrays directly
-            return (Tensor._make(gd * cast(b._data, gd.dtype)) if b is not None else None,
-                    Tensor._make(gd * cast(a._data, gd.dtype)) if a is not None else None)
+            return (Tensor._make(gd * _as(b._data, gd.dtype)) if b is not None else None,
+                    Tensor._make(gd * _as(a._data, gd.dtype)) if a is not None else None)
         return (g * _c(b) if b is not None else None), (g * _c(a) if a is not None else None)
 
 
@@ -207,9 +212,9 @@ class Div(Function):
         a, b = ctx.saved_tensors
         if not STATE.enabled and g._data.dtype.kind != "c":
             rd = g._data.dtype
-            bd = cast(b._data, rd) if b is not None else ctx.b
+            bd = _as(b._data, rd) if b is not None else ctx.b
             gad = g._data / bd
-            return Tensor._make(gad), (Tensor._make(-gad * cast(a._data, rd) / bd) if a is not None else None), None
+            return Tensor._make(gad), (Tensor._make(-gad * _as(a._data, rd) / bd) if a is not None else None), None
         if b is None:
             b = ctx.b
         ga = g / _c(b)

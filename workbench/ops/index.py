@@ -14,6 +14,7 @@ from .. import _backend, creation
 from .._backend import dtypes as _dt
 from .._core import Tensor
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from ..creation import tensor as _tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
@@ -449,6 +450,21 @@ def scatter_add(input, dim, index, src):
 _REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "mean": "add", "amax": "maximum", "amin": "minimum"}
 
 
+class _RefuseBackward(Function):
+    """The identity, whose backward raises ``message`` (PyTorch's DelayedError): a gradient that is right but
+    not differentiable again."""
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, message):
+        ctx.message = message
+        return ctx.xp.array(x, copy=True)
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError(ctx.message)
+
+
 class ScatterReduce(Function):
     _raw = True
 
@@ -493,18 +509,19 @@ class ScatterReduce(Function):
             gx = gc if inc else where(scattered, z, gc)
             return gx, None, gc[key], None, None
         if red == "prod":
-            # the product of every other contributor: out / x where x != 0, else the product of the
-            # non-zero others (0 when another contributor is also zero)
+            # the product of every other contributor, from products with the zeros masked to 1 (PyTorch's
+            # formulation, so the second derivative is PyTorch's too)
             one = x * 0 + 1
-            xs = where(x == 0, one, x) if inc else one
-            ss = where(src == 0, src * 0 + 1, src)
-            nz = ScatterReduce.apply(xs, key, ss, "prod", True)
-            zx = (x == 0).to(x.dtype) if inc else x * 0
-            zeros = IndexPut.apply(zx, key, (src == 0).to(x.dtype), True)
-            gx = g * where(x == 0, where(zeros == 1, nz, z), out / where(x == 0, one, x)) if inc else where(
-                scattered, z, g)
-            gk, ok = g[key], out[key]
-            gsrc = gk * where(src == 0, where(zeros[key] == 1, nz[key], ok * 0), ok / ss)
+            xs = where(x == 0, one, x)
+            gx = where(scattered, z, g) if not inc else g * ScatterReduce.apply(xs, key, src, "prod", True) / xs
+            src_zero = src == 0
+            n_zeros = IndexPut.apply(x * 0, key, src_zero.to(x.dtype), True)[key]
+            single = src_zero & (n_zeros == 1)
+            others = ScatterReduce.apply(x, key, where(single, src * 0 + 1, src), "prod", inc)
+            gsrc = where(single, (g * others)[key], (g * out)[key] / where(src_zero, src * 0 + 1, src))
+            if STATE.enabled and bool((n_zeros > 1).any()):
+                gsrc = _RefuseBackward.apply(gsrc, "scatter_reduce(): Double backward is unsupported for src when >1 "
+                                                   "zeros in src are scattered to the same position in self")
             return gx, None, gsrc, None, None
         # amax / amin: the gradient is shared evenly among the contributors equal to the result
         hit_x = (x == out).to(g.dtype) if inc else z

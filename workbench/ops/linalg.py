@@ -1028,7 +1028,11 @@ class VectorNorm(Function):
         if p == 2:
             return where(r == 0, r * 0, g / safe) * x, None, None, None
         scale = where(r == 0, r * 0, g / safe ** (p - 1))
-        return scale * sgn * x.abs() ** (p - 1), None, None, None
+        a = x.abs()
+        if p < 1:  # |x|**(p - 1) is infinite at a zero element, whose gradient is 0 (PyTorch masks it)
+            zero = a == 0
+            return scale * sgn * where(zero, a, where(zero, a + 1, a) ** (p - 1)), None, None, None
+        return scale * sgn * a ** (p - 1), None, None, None
 
 
 def _reduced_shape(shape, dims, keepdim):

@@ -33,7 +33,7 @@ class Matmul(Function):
         a, b = ctx.saved_tensors
         na, nb = ctx.nd
         if na == 1 and nb == 1:  # a dot product: g is 0-d
-            return (g * b if b is not None else None), (g * a if a is not None else None)
+            return (g * b.conj() if b is not None else None), (g * a.conj() if a is not None else None)
         # lift 1-D operands to matrices, as matmul itself does, then drop the added dims
         if na == 1:
             g = g.unsqueeze(-2)
@@ -43,13 +43,13 @@ class Matmul(Function):
             b = b.unsqueeze(-1) if b is not None else None
         ga = gb = None
         if b is not None:
-            ga = g @ b.transpose(-1, -2)
+            ga = g @ b.mH  # conjugated: PyTorch's convention for complex gradients
             if na == 1:
                 ga = ga.squeeze(-2)
                 if ga.ndim > 1:
                     ga = ga.sum_to_size(ga.shape[-1:])
         if a is not None:
-            gb = a.transpose(-1, -2) @ g
+            gb = a.mH @ g
             if nb == 1:
                 gb = gb.squeeze(-1)
                 if gb.ndim > 1:

@@ -14,13 +14,14 @@ from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
-from .._backend import kernels as _k, pointwise as _pw
+from .._backend import fused as _fused, kernels as _k, pointwise as _pw
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
 from ._util import array_step
 from .elementwise import minimum, relu, where
 from .index import PutRows, TakeRows
+from .linalg import vector_norm
 from .linear import linear
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -64,38 +65,56 @@ def _check_same_size(op, input, target):
 # --- cross-entropy (fused) --------------------------------------------------------------------------
 class CrossEntropy(Function):
     """Cross-entropy of (R, C) logits against class indices (weight, ignore_index, label smoothing), reduced
-    in the same primitive: per-row losses for 'none', their sum, or their sum / ``denom`` for 'mean'."""
+    in the same primitive: per-row losses for 'none', their sum, or their sum / the summed weights of the
+    non-ignored targets for 'mean'. The targets come as they were given (any shape, integer): flattening,
+    the int64 cast and the range check happen here, so a compiled replay repeats them. On float32 NumPy
+    logits (any size) it is one compiled loop (``fused.cross_entropy``) that also returns the two sums."""
 
     _raw = True
     op_name = "cross_entropy"
 
     @staticmethod
     def forward(ctx, x, target, weight, ignore_index, smoothing, reduction):
-        loss, lse = _k.cross_entropy(ctx.xp, x, target, weight, ignore_index, smoothing)
-        ctx.args = (target, weight, ignore_index, smoothing)
+        xp, c = ctx.xp, x.shape[1]
+        t = target.reshape(-1).astype("int64", copy=False)
+        if _fused.usable32(x, *(() if weight is None else (weight,)), min_size=1) and t.flags.c_contiguous:
+            loss, lse, total, denom, bad = _fused.cross_entropy(x, t, weight, ignore_index, smoothing)
+            if bad >= 0:
+                raise IndexError(f"cross_entropy: Target {int(t[bad])} is out of bounds for {c} classes")
+        else:
+            _check_target_range("cross_entropy", t, c, ignore_index)
+            loss, lse = _k.cross_entropy(xp, x, t, weight, ignore_index, smoothing)
+            total, denom = loss.sum(), None
+        ctx.args = (t, weight, ignore_index, smoothing)
         ctx.reduction, ctx.rows = reduction, x.shape[0]
         ctx.save_for_backward(x, lse)
         if reduction == "none":
             return loss
-        total = loss.sum()
         if reduction == "mean":
-            # the divisor (summed weights of the non-ignored targets) stays on the device: no host sync
-            denom = _weighted_mean_denominator(target, weight, ignore_index, ctx.xp, x.dtype)
-            with _errstate(ctx.xp):  # every target ignored: nan, silently, as PyTorch
-                ctx.inv = (1.0 / denom).astype(x.dtype)
-                total = total * ctx.inv
-        return ctx.xp.asarray(total).astype(x.dtype, copy=False)
+            if denom:  # the loop's float64 sums
+                ctx.inv, total = x.dtype.type(1.0 / denom), total / denom
+            else:  # the divisor stays on the device (no host sync); every target ignored: nan, as PyTorch
+                if denom is None:
+                    denom = _weighted_mean_denominator(t, weight, ignore_index, xp, "float64")
+                with _errstate(xp):
+                    denom = xp.asarray(denom, dtype="float64")
+                    ctx.inv, total = (1.0 / denom).astype(x.dtype), total / denom
+        return xp.asarray(total, dtype=x.dtype)
 
     @staticmethod
     def backward(ctx, g):
         x, lse = ctx.saved_tensors
         if not STATE.enabled:  # first derivatives: one kernel call on the raw arrays, no further nodes
             xp, gd = ctx.xp, g._data
-            if ctx.reduction != "none":
-                gd, grow = gd * ctx.inv if ctx.reduction == "mean" else gd, xp.empty(ctx.rows, dtype=x._data.dtype)
-                grow[...] = gd
-            else:
+            if ctx.reduction == "mean":
+                gd = gd * ctx.inv
+            if ctx.reduction == "none":
                 grow = gd
+            elif lse._data.ndim == 2:  # one value for all rows
+                grow = xp.asarray(gd, dtype=x._data.dtype).reshape(1)
+            else:
+                grow = xp.empty(ctx.rows, dtype=x._data.dtype)
+                grow[...] = gd
             return (Tensor._make(_k.cross_entropy_backward(xp, x._data, ctx.args[0], lse._data, grow, *ctx.args[1:])),
                     None, None, None, None, None)
         if ctx.reduction != "none":
@@ -104,7 +123,8 @@ class CrossEntropy(Function):
 
 
 class CrossEntropyBackward(Function):
-    """dx = grow[:, None] * (p * coef - const) with p = softmax(x); differentiable in x and grow."""
+    """dx = grow[:, None] * (p * coef - const) with p = softmax(x); differentiable in x and grow. ``lse`` is
+    the forward's (``kernels.cross_entropy``)."""
 
     _raw = True
     op_name = "cross_entropy_backward"
@@ -152,9 +172,8 @@ def _rows(input, op):
     return input.permute(0, *range(2, input.ndim), 1).reshape(-1, c)
 
 
-def _class_targets(op, input, target, ignore_index):
-    """The flattened int64 targets (a tensor), checked against the input's shape and class count."""
-    c = input.shape[1] if input.ndim > 1 else input.shape[0]
+def _check_class_targets(op, input, target):
+    """Raises unless target holds class indices of the shape input's logits need."""
     want = (tuple(input.shape[:1]) + tuple(input.shape[2:])) if input.ndim > 1 else ()
     if tuple(target.shape) != want:
         raise RuntimeError(f"{op}: expected target of shape {list(want)} for input of shape {list(input.shape)}, "
@@ -163,12 +182,24 @@ def _class_targets(op, input, target, ignore_index):
         raise RuntimeError(f"{op}: expected target of dtype int64 (class indices), got {target.dtype}; for class "
                            "probabilities pass a floating target of the input's shape")
 
+
+def _check_target_range(op, t, c, ignore_index):
+    """IndexError at the first target outside [0, c) that is not ignore_index (NumPy arrays only: on CUDA that
+    would be a device sync, and PyTorch asserts on the device)."""
+    if t.size and type(t) is _backend.ndarray:
+        bad = ((t < 0) | (t >= c)) & (t != ignore_index)
+        if bool(bad.any()):
+            raise IndexError(f"{op}: Target {int(t[bad][0])} is out of bounds for {c} classes")
+
+
+def _class_targets(op, input, target, ignore_index):
+    """The flattened int64 targets (a tensor), checked against the input's shape and class count."""
+    _check_class_targets(op, input, target)
+    c = input.shape[1] if input.ndim > 1 else input.shape[0]
+
     def targets(td):  # one array step: a compiled replay converts and checks every call's targets
         t = td.reshape(-1).astype("int64", copy=False)
-        if t.size and type(t) is _backend.ndarray:  # no device sync on CUDA, as PyTorch asserts on the device
-            bad = ((t < 0) | (t >= c)) & (t != ignore_index)
-            if bool(bad.any()):
-                raise IndexError(f"{op}: Target {int(t[bad][0])} is out of bounds for {c} classes")
+        _check_target_range(op, t, c, ignore_index)
         return t
 
     return array_step(targets, target)
@@ -198,14 +229,15 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if tuple(target.shape) == tuple(input.shape) and target.dtype.is_floating_point:
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
-    t = _class_targets("cross_entropy", input, target, ignore_index)
+    _check_class_targets("cross_entropy", input, target)
     x2 = _rows(input, "cross_entropy")
     dt = x2._data.dtype
     if weight is not None and tuple(weight.shape) != (x2.shape[1],):
         raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {x2.shape[1]} classes "
                            f"or no classes but got weight tensor of shape: {list(weight.shape)}")
     w = array_step(lambda a: a.astype(dt), weight) if weight is not None else None
-    loss = CrossEntropy.apply(x2, t, w, ignore_index, label_smoothing, reduction)
+    loss = CrossEntropy.apply(x2, target.detach() if target._rg else target, w, ignore_index, label_smoothing,
+                              reduction)
     return loss.reshape(tuple(target.shape)) if reduction == "none" else loss
 
 
@@ -380,34 +412,57 @@ _mse_composite = _pointwise_loss("mse_loss", lambda d: d * d)
 
 
 class HuberLoss(Function):
-    """huber_loss summed or averaged in one primitive: with a = |x - t| and c = min(a, delta), the loss
-    scale * (0.5 d^2 inside delta, delta (a - delta / 2) outside) is scale * (c.a - c.c / 2), two BLAS dots;
-    the gradient is scale * clip(x - t, -delta, delta) from the saved difference. smooth_l1_loss is the
-    same with delta = beta and scale = 1 / beta. The composite made ~15 passes and two np.where-like selects."""
+    """huber_loss in one primitive: with a = |x - t| and c = min(a, delta), the loss scale * (0.5 d^2 inside
+    delta, delta (a - delta / 2) outside) is scale * c (a - c / 2); the gradient is scale * clip(x - t,
+    -delta, delta). smooth_l1_loss is the same with delta = beta and scale = 1 / beta. Summed or averaged,
+    where the loops serve (``fused.huber_sum``, ``huber_grad``) each direction is one pass over x and t (the
+    sum in float64), nothing saved but the inputs; else the NumPy form: the saved difference and two BLAS
+    dots (c.a - c.c / 2). Unreduced, the NumPy form elementwise. The composite made ~15 passes, two selects,
+    and an inf difference a NaN gradient (0 times inf in the select not taken)."""
 
     _raw = True
     op_name = "huber_loss"
 
     @staticmethod
-    def forward(ctx, x, t, delta, scale, mean):
+    def forward(ctx, x, t, delta, scale, reduction):
         xp = ctx.xp
+        ctx.delta, ctx.coef = delta, scale / x.size if reduction == "mean" else scale
+        ctx.loop = reduction != "none" and _fused.usable(x, t)
+        if ctx.loop:
+            ctx.save_for_backward(x, t)
+            total = _fused.huber_sum(x.reshape(-1), t.reshape(-1), float(delta)) * scale
+            return xp.asarray(total / x.size if reduction == "mean" else total, dtype=x.dtype)
         d = xp.subtract(x, t)
-        a = xp.abs(d).reshape(-1)
-        c = xp.minimum(a, delta)
-        total = (_block_dot(c, a) - 0.5 * _block_dot(c, c)) * scale
-        ctx.delta, ctx.coef = delta, scale / d.size if mean else scale
         ctx.save_for_backward(x, t, d)
-        return xp.asarray(total / d.size if mean else total, dtype=x.dtype)
+        a = xp.abs(d)
+        c = xp.minimum(a, delta)
+        if reduction == "none":
+            c *= 0.5
+            a -= c
+            a *= c
+            a += a  # c a - c c / 2 = (c / 2)(a - c / 2) 2, each step exact or one rounding as PyTorch's
+            if scale != 1:
+                a *= scale
+            return a
+        a, c = a.reshape(-1), c.reshape(-1)
+        total = (_block_dot(c, a) - 0.5 * _block_dot(c, c)) * scale
+        return xp.asarray(total / x.size if reduction == "mean" else total, dtype=x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        x, t, d = ctx.saved_tensors
+        x, t, *d = ctx.saved_tensors
         nig = ctx.needs_input_grad
         if STATE.enabled:  # create_graph: differentiable in x, t and g
             gx = (x - t).clamp(-ctx.delta, ctx.delta) * (g * ctx.coef)
         else:
-            gd = ctx.xp.clip(d._data, -ctx.delta, ctx.delta)
-            gd *= g._data * g._data.dtype.type(ctx.coef)
+            dt = x._data.dtype.type
+            gc = g._data * dt(ctx.coef)
+            if ctx.loop:
+                gd = ctx.xp.empty_like(x._data)
+                _fused.huber_grad(x._data.reshape(-1), t._data.reshape(-1), gd.reshape(-1), dt(ctx.delta), dt(gc))
+            else:
+                gd = ctx.xp.clip(d[0]._data, -ctx.delta, ctx.delta)
+                gd *= gc
             gx = Tensor._make(gd)
         return gx if nig[0] else None, -gx if nig[1] else None, None, None, None
 
@@ -458,9 +513,10 @@ class SmoothL1Loss(HuberLoss):
     op_name = "smooth_l1_loss"
 
 
-def _fused_reduction(input, target, reduction, weight=None):
-    """Whether a regression loss can run as one reduced primitive (same shape and float dtype, no weight)."""
-    return (weight is None and reduction in ("mean", "sum") and isinstance(input, Tensor)
+def _fused_reduction(input, target, reduction, weight=None, reductions=("mean", "sum")):
+    """Whether a regression loss can run as one primitive (a reduction it takes, the same shape and float
+    dtype, no weight)."""
+    return (weight is None and reduction in reductions and isinstance(input, Tensor)
             and isinstance(target, Tensor) and input.shape == target.shape
             and input._data.dtype == target._data.dtype and input._data.dtype.char in "fd" and input.numel() > 0)
 
@@ -489,10 +545,9 @@ l1_loss.__doc__ = """Mean absolute error.
     """
 
 
-def _huberish(d, delta, scale):
+def _huberish(d, delta, scale):  # a select, not a 0/1 mask times both branches (0 * inf made an inf loss NaN)
     a = d.abs()
-    small = (a < delta).to(d.dtype)
-    return small * (0.5 * d * d * scale) + (1 - small) * (a - 0.5 * delta) * (delta * scale)
+    return where(a < delta, 0.5 * d * d * scale, (a - 0.5 * delta) * (delta * scale))
 
 
 @composite("smooth_l1_loss")
@@ -511,8 +566,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_same_size("smooth_l1_loss", input, target)
-    if beta > 0 and _fused_reduction(input, target, reduction):
-        return SmoothL1Loss.apply(input, target, beta, 1.0 / beta, reduction == "mean")
+    if beta > 0 and _fused_reduction(input, target, reduction, reductions=_REDUCTIONS):
+        return SmoothL1Loss.apply(input, target, beta, 1.0 / beta, reduction)
     d = input - target
     v = d.abs() if beta == 0 else _huberish(d, beta, 1.0 / beta)
     return _reduce(v, reduction)
@@ -533,8 +588,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta, got {delta}")
     _check_same_size("huber_loss", input, target)
-    if _fused_reduction(input, target, reduction, weight):
-        return HuberLoss.apply(input, target, delta, 1.0, reduction == "mean")
+    if _fused_reduction(input, target, reduction, weight, _REDUCTIONS):
+        return HuberLoss.apply(input, target, delta, 1.0, reduction)
     v = _huberish(input - target, delta, 1.0)
     if weight is not None:
         v = v * weight
@@ -690,15 +745,11 @@ def pdist(input, p=2):
     d = TakeRows.apply(input, i) - TakeRows.apply(input, j)
     if p == 0:  # the count of nonzeros, with PyTorch's zero gradient (d - d is 0 where d is)
         return where(d != 0, 1.0, d - d).sum(1)
-    if p in (1, math.inf):
-        return _pnorm(d, p, 1)
-    # a pair at distance 0 (and, for p < 1, each zero difference) has an infinite slope in the formula but
-    # PyTorch's subgradient 0 there: the formula runs on 1 in their place, and the mask takes it out again
-    zero = Tensor._make(d._data == 0)
-    same = Tensor._make(zero._data.all(1))
-    a = where(zero, 1.0, d.abs())
-    s = where(zero, 0.0, a ** p).sum(1)
-    return where(same, 0.0, where(same, 1.0, s) ** (1.0 / p))
+    if p == math.inf:  # PyTorch's pdist gives each coordinate tied at the max the whole gradient
+        a = d.abs()
+        top = Tensor._make(a._data.max(1))
+        return top + where(a == top.unsqueeze(1), a - a.detach(), 0.0).sum(1)
+    return vector_norm(d, p, 1)  # 0 at a zero distance, as PyTorch's gradient
 
 
 def one_hot(tensor, num_classes=-1):

@@ -286,7 +286,8 @@ spec("F.ctc_loss", _ctc(lambda: F), np_ctc,
       Sample([XC, np.array([[1, 1, 1], [2, 1, 2]]), np.array([4, 5]), np.array([3, 3])], {"zero_infinity": True}),
       Sample([XC, np.array([[1, 1, 1], [2, 1, 2]]), np.array([4, 5]), np.array([3, 3])], {"reduction": "none"},
              values_only="the first target cannot fit in 4 steps: an infinite loss, whose gradient is NaN"),
-      Sample([XC[:, 0], np.array([2, 0]), np.array(5), np.array(2)], {"blank": 1})],
+      Sample([XC[:, 0], np.array([2, 0]), np.array(5), np.array(2)], {"blank": 1}),
+      Sample([XC, np.array([[2, 1], [1, 2]]), np.array([3, 5]), np.array([2, 0])])],  # an empty target: all blanks
      torch_op=_ctc(_tf), no_gradgrad="CTC's backward is not differentiable (PyTorch's neither)")
 
 _P5 = arr(5, 3, seed=14)
