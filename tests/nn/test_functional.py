@@ -401,3 +401,22 @@ def test_pdist_gradient_at_zero_distance_is_pytorchs(p, last):
     yt.backward(torch.tensor(seed))
     np.testing.assert_allclose(w.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-12)
 
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_nearest_gives_the_grid_a_zero_gradient_as_torch(padding_mode):
+    """nearest sampling is piecewise constant in the grid: PyTorch's grid.grad is zeros (not None), and the
+    input's gradient counts each sampled pixel once per hit (a bug the op-spec suite found, #13)."""
+    rng = np.random.default_rng(3)
+    x, g = rng.random((2, 3, 4, 5)), rng.random((2, 3, 3, 2)) * 2.4 - 1.2
+    grads = []
+    for lib in (wb, torch):
+        xi, gi = lib.tensor(x, requires_grad=True), lib.tensor(g, requires_grad=True)
+        out = lib.nn.functional.grid_sample(xi, gi, mode="nearest", padding_mode=padding_mode, align_corners=False)
+        (out * lib.tensor(np.arange(out.numel()).reshape(out.shape) / 7.0)).sum().backward()
+        grads.append((out.detach().numpy(), xi.grad.numpy(), gi.grad))
+    (ow, xw, gw), (ot, xt, gt) = grads
+    np.testing.assert_allclose(ow, ot, rtol=1e-12)
+    np.testing.assert_allclose(xw, xt, rtol=1e-12)
+    assert gw is not None and gw.shape == tuple(gt.shape)
+    np.testing.assert_array_equal(gw.numpy(), gt.numpy())

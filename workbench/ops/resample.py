@@ -8,6 +8,7 @@ import math
 import warnings
 
 from .. import _backend
+from ..autograd.function import Function
 from ..autograd.graph import composite
 from .._core import Tensor
 from ._windows import _sep_apply
@@ -289,6 +290,24 @@ def _reflect(c, lo, hi):
     return even * (extra + lo) + (1 - even) * (hi - extra)
 
 
+class _ZeroGradTo(Function):
+    """``out`` unchanged, and a zero gradient to ``other``: the link of an output that is piecewise constant
+    in ``other`` (grid_sample's nearest mode in its grid), so ``other.grad`` is zeros as in PyTorch."""
+
+    _raw = True
+    op_name = "grid_sample_nearest"
+
+    @staticmethod
+    def forward(ctx, out, other):
+        ctx.other = (other.shape, other.dtype)
+        return out.copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dtype = ctx.other
+        return g, Tensor._make(ctx.xp.zeros(shape, dtype=dtype))
+
+
 @composite("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample (N, C, H, W) input at grid (N, Ho, Wo, 2) locations in [-1, 1] (x, y): bilinear, nearest, bicubic.
@@ -338,8 +357,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             rows = rows + xp.clip(ci, 0, size - 1) * steps[i]
         return TakeRows.apply(flat, rows) * Tensor._make(xp.asarray(ok).astype(dt)[..., None])
 
-    if mode == "nearest":
-        out = corner([xp.rint(ci._data).astype("int64") for ci in coords])
+    if mode == "nearest":  # piecewise constant in the grid: its gradient there is zeros (PyTorch's), not None
+        out = _ZeroGradTo.apply(corner([xp.rint(ci._data).astype("int64") for ci in coords]), grid)
     else:
         lows = [xp.floor(ci._data).astype("int64") for ci in coords]
         w1 = [(ci - Tensor._make(lo.astype(dt))).unsqueeze(-1) for ci, lo in zip(coords, lows)]

@@ -472,3 +472,37 @@ spec("F.upsample_nearest", _fn("upsample_nearest"), np_resize,
      [Sample([arr(1, 2, 3, 2, 2)], {"size": (4, 3, 5)})], torch_op=_torch("upsample_nearest"))
 spec("F.upsample_bilinear", _fn("upsample_bilinear"), partial(np_resize, mode="bilinear", align_corners=True),
      [Sample([arr(2, 1, 3, 4)], {"scale_factor": 2})], torch_op=_torch("upsample_bilinear"))
+
+
+# sampling grids
+def _theta(n, nd, seed):
+    return np.concatenate([np.eye(nd)[None].repeat(n, 0), np.zeros((n, nd, 1))], 2) + arr(n, nd, nd + 1, seed=seed,
+                                                                                           low=-0.3, high=0.3)
+
+
+spec("F.affine_grid", _fn("affine_grid"), np_affine_grid,
+     [Sample([_theta(2, 2, 0), (2, 3, 4, 5)], {"align_corners": False}),
+      Sample([_theta(1, 2, 1), (1, 1, 3, 2)], {"align_corners": True}),
+      Sample([_theta(2, 3, 2), (2, 1, 2, 3, 4)], {"align_corners": False}),
+      Sample([_theta(1, 3, 3), (1, 2, 3, 2, 2)], {"align_corners": True})],
+     torch_op=_torch("affine_grid"))
+
+
+def _gs(shape, gshape, seed, **kw):
+    return Sample([arr(*shape, seed=seed), arr(*gshape, seed=seed + 1, low=-1.3, high=1.3)], kw)
+
+
+spec("F.grid_sample", _fn("grid_sample"), np_grid_sample,
+     [_gs((2, 2, 3, 4), (2, 3, 2, 2), 0, mode="bilinear", padding_mode="zeros", align_corners=False),
+      _gs((1, 2, 4, 3), (1, 2, 3, 2), 2, mode="bilinear", padding_mode="border", align_corners=True),
+      _gs((1, 1, 3, 4), (1, 3, 3, 2), 4, mode="bilinear", padding_mode="reflection", align_corners=False),
+      _gs((1, 1, 4, 4), (1, 2, 3, 2), 6, mode="bilinear", padding_mode="reflection", align_corners=True),
+      _gs((2, 2, 3, 4), (2, 2, 3, 2), 8, mode="nearest", padding_mode="zeros", align_corners=True),
+      _gs((1, 2, 4, 3), (1, 3, 2, 2), 10, mode="nearest", padding_mode="reflection", align_corners=False),
+      _gs((1, 1, 4, 5), (1, 2, 3, 2), 12, mode="bicubic", padding_mode="zeros", align_corners=False),
+      _gs((1, 2, 4, 4), (1, 2, 2, 2), 14, mode="bicubic", padding_mode="border", align_corners=True),
+      _gs((1, 1, 4, 5), (1, 3, 2, 2), 16, mode="bicubic", padding_mode="reflection", align_corners=False),
+      _gs((1, 2, 3, 3, 4), (1, 2, 2, 2, 3), 18, mode="bilinear", padding_mode="zeros", align_corners=False),
+      _gs((1, 1, 3, 4, 3), (1, 2, 2, 2, 3), 20, mode="bilinear", padding_mode="reflection", align_corners=True),
+      _gs((1, 1, 3, 3, 4), (1, 2, 2, 3, 3), 22, mode="nearest", padding_mode="border", align_corners=False)],
+     torch_op=_torch("grid_sample"))
