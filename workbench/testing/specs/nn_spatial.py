@@ -402,3 +402,40 @@ spec("F.max_unpool2d", _fn("max_unpool2d"), partial(np_max_unpool, 2),
 spec("F.max_unpool3d", _fn("max_unpool3d"), partial(np_max_unpool, 3),
      [_unpool_sample(3, (1, 2, 4, 4, 2), 2), _unpool_sample(3, (2, 5, 3, 3), 2, seed=1, output_size=(5, 3, 3))],
      torch_op=_torch("max_unpool3d"))
+
+# padding: every mode, negative pads (crop) among them
+spec("F.pad", _fn("pad"), np_pad,
+     [Sample([arr(2, 3, 4), (1, 2)], {"value": 1.5}),
+      Sample([arr(2, 5, 4, seed=1), (-1, 2, 3, -2)]),
+      Sample([arr(1, 2, 3, 5, seed=2), (2, 1, 1, 2), "reflect"]),
+      Sample([arr(2, 3, 6, seed=3), (-1, 2), "reflect"]),
+      Sample([arr(1, 1, 3, 3, 4, seed=4), (1, 2, 0, 1, 2, 1), "replicate"]),
+      Sample([arr(2, 3, 6, seed=5), (-2, 3), "replicate"]),
+      Sample([arr(1, 2, 4, 5, seed=6), (2, 3, 1, 4), "circular"]),
+      Sample([arr(2, 3, 6, seed=7), (-1, 2), "circular"]),
+      Sample([arr(1, 2, 3, 3, 4, seed=8), (1, -1, 2, 1, 1, 1), "circular"])],
+     torch_op=_torch("pad"))
+
+
+# shuffles
+def np_channel_shuffle(x, groups):
+    # output channel j = k * groups + g reads input channel g * (C / groups) + k
+    c = x.shape[1]
+    return x[:, [(j % groups) * (c // groups) + j // groups for j in range(c)]]
+
+
+def np_pixel_unshuffle(x, downscale_factor):
+    r = downscale_factor
+    c, h, w = x.shape[-3:]
+    y = np.empty(x.shape[:-3] + (c * r * r, h // r, w // r), x.dtype)
+    for ch, i, j in itertools.product(range(c), range(r), range(r)):
+        y[..., ch * r * r + i * r + j, :, :] = x[..., ch, i::r, j::r]
+    return y
+
+
+spec("F.channel_shuffle", _fn("channel_shuffle"), np_channel_shuffle,
+     [Sample([arr(2, 6, 3), 3]), Sample([arr(1, 8, 2, 3, seed=1), 2]), Sample([arr(1, 4, 2, 1, 3, seed=2), 4])],
+     torch_op=_torch("channel_shuffle"))
+spec("F.pixel_unshuffle", _fn("pixel_unshuffle"), np_pixel_unshuffle,
+     [Sample([arr(2, 3, 4, 6), 2]), Sample([arr(2, 6, 3, seed=1), 3]), Sample([arr(2, 1, 2, 4, 2, seed=2), 2])],
+     torch_op=_torch("pixel_unshuffle"))
