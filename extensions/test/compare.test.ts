@@ -60,7 +60,8 @@ describe("compare view", () => {
     await v.reveal("head.weight");
     const top = root.querySelector<HTMLDetailsElement>(".wb-panel .wb-top")!;
     expect(top.open).toBe(false);
-    expect(top.textContent).toContain("Top 10 by gradient norm ratio (b/a) of 12 nodes with a value, 2 n/a");
+    expect(top.querySelector(".wb-top-head")!.textContent).toBe("Top 10 by gradient norm ratio (b/a)");
+    expect(top.querySelector(".wb-top-count")!.textContent).toBe("of 12 nodes with a value, 2 n/a");
     expect(root.querySelector(".wb-cmp-panel")).not.toBeNull();
   });
 

@@ -39,3 +39,36 @@ describe("PanZoom.showBox (an opened module brought into view)", () => {
     expect(pz.t.x).toBe(-100 + 12 - 300);
   });
 });
+
+describe("PanZoom.uncover (the minimap over the bottom right after a fit)", () => {
+  // the minimap's place on the 800 x 480 canvas: 200 x 140 in the bottom-right corner, 8 px in
+  const corner = { x0: 592, y0: 332, x1: 792, y1: 472 };
+
+  it("pans up when that is the shorter way, so the bottom-right box clears the corner by 8 px", () => {
+    const pz = panzoom({ x: 0, y: 0, k: 1 });
+    pz.covered = () => corner;
+    const loss = { x: 600, y: 440, width: 300, height: 40 }; // 450..750 x 420..460: up 136 px, left 166
+    const top = { x: 600, y: 100, width: 160, height: 40 };
+    pz.uncover([top, loss]);
+    expect(pz.t).toEqual({ x: 0, y: -(460 - (332 - 8)), k: 1 });
+  });
+
+  it("pans left instead when going up would bring another box under the corner", () => {
+    const pz = panzoom({ x: 0, y: 0, k: 1 });
+    pz.covered = () => corner;
+    const tall = [0, 1, 2, 3, 4, 5, 6].map((i) => ({ x: 700, y: 60 + i * 70, width: 60, height: 40 })); // a column at the right edge
+    const below = { x: 700, y: 560, width: 60, height: 40 }; // out of view below: a pan up shows it under the corner
+    pz.uncover([...tall, below]);
+    expect(pz.t).toEqual({ x: -(730 - (592 - 8)), y: 0, k: 1 });
+  });
+
+  it("stays put with nothing under the corner, or with no corner covered", () => {
+    const pz = panzoom({ x: 0, y: 0, k: 1 });
+    pz.covered = () => corner;
+    pz.uncover([{ x: 300, y: 440, width: 160, height: 40 }]);
+    expect(pz.t).toEqual({ x: 0, y: 0, k: 1 });
+    pz.covered = () => null;
+    pz.uncover([{ x: 700, y: 440, width: 160, height: 40 }]);
+    expect(pz.t).toEqual({ x: 0, y: 0, k: 1 });
+  });
+});

@@ -28,12 +28,30 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.browser)
 
 
+def _newest(paths) -> tuple[float, Path | None]:
+    return max(((p.stat().st_mtime, p) for p in paths if p.is_file()), default=(0.0, None))
+
+
 def _labextension_args(tmp: Path) -> list[str]:
-    """Serve the built labextension even when workbench is not pip-installed into this environment."""
-    installed = Path(sys.prefix, "share", "jupyter", "labextensions", "workbench", "package.json")
+    """Serve the extension built in this checkout (``workbench/labextension``), never an older copy.
+
+    ``make`` copies that build into the venv (share/jupyter/labextensions/workbench); a build run with
+    ``npm run build`` alone leaves the copy stale. JupyterLab looks in ``extra_labextensions_path``
+    first, so pointing it at the build wins over any installed copy. A build older than its sources, or
+    no extension at all, fails the tests with what to run, rather than testing stale or missing JS.
+    """
     built = REPO / "workbench" / "labextension"
-    if installed.exists() or not (built / "package.json").exists():
-        return []
+    installed = Path(sys.prefix, "share", "jupyter", "labextensions", "workbench", "package.json")
+    if not (built / "package.json").exists():
+        if installed.exists():  # installed from a wheel: the copy is the build
+            return []
+        pytest.fail("no JupyterLab extension built: run `make setup` (or `cd extensions && npm run build`)", pytrace=False)
+    src = REPO / "extensions"
+    when, newest = _newest([*src.glob("src/**/*"), src / "build.mjs", src / "package.json"])
+    built_at, _ = _newest(built.rglob("*"))
+    if when > built_at:
+        pytest.fail(f"the JupyterLab extension in {built} is older than {newest}: rebuild it "
+                    "(`make setup`, or `cd extensions && npm run build`)", pytrace=False)
     extra = tmp / "labextensions"
     extra.mkdir()
     (extra / "workbench").symlink_to(built, target_is_directory=True)

@@ -43,6 +43,13 @@ def running_lab(python, tmp: Path, env: dict, extra_args=()):
     """
     root = tmp / "root"
     root.mkdir(exist_ok=True)
+    # no "get notified about Jupyter news?" toast over the outputs, and every cell kept in the page (a
+    # windowed notebook drops off-screen outputs): the same page for assertions and screenshots
+    for plugin, value in (("apputils-extension/notification", {"fetchNews": "false"}),
+                          ("notebook-extension/tracker", {"windowingMode": "none"})):
+        path = tmp / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
     port = _free_port()
     cmd = [str(python), "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
            "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0", "--IdentityProvider.token=",

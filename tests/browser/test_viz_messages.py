@@ -28,7 +28,7 @@ opt.step()"""
 COLOURS = """(el) => { const cs = getComputedStyle(el), root = getComputedStyle(el.closest('.wb-root'));
   const probe = (v) => { const d = document.createElement('span'); d.style.color = root.getPropertyValue(v);
     el.append(d); const c = getComputedStyle(d).color; d.remove(); return c; };
-  return {color: cs.color, warn: probe('--wb-warn'), error: probe('--wb-error'), accent: probe('--wb-accent')}; }"""
+  return {color: cs.color, warn: probe('--wb-warn-text'), error: probe('--wb-error-text'), accent: probe('--wb-accent')}; }"""
 
 
 def _viewer(page, n):

@@ -256,3 +256,31 @@ def test_winograd_second_derivative():
     x = wb.tensor(R.standard_normal((1, 8, 3, 4)), requires_grad=True)
     w = wb.tensor(R.standard_normal((8, 8, 3, 3)), requires_grad=True)
     assert wb.autograd.gradgradcheck(lambda a, b: F.conv2d(a, b, padding=1), (x, w))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,ws,kw,strided,taken", [
+    ((1, 8, 5, 7), (8, 8, 3, 3), {"padding": 1}, False, True),  # batch 1, odd sizes
+    ((2, 8, 6, 6), (9, 8, 3, 3), {"padding": 1}, True, True),  # non-contiguous input (a transposed view)
+    ((2, 4, 6, 6), (8, 4, 3, 3), {"padding": 1}, False, False),  # fewer than 8 channels in: im2col
+])
+def test_winograd_against_torch(dtype, xs, ws, kw, strided, taken, monkeypatch):
+    """Forward, input, weight and bias gradients against PyTorch in float32 and float64, on the Winograd path
+    where it applies (and not where the channels are too few)."""
+    calls = _winograd_calls(monkeypatch)
+    x, w, b = (R.standard_normal(s).astype(dtype) for s in (xs, ws, ws[:1]))
+    if strided:
+        x = np.ascontiguousarray(x.swapaxes(2, 3)).swapaxes(2, 3)
+        assert not x.flags.c_contiguous
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    ts = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    ty = TF.conv2d(*ts, **kw)
+    g = R.standard_normal(tuple(ty.shape)).astype(dtype)
+    ty.backward(torch.tensor(g))
+    ws_ = [wb.tensor(a, requires_grad=True) for a in (x, w, b)]
+    y = F.conv2d(*ws_, **kw)
+    y.backward(wb.tensor(g))
+    assert (set(calls) == {"conv", "input_grad", "weight_grad"}) == taken
+    for a, t in zip([y.detach()] + [v.grad for v in ws_], [ty.detach()] + [v.grad for v in ts]):
+        assert a.numpy().dtype == dtype
+        np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=tol, atol=tol)

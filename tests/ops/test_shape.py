@@ -15,6 +15,7 @@ def _x(lib, *shape):
 
 
 ERRORS = {
+    "channel_shuffle_2d": lambda L: L.channel_shuffle(_x(L, 2, 4), 2),  # regression (op spec): wb accepted it
     "reshape_size": lambda L: _x(L, 2, 3).reshape(5),
     "reshape_two_minus_one": lambda L: _x(L, 2, 3).reshape(-1, -1),
     "view_noncontiguous": lambda L: _x(L, 2, 3).t().view(-1),
@@ -59,16 +60,27 @@ def test_errors_match_pytorch(name):
 
 
 PAD_ERRORS = {
+    "channel_shuffle_2d": lambda L: L.channel_shuffle(_x(L, 2, 4), 2),  # regression (op spec): wb accepted it
     "odd_length": lambda L, F: F(_x(L, 1, 3), (1,)),
     "reflect_too_big": lambda L, F: F(_x(L, 1, 3), (3, 0), mode="reflect"),
     "negative_size": lambda L, F: F(_x(L, 1, 3), (-2, -2)),
     "unknown_mode": lambda L, F: F(_x(L, 1, 3), (1, 1), mode="mirror"),
+    "reflect_1d_input": lambda L, F: F(_x(L, 6), (1, 1), mode="reflect"),
+    "replicate_pad_too_short": lambda L, F: F(_x(L, 2, 3, 4, 5), (1, 1), mode="replicate"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(PAD_ERRORS))
 def test_pad_errors_match_pytorch(name):
     assert_same_error(lambda L: PAD_ERRORS[name](L, torch.nn.functional.pad if L is torch else pad))
+
+
+@pytest.mark.parametrize("mode", ["circular", "reflect", "replicate"])
+def test_negative_pad_crops_before_wrapping_like_pytorch(mode):
+    # regression (op spec F.pad): circular padding wrapped the uncropped dim, so (-1, 2) read the cropped element
+    x = np.arange(2 * 3 * 6, dtype=np.float64).reshape(2, 3, 6)
+    want = torch.nn.functional.pad(torch.tensor(x), (-1, 2), mode=mode).numpy()
+    np.testing.assert_array_equal(pad(wb.tensor(x), (-1, 2), mode=mode).numpy(), want)
 
 
 def test_cat_promotes_and_skips_legacy_empty_tensors():

@@ -83,8 +83,10 @@ def test_nan_note_is_on_the_svg_fallback():
     with wb.viz.record():
         loss = wb.log(w * w).sum()
     svg = wb.viz.snapshot(loss).svg()
-    notes = " ".join(re.findall(r'<text class="wb-note"[^>]*>([^<]*)</text>', svg))
-    assert "The first op that produced NaN or Inf: log" in notes and 'fill="#d32f2f"' in svg
+    lines = re.findall(r'<text class="wb-note" [^>]*fill="currentColor">(.*?)</text>', svg)
+    notes = " ".join(re.sub(r"<[^>]+>", "", t) for t in lines)
+    assert "The first op that produced NaN or Inf: log" in notes
+    assert lines[0].startswith('<tspan fill="#d32f2f" font-weight="bold">⚠</tspan>')  # the icon red, the words the page's
     assert "⚑ origin" in svg  # the op the note names is marked, as in the viewer
     assert "error: The loss (loss) is Inf" in repr(wb.viz.snapshot(loss))  # the one line a script prints
 

@@ -169,7 +169,7 @@ def test_text_and_svg_say_the_diff():
     assert "1 added, 1 removed" in repr(cmp)
     svg = cmp.svg()
     assert "+ added" in svg and "− removed" in svg
-    assert 'class="wb-op wb-removed" opacity="0.6"' in svg and 'class="wb-op wb-added"' in svg
+    assert 'class="wb-op wb-removed" opacity="0.7"' in svg and 'class="wb-op wb-added"' in svg
     assert "1 added, 1 removed" in svg and "only in b (bold outline)" in svg  # the legend, in words
 
 

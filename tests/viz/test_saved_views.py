@@ -1,10 +1,13 @@
 """Kernel-free views: the bundles the debugger and the monitor leave in a notebook, and plain-script output."""
 import json
+import re
+from html import unescape
 
 import numpy as np
 
 import workbench as wb
 from models import MLP, mse
+from workbench.viz.monitor_svg import ALARM_CHAR_W
 from workbench.viz.views import MONITOR_MIME, monitor_report
 
 
@@ -55,6 +58,15 @@ def test_monitor_report_holds_charts_and_alarms_downsampled():
     assert set(bundle) >= {MONITOR_MIME, "text/html", "text/plain", "application/vnd.jupyter.widget-view+json"}
     assert "40 steps" in bundle["text/plain"] and "1 alarms (nan)" in bundle["text/plain"]
     assert bundle["text/html"].count("<svg") == 1 and "data:image/png;base64," in bundle["text/html"]
+    # the alarm's where and what on a line each, neither running past the drawing's right edge (nbconvert's
+    # HTML cut "the loss itself is nan" off at 850 px), the whole alarm in its tooltip
+    html = bundle["text/html"]
+    width = float(re.search(r'<svg [^>]*width="([\d.]+)"', html).group(1))
+    lines = re.findall(r'<text x="([\d.]+)" y="[\d.]+" font-size="11" fill="currentColor">(.*?)</text>', html)
+    assert len(lines) == 2
+    for x, text in lines:
+        assert float(x) + ALARM_CHAR_W * len(unescape(re.sub(r"<[^>]+>", "", text))) <= width - 16
+    assert "(the loss itself is nan)</title>" in html
 
 
 def test_outside_ipython_show_and_watch_print_one_line(capsys):

@@ -14,6 +14,7 @@ import collections.abc
 import functools
 import warnings
 
+from .. import cuda
 from .._backend import dtypes as _dt
 from ..ops import _autocast as _state
 from ..tensor import Tensor
@@ -56,8 +57,6 @@ class autocast:  # noqa: N801 - PyTorch's name
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         if enabled:
             if device_type == "cuda":
-                from .. import cuda  # a real cycle: workbench.cuda imports amp (its autocast aliases)
-
                 if not cuda.is_available():
                     warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
                     enabled = False

@@ -12,7 +12,7 @@ import enum
 import warnings
 from collections import defaultdict
 
-from .. import _backend
+from .. import _backend, cuda
 from .._backend import dtypes as _dt
 from ..autograd.grad_mode import no_grad
 from ..creation import full
@@ -49,8 +49,6 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if device == "cuda" and enabled:
-            from .. import cuda  # a real cycle: workbench.cuda imports amp (cuda.amp.GradScaler)
-
             if not cuda.is_available():
                 warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
                               stacklevel=2)

@@ -262,13 +262,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                 grad_inputs = _call_backward_anomaly(node, grads)
                 if anomaly[1]:
                     _check_nan(node, grad_inputs)
-            elif len(grads) == 1 and grads[0] is not None:  # _call_backward's common case, inlined
-                grad_inputs = node._fn.backward(node, grads[0])
-                if grad_inputs.__class__ is not tuple:
-                    grad_inputs = (grad_inputs,)
-                if not len(grad_inputs) == len(node._tensor_pos) == len(node.needs_input_grad):
-                    grad_inputs = _tensor_grads(node, grad_inputs)
-            else:
+            else:  # a call, not inlined: the compiler's trace hooks _call_backward
                 grad_inputs = _call_backward(node, grads)
             if hooked and node._hooks is not None:
                 for h in list(node._hooks.values()):
@@ -394,11 +388,6 @@ def _call_backward(node, grads):
     res = node._fn.backward(node, *grads)
     if res.__class__ is not tuple:
         res = (res,)
-    return _tensor_grads(node, res)
-
-
-def _tensor_grads(node, res):
-    # backward's results (a tuple), one per tensor argument of the forward
     pos = node._tensor_pos
     n = len(res)
     if n == len(pos) == len(node.needs_input_grad):  # every forward argument was a tensor

@@ -502,6 +502,7 @@ def _new_node(cls, xp):
 _NO_EDGE = (None, 0)
 _TRUE1, _FALSE1 = (True,), (False,)
 _RANGES = tuple(tuple(range(n)) for n in range(9))
+_RANGES1, _RANGES2 = _RANGES[1], _RANGES[2]
 
 
 def _edge(a):
@@ -559,7 +560,25 @@ def _record_raw(cls, args, datas, xp):
     node.group = GROUP.get()
     if TRACE[0] >= 2:
         node.site = graph.user_site(3)
-    _edges(node, args)
+    # _edges, inlined for one tensor and two (the operators' calls); an input with a grad_fn is an edge
+    # to that node's output, anything else goes through _edge (leaves, tensors that do not require grad)
+    n = len(args)
+    a = args[0] if n else None
+    if n == 1 and a.__class__ is _Tensor:
+        gf = a.grad_fn
+        node.needs_input_grad = _TRUE1 if a._rg else _FALSE1
+        node.next_functions = ((gf, a._output_nr) if gf is not None else _edge(a),)
+        node._tensor_pos = _RANGES1
+    elif n == 2 and a.__class__ is _Tensor and args[1].__class__ is _Tensor:
+        b = args[1]
+        gf = a.grad_fn
+        gfb = b.grad_fn
+        node.needs_input_grad = (True if a._rg else False, True if b._rg else False)
+        node.next_functions = ((gf, a._output_nr) if gf is not None else _edge(a),
+                               (gfb, b._output_nr) if gfb is not None else _edge(b))
+        node._tensor_pos = _RANGES2
+    else:
+        _edges(node, args)
     out = cls.forward(node, *datas)
     if out.__class__ is not tuple and node._non_differentiable is None:  # the common case: one output
         if cls._view:

@@ -12,6 +12,7 @@ tensor([3., 3.])
 import warnings
 
 from .._core import Tensor
+from ..creation import empty
 
 
 class _VariableMeta(type):
@@ -27,10 +28,6 @@ class Variable(metaclass=_VariableMeta):
             warnings.warn("volatile was removed and now has no effect. Use `with workbench.no_grad():` instead.",
                           UserWarning, stacklevel=2)
         if data is None:
-            # creation sits above the autograd core, and importing it here at the top would cycle through
-            # autograd/__init__ while creation imports autograd.grad_mode
-            from ..creation import empty
-
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")

@@ -17,7 +17,7 @@ from .. import _backend
 from ..autograd import graph as _graph
 from ..autograd.engine import iter_backward
 from ..autograd.function import Function, _Out, unpack_saved
-from ..autograd.graph import GROUP, SCOPE, Node, accumulator
+from ..autograd.graph import GROUP, SCOPE, Node
 from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
 from .program import tensors_in
@@ -89,7 +89,7 @@ class Region:
         node._seq = next(_graph._seq)
         node.scope = SCOPE.get()
         node.group = GROUP.get()
-        node.next_functions = tuple([_edge(t) for t in sources])
+        node.next_functions = tuple([_graph.gradient_edge(t) for t in sources])
         n = len(sources)
         node.needs_input_grad = (True,) * n
         node._tensor_pos = tuple(range(n))
@@ -106,10 +106,6 @@ class Region:
                 entries.append((_Out(k, o._data, True), o._vbox, 0))
         node._saved = tuple(entries)
         return outs
-
-
-def _edge(t):
-    return (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._acc or accumulator(t), 0)
 
 
 def record(T, name, result, arg_tensors, seq0):
@@ -141,7 +137,7 @@ def record(T, name, result, arg_tensors, seq0):
     source_of = {}
     for src, t in list(arg_tensors) + [(("ext", t), t) for t, _slot in T.externals.values()]:
         if t._rg:
-            node, nr = _edge(t)
+            node, nr = _graph.gradient_edge(t)
             source_of.setdefault((id(node), nr), src)
     edges = list(dict.fromkeys(boundary))
     for node, nr in edges:

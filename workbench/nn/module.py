@@ -805,7 +805,7 @@ class Module:
         >>> m(wb.ones(1, 2)).shape
         workbench.Size([1, 1])
         """
-        from ..compiler import compile as _compile  # the compiler sits above nn (it traces modules)
+        from ..compiler import compile as _compile  # a real cycle: workbench.compiler imports nn.module (it traces modules)
 
         self.__dict__["forward"] = _compile(self.__dict__.get("forward", self.forward), *args, **kwargs)
 

@@ -259,3 +259,17 @@ def array_step(fn, *tensors):
     tensor([2., 2.])
     """
     return ArrayStep.apply(fn, *[t.detach() if t._rg else t for t in tensors])
+
+
+def as_strided_raw(xp, x, shape, strides):
+    """A writable view of ``x``'s memory with ``shape`` and byte ``strides``, starting at x's first element.
+
+    >>> import numpy as np
+    >>> as_strided_raw(np, np.arange(4.0), (2,), (16,))
+    array([0., 2.])
+    """
+    r = xp.lib.stride_tricks.as_strided(x, shape=tuple(shape), strides=tuple(strides))
+    if type(r) is not type(x):  # the fake cupy's arrays are an ndarray subclass that keeps its device
+        r = r.view(type(x))
+        r.__array_finalize__(x)
+    return r

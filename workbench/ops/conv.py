@@ -20,9 +20,8 @@ from .._backend import winograd as _wg
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _check_float, gemm, ntuple
+from ._util import _check_float, as_strided_raw, gemm, ntuple
 from ._windows import _col2im, _out_size, _pad, _windows
-from .views import as_strided_raw
 
 
 class _Grid:

@@ -70,10 +70,17 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument")
 
+    k = len(pads) // 2
+    if not k + 1 <= input.ndim <= k + 2:  # PyTorch's rule: (batch,) channels and k padded dims
+        raise NotImplementedError(f"Padding size {len(pads)} is not supported for {input.ndim}D input tensor in "
+                                  f"mode '{mode}': it pads {k}-D spatial input of {k + 1}D or {k + 2}D")
     x = input
-    for i in range(len(pads) // 2):
+    for i in range(k):
         d = input.ndim - 1 - i
         lo, hi = pads[2 * i], pads[2 * i + 1]
+        if lo < 0 or hi < 0:  # negative pads crop first; the positive ones then pad the cropped dim
+            x = x.narrow(d, max(-lo, 0), x.shape[d] - max(-lo, 0) - max(-hi, 0))
+            lo, hi = max(lo, 0), max(hi, 0)
         n = x.shape[d]
         if mode == "reflect" and (lo >= n or hi >= n):
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "

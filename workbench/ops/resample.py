@@ -216,6 +216,9 @@ def channel_shuffle(input, groups):
     >>> wb.channel_shuffle(wb.arange(4.0).reshape(1, 4, 1), 2).flatten().tolist()
     [0.0, 2.0, 1.0, 3.0]
     """
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(input.shape)}")
     n, c = input.shape[:2]
     if groups <= 0 or c % groups:
         raise RuntimeError(f"channel_shuffle: number of channels ({c}) must be divisible by groups ({groups})")

@@ -8,7 +8,7 @@ from .. import _backend
 from .._core import Size
 from ..autograd.function import Function, _NoGradCtx
 from ..creation import _sizes_or_keyword
-from ._util import _shape_args, ufunc_at, wrap_dim
+from ._util import _shape_args, as_strided_raw, ufunc_at, wrap_dim
 from .convert import view_dtype
 
 
@@ -318,20 +318,6 @@ def _replay_raw(vf, arr):
 
 
 # --- raw strided views and storage positions ------------------------------------------------------
-def as_strided_raw(xp, x, shape, strides):
-    """A writable view of ``x``'s memory with ``shape`` and byte ``strides``, starting at x's first element.
-
-    >>> import numpy as np
-    >>> as_strided_raw(np, np.arange(4.0), (2,), (16,))
-    array([0., 2.])
-    """
-    r = xp.lib.stride_tricks.as_strided(x, shape=tuple(shape), strides=tuple(strides))
-    if type(r) is not type(x):  # the fake cupy's arrays are an ndarray subclass that keeps its device
-        r = r.view(type(x))
-        r.__array_finalize__(x)
-    return r
-
-
 def _positions(xp, shape, strides, offset):
     """Storage positions (in elements) of every element of a strided layout, as an int64 array."""
     pos = xp.full(tuple(shape), offset, dtype="int64")

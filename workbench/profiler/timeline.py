@@ -12,7 +12,8 @@ from html import escape
 from .chrome_trace import backward_scopes
 from .events import _format_time
 
-COLOURS = {"op": "#4e79a7", "backward": "#e15759", "module": "#9c9c9c", "user": "#59a14f", "step": "#b07aa1"}
+# box fills dark enough for their white labels (4.5:1 or more), and apart from a light or a dark page
+COLOURS = {"op": "#3e6896", "backward": "#b8383b", "module": "#6e6e6e", "user": "#3d7a35", "step": "#8a5a80"}
 ROW, WIDTH, LEFT, MAX_BOXES = 16, 960, 86, 3000
 
 
@@ -143,6 +144,8 @@ def bundle(events, row_limit=20):
     ['text/html', 'text/plain']
     """
     table = events.key_averages().table(sort_by="cpu_time_total", row_limit=row_limit)
+    # the table's columns line up only in a monospace font: nbconvert's HTML sets none on a <pre> in an output
     html = (f'<div class="wb-profile" style="overflow-x:auto">{svg(events)}'
-            f'<pre style="font-size:11px">{_x(table)}</pre></div>')
+            f'<pre style="font-size:11px; white-space:pre; font-family:var(--jp-code-font-family, monospace), '
+            f'monospace">{_x(table)}</pre></div>')
     return {"text/html": html, "text/plain": table}

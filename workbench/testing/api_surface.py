@@ -35,6 +35,8 @@ except ModuleNotFoundError:  # Python 3.10: tomli is the same parser ([dev] inst
 import warnings
 from pathlib import Path
 
+import workbench as wb
+
 # (PyTorch namespace, kind): "module" sweeps dir(module), "class" sweeps the class's public members
 NAMESPACES = [
     ("torch", "module"), ("torch.nn", "module"), ("torch.nn.functional", "module"), ("torch.Tensor", "class"),
@@ -445,8 +447,6 @@ def check(name, tobj, wb, in_class, torch):
 def sweep(namespaces=NAMESPACES):
     """{qualified name: Result} for every name PyTorch's ``namespaces`` hold."""
     import torch
-
-    import workbench as wb
 
     classes = {ns for ns, kind in namespaces if kind == "class"}
     with warnings.catch_warnings():  # dir(torch.distributed) touches its deprecated reduce_op

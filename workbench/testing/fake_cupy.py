@@ -20,6 +20,7 @@ import weakref
 
 import numpy
 
+from .. import _backend
 from . import cuda_emulator, fake_cuda_graph, fake_nccl
 from .cuda_emulator import NotEmulated
 
@@ -486,8 +487,6 @@ def module():
 @contextlib.contextmanager
 def installed():
     """Route workbench's 'cuda' device to the fake cupy inside the block."""
-    from workbench import _backend
-
     prev = _backend._cupy
     _backend.use_cupy(_module)
     try:
@@ -497,7 +496,5 @@ def installed():
 
 
 def install():
-    from workbench import _backend
-
     _backend.use_cupy(_module)
     return _module

@@ -20,6 +20,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from . import specs
+
 REGISTRY = {}
 
 
@@ -122,8 +124,6 @@ def arr(*shape, low=-2.0, high=2.0, seed=0, positive=False):
 
 def load_all():
     """Import every module of workbench.testing.specs, filling REGISTRY."""
-    from . import specs
-
     for m in pkgutil.iter_modules(specs.__path__):
         importlib.import_module(f"{specs.__name__}.{m.name}")
     return REGISTRY

@@ -38,12 +38,6 @@ def _flat_tensors(out):
     return []
 
 
-def _edge(t):
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
-    return (graph.accumulator(t), 0)
-
-
 def _boundary(outs, start):
     # edges from nodes recorded after `start` (the segment) to nodes recorded before it (the outside)
     edges = {}
@@ -147,7 +141,7 @@ class _Recompute:
             owners.append(j)
         for a, d in zip(self.args, detached):
             if isinstance(a, Tensor) and a.requires_grad and d is not a:
-                e = _edge(a)
+                e = graph.gradient_edge(a)
                 if e in self.edges:
                     targets.append(d)
                     owners.append(self.edges.index(e))

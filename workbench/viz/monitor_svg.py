@@ -2,8 +2,8 @@
 
 What VS Code, GitHub, nbviewer and nbconvert show for a gradient monitor, and what JupyterLab shows
 before its renderer loads: the loss with real axes, the layer x step overview of gradient norms (a
-heatmap with a colour bar in log10 units; each pixel row is one parameter), and the alarms in the
-error and warning colours. The heatmap is a PNG made here with zlib, so a 44-layer, 300-step run is
+heatmap with a colour bar in log10 units; each pixel row is one parameter), and the alarms, each with
+an icon in the error or warning colour and its text in the page's. The heatmap is a PNG made here with zlib, so a 44-layer, 300-step run is
 a few kilobytes instead of 13,000 SVG rectangles.
 """
 import base64
@@ -16,8 +16,23 @@ ERROR = "#d32f2f"
 WARN = "#e68a00"
 # a perceptually ordered ramp (viridis stops): low gradients dark blue, high yellow; reads on light and dark
 RAMP = [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37)]
-MISSING = (200, 200, 200)
-NONFINITE = (211, 47, 47)
+# RGBA: a step without a positive norm (zero, or not computed) is a faint grey over the page, as in the
+# live view, not a light block that glares on a dark theme
+MISSING = (128, 128, 128, 60)
+NONFINITE = (211, 47, 47, 255)
+
+
+ALARM_CHAR_W = 6.7  # 11 px monospace
+
+
+def _fit(text, px):
+    """``text`` cut with an ellipsis to what ``px`` pixels of 11 px monospace hold.
+
+    >>> _fit("abcdef", 4 * ALARM_CHAR_W)
+    'abc…'
+    """
+    n = int(px // ALARM_CHAR_W)
+    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def _x(s):
@@ -38,9 +53,9 @@ def ramp(t):
 
 
 def png(pixels, width, height):
-    """A PNG (bytes) of ``height`` rows of ``width`` RGB tuples.
+    """A PNG (bytes) of ``height`` rows of ``width`` RGBA tuples.
 
-    >>> png([[(0, 0, 0)]], 1, 1)[:8]
+    >>> png([[(0, 0, 0, 255)]], 1, 1)[:8]
     b'\\x89PNG\\r\\n\\x1a\\n'
     """
     raw = b"".join(b"\x00" + bytes(c for px in row for c in px) for row in pixels)
@@ -48,7 +63,7 @@ def png(pixels, width, height):
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
 
 
@@ -128,12 +143,12 @@ def _overview(rep, x0, y0, w, row_h):
     lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
     if hi - lo < 1e-9:
         lo, hi = lo - 0.5, hi + 0.5
-    pixels = [[NONFINITE if bad[k][i] else MISSING if logs[k][i] is None else ramp((logs[k][i] - lo) / (hi - lo))
+    pixels = [[NONFINITE if bad[k][i] else MISSING if logs[k][i] is None else (*ramp((logs[k][i] - lo) / (hi - lo)), 255)
                for i in range(n)] for k in range(L)]
     img = base64.b64encode(png(pixels, n, L)).decode()
     h = L * row_h
     out = [f'<text x="{x0}" y="{y0 - 6}" font-weight="bold" fill="currentColor">‖grad‖ by layer and step '
-           '(log scale; red: NaN/Inf)</text>',
+           '(log scale; red: NaN/Inf; grey: 0 or no gradient)</text>',
            f'<image x="{x0}" y="{y0}" width="{w}" height="{h}" preserveAspectRatio="none" '
            f'style="image-rendering: pixelated" href="data:image/png;base64,{img}"/>',
            f'<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="none" stroke="currentColor" stroke-opacity="0.3"/>']
@@ -150,7 +165,7 @@ def _overview(rep, x0, y0, w, row_h):
     out.append(f'<text x="{x0 + w / 2}" y="{y0 + h + 28}" text-anchor="middle" font-size="10" fill="currentColor">step</text>')
     # colour bar: 10^lo .. 10^hi
     bx, by, bw = x0 + w + 16, y0, 12
-    bar = base64.b64encode(png([[ramp(1 - j / 63)] for j in range(64)], 1, 64)).decode()
+    bar = base64.b64encode(png([[(*ramp(1 - j / 63), 255)] for j in range(64)], 1, 64)).decode()
     out.append(f'<image x="{bx}" y="{by}" width="{bw}" height="{min(h, 160)}" preserveAspectRatio="none" '
                f'href="data:image/png;base64,{bar}"/>')
     bh = min(h, 160)
@@ -180,13 +195,18 @@ def render_monitor_svg(rep):
     out += ov
     y += 14 + h + 40
     alarms = rep["alarms"]
+    width = left + w + 90
     out.append(f'<text x="16" y="{y}" font-weight="bold" fill="currentColor">alarms ({len(alarms)})</text>')
     for a in alarms[:12]:
-        y += 16
         color = ERROR if a["kind"] in ("nan", "inf") else WARN
         where = f" at {a['site']['file']}, line {a['site']['line']}" if a.get("site") else ""
-        out.append(f'<text x="16" y="{y}" font-size="11" fill="{color}">⚠ step {a["step"]} · {_x(a["kind"])} · '
-                   f'{_x(a["layer"])}{_x(where)} — {_x(a["detail"])}</text>')
+        head = f'step {a["step"]} · {a["kind"]} · {a["layer"]}{where}'
+        # where, then what, on a line each, each cut to the drawing's width (the whole alarm in its tooltip)
+        out.append(f'<g><title>{_x(head)} — {_x(a["detail"])}</title>'
+                   f'<text x="16" y="{y + 16}" font-size="11" fill="currentColor"><tspan fill="{color}">⚠</tspan> '
+                   f'{_x(_fit(head, width - 32 - ALARM_CHAR_W * 2))}</text>'
+                   f'<text x="30" y="{y + 30}" font-size="11" fill="currentColor">{_x(_fit(a["detail"], width - 46))}</text></g>')
+        y += 30
     if len(alarms) > 12:
         y += 16
         out.append(f'<text x="16" y="{y}" font-size="11" fill="currentColor">… {len(alarms) - 12} more</text>')
@@ -194,7 +214,6 @@ def render_monitor_svg(rep):
         y += 16
         out.append(f'<text x="16" y="{y}" font-size="11" fill="currentColor" fill-opacity="0.7">none</text>')
     height = y + 16
-    width = left + w + 90
     steps = rep["start"] + (rep["n"] - 1) * rep["every"] + 1 if rep["n"] else 0
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="{_x(rep["title"])}: {steps} steps, {L} layers, {len(alarms)} alarms" '

@@ -20,9 +20,12 @@ CHAR_W = 6.6
 EDGE_CHAR_W = 5.5  # 9 px monospace
 VIRTUAL_W = 10  # the lane of a long edge through a rank
 PAD = 16
+# Outlines, icons and the fills of badges, whose text is white (at least 4.5:1 on each): one colour has to
+# read on a light and a dark page alike, so text itself is drawn in currentColor
 NAN_COLOR = "#d32f2f"
-INF_COLOR = "#ef6c00"
+INF_COLOR = "#b85000"
 ADDED_COLOR = "#2e7d32"  # compare: green and grey, clear of a ratio colouring's blue-white-red
+NA_DIM = 0.7  # the text of a box without a value for the overlay: muted, yet 3:1 or more
 FILL = {"param": "rgba(66,133,244,0.14)", "leaf": "rgba(66,133,244,0.14)", "input": "rgba(128,128,128,0.10)",
         "output": "rgba(52,168,83,0.16)", "op": "rgba(128,128,128,0.06)", "cut": "none",
         "module": "rgba(171,71,188,0.10)", "group": "rgba(255,193,7,0.12)"}
@@ -349,13 +352,14 @@ def render_svg(snap, budget=60, standalone=False):
            f'<text x="{PAD}" y="{PAD + 4}" font-size="12" font-weight="bold" fill="currentColor">'
            f'{_x(snap.get("title", ""))}</text>']
     for k, (level, line) in enumerate(note_lines):
-        color = NAN_COLOR if level == "error" else INF_COLOR if level == "warning" else "currentColor"
-        out.append(f'<text class="wb-note" x="{PAD}" y="{PAD + 21 + 15 * k}" fill="{color}">{_x(line)}</text>')
+        # an error note's ⚠ in the error colour, its words in the page's
+        icon, rest = ('<tspan fill="%s" font-weight="bold">⚠</tspan>' % NAN_COLOR, line[1:]) if line.startswith("⚠") else ("", line)
+        out.append(f'<text class="wb-note" x="{PAD}" y="{PAD + 21 + 15 * k}" fill="currentColor">{icon}{_x(rest)}</text>')
     for path, (x0, y0, x1, y1) in _scope_boxes(units, snap).items():
         out.append(f'<g class="wb-scope"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
                    f'rx="8" fill="{FILL["module"]}" fill-opacity="0.5" stroke="currentColor" stroke-opacity="0.25" '
                    f'stroke-dasharray="4 3"/><text x="{x0 + 4:.1f}" y="{y0 + 10:.1f}" font-size="9" '
-                   f'fill="currentColor" fill-opacity="0.6">{_x(path)}</text></g>')
+                   f'fill="currentColor" fill-opacity="0.72">{_x(path)}</text></g>')
     taken = text_boxes(units)
     for a, b, label, lanes in edges:
         x1, y1 = a.x + a.w / 2, a.y + NODE_H
@@ -383,7 +387,7 @@ def render_svg(snap, budget=60, standalone=False):
                    f'marker-end="url(#wb-arrow)">{tip}</path>')
         if spot is not None:
             out.append(f'<text class="wb-edge-label" x="{spot[0]:.1f}" y="{spot[3] - 1:.1f}" font-size="9" '
-                       f'fill="currentColor" fill-opacity="0.6">{_x(label)}</text>')
+                       f'fill="currentColor" fill-opacity="0.72">{_x(label)}</text>')
     if m is not None:
         out.append(legend)
     noted = {n.get("node") for n in notes}
@@ -399,10 +403,12 @@ def render_svg(snap, budget=60, standalone=False):
         fill, dim, tip = FILL.get(u.kind, "none"), 1.0, u.tip
         if m is not None:  # the measure's colour; n/a keeps the plain box with muted text
             tint = sc.tint(u.value)
-            fill, dim = (measures.rgba(tint), 1.0) if tint else (FILL["op"], 0.55)
+            # an added or removed node has no ratio by nature: not muted as n/a (removed is faded once, below)
+            fill, dim = (measures.rgba(tint), 1.0) if tint else (FILL["op"], 1.0 if added or removed else NA_DIM)
             tip += f"\n{m.label}: {measures.format_value(u.value, m.unit, m.scale)}"
         diff = " wb-added" if added else " wb-removed" if removed else ""
-        fade = ' opacity="0.6"' if removed else ""
+        diff += " wb-na" if dim < 1 else ""
+        fade = ' opacity="0.7"' if removed else ""
         out.append(f'<g class="wb-{_x(u.kind)}{diff}"{fade}><title>{_x(tip)}</title>'
                    f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
                    f'fill="{fill}" stroke="{stroke}" stroke-opacity="{1 if bad or added else 0.6}"'
@@ -412,25 +418,27 @@ def render_svg(snap, budget=60, standalone=False):
                    f'fill-opacity="{dim:g}" font-weight="{"bold" if u.kind in ("module", "output") else "normal"}">'
                    f'{_x(u.label)}</text>')
         out.append(f'<text x="{cx:.1f}" y="{u.y + 29:.1f}" text-anchor="middle" font-size="9.5" '
-                   f'fill="currentColor" fill-opacity="{0.7 * dim:.2g}">{_x(u.sub)}</text>')
+                   f'fill="currentColor" fill-opacity="{0.8 * dim:.2g}">{_x(u.sub)}</text>')
+        # a coloured badge is a solid pill with white text; a plain one (cut, removed) an outlined pill
         badges = [("⚑ origin", NAN_COLOR)] if origin else []
         if u.nan:
             badges.append(("NaN", NAN_COLOR))
         if u.inf:
             badges.append(("Inf", INF_COLOR))
         if u.cut:
-            badges.append(("✂ " + u.cut["reason"], "currentColor"))
+            badges.append(("✂ " + u.cut["reason"], None))
         if u.added:
             badges.append(("+ added" if only else f"+{u.added}", ADDED_COLOR))
         if u.removed:
-            badges.append(("− removed" if only else f"−{u.removed}", "currentColor"))
+            badges.append(("− removed" if only else f"−{u.removed}", None))
         bx = u.x + u.w - 2
         for text, color in badges:
             bw = CHAR_W * len(text) + 6
             bx -= bw
-            out.append(f'<rect x="{bx:.1f}" y="{u.y - 7:.1f}" width="{bw:.1f}" height="13" rx="3" fill="{color}" '
-                       f'fill-opacity="0.18" stroke="{color}"/><text x="{bx + 3:.1f}" y="{u.y + 3:.1f}" '
-                       f'font-size="9" fill="{color}">{_x(text)}</text>')
+            pill = f'fill="{color}" stroke="{color}"' if color else 'fill="currentColor" fill-opacity="0.12" stroke="currentColor"'
+            out.append(f'<rect x="{bx:.1f}" y="{u.y - 7:.1f}" width="{bw:.1f}" height="13" rx="3" {pill}/>'
+                       f'<text x="{bx + 3:.1f}" y="{u.y + 3:.1f}" font-size="9" '
+                       f'fill="{"white" if color else "currentColor"}">{_x(text)}</text>')
             bx -= 3
         out.append("</g>")
     if hidden:
@@ -489,22 +497,27 @@ def _legend(m, sc, shown, x, y):
     return "".join(parts), cx - x
 
 
+MONO = "font-family: var(--jp-code-font-family, ui-monospace, Menlo, Consolas, monospace)"
+
+
 def _top_table(m, snap, sc, n=10):
     """The HTML "top N" table of an overlay: the nodes with the largest values, where they are, the value."""
     rows, count = measures.top_n(m, n)
     by_id = {d["id"]: d for d in snap["nodes"]}
     missing = len(m.values) - count
     cell = 'style="padding: 1px 10px 1px 0; text-align: left"'
+    mono = f'style="padding: 1px 10px 1px 0; text-align: left; {MONO}"'
     body = []
     for k, (i, v) in enumerate(rows, 1):
         d = by_id[i]
         tint = sc.tint(v)
         sw = (f'<span style="display:inline-block; width:10px; height:10px; margin-right:4px; '
               f'background:{measures.rgba(tint) if tint else "none"}; border:1px solid rgba(128,128,128,.5)"></span>')
-        body.append(f'<tr><td {cell}>{k}</td><td {cell}>{sw}<code>{_x(d.get("param") or d["name"])}</code></td>'
-                    f'<td {cell}>{_x(d["scope"] or "(top level)")}</td><td {cell}><code>{_x(d["op"])}</code></td>'
-                    f'<td style="padding: 1px 0; text-align: right"><code>'
-                    f'{_x(measures.format_value(v, m.unit, m.scale))}</code></td></tr>')
+        # monospace cells, not <code>: nbconvert and JupyterLab draw each <code> as a grey pill
+        body.append(f'<tr><td {cell}>{k}</td><td {mono}>{sw}{_x(d.get("param") or d["name"])}</td>'
+                    f'<td {cell}>{_x(d["scope"] or "(top level)")}</td><td {mono}>{_x(d["op"])}</td>'
+                    f'<td style="padding: 1px 0; text-align: right; {MONO}">'
+                    f'{_x(measures.format_value(v, m.unit, m.scale))}</td></tr>')
     caption = (f"Top {len(rows)} by {m.label}, of {count} nodes with a value" + (f", {missing} n/a" if missing else ""))
     head = "".join(f"<th {cell}>{h}</th>" for h in ("#", "node", "module", "op", m.label))
     return (f'<table class="wb-static-top" style="font-size: 12px; border-collapse: collapse; margin: 6px 0 4px 16px">'

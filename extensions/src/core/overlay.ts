@@ -268,7 +268,8 @@ export function topTable(m: Measure, top: ReturnType<typeof topN>, sc: ColourSca
   const missing = top.total - top.known;
   const head = `Top ${top.rows.length} by ${m.label}`;
   const count = `of ${top.known} nodes with a value` + (missing ? `, ${missing} n/a` : "");
+  // the count on a line of its own under the title, so neither wraps mid-phrase in the 300 px panel
   return h("details", { class: "wb-top", open },
-    h("summary", {}, h("strong", {}, head), " ", h("span", { class: "wb-muted" }, count)),
+    h("summary", { title: `${head}, ${count}` }, h("strong", { class: "wb-top-head" }, head), h("span", { class: "wb-muted wb-top-count" }, count)),
     top.rows.length ? list : h("p", { class: "wb-muted" }, m.hint || "no node has a value"));
 }

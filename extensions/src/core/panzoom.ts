@@ -69,6 +69,28 @@ export class PanZoom {
   covered: () => { x0: number; y0: number; x1: number; y1: number } | null = () => null;
 
   /**
+   * Pans the least, up or left, so that none of `boxes` (graph coordinates: centre and size) sits under
+   * the covered corner (the minimap, after a fit that left part of the graph out of view). Stays put when
+   * no box is under it, or when neither pan clears them all.
+   */
+  uncover(boxes: readonly { x: number; y: number; width: number; height: number }[], animate = false) {
+    const c = this.covered();
+    if (!c) return;
+    const m = 8, { k, x, y } = this.t;
+    const under = (dx: number, dy: number) => boxes.filter((b) => {
+      const x0 = (b.x - b.width / 2) * k + x - dx, y0 = (b.y - b.height / 2) * k + y - dy;
+      return x0 < c.x1 + m && x0 + b.width * k > c.x0 - m && y0 < c.y1 + m && y0 + b.height * k > c.y0 - m;
+    });
+    const hit = under(0, 0);
+    if (!hit.length) return;
+    const up = Math.max(...hit.map((b) => (b.y + b.height / 2) * k + y - (c.y0 - m)));
+    const left = Math.max(...hit.map((b) => (b.x + b.width / 2) * k + x - (c.x0 - m)));
+    const tries: [number, number][] = up <= left ? [[0, up], [left, 0]] : [[left, 0], [0, up]];
+    const clear = tries.find(([dx, dy]) => under(dx, dy).length === 0);
+    if (clear) this.set({ k, x: x - clear[0], y: y - clear[1] }, animate);
+  }
+
+  /**
    * Pans the least so a box (graph coordinates: its centre and size) is in view at this scale. Too tall
    * to fit: its top goes to the top (where an opened module's inputs come in); too wide: its left edge
    * goes to the left unless it already spans the whole width.

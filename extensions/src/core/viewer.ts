@@ -145,7 +145,7 @@ class Viewer {
     // notebook's width (~900 px); the row is there whenever the snapshot has a measure
     this.#legend = h("span", { class: "wb-legend-slot" });
     this.#legendBar = h("div", { class: "wb-bar wb-legend-bar", hidden: !this.#ovSelect },
-      this.#ovSelect ? h("label", { class: "wb-colour-by" }, "Colour by ", this.#ovSelect) : null, this.#legend);
+      this.#ovSelect ? h("label", { class: "wb-colour-by" }, h("span", { class: "wb-muted" }, "Colour by"), this.#ovSelect) : null, this.#legend);
     const bar = h("div", { class: "wb-bar" },
       h("span", { class: "wb-title", title: snapshot.title }, snapshot.title || "autograd tape"),
       h("span", { class: "wb-search-wrap" }, this.#search, this.#results),
@@ -374,7 +374,7 @@ class Viewer {
     const wrap = h("div", {},
       h("div", { class: "wb-bar", role: "toolbar", "aria-label": "backward debugger" },
         h("span", { class: "wb-muted" }, "backward:"), ...buttons, counter, paused,
-        h("label", { class: "wb-muted", title: "Show the derivative rule applied at each step" }, classroom, " classroom")),
+        h("label", { class: "wb-muted wb-check", title: "Show the derivative rule applied at each step" }, classroom, "classroom")),
       banner);
     return wrap;
   }
@@ -771,6 +771,8 @@ class Viewer {
     // Too big for a readable scale: start at the loss (where backward starts), the rest via the minimap.
     const root = this.snapshot.roots[0], box = root ? L.boxes[this.#visible.repOf(root)] : undefined;
     this.#pz.fit(L.width, L.height, animate, box ? { x: box.x, y: box.y } : undefined);
+    // the minimap, shown when not all fits, must not hide the nodes at the bottom right (the loss)
+    this.#pz.uncover(this.#visible.items.map((it) => L.boxes[it.id]).filter((b) => b !== undefined), animate);
   }
 
   #renderPanel() {

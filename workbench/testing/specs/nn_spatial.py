@@ -402,3 +402,73 @@ spec("F.max_unpool2d", _fn("max_unpool2d"), partial(np_max_unpool, 2),
 spec("F.max_unpool3d", _fn("max_unpool3d"), partial(np_max_unpool, 3),
      [_unpool_sample(3, (1, 2, 4, 4, 2), 2), _unpool_sample(3, (2, 5, 3, 3), 2, seed=1, output_size=(5, 3, 3))],
      torch_op=_torch("max_unpool3d"))
+
+# padding: every mode, negative pads (crop) among them
+spec("F.pad", _fn("pad"), np_pad,
+     [Sample([arr(2, 3, 4), (1, 2)], {"value": 1.5}),
+      Sample([arr(2, 5, 4, seed=1), (-1, 2, 3, -2)]),
+      Sample([arr(1, 2, 3, 5, seed=2), (2, 1, 1, 2), "reflect"]),
+      Sample([arr(2, 3, 6, seed=3), (-1, 2), "reflect"]),
+      Sample([arr(1, 1, 3, 3, 4, seed=4), (1, 2, 0, 1, 2, 1), "replicate"]),
+      Sample([arr(2, 3, 6, seed=5), (-2, 3), "replicate"]),
+      Sample([arr(1, 2, 4, 5, seed=6), (2, 3, 1, 4), "circular"]),
+      Sample([arr(2, 3, 6, seed=7), (-1, 2), "circular"]),
+      Sample([arr(1, 2, 3, 3, 4, seed=8), (1, -1, 2, 1, 1, 1), "circular"])],
+     torch_op=_torch("pad"))
+
+
+# shuffles
+def np_channel_shuffle(x, groups):
+    # output channel j = k * groups + g reads input channel g * (C / groups) + k
+    c = x.shape[1]
+    return x[:, [(j % groups) * (c // groups) + j // groups for j in range(c)]]
+
+
+def np_pixel_unshuffle(x, downscale_factor):
+    r = downscale_factor
+    c, h, w = x.shape[-3:]
+    y = np.empty(x.shape[:-3] + (c * r * r, h // r, w // r), x.dtype)
+    for ch, i, j in itertools.product(range(c), range(r), range(r)):
+        y[..., ch * r * r + i * r + j, :, :] = x[..., ch, i::r, j::r]
+    return y
+
+
+spec("F.channel_shuffle", _fn("channel_shuffle"), np_channel_shuffle,
+     [Sample([arr(2, 6, 3), 3]), Sample([arr(1, 8, 2, 3, seed=1), 2]), Sample([arr(1, 4, 2, 1, 3, seed=2), 4])],
+     torch_op=_torch("channel_shuffle"))
+spec("F.pixel_unshuffle", _fn("pixel_unshuffle"), np_pixel_unshuffle,
+     [Sample([arr(2, 3, 4, 6), 2]), Sample([arr(2, 6, 3, seed=1), 3]), Sample([arr(2, 1, 2, 4, 2, seed=2), 2])],
+     torch_op=_torch("pixel_unshuffle"))
+
+
+# transposed and time-major convolution
+def np_conv_tbc(x, w, b, pad=0):
+    # (time, batch, in) input, (kernel, in, out) weight: a 1-D cross-correlation over time
+    return np_conv1d(x.transpose(1, 2, 0), w.transpose(2, 1, 0), b, padding=pad).transpose(2, 0, 1)
+
+
+def _torch_conv_tbc(x, w, b, pad=0):
+    import torch  # lazy: PyTorch is only the test oracle
+
+    return torch.conv_tbc(x, w, b, pad)
+
+
+spec("F.conv_transpose3d", _fn("conv_transpose3d"), np_conv_transpose,
+     [Sample([arr(1, 2, 2, 3, 2), arr(2, 2, 2, 2, 3, seed=1), arr(4, seed=2)],
+             {"stride": (2, 1, 2), "padding": (1, 0, 1), "output_padding": (1, 0, 1), "groups": 2}),
+      Sample([arr(1, 1, 2, 2, 3, seed=3), arr(1, 2, 2, 1, 2, seed=4)], {"dilation": (1, 2, 2)})],
+     torch_op=_torch("conv_transpose3d"))
+spec("F.conv_tbc", _fn("conv_tbc"), np_conv_tbc,
+     [Sample([arr(5, 2, 3), arr(3, 3, 4, seed=1), arr(4, seed=2)]),
+      Sample([arr(4, 1, 2, seed=3), arr(2, 2, 3, seed=4), arr(3, seed=5), 1])],
+     torch_op=_torch_conv_tbc)
+
+# the deprecated resampling aliases (they warn, then call interpolate)
+spec("F.upsample", _fn("upsample"), np_resize,
+     [Sample([arr(1, 2, 3, 4)], {"scale_factor": 2}),
+      Sample([arr(1, 2, 3, 4, seed=1)], {"size": (5, 6), "mode": "bilinear", "align_corners": False})],
+     torch_op=_torch("upsample"))
+spec("F.upsample_nearest", _fn("upsample_nearest"), np_resize,
+     [Sample([arr(1, 2, 3, 2, 2)], {"size": (4, 3, 5)})], torch_op=_torch("upsample_nearest"))
+spec("F.upsample_bilinear", _fn("upsample_bilinear"), partial(np_resize, mode="bilinear", align_corners=True),
+     [Sample([arr(2, 1, 3, 4)], {"scale_factor": 2})], torch_op=_torch("upsample_bilinear"))
