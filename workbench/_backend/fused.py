@@ -569,3 +569,39 @@ def huber_grad(x, t, out, delta, gc):
         elif d < -delta:
             d = -delta
         out[i] = d * gc
+
+
+# --- optimizer updates over flat arrays ----------------------------------------------------------------
+@_loop
+def adam_direction(g, m, v, mx, out, w, hi, b2, c2, bc2, eps, amsgrad):
+    """Adam's moments in place and its direction, in one pass: m <- lerp(m, g, weight) (w the weight, or 1 -
+    the weight in lerp's form for weights >= 0.5, ``hi``), v <- v b2 + g c2 g, mx <- max(mx, v) (amsgrad, NaN
+    kept as NumPy's maximum), out <- m / (sqrt(v, or mx) / bc2 + eps). Each operation rounded in the arrays'
+    dtype, in the order of ``optim._functional.adam_direction_``'s NumPy form, so the results are its bits."""
+    for i in range(g.size):
+        gi = g[i]
+        d = (gi - m[i]) * w
+        mi = gi - d if hi else m[i] + d
+        m[i] = mi
+        vi = v[i] * b2 + gi * c2 * gi
+        v[i] = vi
+        if amsgrad:
+            a = mx[i]
+            if not (a >= vi or a != a):
+                a = vi
+            mx[i] = a
+            vi = a
+        out[i] = mi / (numpy.sqrt(vi) / bc2 + eps)
+
+
+@_loop
+def momentum(b, g, out, mom, c, damped, nesterov):
+    """SGD's momentum buffer in place, in one pass: b <- b mom + g (times c = 1 - dampening when ``damped``),
+    and with ``nesterov`` out <- b mom + g; each operation rounded in the arrays' dtype, in the order of
+    ``optim._functional.momentum_``'s NumPy form."""
+    for i in range(g.size):
+        gi = g[i]
+        bi = b[i] * mom + (gi * c if damped else gi)
+        b[i] = bi
+        if nesterov:
+            out[i] = bi * mom + gi

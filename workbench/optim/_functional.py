@@ -4,6 +4,7 @@ Every helper writes through ``tmp``, a scratch array of the parameter's shape (s
 ``Optimizer._scratch``), so a step allocates nothing: with large parameters every fresh temporary
 costs page faults on every step.
 """
+from .._backend import fused
 
 
 def lerp_(xp, m, end, weight, tmp):
@@ -46,3 +47,47 @@ def adam_moments_(xp, m, v, g, beta1, beta2, tmp):
     lerp_(xp, m, g, 1 - beta1, tmp)
     v *= beta2
     addcmul_(xp, v, g, g, 1 - beta2, tmp)
+
+
+def adam_direction_(xp, m, v, mx, g, beta1, beta2, bc2_sqrt, eps, out, tmp):
+    """Adam's moments in place (``adam_moments_``; with amsgrad, mx <- max(mx, v)) and its direction
+    out <- m / (sqrt(v, or mx) / bc2_sqrt + eps), PyTorch's rounding order. Where the compiled loops serve
+    (``fused.adam_direction``) one pass instead of ten, the same operations on the same roundings, so the
+    same bits.  >>> adam_direction_(np, m, v, None, g, 0.9, 0.999, 0.1, 1e-8, out, tmp)"""
+    if fused.usable(g, m, v, out, *(() if mx is None else (mx,))):
+        dt = g.dtype.type
+        weight = 1 - beta1
+        hi = weight >= 0.5
+        fused.adam_direction(g.reshape(-1), m.reshape(-1), v.reshape(-1), (v if mx is None else mx).reshape(-1),
+                             out.reshape(-1), dt(1.0 - weight if hi else weight), hi, dt(beta2), dt(1 - beta2),
+                             dt(bc2_sqrt), dt(eps), mx is not None)
+        return out
+    adam_moments_(xp, m, v, g, beta1, beta2, tmp)
+    if mx is not None:
+        xp.maximum(mx, v, out=mx)
+        v = mx
+    xp.sqrt(v, out=out)
+    out /= bc2_sqrt
+    out += eps
+    return xp.divide(m, out, out=out)
+
+
+def momentum_(xp, b, g, mom, damp, nesterov, out):
+    """SGD's momentum buffer in place, b <- mom b + (1 - dampening) g, and the direction: b, or with Nesterov
+    g + mom b (into out, also the scratch of the damped product). One pass where the compiled loops serve
+    (``fused.momentum``), the same bits.  >>> d = momentum_(np, b, g, 0.9, 0, False, out)"""
+    if fused.usable(g, b, out):
+        dt = g.dtype.type
+        fused.momentum(b.reshape(-1), g.reshape(-1), out.reshape(-1), dt(mom), dt(1 - damp), damp != 0, nesterov)
+        return out if nesterov else b
+    b *= mom
+    if damp == 0:  # g * 1.0 is g exactly: one pass less
+        b += g
+    else:
+        xp.multiply(g, 1 - damp, out=out)
+        b += out
+    if not nesterov:
+        return b
+    xp.multiply(b, mom, out=out)
+    out += g
+    return out

@@ -1,7 +1,7 @@
 """Adam and AdamW (amsgrad, maximize, L2 or decoupled weight decay)."""
 from .. import _backend
 from .._backend import blas
-from ._functional import adam_moments_, weight_decay_
+from ._functional import adam_direction_, weight_decay_
 from .flags import check_flags
 from .optimizer import (Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scalar_step, _scratch,
                          _zeros_like)
@@ -56,20 +56,13 @@ class Adam(Optimizer):
                 step_t += 1
                 g = weight_decay_(x, g, lr, wd, decoupled)
                 m, v = _real(st["exp_avg"]._data), _real(st["exp_avg_sq"]._data)
-                tmp, denom = _scratch(self, x)
-                adam_moments_(xp, m, v, g, beta1, beta2, tmp)
+                mx = _real(st["max_exp_avg_sq"]._data) if amsgrad else None
+                tmp, scratch = _scratch(self, x)
                 step = float(step_t)
                 step_size = lr / (1 - beta1 ** step)
                 bc2_sqrt = (1 - beta2 ** step) ** 0.5
-                if amsgrad:
-                    mx = _real(st["max_exp_avg_sq"]._data)
-                    xp.maximum(mx, v, out=mx)
-                    xp.sqrt(mx, out=denom)
-                else:
-                    xp.sqrt(v, out=denom)
-                denom /= bc2_sqrt
-                denom += eps
-                xp.divide(m, denom, out=tmp)  # p += -step_size * m / denom (PyTorch's addcdiv_)
+                # p += -step_size * m / denom (PyTorch's addcdiv_)
+                adam_direction_(xp, m, v, mx, g, beta1, beta2, bc2_sqrt, eps, tmp, scratch)
                 if not blas.axpy(-step_size, tmp, x):
                     tmp *= -step_size
                     x += tmp
@@ -101,20 +94,11 @@ class Adam(Optimizer):
                 for p, t, gv in zip(f.params, f.tmp_views, f.grad_views):
                     xp.multiply(p._data, wd, out=t)
                     gv += t
-        m, v, tmp = f.bufs["exp_avg"], f.bufs["exp_avg_sq"], f.tmp
-        adam_moments_(xp, m, v, g, beta1, beta2, tmp)
         step = float(steps[0])
         step_size = lr / (1 - beta1 ** step)
         bc2_sqrt = (1 - beta2 ** step) ** 0.5
-        if amsgrad:
-            mx = f.bufs["max_exp_avg_sq"]
-            xp.maximum(mx, v, out=mx)
-            xp.sqrt(mx, out=tmp)
-        else:
-            xp.sqrt(v, out=tmp)
-        tmp /= bc2_sqrt
-        tmp += eps
-        xp.divide(m, tmp, out=tmp)
+        adam_direction_(xp, f.bufs["exp_avg"], f.bufs["exp_avg_sq"], f.bufs.get("max_exp_avg_sq"), g, beta1, beta2,
+                        bc2_sqrt, eps, f.tmp, f.tmp)
         f.scatter(f.tmp_views, -step_size)
         return True
 

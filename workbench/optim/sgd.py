@@ -3,6 +3,7 @@ from .. import _backend
 from .._backend import blas
 from ..tensor import Tensor
 from .flags import check_flags
+from ._functional import momentum_
 from .optimizer import Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scratch
 
 
@@ -54,20 +55,9 @@ class SGD(Optimizer):
                     if buf is None:
                         b = xp.array(g, copy=True)
                         st["momentum_buffer"] = Tensor._make(b.view(p._data.dtype) if p.is_complex() else b)
+                        g = xp.add(xp.multiply(b, mom, out=t1), g, out=t1) if nesterov else b
                     else:
-                        b = _real(buf._data)
-                        b *= mom
-                        if damp == 0:  # g * 1.0 is g exactly: one pass less
-                            b += g
-                        else:
-                            xp.multiply(g, 1 - damp, out=t1)
-                            b += t1
-                    if nesterov:
-                        xp.multiply(b, mom, out=t1)
-                        t1 += g
-                        g = t1
-                    else:
-                        g = b
+                        g = momentum_(xp, _real(buf._data), g, mom, damp, nesterov, t1)
                 if not blas.axpy(-lr, g, x):  # one pass where NumPy's BLAS can; else scale, then subtract
                     xp.multiply(g, lr, out=t1)
                     x -= t1
@@ -89,16 +79,8 @@ class SGD(Optimizer):
         b = f.bufs["momentum_buffer"]
         if f.fresh:  # first step: the buffer is the gradient
             xp.copyto(b, g)
+            if nesterov:
+                xp.add(xp.multiply(b, mom, out=f.tmp), g, out=f.tmp)
         else:
-            b *= mom
-            if damp == 0:
-                b += g
-            else:
-                xp.multiply(g, 1 - damp, out=f.tmp)
-                b += f.tmp
-        if nesterov:
-            xp.multiply(b, mom, out=f.tmp)
-            f.tmp += g
-            f.scatter(f.tmp_views, -lr)
-        else:
-            f.scatter(f.views["momentum_buffer"], -lr)
+            momentum_(xp, b, g, mom, damp, nesterov, f.tmp)
+        f.scatter(f.tmp_views if nesterov else f.views["momentum_buffer"], -lr)
