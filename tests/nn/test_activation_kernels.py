@@ -126,7 +126,8 @@ def test_zero_dim_inputs(name):
         np.testing.assert_allclose(xw.grad.item(), xt.grad.item(), rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["leaky_relu", "leaky_relu_steep", "hardswish", "hardsigmoid", "hardshrink"])
+@pytest.mark.parametrize("name", ["leaky_relu", "leaky_relu_steep", "hardswish", "hardsigmoid", "hardshrink",
+                                  "threshold", "threshold_zero"])
 def test_numba_loops_and_numpy_forms_agree_bitwise(name):
     """The one-pass Numba loops (``_backend/fused.py``, used where numba is installed) and the NumPy forms
     they replace give the same values, tiny and denormal inputs included."""
@@ -148,3 +149,23 @@ def test_numba_loops_and_numpy_forms_agree_bitwise(name):
     np.testing.assert_array_equal(y1, y0)
     finite = np.isfinite(x)  # at +-inf the NumPy form's gradient is NaN by accident of its formula
     np.testing.assert_array_equal(g1[finite], g0[finite])
+
+
+@pytest.mark.parametrize("numba_on", [True, False])
+def test_threshold_passes_nan_and_its_gradient_as_pytorch(numba_on):
+    # PyTorch's threshold is x <= th ? value : x, so NaN stays NaN and its gradient passes (slope 1)
+    from workbench._backend import fused
+
+    x = np.tile(np.array([np.nan, -1.0, 0.1, 2.0, -np.inf, np.inf], np.float32), 2 * pointwise.BLOCK // 6 + 1)
+    was = fused.ENABLED[0]
+    try:
+        fused.ENABLED[0] = numba_on
+        xw = wb.tensor(x, requires_grad=True)
+        wb.nn.functional.threshold(xw, 0.1, 5.0).sum().backward()
+    finally:
+        fused.ENABLED[0] = was
+    xt = torch.tensor(x, requires_grad=True)
+    yt = torch.nn.functional.threshold(xt, 0.1, 5.0)
+    yt.sum().backward()
+    np.testing.assert_array_equal(wb.nn.functional.threshold(wb.tensor(x), 0.1, 5.0).numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(xw.grad.numpy(), xt.grad.numpy())

@@ -155,6 +155,15 @@ def hardshrink(x, out, mask, lambd):
 
 
 @_loop
+def threshold(x, out, mask, th, value):  # PyTorch's x <= th ? value : x, and the slope-1 mask (NaN passes)
+    for i in range(x.size):
+        v = x[i]
+        m = not v <= th
+        out[i] = v if m else value
+        mask[i] = m
+
+
+@_loop
 def mask_mul(g, mask, out, slope):  # the piecewise activations' backward: g * slope where the mask holds
     for i in range(g.size):
         out[i] = g[i] * slope if mask[i] else 0.0

@@ -85,8 +85,13 @@ def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x
     return y, xp.not_equal(y, 0) if want_mask else None  # x - l rounds to 0 only at x = l
 
 
-def threshold(xp, x, th, value, want_mask):
-    m = xp.greater(x, th)
+def threshold(xp, x, th, value, want_mask):  # PyTorch's x <= th ? value : x: NaN passes, with slope 1
+    if fused.usable(x):
+        y, m = xp.empty_like(x), xp.empty(x.shape, bool)
+        fused.threshold(x.reshape(-1), y.reshape(-1), m.reshape(-1), x.dtype.type(th), x.dtype.type(value))
+        return y, m if want_mask else None
+    m = xp.less_equal(x, th)
+    xp.logical_not(m, out=m)
     if x.dtype.kind != "f":  # bfloat16 (kind V): no finfo to clamp with
         return xp.where(m, x, value), m if want_mask else None
     y = xp.maximum(x, numpy.finfo(x.dtype).min)  # -inf * 0 would be NaN; it is replaced by value anyway
