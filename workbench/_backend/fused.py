@@ -218,6 +218,26 @@ def layer_norm_grad(g, x, w, mean, rstd, dx, dw, db):
             dx[r, j] = rs * (gv * w[j] - am - xh * cm)
 
 
+@_sums_loop
+def row_norm_grad(g, x, mean, rstd, dx):
+    """layer_norm_grad without a weight and without dw, db (the row-wise Normalize's: group norm, instance
+    norm): dx = rstd (g - mean(g) - xhat mean(g xhat)), float64 row sums, dx in x's dtype."""
+    rows, cols = x.shape
+    cast = numpy.empty(2, x.dtype)
+    for r in range(rows):
+        mu, rs = mean[r], rstd[r]
+        a = 0.0
+        c = 0.0
+        for j in range(cols):
+            gv = g[r, j]
+            a += gv
+            c += gv * ((x[r, j] - mu) * rs)
+        cast[0], cast[1] = a / cols, c / cols
+        am, cm = cast[0], cast[1]
+        for j in range(cols):
+            dx[r, j] = rs * (g[r, j] - am - ((x[r, j] - mu) * rs) * cm)
+
+
 # --- batch norm: statistics per channel of an (N, C, M) C-contiguous array, float64 sums ------------------
 @_sums_loop
 def channel_norm(x, out, mean, var, rstd, eps):
