@@ -15,6 +15,7 @@ EDGES = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 3.0, -3.0, 6.0, 20.0, 21.0, -20.0, 88.
          np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1e-30, -1e-30]
 
 CASES = {
+    "relu": lambda F, x: F.relu(x),
     "hardtanh": lambda F, x: F.hardtanh(x),
     "relu6": lambda F, x: F.relu6(x),
     "hardtanh_asym": lambda F, x: F.hardtanh(x, -0.5, 2.0),
@@ -120,7 +121,7 @@ def test_zero_dim_inputs(name):
 
 
 @pytest.mark.parametrize("name", ["leaky_relu", "leaky_relu_steep", "hardswish", "hardsigmoid", "hardshrink",
-                                  "threshold", "threshold_zero"])
+                                  "threshold", "threshold_zero", "relu"])
 def test_numba_loops_and_numpy_forms_agree_bitwise(name):
     """The one-pass Numba loops (``_backend/fused.py``, used where numba is installed) and the NumPy forms
     they replace give the same values, tiny and denormal inputs included."""
@@ -161,4 +162,22 @@ def test_threshold_passes_nan_and_its_gradient_as_pytorch(numba_on):
     yt = torch.nn.functional.threshold(xt, 0.1, 5.0)
     yt.sum().backward()
     np.testing.assert_array_equal(wb.nn.functional.threshold(wb.tensor(x), 0.1, 5.0).numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(xw.grad.numpy(), xt.grad.numpy())
+
+
+def test_relu_loop_keeps_pytorch_edges():
+    # clamp_min(x, 0) keeps NaN and -0.0; threshold_backward(g, y, 0) passes g where y is NaN and gives 0, not
+    # inf * 0, below 0 (the loops; the NumPy form, for small or non-float32/64 arrays, is max(x, 0) and g (y > 0))
+    from workbench._backend import fused
+
+    if not fused.usable(np.zeros(N, np.float32)):
+        pytest.skip("needs numba")
+    x = np.tile(np.array([np.nan, -0.0, -1.0, 0.0, 2.0, -np.inf, np.inf], np.float32), N // 7 + 1)
+    g = np.tile(np.array([1.0, 2.0, np.inf, 3.0, 4.0, 5.0, 6.0], np.float32), N // 7 + 1)
+    xw, xt = wb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yw, yt = wb.relu(xw), torch.relu(xt)
+    yw.backward(wb.tensor(g))
+    yt.backward(torch.tensor(g))
+    np.testing.assert_array_equal(np.signbit(yw.detach().numpy()), np.signbit(yt.detach().numpy()))
+    np.testing.assert_array_equal(yw.detach().numpy(), yt.detach().numpy())
     np.testing.assert_array_equal(xw.grad.numpy(), xt.grad.numpy())

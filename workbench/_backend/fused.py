@@ -111,6 +111,19 @@ class _sums_loop(_loop):
 
 # --- rectifiers and piecewise-linear activations (flat arrays) -----------------------------------------
 @_loop
+def relu(x, out):  # PyTorch's clamp_min(x, 0): x < 0 ? 0 : x (NaN and -0.0 kept)
+    for i in range(x.size):
+        v = x[i]
+        out[i] = 0.0 if v < 0 else v
+
+
+@_loop
+def relu_grad(g, y, out):  # PyTorch's threshold_backward(g, y, 0): y <= 0 ? 0 : g (an inf g below gives 0)
+    for i in range(y.size):
+        out[i] = 0.0 if y[i] <= 0 else g[i]
+
+
+@_loop
 def leaky_relu(x, out, s):
     for i in range(x.size):
         v = x[i]
@@ -361,6 +374,13 @@ def silu_grad(g, x, out):  # s (1 + x (1 - s)) g
         v = x[i]
         s = _sigmoid(v)
         out[i] = s * (_ONE + v * (_ONE - s)) * g[i]
+
+
+@_fma_loop
+def elu_grad(g, x, out, scale, c, input_scale):  # g scale above 0, g c e**(input_scale x) at and below (elu,
+    for i in range(x.size):                      # selu, celu: c = alpha scale input_scale)
+        v = x[i]
+        out[i] = scale * g[i] if v > 0 else _exp(v * input_scale) * c * g[i]
 
 
 @_fma_loop

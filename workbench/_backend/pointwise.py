@@ -298,4 +298,5 @@ FUSED32 = {
     sigmoid: lambda out, x: fused.sigmoid(x, out),
     silu: lambda out, x: fused.silu(x, out),
     silu_grad: lambda out, g, x: fused.silu_grad(g, x, out),
+    elu_grad: lambda out, g, x, a, s, i: fused.elu_grad(g, x, out, s, out.dtype.type(float(a) * s * i), i),
 }
