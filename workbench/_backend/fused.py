@@ -164,7 +164,7 @@ def hardshrink(x, out, mask, lambd):
     for i in range(x.size):
         v = x[i]
         m = v > lambd or v < -lambd
-        out[i] = v if m else v * 0.0  # v * 0 keeps NaN, as PyTorch's
+        out[i] = v if m else v - v  # 0. (not -0.), and NaN kept, as PyTorch's
         mask[i] = m
 
 

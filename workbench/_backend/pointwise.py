@@ -74,7 +74,9 @@ def hardshrink(xp, x, lambd, want_mask):
         return y, m if want_mask else None
     m = xp.greater(x, lambd)  # |x| > l as two bool passes: cheaper than abs into a float temporary
     m |= xp.less(x, -lambd)
-    return xp.multiply(x, m), m if want_mask else None
+    y = xp.multiply(x, m)  # x * 0 keeps NaN, as PyTorch's
+    y += 0  # and -0. + 0 is 0.: a dropped negative is 0., as PyTorch's (not -0.)
+    return y, m if want_mask else None
 
 
 def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x + l below -l, 0 between
@@ -94,8 +96,8 @@ def threshold(xp, x, th, value, want_mask):  # PyTorch's x <= th ? value : x: Na
         return xp.where(m, x, value), m if want_mask else None
     y = xp.maximum(x, numpy.finfo(x.dtype).min)  # -inf * 0 would be NaN; it is replaced by value anyway
     y *= m
-    if value != 0:
-        y += xp.multiply(~m, y.dtype.type(value))
+    # a dropped negative is now -0.; adding value (or 0) makes it value (or 0., as PyTorch's)
+    y += xp.multiply(~m, y.dtype.type(value)) if value != 0 else 0
     return y, m if want_mask else None
 
 

@@ -699,7 +699,7 @@ min = _max_min("min", MinDim, MinAll, _minimum)
 
 @composite("aminmax")
 def aminmax(input, *, dim=None, keepdim=False):
-    """(min, max) in one call.  >>> wb.aminmax(wb.tensor([3, 0, 4]))  ->  (tensor(0), tensor(4))"""
+    """(min, max) in one call.  >>> tuple(wb.aminmax(wb.tensor([3, 0, 4])))  ->  (tensor(0), tensor(4))"""
     d = None if dim is None else (dim,)
     dims = _dims(input, d, "aminmax")
     return return_types.aminmax(Amin.apply(input, dims, keepdim), Amax.apply(input, dims, keepdim))
@@ -725,7 +725,7 @@ def _arg(name, fn):
         return Tensor._make(xp.asarray(getattr(xp, fn)(x, axis=d, keepdims=keepdim), dtype=_INT64))
 
     arg.__name__ = arg.__qualname__ = name
-    arg.__doc__ = f"Index of the {fn[3:]}imum (flat when dim is None; the first on ties).  >>> wb.{name}(wb.tensor([1, 9, 3]))  ->  tensor(1)"
+    arg.__doc__ = f"Index of the {fn[3:]}imum (flat when dim is None; the first on ties).  >>> wb.{name}(wb.tensor([1, 9, 3]))  ->  tensor({int(fn == 'argmax')})"
     return arg
 
 
