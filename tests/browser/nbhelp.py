@@ -80,3 +80,22 @@ def page_errors(page):
     """JS errors on the page, less JupyterLab's own noise when a kernel is shut down under it."""
     return [e for e in page.errors if "Canceled future" not in e and "Kernel is dead" not in e
             and "disposed" not in e]
+
+
+# The kernel-free drawing of a tape (static_svg.py's HTML) as it opens: its scroll box, the scale it is drawn
+# at, and whether what matters is in view without scrolling: compare's added and removed nodes, else the
+# loss (the output). "headerInView": the title (and legend, notes) sit above the box, never scrolled away.
+STATIC_IN_VIEW = """(tape) => {
+  const svgs = [...tape.querySelectorAll('svg')], graph = svgs.at(-1);
+  let box = graph.parentElement;
+  while (box !== tape.parentElement && getComputedStyle(box).overflowY === 'visible') box = box.parentElement;
+  const b = box.getBoundingClientRect(), inside = (r) => r.top >= b.top - 1 && r.bottom <= b.bottom + 1
+    && r.left >= b.left - 1 && r.right <= b.right + 1;
+  let marks = [...graph.querySelectorAll('g.wb-added, g.wb-removed')];
+  if (!marks.length) marks = [...graph.querySelectorAll('g.wb-output')];
+  const kind = (g) => ['added', 'removed', 'output'].find((k) => g.classList.contains(`wb-${k}`));
+  const title = tape.querySelector('svg text');
+  return {scrolls: box.scrollHeight > box.clientHeight + 1, targets: marks.map(kind),
+          hidden: marks.filter((g) => !inside(g.querySelector('rect').getBoundingClientRect())).map(kind),
+          scale: graph.getBoundingClientRect().width / graph.viewBox.baseVal.width,
+          headerInView: !!title && !box.contains(title) && title.getBoundingClientRect().bottom <= b.top + 1}; }"""

@@ -5,8 +5,9 @@ timeline and table, compare, the step slider, the backward debugger and the grad
 What is checked is what a user sees: every piece of text reads on what it is drawn on (WCAG contrast
 4.5:1; 3:1 for what is muted on purpose: a box without a value for the colouring, a removed node), the
 views take the theme's background, the top-N table's header keeps its title and its count on one line
-each, every toolbar row of a view is one height with its items centred, and after Fit the minimap
-covers no node. Screenshots of each view at each stage go to $WORKBENCH_SCREENSHOTS when set.
+each, every toolbar row of a view is one height with its items centred, after Fit the minimap covers no
+node, and nbconvert's drawing of a tape opens with its loss, or compare's marked nodes, in view.
+Screenshots of each view at each stage go to $WORKBENCH_SCREENSHOTS when set.
 """
 import os
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from nbhelp import open_and_run, page_errors, reopen_without_kernel, save, wait_idle
+from nbhelp import STATIC_IN_VIEW, open_and_run, page_errors, reopen_without_kernel, save, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -178,6 +179,9 @@ def _check_html(browser, path, theme):
         out = outs.nth(k)
         assert _unreadable(out) == [], f"{name} in nbconvert's {theme} HTML: text under its contrast bar"
         _shoot(out, f"{name}-{theme}-html")
+        if name in ("overlay", "compare", "slider", "debugger"):  # a tape: it opens on what matters
+            view = out.locator(".wb-static-tape").first.evaluate(STATIC_IN_VIEW)
+            assert view["hidden"] == [] and view["headerInView"], (name, theme, view)
     # the profiler's table is columns of spaces: they line up only in a monospace font
     pre = outs.nth(names.index("profiler")).locator("pre")
     widths = pre.evaluate("""(pre) => ['iiiiiiii', 'MMMMMMMM'].map((t) => { const s = document.createElement('span');
