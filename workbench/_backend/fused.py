@@ -415,6 +415,19 @@ def glu(x, out, s):
             out[r, j] = x[r, 0, j] * v
 
 
+@_loop
+def glu_grad(x, g, s, dx, one):
+    """glu's dx in one pass: g s into the first half, (1 - s) a (g s) into the second (the NumPy form's
+    order); x and dx the (outer, 2, inner) views, g and s (outer, inner)."""
+    outer, _, inner = x.shape
+    for r in range(outer):
+        for j in range(inner):
+            sv = s[r, j]
+            ga = g[r, j] * sv
+            dx[r, 0, j] = ga
+            dx[r, 1, j] = (one - sv) * x[r, 0, j] * ga
+
+
 # GELU: Phi(x) = erfc(-x / sqrt 2) / 2, erfc(z) = t P(t) e**-z^2, t = 1 / (1 + p z) for z >= 0 (Abramowitz &
 # Stegun 7.1.26, |error| < 1.5e-7: the NumPy form's and PyTorch's CPU erf); below 0 Phi is that half-erfc
 # itself, so the negative tail keeps its digits instead of cancelling in 1 - (1 - h)
