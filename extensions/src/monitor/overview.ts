@@ -20,7 +20,8 @@ export class Overview {
   private readonly canvas: HTMLCanvasElement;
   private readonly labels: HTMLElement;
   private readonly xAxis: SVGSVGElement;
-  private readonly bar: HTMLElement;
+  /** The colour bar's ramp and decade ticks, as tall as the rows; the NaN/Inf key sits under it, in the flow. */
+  private readonly scale: HTMLElement;
   private readonly tip: HTMLElement;
   /** Per layer, ‖grad‖ per received step. */
   private readonly norms: number[][];
@@ -47,13 +48,14 @@ export class Overview {
     const every = Math.ceil(11 / this.rowH);
     if (every > 1) [...this.labels.children].forEach((c, k) => { if (k % every) (c as HTMLElement).style.visibility = "hidden"; });
     this.xAxis = s("svg", { class: "wb-ov-axis", width: PLOT_W, height: 30, viewBox: `0 0 ${PLOT_W} 30` });
-    this.bar = h("div", { class: "wb-ov-bar" });
-    this.bar.style.height = `${Math.max(80, H)}px`; // the colour ramp as tall as the rows it explains
+    this.scale = h("div", { class: "wb-ov-scale" });
+    this.scale.style.height = `${Math.max(80, H)}px`; // the colour ramp as tall as the rows it explains
     this.tip = h("div", { class: "wb-ov-tip", hidden: true });
     const plot = h("div", { class: "wb-ov-plot" }, this.canvas, this.xAxis, this.tip);
     this.el = h("div", { class: "wb-overview-mon" },
       h("h4", {}, "‖grad‖ by layer and step ", h("span", { class: "wb-muted" }, "(log scale; click a layer for its detail)")),
-      h("div", { class: "wb-ov-row" }, this.labels, plot, this.bar));
+      h("div", { class: "wb-ov-row" }, this.labels, plot,
+        h("div", { class: "wb-ov-bar" }, this.scale, h("span", { class: "wb-ov-nan" }, "NaN/Inf"))));
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("mouseleave", () => (this.tip.hidden = true));
     this.canvas.addEventListener("click", (e) => this.pick(this.rowAt(e)));
@@ -148,12 +150,12 @@ export class Overview {
     ticks.push(s("text", { x: PLOT_W, y: 28, "text-anchor": "end", class: "wb-axis-name" }, "step"));
     this.xAxis.replaceChildren(...ticks);
     const decades = niceTicks(lo, hi, 4).filter((t) => hi - lo < 1 || Number.isInteger(t));
-    this.bar.replaceChildren(h("div", { class: "wb-ov-ramp" }),
+    this.scale.replaceChildren(h("div", { class: "wb-ov-ramp" }),
       ...decades.map((t) => {
         const d = h("span", { class: "wb-ov-tick" }, `1e${Number(t.toFixed(1))}`);
         d.style.bottom = `${((t - lo) / (hi - lo)) * 100}%`;
         return d;
-      }), h("span", { class: "wb-ov-tick wb-ov-nan" }, "NaN/Inf"));
+      }));
   }
 
   private rowAt(e: MouseEvent) {
