@@ -3,7 +3,7 @@
 // real axes and a hover read-out (step, layer, value). Clicking a row asks for that layer's detail.
 // Painted through ImageData: 40 layers x 10,000 steps is one putImageData, not 400,000 shapes.
 import { h, s } from "../core/dom";
-import { fmt, niceTicks } from "../core/format";
+import { axisRange, fmt, niceTicks } from "../core/format";
 
 const RAMP: [number, number, number][] = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
 
@@ -94,7 +94,7 @@ export class Overview {
       if (t > hi) hi = t;
     }
     if (lo === Infinity) return [0, 1];
-    return hi - lo < 1e-6 ? [lo - 0.5, hi + 0.5] : [lo, hi];
+    return axisRange(lo, hi, true);
   }
 
   private paint() {
@@ -142,7 +142,7 @@ export class Overview {
     }
     const last = this.start + (n - 1) * this.every;
     const ticks: SVGElement[] = [];
-    for (const st of niceTicks(this.start, Math.max(last, this.start + 1), 6)) {
+    for (const st of niceTicks(this.start, Math.max(last, this.start + 1), 6, true)) {
       if (st > last) continue;
       const x = ((st - this.start) / this.every / Math.max(1, n - 1)) * (PLOT_W - 1);
       ticks.push(s("line", { x1: x, x2: x, y1: 0, y2: 4, class: "wb-axis" }), s("text", { x, y: 15, "text-anchor": "middle" }, String(st)));
