@@ -38,6 +38,10 @@ CASES = {
     "logsigmoid": lambda F, x: F.logsigmoid(x),
 }
 
+# where the sign of a zero result is still not PyTorch's: the elu family gives 0. at x = -0. (PyTorch -0.);
+# softshrink gives 0. between -lambd and 0 (PyTorch -0., though its hardshrink gives 0. there)
+ZERO_SIGN_DIFFERS = {"elu", "elu_alpha", "selu", "celu", "softshrink"}
+
 
 def _inputs(dtype):
     x = np.random.default_rng(0).standard_normal(N) * 4
@@ -62,6 +66,9 @@ def test_forward_and_backward_match_pytorch(name, dtype):
     tol = dict(rtol=2e-6 if dtype == np.float32 else 1e-12, atol=1e-6 if dtype == np.float32 else 1e-12)
     assert yw.dtype == wb.float32 if dtype == np.float32 else yw.dtype == wb.float64
     np.testing.assert_allclose(yw.detach().numpy(), yt.detach().numpy(), equal_nan=True, **tol)
+    if name not in ZERO_SIGN_DIFFERS:  # and the zeros' signs (a dropped negative prints as 0., not -0.)
+        zero = yt.detach().numpy() == 0
+        np.testing.assert_array_equal(np.signbit(yw.detach().numpy()[zero]), np.signbit(yt.detach().numpy()[zero]))
     # at +-inf and NaN PyTorch's gradient formulas give NaN or 0 by accident of the formula; compare finite x
     np.testing.assert_allclose(xw.grad.numpy()[finite], xt.grad.numpy()[finite], equal_nan=True, **tol)
 
@@ -119,7 +126,8 @@ def test_zero_dim_inputs(name):
         np.testing.assert_allclose(xw.grad.item(), xt.grad.item(), rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["leaky_relu", "leaky_relu_steep", "hardswish", "hardsigmoid", "hardshrink"])
+@pytest.mark.parametrize("name", ["leaky_relu", "leaky_relu_steep", "hardswish", "hardsigmoid", "hardshrink",
+                                  "threshold", "threshold_zero"])
 def test_numba_loops_and_numpy_forms_agree_bitwise(name):
     """The one-pass Numba loops (``_backend/fused.py``, used where numba is installed) and the NumPy forms
     they replace give the same values, tiny and denormal inputs included."""
@@ -141,3 +149,23 @@ def test_numba_loops_and_numpy_forms_agree_bitwise(name):
     np.testing.assert_array_equal(y1, y0)
     finite = np.isfinite(x)  # at +-inf the NumPy form's gradient is NaN by accident of its formula
     np.testing.assert_array_equal(g1[finite], g0[finite])
+
+
+@pytest.mark.parametrize("numba_on", [True, False])
+def test_threshold_passes_nan_and_its_gradient_as_pytorch(numba_on):
+    # PyTorch's threshold is x <= th ? value : x, so NaN stays NaN and its gradient passes (slope 1)
+    from workbench._backend import fused
+
+    x = np.tile(np.array([np.nan, -1.0, 0.1, 2.0, -np.inf, np.inf], np.float32), 2 * pointwise.BLOCK // 6 + 1)
+    was = fused.ENABLED[0]
+    try:
+        fused.ENABLED[0] = numba_on
+        xw = wb.tensor(x, requires_grad=True)
+        wb.nn.functional.threshold(xw, 0.1, 5.0).sum().backward()
+    finally:
+        fused.ENABLED[0] = was
+    xt = torch.tensor(x, requires_grad=True)
+    yt = torch.nn.functional.threshold(xt, 0.1, 5.0)
+    yt.sum().backward()
+    np.testing.assert_array_equal(wb.nn.functional.threshold(wb.tensor(x), 0.1, 5.0).numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(xw.grad.numpy(), xt.grad.numpy())

@@ -150,7 +150,16 @@ def hardshrink(x, out, mask, lambd):
     for i in range(x.size):
         v = x[i]
         m = v > lambd or v < -lambd
-        out[i] = v if m else v * 0.0  # v * 0 keeps NaN, as PyTorch's
+        out[i] = v if m else v - v  # 0. (not -0.), and NaN kept, as PyTorch's
+        mask[i] = m
+
+
+@_loop
+def threshold(x, out, mask, th, value):  # PyTorch's x <= th ? value : x, and the slope-1 mask (NaN passes)
+    for i in range(x.size):
+        v = x[i]
+        m = not v <= th
+        out[i] = v if m else value
         mask[i] = m
 
 

@@ -74,7 +74,9 @@ def hardshrink(xp, x, lambd, want_mask):
         return y, m if want_mask else None
     m = xp.greater(x, lambd)  # |x| > l as two bool passes: cheaper than abs into a float temporary
     m |= xp.less(x, -lambd)
-    return xp.multiply(x, m), m if want_mask else None
+    y = xp.multiply(x, m)  # x * 0 keeps NaN, as PyTorch's
+    y += 0  # and -0. + 0 is 0.: a dropped negative is 0., as PyTorch's (not -0.)
+    return y, m if want_mask else None
 
 
 def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x + l below -l, 0 between
@@ -83,14 +85,19 @@ def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x
     return y, xp.not_equal(y, 0) if want_mask else None  # x - l rounds to 0 only at x = l
 
 
-def threshold(xp, x, th, value, want_mask):
-    m = xp.greater(x, th)
+def threshold(xp, x, th, value, want_mask):  # PyTorch's x <= th ? value : x: NaN passes, with slope 1
+    if fused.usable(x):
+        y, m = xp.empty_like(x), xp.empty(x.shape, bool)
+        fused.threshold(x.reshape(-1), y.reshape(-1), m.reshape(-1), x.dtype.type(th), x.dtype.type(value))
+        return y, m if want_mask else None
+    m = xp.less_equal(x, th)
+    xp.logical_not(m, out=m)
     if x.dtype.kind != "f":  # bfloat16 (kind V): no finfo to clamp with
         return xp.where(m, x, value), m if want_mask else None
     y = xp.maximum(x, numpy.finfo(x.dtype).min)  # -inf * 0 would be NaN; it is replaced by value anyway
     y *= m
-    if value != 0:
-        y += xp.multiply(~m, y.dtype.type(value))
+    # a dropped negative is now -0.; adding value (or 0) makes it value (or 0., as PyTorch's)
+    y += xp.multiply(~m, y.dtype.type(value)) if value != 0 else 0
     return y, m if want_mask else None
 
 

@@ -100,12 +100,13 @@ def _on_gx(kernel):
     return lambda xp, g, x, *params: _pw.run(xp, kernel, (g, x), *params)
 
 
-def _inplace(fn, name):
+def _inplace(fn, name, example_args=""):
     def inplace(input, *args, **kwargs):
         return input._inplace(name, lambda x: fn(x, *args, **kwargs))
 
     inplace.__name__ = name
-    inplace.__doc__ = f"In-place {fn.__name__}: overwrites input and returns it.  >>> F.{name}(wb.tensor([-1.0, 2.0]))"
+    inplace.__doc__ = (f"In-place {fn.__name__}: overwrites input and returns it.  "
+                       f">>> F.{name}(wb.tensor([-1.0, 2.0]){example_args})")
     return inplace
 
 
@@ -974,7 +975,7 @@ elu_ = _inplace(elu, "elu_")
 selu_ = _inplace(selu, "selu_")
 celu_ = _inplace(celu, "celu_")
 rrelu_ = _inplace(rrelu, "rrelu_")
-threshold_ = _inplace(threshold, "threshold_")
+threshold_ = _inplace(threshold, "threshold_", ", 1.0, 0.0")
 
 # top-level workbench.* names (PyTorch's torch.* has these with compatible signatures)
 __all__ = ["selu", "celu", "rrelu", "threshold", "hardshrink", "prelu", "softmax", "log_softmax", "dropout",

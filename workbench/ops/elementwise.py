@@ -831,7 +831,7 @@ Fmin, fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _fmaxmin_bwd(lambda
 Logaddexp, logaddexp = _binary(
     "logaddexp", lambda xp, a, b: xp.logaddexp(a, b),
     lambda g, a, b, y: (g * (a - y).exp(), g * (b - y).exp()), refuse="biuc", save_y=True, doc=
-    "log(exp(input) + exp(other)) without overflow.  >>> wb.logaddexp(wb.tensor([1000.]), wb.tensor([1000.]))  ->  tensor([1000.6931])")
+    "log(exp(input) + exp(other)) without overflow.  >>> wb.logaddexp(wb.tensor([1000.]), wb.tensor([1000.]))  ->  tensor([1000.6932])")
 Logaddexp2, logaddexp2 = _binary(
     "logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
     lambda g, a, b, y: (g * ((a - y) * _LN2).exp(), g * ((b - y) * _LN2).exp()), refuse="biuc", save_y=True, doc=

@@ -180,12 +180,12 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """max_pool1d returning (values, indices).  >>> wb.max_pool1d_with_indices(wb.ones(1, 1, 4), 2)[1]  ->  [[[0, 2]]]"""
+    """max_pool1d returning (values, indices).  >>> wb.max_pool1d_with_indices(wb.ones(1, 1, 4), 2)[1]  ->  tensor([[[0, 2]]])"""
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """max_pool2d returning (values, indices).  >>> F.max_pool2d_with_indices(wb.ones(1, 1, 2, 2), 2)[1]  ->  [[[[0]]]]"""
+    """max_pool2d returning (values, indices).  >>> F.max_pool2d_with_indices(wb.ones(1, 1, 2, 2), 2)[1]  ->  tensor([[[[0]]]])"""
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 

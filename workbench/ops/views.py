@@ -197,7 +197,7 @@ def expand(input, *sizes):
 
 
 def expand_as(input, other):
-    """expand() to other's shape.  >>> wb.ones(3).expand_as(wb.zeros(2, 3)).shape  ->  Size([2, 3])"""
+    """expand() to other's shape.  >>> wb.ones(3).expand_as(wb.zeros(2, 3)).shape  ->  workbench.Size([2, 3])"""
     return Expand.apply(input, tuple(other.shape))
 
 
@@ -500,7 +500,7 @@ def as_strided(input, size, stride, storage_offset=None):
 
 # --- copying reshapes -----------------------------------------------------------------------------
 def flatten(input, start_dim=0, end_dim=-1):
-    """Merge dims start_dim..end_dim into one.  >>> wb.zeros(2, 3, 4).flatten(1).shape  ->  Size([2, 12])"""
+    """Merge dims start_dim..end_dim into one.  >>> wb.zeros(2, 3, 4).flatten(1).shape  ->  workbench.Size([2, 12])"""
     n = input._data.ndim
     if n == 0:
         return reshape(input, (1,))
@@ -536,12 +536,12 @@ def unflatten(input, dim, sizes):
 
 
 def view_as(input, other):
-    """View with other's shape.  >>> wb.arange(4).view_as(wb.zeros(2, 2)).shape  ->  Size([2, 2])"""
+    """View with other's shape.  >>> wb.arange(4).view_as(wb.zeros(2, 2)).shape  ->  workbench.Size([2, 2])"""
     return view(input, tuple(other.shape))
 
 
 def reshape_as(input, other):
-    """Reshape to other's shape.  >>> wb.arange(4).reshape_as(wb.zeros(2, 2)).shape  ->  Size([2, 2])"""
+    """Reshape to other's shape.  >>> wb.arange(4).reshape_as(wb.zeros(2, 2)).shape  ->  workbench.Size([2, 2])"""
     return reshape(input, tuple(other.shape))
 
 
@@ -578,7 +578,7 @@ moveaxis = movedim
 
 
 def broadcast_shapes(*shapes):
-    """The shape all ``shapes`` broadcast to.  >>> wb.broadcast_shapes((2, 1), (3,))  ->  Size([2, 3])"""
+    """The shape all ``shapes`` broadcast to.  >>> wb.broadcast_shapes((2, 1), (3,))  ->  workbench.Size([2, 3])"""
     out = []
     for shp in shapes:
         shp = (shp,) if isinstance(shp, int) else tuple(shp)
