@@ -44,7 +44,7 @@ def run(xp, kernel, arrays, *params):
         twin = FUSED32.get(kernel)
     if twin is not None and fused.usable(*arrays):
         with quiet():
-            twin(out.reshape(-1), *[a.reshape(-1) for a in arrays], *[x.dtype.type(p) for p in params])
+            twin(out.reshape(-1), *[a.reshape(-1) for a in arrays], *params)
         return out
     with quiet():
         if xp is not numpy or x.size <= 2 * BLOCK:
@@ -287,10 +287,12 @@ def logsigmoid_grad(xp, out, g, x):  # sigmoid(-x) = 1 / (1 + exp(x))
     xp.divide(g, out, out=out)
 
 
-# kernel -> its one-pass twin in ``fused``, called as twin(out, *arrays, *params) on flat arrays
+# kernel -> its one-pass twin in ``fused``, called as twin(out, *arrays, *params) on flat arrays; the params come
+# as the caller's Python numbers: a twin rounds to the arrays' dtype what the NumPy form would (the constants
+# the kernel multiplies by, after the arithmetic it does on them in double)
 FUSED = {
-    leaky_relu: lambda out, x, s: fused.leaky_relu(x, out, s),
-    leaky_relu_grad: lambda out, g, x, s: fused.leaky_relu_grad(g, x, out, s),
+    leaky_relu: lambda out, x, s: fused.leaky_relu(x, out, out.dtype.type(s)),
+    leaky_relu_grad: lambda out, g, x, s: fused.leaky_relu_grad(g, x, out, out.dtype.type(s)),
     hardswish: lambda out, x: fused.hardswish(x, out, *map(out.dtype.type, (0, 3, 6))),
     hardswish_grad: lambda out, g, x: fused.hardswish_grad(g, x, out, *map(out.dtype.type, (3, 0.5))),
     sigmoid_grad_from_y: lambda out, g, y: fused.sigmoid_grad_from_y(g, y, out, out.dtype.type(1)),
@@ -300,4 +302,6 @@ FUSED32 = {
     sigmoid: lambda out, x: fused.sigmoid(x, out),
     silu: lambda out, x: fused.silu(x, out),
     silu_grad: lambda out, g, x: fused.silu_grad(g, x, out),
+    elu: lambda out, x, a, s, i: fused.elu(x, out, *map(out.dtype.type, (s, a * s, i))),
+    elu_grad: lambda out, g, x, a, s, i: fused.elu_grad(g, x, out, *map(out.dtype.type, (s, a * s * i, i))),
 }

@@ -5,8 +5,9 @@ every as_strided-style view is one storage-map primitive (``StorageMap``). Writi
 ``ScatterView``.
 """
 from .. import _backend
-from .._core import Size
+from .._core import Size, Tensor
 from ..autograd.function import Function, _NoGradCtx
+from ..autograd.grad_mode import STATE
 from ..creation import _sizes_or_keyword
 from ._util import _shape_args, as_strided_raw, ufunc_at, wrap_dim
 from .convert import view_dtype
@@ -43,7 +44,16 @@ class Reshape(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.in_shape), None
+        return _reshape_grad(g, ctx.in_shape), None
+
+
+def _reshape_grad(g, shape):
+    # a gradient is nobody's base: without a graph to record, its array reshaped, with no view bookkeeping
+    # (a recorded view keeps g alive as its base, and then the engine copies a kernel's result that is
+    # reshaped twice on its way to .grad instead of adopting it, as group_norm's dx)
+    if STATE.enabled:
+        return g.reshape(shape)
+    return Tensor._make(g._data.reshape(shape))
 
 
 class View(Function):
@@ -66,7 +76,7 @@ class View(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.in_shape), None
+        return _reshape_grad(g, ctx.in_shape), None
 
 
 def reshape(input, *sizes, shape=None):
