@@ -528,6 +528,8 @@ def _record_raw(cls, args, datas, xp):
     else:
         outs = out if out.__class__ is tuple else (out,)
         nd = node._non_differentiable or ()
+        if nd:  # read once, here: kept on the node it would hold those outputs (indices, masks) alive
+            node._non_differentiable = None
         results = []
         for k, o in enumerate(outs):
             diff = _DIFF_DTYPES[o.dtype] and not any(o is x for x in nd)
@@ -663,6 +665,8 @@ def _attach_custom_outputs(node, outs, args):
     Tensor = _Tensor
     dirty = node._dirty or ()
     nd = node._non_differentiable or ()
+    if nd:  # as in the raw path: not kept on the node
+        node._non_differentiable = None
     results = []
     for k, o in enumerate(outs):
         if not isinstance(o, Tensor):
