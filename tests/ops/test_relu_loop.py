@@ -10,7 +10,8 @@ import workbench as wb
 from workbench._backend import fused
 from workbench.ops import elementwise
 
-pytestmark = pytest.mark.skipif(fused._numba() is None, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(fused._numba() is None or not fused.ENABLED[0],
+                                reason="numba is not installed or WORKBENCH_NUMBA=0")
 
 SPECIAL = [-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, -1.0, 1.0, 1e-45, -1e-45, 5e-324, -5e-324]
 
