@@ -99,3 +99,18 @@ STATIC_IN_VIEW = """(tape) => {
           hidden: marks.filter((g) => !inside(g.querySelector('rect').getBoundingClientRect())).map(kind),
           scale: graph.getBoundingClientRect().width / graph.viewBox.baseVal.width,
           headerInView: !!title && !box.contains(title) && title.getBoundingClientRect().bottom <= b.top + 1}; }"""
+
+
+# The selected node of a tape viewer and its neighbours (the edges' ends): which of them the minimap covers,
+# and whether the node itself is inside the canvas. null: nothing selected.
+SELECTED_UNCOVERED = """(root) => { const sel = root.querySelector('.wb-graph .wb-selected'); if (!sel) return null;
+  const id = sel.getAttribute('data-id'), near = new Set([id]);
+  for (const p of root.querySelectorAll('.wb-graph path.wb-edge')) {
+    if (p.dataset.source === id) near.add(p.dataset.target);
+    if (p.dataset.target === id) near.add(p.dataset.source); }
+  const rect = (n) => root.querySelector(`.wb-graph [data-id="${CSS.escape(n)}"] .wb-node-box`)?.getBoundingClientRect();
+  const mm = root.querySelector('.wb-minimap'), m = mm.hidden ? null : mm.getBoundingClientRect();
+  const c = root.querySelector('.wb-canvas').getBoundingClientRect(), r = rect(id);
+  const meets = (a, b) => a.left < b.right && a.right > b.left && a.top < b.bottom && a.bottom > b.top;
+  return {minimap: !!m, near: near.size, under: [...near].filter((n) => m && rect(n) && meets(rect(n), m)),
+          inView: r.left >= c.left && r.right <= c.right && r.top >= c.top && r.bottom <= c.bottom}; }"""

@@ -6,8 +6,9 @@ What is checked is what a user sees: every piece of text reads on what it is dra
 4.5:1; 3:1 for what is muted on purpose: a box without a value for the colouring, a removed node), the
 views take the theme's background, the top-N table's header keeps its title and its count on one line
 each, every toolbar row of a view is one height with its items centred, after Fit the minimap covers no
-node, and nbconvert's drawing of a tape opens with its loss, or compare's marked nodes, in view.
-Screenshots of each view at each stage go to $WORKBENCH_SCREENSHOTS when set.
+node, the monitor's NaN/Inf key is in view at its default size, and nbconvert's drawing of a tape opens
+with its loss, or compare's marked nodes, in view. Screenshots of each view at each stage go to
+$WORKBENCH_SCREENSHOTS when set.
 """
 import os
 import subprocess
@@ -98,6 +99,11 @@ UNDER_MINIMAP = """(root) => { const mm = root.querySelector('.wb-minimap'), cv 
   const boxes = [...root.querySelectorAll('.wb-graph .wb-node-box')].map((e) => e.getBoundingClientRect()).filter((r) => meets(r, cv));
   return {shown: boxes.length, under: boxes.filter((r) => meets(r, m)).length}; }"""
 
+# the overview's NaN/Inf key, at the monitor's default size: in view without scrolling its panel
+NAN_KEY = """(mon) => { const key = mon.querySelector('.wb-ov-nan'), grid = mon.querySelector('.wb-mon-grid');
+  const k = key.getBoundingClientRect(), g = grid.getBoundingClientRect();
+  return {scrolled: grid.scrollTop, shown: k.height > 0 && k.top >= g.top && k.bottom <= g.top + grid.clientHeight}; }"""
+
 BACKGROUND = """(root) => { const probe = document.createElement('div'); probe.style.background = 'var(--jp-layout-color0)';
   document.body.append(probe); const page = getComputedStyle(probe).backgroundColor; probe.remove();
   return [getComputedStyle(root).backgroundColor, page]; }"""
@@ -143,6 +149,7 @@ def _check_views(page, theme, stage):
         if root.count():
             bg, jp = root.evaluate(BACKGROUND)
             assert bg == jp, f"{tool} ({theme}, {stage}): background {bg}, not the theme's {jp}"
+    assert outs["monitor"].locator(".wb-monitor").evaluate(NAN_KEY) == {"scrolled": 0, "shown": True}
     top = outs["overlay"].locator(".wb-root")
     assert top.evaluate(TOP_HEADER) == {"headLines": 1, "countOneLine": True, "countBelow": True, "cut": False}
     for tool in ("overlay", "slider", "debugger"):
