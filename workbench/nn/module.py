@@ -891,7 +891,7 @@ class Module:
         return self._apply(convert)
 
     def cuda(self, device=None):
-        """Move every parameter and buffer to a CUDA device.  >>> m.cuda()  # needs a GPU (CuPy)"""
+        """Move every parameter and buffer to a CUDA device.  >>> wb.nn.Linear(1, 1).cuda().weight.device  ->  device(type='cuda', index=0)  # doctest: +SKIP"""
         return self._apply(lambda t: t.to("cuda" if device is None else
                                           (f"cuda:{device}" if isinstance(device, int) else device)))
 
