@@ -432,7 +432,7 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, lay
 
 
 def _new_legacy(self, *args, device=None):
-    """The legacy ``x.new(*sizes)`` / ``x.new(data)``: self's dtype and device.  >>> wb.ones(2).new([1, 2])"""
+    """The legacy ``x.new(*sizes)`` / ``x.new(data)``: self's dtype and device.  >>> wb.ones(2).new([1, 2])  ->  tensor([1., 2.])"""
     if not args:
         return empty(0, dtype=self.dtype, device=device or self.device)
     return _legacy_construct(args, device or self.device, self.dtype)

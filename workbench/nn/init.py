@@ -133,7 +133,7 @@ def zeros_(tensor):
 
 
 def eye_(tensor):
-    """Fill a 2-D tensor with the identity matrix.  >>> wb.nn.init.eye_(wb.empty(2, 3))"""
+    """Fill a 2-D tensor with the identity matrix.  >>> wb.nn.init.eye_(wb.empty(2, 3))  ->  tensor([[1., 0., 0.], [0., 1., 0.]])"""
     _check(tensor, "eye_")
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")

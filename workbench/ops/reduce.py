@@ -45,10 +45,9 @@ except TypeError:  # older NumPy (2.2 is the last for Python 3.10) gives a scala
         return _np.asarray(_add_reduce(x, None))
 
 
-def _half(d):
-    """Whether d is a 16-bit float (float16, bfloat16): PyTorch accumulates those in float32 and rounds once
-    (NumPy sums float16 pairwise in float32 only along a contiguous axis, and bfloat16 never)."""
-    return d.itemsize == 2 and d.kind in "fV"
+# 16-bit floats accumulate in float32 and round once, as PyTorch's (NumPy sums float16 pairwise in float32 only
+# along a contiguous axis, and bfloat16 never)
+_half = _dt.is_half
 
 
 def _wide_sum(x, axis, keepdims, acc):

@@ -150,7 +150,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Deprecated alias of interpolate.  >>> wb.nn.functional.upsample(wb.ones(1, 1, 2), scale_factor=2).shape"""
+    """Deprecated alias of interpolate.  >>> wb.nn.functional.upsample(wb.ones(1, 1, 2), scale_factor=2).shape  ->  workbench.Size([1, 1, 4])"""
     warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", UserWarning,
                   stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
