@@ -461,6 +461,29 @@ def gelu_grad(g, x, out):  # (Phi(x) + x pdf(x)) g
         out[i] = ((h if v < _ZERO else _ONE - h) + v * (e * _INV_SQRT_2PI)) * g[i]
 
 
+# tanh GELU: 0.5 (1 + tanh u) is sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), and 1 - tanh^2 u = 4 s (1 - s):
+# no tanh, and the negative tail keeps its digits (1 + tanh u cancels there)
+_GT_C, _GT_3C, _GT_2K = _F(0.044715), _F(3 * 0.044715), _F(2 * 0.7978845608028654)
+
+
+@_fma_loop
+def gelu_tanh(x, out):
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v * _sigmoid((v * v * _GT_C + _ONE) * v * _GT_2K)
+
+
+@_fma_loop
+def gelu_tanh_grad(g, x, out):  # (s + x s (1 - s) 2 sqrt(2/pi) (1 + 3 0.044715 x^2)) g, s = sigmoid(2u)
+    for i in range(x.size):
+        v = x[i]
+        z = (v * v * _GT_C + _ONE) * v * _GT_2K
+        e = _exp(-abs(z))
+        r = _ONE / (_ONE + e)
+        s, q = (r, e * r) if z >= _ZERO else (e * r, r)  # s and 1 - s, each without cancelling
+        out[i] = (s + v * (s * q) * ((v * v * _GT_3C + _ONE) * _GT_2K)) * g[i]
+
+
 # --- softmax / log_softmax over the rows of a 2-D C-contiguous float32 array (a row stays in L1) ---------
 @_helper
 def _row_max(x):
