@@ -72,7 +72,7 @@ default_generator = Generator()
 
 
 def manual_seed(seed):
-    """Seed the default generator (and every CUDA device's).  >>> wb.manual_seed(0)"""
+    """Seed the default generator (and every CUDA device's).  >>> wb.manual_seed(0); a = wb.rand(2); wb.manual_seed(0); wb.equal(a, wb.rand(2))  ->  True"""
     default_generator.manual_seed(seed)
     return default_generator
 

@@ -1,5 +1,5 @@
-"""The exp-based one-pass loops of ``_backend/fused.py`` (sigmoid, silu, exact GELU, glu, softmax,
-log_softmax, softmin on float32 arrays of at least ``fused.MIN_SIZE`` elements) and the NumPy forms they
+"""The exp-based one-pass loops of ``_backend/fused.py`` (sigmoid, silu, exact and tanh GELU, glu, softplus's
+gradient, softmax, log_softmax, softmin on float32 arrays of at least ``fused.MIN_SIZE`` elements) and the NumPy forms they
 replace: both against float64 references and against PyTorch, with tiny, denormal, huge and non-finite
 inputs. Each test runs with the loops on and off (off: the path of an install without Numba)."""
 import numpy as np
@@ -61,6 +61,7 @@ ACTS = {
     "sigmoid": (lambda F, x: F.sigmoid(x), expit, lambda x: expit(x) * expit(-x)),
     "silu": (lambda F, x: F.silu(x), lambda x: x * expit(x), lambda x: expit(x) * (1 + x * expit(-x))),
     "gelu": (lambda F, x: F.gelu(x), lambda x: x * ndtr(x), lambda x: ndtr(x) + x * _phi_pdf(x)[1]),
+    "softplus": (lambda F, x: F.softplus(x), lambda x: np.logaddexp(0, x), lambda x: np.where(x > 20, 1.0, expit(x))),
     "gelu_tanh": (lambda F, x: F.gelu(x, approximate="tanh"), lambda x: x * expit(2 * _gelu_u(x)),
                   lambda x: expit(2 * _gelu_u(x)) + x * 2 * expit(2 * _gelu_u(x)) * expit(-2 * _gelu_u(x))
                   * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * x * x)),

@@ -4,7 +4,8 @@ takes several passes over memory (optional: ``pip install workbench[numba]``).
 Why: on 1M float32 elements a NumPy pass costs ~0.3-0.4 ms, and PyTorch's fused loop does in one pass what
 NumPy needs 2-6 for (a select by mask, a clamp and a scale). A loop here reads its inputs once and writes
 its outputs once (~0.3 ms). Numba's own ``exp`` is a scalar libm call (~2 ns an element, five times
-NumPy's SIMD one), so the exp-based loops (sigmoid, silu, exact GELU, glu, the softmax family) call ``_exp``,
+NumPy's SIMD one), so the exp-based loops (sigmoid, silu, both GELUs, glu, the elu family, softplus's gradient, the softmax
+family) call ``_exp``,
 a float32 polynomial written in arithmetic LLVM vectorises (with a bit cast for the power of two), ~0.45 ms
 per 1M elements as a loop of its own, NumPy's ``exp`` speed, and nothing to pay again for what follows it.
 
@@ -351,6 +352,13 @@ def _sigmoid(v):
     (down to denormals) keep their digits."""
     e = _exp(-abs(v))
     return (_ONE if v >= _ZERO else e) / (_ONE + e)
+
+
+@_fma_loop
+def softplus_grad(g, x, out, beta, threshold):  # g sigmoid(beta x), g itself above the threshold
+    for i in range(x.size):
+        z = x[i] * beta
+        out[i] = g[i] if z > threshold else _sigmoid(z) * g[i]
 
 
 @_fma_loop

@@ -657,7 +657,7 @@ class Module:
         return getattr(mod, name)
 
     def get_parameter(self, target):
-        """The Parameter at a dotted path.  >>> wb.nn.Sequential(wb.nn.Linear(1, 1)).get_parameter("0.bias")"""
+        """The Parameter at a dotted path.  >>> wb.nn.Sequential(wb.nn.Linear(1, 1)).get_parameter("0.bias").shape  ->  workbench.Size([1])"""
         return self._get_leaf(target, "an nn.Parameter", "_parameters")
 
     def get_buffer(self, target):

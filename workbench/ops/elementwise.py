@@ -988,7 +988,10 @@ def _compare(name, ufunc):
         return _out(cls.apply(input, other), out)
 
     public.__name__ = public.__qualname__ = name
-    public.__doc__ = f"Elementwise {ufunc.replace('_', ' ')}, a bool tensor.  >>> wb.{name}(wb.tensor([1, 2]), 1)"
+    shown = {"eq": "[ True, False]", "ne": "[False, True]", "lt": "[False, False]", "le": "[ True, False]",
+             "gt": "[False, True]", "ge": "[True, True]"}[name]
+    public.__doc__ = (f"Elementwise {ufunc.replace('_', ' ')}, a bool tensor.  >>> wb.{name}(wb.tensor([1, 2]), 1)  "
+                      f"->  tensor({shown})")
     return cls, public
 
 
@@ -1147,9 +1150,10 @@ def _logical(name, ufunc):
     def fwd(xp, a, b):
         return getattr(xp, ufunc)(a, b)
 
+    shown = {"logical_and": "[ True, False]", "logical_or": "[True, True]", "logical_xor": "[False, True]"}[name]
     cls, public = _binary(name, fwd, _nograd, "nograd",
                           f"Elementwise {name.replace('_', ' ')} of truth values, a bool tensor.  >>> "
-                          f"wb.{name}(wb.tensor([True, False]), wb.tensor([True, True]))")
+                          f"wb.{name}(wb.tensor([True, False]), wb.tensor([True, True]))  ->  tensor({shown})")
     return cls, public
 
 
@@ -1167,9 +1171,11 @@ def _bitwise(name, ufunc, kernel, refuse="fc"):
     def fwd(xp, a, b):
         return getattr(xp, ufunc)(a, b)
 
+    shown = {"bitwise_and": 8, "bitwise_or": 14, "bitwise_xor": 6, "bitwise_left_shift": 12 << 10,
+             "bitwise_right_shift": 0}[name]
     return _binary(name, fwd, _nograd, "nograd",
-                   f"Elementwise {ufunc} of integer or bool tensors.  >>> wb.{name}(wb.tensor([12]), wb.tensor([10]))",
-                   kernel=kernel, refuse=refuse)
+                   f"Elementwise {ufunc} of integer or bool tensors.  >>> wb.{name}(wb.tensor([12]), wb.tensor([10]))  "
+                   f"->  tensor([{shown}])", kernel=kernel, refuse=refuse)
 
 
 BitwiseAnd, bitwise_and = _bitwise("bitwise_and", "bitwise_and", "bitwise_and_cpu")

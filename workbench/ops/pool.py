@@ -628,13 +628,13 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
-    """fractional_max_pool2d returning (values, indices).  >>> F.fractional_max_pool2d_with_indices(wb.ones(1, 1, 5, 5), 2, 3)"""
+    """fractional_max_pool2d returning (values, indices).  >>> F.fractional_max_pool2d_with_indices(wb.ones(1, 1, 5, 5), 2, 3)[1].shape  ->  workbench.Size([1, 1, 3, 3])"""
     return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
-    """fractional_max_pool3d returning (values, indices).  >>> F.fractional_max_pool3d_with_indices(wb.ones(1, 1, 5, 5, 5), 2, 3)"""
+    """fractional_max_pool3d returning (values, indices).  >>> F.fractional_max_pool3d_with_indices(wb.ones(1, 1, 5, 5, 5), 2, 3)[1].shape  ->  workbench.Size([1, 1, 3, 3, 3])"""
     return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 

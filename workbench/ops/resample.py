@@ -164,7 +164,7 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
-    """Deprecated: interpolate(mode='bilinear', align_corners=True).  >>> F.upsample_bilinear(wb.ones(1, 1, 2, 2), scale_factor=2)"""
+    """Deprecated: interpolate(mode='bilinear', align_corners=True).  >>> F.upsample_bilinear(wb.ones(1, 1, 2, 2), scale_factor=2).shape  ->  workbench.Size([1, 1, 4, 4])"""
     warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
                   UserWarning, stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

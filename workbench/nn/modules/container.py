@@ -184,7 +184,7 @@ class ModuleList(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def insert(self, index, module):
-        """Insert ``module`` before ``index``.  >>> wb.nn.ModuleList([wb.nn.ReLU()]).insert(0, wb.nn.Tanh())"""
+        """Insert ``module`` before ``index``.  >>> m = wb.nn.ModuleList([wb.nn.ReLU()]); m.insert(0, wb.nn.Tanh()); m  ->  ModuleList( (0): Tanh() (1): ReLU() )"""
         mods = list(self._modules.values())
         mods.insert(index, module)
         self._modules.clear()

@@ -145,7 +145,7 @@ class InstanceNorm2d(_InstanceNorm):
 
 
 class InstanceNorm3d(_InstanceNorm):
-    """Per-sample, per-channel normalization of (N, C, D, H, W).  >>> wb.nn.InstanceNorm3d(2)"""
+    """Per-sample, per-channel normalization of (N, C, D, H, W).  >>> wb.nn.InstanceNorm3d(2)  ->  InstanceNorm3d(2, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)"""
 
     _dims = (5,)
 
