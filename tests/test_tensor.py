@@ -227,6 +227,11 @@ REPRS = [
     lambda m: m.zeros(0), lambda m: m.zeros(2, 0), lambda m: m.arange(2000.0),
     lambda m: m.tensor([1.0, 2.0], requires_grad=True), lambda m: m.tensor([1.0], requires_grad=True) * 2,
     lambda m: m.tensor([-1.5, 100.25]), lambda m: m.tensor([[-1, 10], [100, 2]]),
+    lambda m: m.tensor([-0.0, 1.0]), lambda m: m.tensor([-0.0, 0.0]), lambda m: m.tensor([-0.0, 1.5, float("nan")]),
+    # complex: the real and imaginary parts are formatted apart, each as a float tensor
+    lambda m: m.tensor([1 + 2j]), lambda m: m.tensor(4 + 0j), lambda m: m.tensor([1 - 2j, 3.5 + 1j]),
+    lambda m: m.tensor([[1 + 1j, 2 - 2j], [3 + 0.5j, -4j]]), lambda m: m.tensor([1e-5 + 1j, 100 + 2j]),
+    lambda m: m.tensor([float("nan") + 1j, 1 + 1j], dtype=m.complex128), lambda m: m.tensor([0j]),
 ]
 
 

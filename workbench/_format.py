@@ -38,8 +38,13 @@ def _host(t):
 
 
 class _Formatter:
-    def __init__(self, values, dtype):
-        self.kind = dtype.category
+    """How the values of one tensor print: a common width, fixed or scientific, integral floats as ``2.``.
+
+    A complex tensor's real and imaginary parts get a float formatter each, as PyTorch's.
+    """
+
+    def __init__(self, values, kind):
+        self.kind = kind
         self.int_mode = True
         self.sci = False
         p = PRINT_OPTS["precision"]
@@ -50,7 +55,8 @@ class _Formatter:
             self.width = max((len(str(int(v))) for v in values), default=1)
             return
         if self.kind == _dt._COMPLEX:
-            self.width = 0
+            self.re, self.im = _Formatter(values.real, _dt._FLOAT), _Formatter(values.imag, _dt._FLOAT)
+            self.width = self.re.width + self.im.width + 1
             return
         finite = values[np.isfinite(values)]
         self.p = p
@@ -68,8 +74,9 @@ class _Formatter:
             self.sci = True
         if PRINT_OPTS["sci_mode"] is not None:
             self.sci = PRINT_OPTS["sci_mode"]
-        # as PyTorch: the column width comes from the finite values only ("nan"/"inf" are not padded for)
-        self.width = max(len(self.fmt(float(v))) for v in finite)
+        # as PyTorch: the column width comes from the nonzero finite values only ("nan", "inf" and "-0." are
+        # not padded for)
+        self.width = max((len(self.fmt(float(v))) for v in finite[finite != 0]), default=1)
 
     @staticmethod
     def _fmt_special(v):
@@ -81,8 +88,8 @@ class _Formatter:
         if self.kind == _dt._INT:
             return str(int(v))
         if self.kind == _dt._COMPLEX:
-            p = PRINT_OPTS["precision"]
-            return f"{v.real:.{p}f}{v.imag:+.{p}f}j"
+            im = self.im.fmt(v.imag)
+            return self.re.cell(v.real) + ("" if im[0] in "+-" else "+") + im + "j"
         v = float(v)
         if not math.isfinite(v):
             return self._fmt_special(v)
@@ -93,7 +100,7 @@ class _Formatter:
         return f"{v:.{self.p}f}"
 
     def cell(self, v):
-        return self.fmt(v).rjust(self.width)
+        return self.fmt(v) if self.kind == _dt._COMPLEX else self.fmt(v).rjust(self.width)
 
 
 def _summarized_values(d, edge):
@@ -141,7 +148,7 @@ def format_tensor(t):
             suffixes.append(f"size={tuple(d.shape)}")
     else:
         vals = _summarized_values(d, edge) if summarize else d.reshape(-1)
-        fm = _Formatter(vals, dtype)
+        fm = _Formatter(vals, dtype.category)
         body = _render(d, fm, len(prefix), summarize, edge)
     dev = t.device
     if dev.type != "cpu":

@@ -1,4 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { axisRange, niceTicks } from "../src/core/format";
 import { type MonitorMessage, renderMonitor } from "../src/monitor/monitor";
 
 const layers = ["encoder.0.weight", "head.weight"];
@@ -78,5 +79,26 @@ describe("gradient monitor", () => {
     mon.append({ type: "monitor", event: "reset" });
     expect(el.querySelectorAll(".wb-alarms li")).toHaveLength(0);
     expect(el.querySelectorAll(".wb-chart")).toHaveLength(1);
+  });
+});
+
+describe("axisRange (the y axis of the loss and norm charts)", () => {
+  it("pads a constant series both ways so it is drawn mid-plot, and leaves a varying one alone", () => {
+    const near = (got: [number, number], want: [number, number]) => got.forEach((v, i) => expect(v).toBeCloseTo(want[i], 7));
+    near(axisRange(0.75, 0.75), [0.675, 0.825]);
+    near(axisRange(0, 0), [-1, 1]);
+    near(axisRange(-3, -3), [-3.3, -2.7]);
+    near(axisRange(Math.fround(0.1), 0.1), [0.09, 0.11]); // float32 rounding: still flat
+    near(axisRange(-2, -2, true), [-2.5, -1.5]); // half a decade each way on a log axis
+    expect(axisRange(1, 2)).toEqual([1, 2]);
+  });
+});
+
+describe("niceTicks on a step axis", () => {
+  it("gives whole steps only: never 2.5 apart, never under 1 apart", () => {
+    expect(niceTicks(0, 9, 4)).toEqual([0, 2.5, 5, 7.5]);
+    expect(niceTicks(0, 9, 4, true)).toEqual([0, 5]);
+    expect(niceTicks(0, 3, 6, true)).toEqual([0, 1, 2, 3]);
+    expect(niceTicks(0, 99, 4, true)).toEqual([0, 25, 50, 75]);
   });
 });

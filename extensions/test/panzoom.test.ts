@@ -72,3 +72,28 @@ describe("PanZoom.uncover (the minimap over the bottom right after a fit)", () =
     expect(pz.t).toEqual({ x: 0, y: 0, k: 1 });
   });
 });
+
+describe("PanZoom.uncover with boxes to keep in view (a selected node and its neighbours)", () => {
+  const corner = { x0: 592, y0: 332, x1: 792, y1: 472 };
+
+  it("pans left rather than up when going up would push a kept box out above", () => {
+    const pz = panzoom({ x: 0, y: 0, k: 1 });
+    pz.covered = () => corner;
+    const input = { x: 400, y: 60, width: 160, height: 40 }; // 40..80: a pan up of more than 40 px loses it
+    const node = { x: 400, y: 240, width: 160, height: 40 };
+    const next = { x: 600, y: 400, width: 160, height: 40 }; // 520..680 x 380..420 under the corner: up 88, left 96
+    expect(pz.uncover([input, node, next], false, [input, node, next])).toBe(true);
+    expect(pz.t).toEqual({ x: -(680 - (592 - 8)), y: 0, k: 1 });
+  });
+
+  it("reports a corner it cannot clear without losing a kept box, and stays put", () => {
+    const pz = panzoom({ x: 0, y: 0, k: 1 });
+    pz.covered = () => corner;
+    const left = { x: 60, y: 240, width: 100, height: 40 }, top = { x: 400, y: 30, width: 100, height: 40 };
+    const under = { x: 700, y: 420, width: 100, height: 40 };
+    expect(pz.uncover([left, top, under], false, [left, top, under])).toBe(false);
+    expect(pz.t).toEqual({ x: 0, y: 0, k: 1 });
+    expect(pz.uncover([under], false, [under])).toBe(true); // the node alone: cleared
+    expect(pz.t.y).toBe(-(440 - (332 - 8)));
+  });
+});

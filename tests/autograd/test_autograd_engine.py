@@ -1,4 +1,6 @@
 """iter_backward's contract (the debugger and recorder consume it), tape metadata, listeners, inference."""
+import weakref
+
 import numpy as np
 import pytest
 
@@ -238,3 +240,26 @@ def test_gradient_edge_and_roots_of():
     assert graph.gradient_edge(x) == (graph.accumulator(x), 0)
     assert graph.gradient_edge(wb.ones(1)) == (None, 0)
     assert graph.roots_of([a, a, x, wb.ones(1)]) == [a.grad_fn, graph.accumulator(x)]
+
+
+def test_the_node_does_not_keep_its_non_differentiable_outputs_alive():
+    # mark_non_differentiable's outputs (indices, masks) are read once when the outputs are made: kept on
+    # the node, an index tensor the caller dropped would stay in memory until the graph is freed
+    class Split(wb.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            mask = x > 0
+            ctx.mark_non_differentiable(mask)
+            return x * 2, mask
+
+        @staticmethod
+        def backward(ctx, g, _gm):
+            return g * 2
+
+    x = wb.tensor(np.arange(-3.0, 3.0), requires_grad=True)
+    for fn in (lambda t: t.max(0), lambda t: Split.apply(t)):  # a built-in (raw) op, a custom Function
+        y, aux = fn(x)
+        ref = weakref.ref(aux._data)
+        del aux
+        assert ref() is None and y.grad_fn is not None
+        y.sum().backward()

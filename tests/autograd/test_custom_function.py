@@ -1,4 +1,7 @@
 """Custom autograd.Function: ctx API, setup_context style, once_differentiable; against PyTorch."""
+import ast
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -208,3 +211,21 @@ def test_gradgradcheck_catches_a_backward_that_is_not_differentiable():
     assert wb.autograd.gradcheck(Sq.apply, (x,))
     with pytest.raises(wb.autograd.GradcheckError):
         wb.autograd.gradgradcheck(Sq.apply, (x,))
+
+
+def test_node_is_complete_where_it_is_defined():
+    # the ctx API lives in Node's class body (autograd/graph.py): no module assigns onto the class later
+    assert {"save_for_backward", "mark_dirty", "mark_non_differentiable", "set_materialize_grads",
+            "saved_tensors"} <= set(vars(wb.autograd.graph.Node))
+    root = Path(wb.__file__).parent
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AugAssign, ast.AnnAssign)) else []
+            calls_setattr = isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr" and node.args
+            for t in targets + ([node.args[0]] if calls_setattr else []):
+                owner = t.value if isinstance(t, ast.Attribute) and not calls_setattr else t
+                if (getattr(owner, "id", None) or getattr(owner, "attr", None)) == "Node":
+                    bad.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not bad, bad

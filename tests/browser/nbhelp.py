@@ -80,3 +80,37 @@ def page_errors(page):
     """JS errors on the page, less JupyterLab's own noise when a kernel is shut down under it."""
     return [e for e in page.errors if "Canceled future" not in e and "Kernel is dead" not in e
             and "disposed" not in e]
+
+
+# The kernel-free drawing of a tape (static_svg.py's HTML) as it opens: its scroll box, the scale it is drawn
+# at, and whether what matters is in view without scrolling: compare's added and removed nodes, else the
+# loss (the output). "headerInView": the title (and legend, notes) sit above the box, never scrolled away.
+STATIC_IN_VIEW = """(tape) => {
+  const svgs = [...tape.querySelectorAll('svg')], graph = svgs.at(-1);
+  let box = graph.parentElement;
+  while (box !== tape.parentElement && getComputedStyle(box).overflowY === 'visible') box = box.parentElement;
+  const b = box.getBoundingClientRect(), inside = (r) => r.top >= b.top - 1 && r.bottom <= b.bottom + 1
+    && r.left >= b.left - 1 && r.right <= b.right + 1;
+  let marks = [...graph.querySelectorAll('g.wb-added, g.wb-removed')];
+  if (!marks.length) marks = [...graph.querySelectorAll('g.wb-output')];
+  const kind = (g) => ['added', 'removed', 'output'].find((k) => g.classList.contains(`wb-${k}`));
+  const title = tape.querySelector('svg text');
+  return {scrolls: box.scrollHeight > box.clientHeight + 1, targets: marks.map(kind),
+          hidden: marks.filter((g) => !inside(g.querySelector('rect').getBoundingClientRect())).map(kind),
+          scale: graph.getBoundingClientRect().width / graph.viewBox.baseVal.width,
+          headerInView: !!title && !box.contains(title) && title.getBoundingClientRect().bottom <= b.top + 1}; }"""
+
+
+# The selected node of a tape viewer and its neighbours (the edges' ends): which of them the minimap covers,
+# and whether the node itself is inside the canvas. null: nothing selected.
+SELECTED_UNCOVERED = """(root) => { const sel = root.querySelector('.wb-graph .wb-selected'); if (!sel) return null;
+  const id = sel.getAttribute('data-id'), near = new Set([id]);
+  for (const p of root.querySelectorAll('.wb-graph path.wb-edge')) {
+    if (p.dataset.source === id) near.add(p.dataset.target);
+    if (p.dataset.target === id) near.add(p.dataset.source); }
+  const rect = (n) => root.querySelector(`.wb-graph [data-id="${CSS.escape(n)}"] .wb-node-box`)?.getBoundingClientRect();
+  const mm = root.querySelector('.wb-minimap'), m = mm.hidden ? null : mm.getBoundingClientRect();
+  const c = root.querySelector('.wb-canvas').getBoundingClientRect(), r = rect(id);
+  const meets = (a, b) => a.left < b.right && a.right > b.left && a.top < b.bottom && a.bottom > b.top;
+  return {minimap: !!m, near: near.size, under: [...near].filter((n) => m && rect(n) && meets(rect(n), m)),
+          inView: r.left >= c.left && r.right <= c.right && r.top >= c.top && r.bottom <= c.bottom}; }"""

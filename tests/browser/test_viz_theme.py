@@ -5,8 +5,10 @@ timeline and table, compare, the step slider, the backward debugger and the grad
 What is checked is what a user sees: every piece of text reads on what it is drawn on (WCAG contrast
 4.5:1; 3:1 for what is muted on purpose: a box without a value for the colouring, a removed node), the
 views take the theme's background, the top-N table's header keeps its title and its count on one line
-each, every toolbar row of a view is one height with its items centred, and after Fit the minimap
-covers no node. Screenshots of each view at each stage go to $WORKBENCH_SCREENSHOTS when set.
+each, every toolbar row of a view is one height with its items centred, after Fit the minimap covers no
+node, the monitor's NaN/Inf key is in view at its default size, and nbconvert's drawing of a tape opens
+with its loss, or compare's marked nodes, in view. Screenshots of each view at each stage go to
+$WORKBENCH_SCREENSHOTS when set.
 """
 import os
 import subprocess
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nbhelp import open_and_run, page_errors, reopen_without_kernel, save, wait_idle
+from nbhelp import STATIC_IN_VIEW, open_and_run, page_errors, reopen_without_kernel, save, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -97,6 +99,11 @@ UNDER_MINIMAP = """(root) => { const mm = root.querySelector('.wb-minimap'), cv 
   const boxes = [...root.querySelectorAll('.wb-graph .wb-node-box')].map((e) => e.getBoundingClientRect()).filter((r) => meets(r, cv));
   return {shown: boxes.length, under: boxes.filter((r) => meets(r, m)).length}; }"""
 
+# the overview's NaN/Inf key, at the monitor's default size: in view without scrolling its panel
+NAN_KEY = """(mon) => { const key = mon.querySelector('.wb-ov-nan'), grid = mon.querySelector('.wb-mon-grid');
+  const k = key.getBoundingClientRect(), g = grid.getBoundingClientRect();
+  return {scrolled: grid.scrollTop, shown: k.height > 0 && k.top >= g.top && k.bottom <= g.top + grid.clientHeight}; }"""
+
 BACKGROUND = """(root) => { const probe = document.createElement('div'); probe.style.background = 'var(--jp-layout-color0)';
   document.body.append(probe); const page = getComputedStyle(probe).backgroundColor; probe.remove();
   return [getComputedStyle(root).backgroundColor, page]; }"""
@@ -142,6 +149,7 @@ def _check_views(page, theme, stage):
         if root.count():
             bg, jp = root.evaluate(BACKGROUND)
             assert bg == jp, f"{tool} ({theme}, {stage}): background {bg}, not the theme's {jp}"
+    assert outs["monitor"].locator(".wb-monitor").evaluate(NAN_KEY) == {"scrolled": 0, "shown": True}
     top = outs["overlay"].locator(".wb-root")
     assert top.evaluate(TOP_HEADER) == {"headLines": 1, "countOneLine": True, "countBelow": True, "cut": False}
     for tool in ("overlay", "slider", "debugger"):
@@ -178,6 +186,9 @@ def _check_html(browser, path, theme):
         out = outs.nth(k)
         assert _unreadable(out) == [], f"{name} in nbconvert's {theme} HTML: text under its contrast bar"
         _shoot(out, f"{name}-{theme}-html")
+        if name in ("overlay", "compare", "slider", "debugger"):  # a tape: it opens on what matters
+            view = out.locator(".wb-static-tape").first.evaluate(STATIC_IN_VIEW)
+            assert view["hidden"] == [] and view["headerInView"], (name, theme, view)
     # the profiler's table is columns of spaces: they line up only in a monospace font
     pre = outs.nth(names.index("profiler")).locator("pre")
     widths = pre.evaluate("""(pre) => ['iiiiiiii', 'MMMMMMMM'].map((t) => { const s = document.createElement('span');

@@ -15,6 +15,7 @@ EDGES = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 3.0, -3.0, 6.0, 20.0, 21.0, -20.0, 88.
          np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1e-30, -1e-30]
 
 CASES = {
+    "relu": lambda F, x: F.relu(x),
     "hardtanh": lambda F, x: F.hardtanh(x),
     "relu6": lambda F, x: F.relu6(x),
     "hardtanh_asym": lambda F, x: F.hardtanh(x, -0.5, 2.0),
@@ -37,6 +38,12 @@ CASES = {
     "mish": lambda F, x: F.mish(x),
     "logsigmoid": lambda F, x: F.logsigmoid(x),
 }
+
+# where the sign of a zero result is still not PyTorch's: the elu family's float64 form gives 0. at x = -0.
+# (PyTorch -0., as the float32 loop does); softshrink gives 0. between -lambd and 0 (PyTorch -0., though its
+# hardshrink gives 0. there)
+ZERO_SIGN_DIFFERS = {(name, np.float64) for name in ("elu", "elu_alpha", "selu", "celu")} | {
+    ("softshrink", np.float32), ("softshrink", np.float64)}
 
 
 def _inputs(dtype):
@@ -62,6 +69,9 @@ def test_forward_and_backward_match_pytorch(name, dtype):
     tol = dict(rtol=2e-6 if dtype == np.float32 else 1e-12, atol=1e-6 if dtype == np.float32 else 1e-12)
     assert yw.dtype == wb.float32 if dtype == np.float32 else yw.dtype == wb.float64
     np.testing.assert_allclose(yw.detach().numpy(), yt.detach().numpy(), equal_nan=True, **tol)
+    if (name, dtype) not in ZERO_SIGN_DIFFERS:  # and the zeros' signs (a dropped negative prints as 0., not -0.)
+        zero = yt.detach().numpy() == 0
+        np.testing.assert_array_equal(np.signbit(yw.detach().numpy()[zero]), np.signbit(yt.detach().numpy()[zero]))
     # at +-inf and NaN PyTorch's gradient formulas give NaN or 0 by accident of the formula; compare finite x
     np.testing.assert_allclose(xw.grad.numpy()[finite], xt.grad.numpy()[finite], equal_nan=True, **tol)
 
@@ -119,7 +129,8 @@ def test_zero_dim_inputs(name):
         np.testing.assert_allclose(xw.grad.item(), xt.grad.item(), rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["leaky_relu", "leaky_relu_steep", "hardswish", "hardsigmoid", "hardshrink"])
+@pytest.mark.parametrize("name", ["leaky_relu", "leaky_relu_steep", "hardswish", "hardsigmoid", "hardshrink",
+                                  "threshold", "threshold_zero", "relu"])
 def test_numba_loops_and_numpy_forms_agree_bitwise(name):
     """The one-pass Numba loops (``_backend/fused.py``, used where numba is installed) and the NumPy forms
     they replace give the same values, tiny and denormal inputs included."""
@@ -141,3 +152,59 @@ def test_numba_loops_and_numpy_forms_agree_bitwise(name):
     np.testing.assert_array_equal(y1, y0)
     finite = np.isfinite(x)  # at +-inf the NumPy form's gradient is NaN by accident of its formula
     np.testing.assert_array_equal(g1[finite], g0[finite])
+
+
+@pytest.mark.parametrize("numba_on", [True, False])
+def test_threshold_passes_nan_and_its_gradient_as_pytorch(numba_on):
+    # PyTorch's threshold is x <= th ? value : x, so NaN stays NaN and its gradient passes (slope 1)
+    from workbench._backend import fused
+
+    x = np.tile(np.array([np.nan, -1.0, 0.1, 2.0, -np.inf, np.inf], np.float32), 2 * pointwise.BLOCK // 6 + 1)
+    was = fused.ENABLED[0]
+    try:
+        fused.ENABLED[0] = numba_on
+        xw = wb.tensor(x, requires_grad=True)
+        wb.nn.functional.threshold(xw, 0.1, 5.0).sum().backward()
+    finally:
+        fused.ENABLED[0] = was
+    xt = torch.tensor(x, requires_grad=True)
+    yt = torch.nn.functional.threshold(xt, 0.1, 5.0)
+    yt.sum().backward()
+    np.testing.assert_array_equal(wb.nn.functional.threshold(wb.tensor(x), 0.1, 5.0).numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(xw.grad.numpy(), xt.grad.numpy())
+
+
+def test_relu_loop_keeps_pytorch_edges():
+    # clamp_min(x, 0) keeps NaN and -0.0; threshold_backward(g, y, 0) passes g where y is NaN and gives 0, not
+    # inf * 0, below 0 (the loops; the NumPy form, for small or non-float32/64 arrays, is max(x, 0) and g (y > 0))
+    from workbench._backend import fused
+
+    if not fused.usable(np.zeros(N, np.float32)):
+        pytest.skip("needs numba")
+    x = np.tile(np.array([np.nan, -0.0, -1.0, 0.0, 2.0, -np.inf, np.inf], np.float32), N // 7 + 1)
+    g = np.tile(np.array([1.0, 2.0, np.inf, 3.0, 4.0, 5.0, 6.0], np.float32), N // 7 + 1)
+    xw, xt = wb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yw, yt = wb.relu(xw), torch.relu(xt)
+    yw.backward(wb.tensor(g))
+    yt.backward(torch.tensor(g))
+    np.testing.assert_array_equal(np.signbit(yw.detach().numpy()), np.signbit(yt.detach().numpy()))
+    np.testing.assert_array_equal(yw.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(xw.grad.numpy(), xt.grad.numpy())
+
+
+@pytest.mark.parametrize("name,kw", [("elu", {}), ("selu", {}), ("celu", {"alpha": 1.7}), ("elu", {"alpha": 0.3})])
+def test_elu_family_loop_within_two_ulp_of_pytorch(name, kw):
+    # the float32 loop's expm1 (a Taylor polynomial above -0.7, e**x - 1 below) on a dense range, the switch
+    # point and the edges: as close to PyTorch's as NumPy's expm1 is
+    x = np.concatenate([np.linspace(-20, 5, 1 << 18), [-0.7, -0.70000005, -0.69999995, -0.0, 0.0, -1e-30, -1e-45,
+                                                       -np.inf, np.inf, np.nan]]).astype(np.float32)
+    from workbench._backend import fused
+
+    if not fused.usable32(x):
+        pytest.skip("needs numba (the NumPy form keeps its own signed zeros)")
+    yw = getattr(wb.nn.functional, name)(wb.tensor(x), **kw).numpy()
+    yt = getattr(torch.nn.functional, name)(torch.tensor(x), **kw).numpy()
+    np.testing.assert_array_equal(np.isnan(yw), np.isnan(yt))
+    np.testing.assert_array_equal(np.signbit(yw), np.signbit(yt))
+    ok = np.isfinite(yt)
+    assert np.all(np.abs(yw[ok] - yt[ok]) <= 2 * np.spacing(np.abs(yt[ok]) + np.float32(1e-38)))

@@ -173,3 +173,17 @@ def test_exp_polynomial_within_two_ulp_and_denormals_rounded_once():
 def _exp_loop(x, out):
     for i in range(x.size):
         out[i] = fused._exp(x[i])
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+def test_glu_gradient_loop_equals_the_numpy_form_bitwise():
+    # on the same saved sigmoid: g s and (1 - s) a (g s), in the NumPy form's order
+    x = _x(3.0, 8 * 1024 * 16).reshape(8, 2, -1)
+    g, s = _g((8, x.shape[2])), 1 / (1 + np.exp(-x[:, 1].astype(np.float64))).astype(np.float32)
+    dx = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        fused.glu_grad(x, g, s, dx, np.float32(1))
+        ga = g * s
+        gb = (1 - s) * x[:, 0] * ga
+    np.testing.assert_array_equal(dx[:, 0], ga)
+    np.testing.assert_array_equal(dx[:, 1], gb)

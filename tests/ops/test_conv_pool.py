@@ -26,6 +26,12 @@ def _pool_both(x, nd, wx=None, **kw):
     leaf = xw if wx is None else wx
     # overlapping windows sum several gradients into one input: the order (and so the last bit) may differ
     np.testing.assert_allclose(leaf.grad.numpy(), xt.grad.numpy(), rtol=1e-6, atol=0)
+    if wx is None:  # without return_indices (no int64 indices made): the same values and gradient
+        xw2 = wb.tensor(x, requires_grad=True)
+        yw2 = getattr(F, fn)(xw2, **kw)
+        np.testing.assert_array_equal(yw2.detach().numpy(), yt.detach().numpy())
+        yw2.backward(wb.tensor(g))
+        np.testing.assert_allclose(xw2.grad.numpy(), xt.grad.numpy(), rtol=1e-6, atol=0)
 
 
 def _ties(*shape, levels=3, dtype=np.float32):
@@ -89,6 +95,17 @@ def test_max_pool_integer_input():
     yt, it = TF.max_pool2d(torch.tensor(x).double(), 2, return_indices=True)
     np.testing.assert_array_equal(yw.numpy(), yt.numpy().astype(x.dtype))
     np.testing.assert_array_equal(iw.numpy(), it.numpy())
+
+
+def test_max_pool_saves_the_winning_tap_not_int64_positions():
+    # backward needs only which tap of its window won: one byte per output (a 2x2 pool of the digits CNN's
+    # 64x32x8x8 keeps 32 KiB, not the 256 KiB of int64 input positions PyTorch saves)
+    x = wb.tensor(R.standard_normal((4, 3, 8, 8)).astype(np.float32), requires_grad=True)
+    y = F.max_pool2d(x, 2)
+    (tid,) = y.grad_fn.saved_tensors
+    assert tid.dtype == wb.uint8 and tuple(tid.shape) == tuple(y.shape)
+    _, idx = F.max_pool2d(x, 2, return_indices=True)
+    assert idx.dtype == wb.int64  # what the user asks for is still PyTorch's flat indices
 
 
 def test_max_pool_second_derivative():

@@ -273,5 +273,13 @@ def test_row_normalize_numba_loop_and_numpy_form_match_pytorch(op):
             fused.ENABLED[0] = on
             for a, e in zip(run(wb), expected):
                 np.testing.assert_allclose(a, e, rtol=1e-5, atol=2e-5)
+        # float64: the loops (float64 sums) and the NumPy form agree to rounding
+        x, g = x.astype(np.float64), g.astype(np.float64)
+        on_off = []
+        for on in (True, False):
+            fused.ENABLED[0] = on
+            on_off.append(run(wb))
+        for a, e in zip(*on_off):
+            np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
     finally:
         fused.ENABLED[0] = was

@@ -215,6 +215,30 @@ def test_sum_mean_dtypes_and_empty_inputs():
         _same(fn(e), fn(te))
 
 
+HALF_REDUCTIONS = [
+    lambda x: x.sum(), lambda x: x.sum(0), lambda x: x.sum(1, keepdim=True), lambda x: x.mean(),
+    lambda x: x.mean(0), lambda x: x.mean(1), lambda x: x.nansum(0), lambda x: x.nanmean(),
+    lambda x: x.cumsum(0), lambda x: x.cumsum(1), lambda x: x.var(0), lambda x: x.std(1), lambda x: x.var(),
+    lambda x: x.norm(), lambda x: x.norm(dim=0), lambda x: x.logsumexp(0), lambda x: x.logsumexp(1),
+    lambda x: x[:40].cumprod(0), lambda x: (x * x).sum(0),
+]
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("fn", HALF_REDUCTIONS)
+def test_half_precision_reductions_accumulate_in_float32(dt, fn):
+    # PyTorch accumulates float16 and bfloat16 in float32 and rounds once: 4000 values of 0.6 sum to ~2400,
+    # not the 256 (bfloat16) or 2048 (float16, along a strided axis) of accumulating in the 16-bit type
+    rng = np.random.default_rng(0)
+    for a in (np.full((4000, 3), 0.6, np.float32), (rng.standard_normal((2000, 5)) * 0.4 + 1).astype(np.float32)):
+        w, t = wb.tensor(a).to(getattr(wb, dt)), torch.tensor(a).to(getattr(torch, dt))
+        rw, rt = fn(w), fn(t)
+        assert rw.dtype.name == dt
+        np.testing.assert_allclose(rw.float().numpy(), rt.float().numpy(), rtol=2 ** -7 if dt == "bfloat16" else 1e-3)
+    big = wb.full((4000,), 0.6, dtype=getattr(wb, dt))
+    assert abs(big.sum().item() - 2400) < 20 and abs(big.mean().item() - 0.6) < 0.01
+
+
 @pytest.mark.parametrize("expr,exc", [
     ("m.zeros(0).amax()", RuntimeError), ("m.zeros(0).max()", RuntimeError), ("m.zeros(2, 0).max(1)", IndexError),
     ("m.zeros(0).argmax()", IndexError), ("m.zeros(3).max(5)", IndexError), ("m.zeros(3).sum(2)", IndexError),

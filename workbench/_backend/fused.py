@@ -14,6 +14,7 @@ not installed, ``WORKBENCH_NUMBA=0``, CuPy arrays, other dtypes, or arrays under
 (where NumPy's per-call cost is small and Numba's import is not worth paying). Each loop compiles on its
 first call and is cached on disk (``cache=True``), so a new process loads it in milliseconds.
 """
+import math
 import os
 
 import numpy
@@ -111,6 +112,19 @@ class _sums_loop(_loop):
 
 # --- rectifiers and piecewise-linear activations (flat arrays) -----------------------------------------
 @_loop
+def relu(x, out):  # PyTorch's clamp_min(x, 0): x < 0 ? 0 : x (NaN and -0.0 kept)
+    for i in range(x.size):
+        v = x[i]
+        out[i] = 0.0 if v < 0 else v
+
+
+@_loop
+def relu_grad(g, y, out):  # PyTorch's threshold_backward(g, y, 0): y <= 0 ? 0 : g (an inf g below gives 0)
+    for i in range(y.size):
+        out[i] = 0.0 if y[i] <= 0 else g[i]
+
+
+@_loop
 def leaky_relu(x, out, s):
     for i in range(x.size):
         v = x[i]
@@ -150,7 +164,16 @@ def hardshrink(x, out, mask, lambd):
     for i in range(x.size):
         v = x[i]
         m = v > lambd or v < -lambd
-        out[i] = v if m else v * 0.0  # v * 0 keeps NaN, as PyTorch's
+        out[i] = v if m else v - v  # 0. (not -0.), and NaN kept, as PyTorch's
+        mask[i] = m
+
+
+@_loop
+def threshold(x, out, mask, th, value):  # PyTorch's x <= th ? value : x, and the slope-1 mask (NaN passes)
+    for i in range(x.size):
+        v = x[i]
+        m = not v <= th
+        out[i] = v if m else value
         mask[i] = m
 
 
@@ -207,6 +230,26 @@ def layer_norm_grad(g, x, w, mean, rstd, dx, dw, db):
             dw[j] += gv * xh
             db[j] += gv
             dx[r, j] = rs * (gv * w[j] - am - xh * cm)
+
+
+@_sums_loop
+def row_norm_grad(g, x, mean, rstd, dx):
+    """layer_norm_grad without a weight and without dw, db (the row-wise Normalize's: group norm, instance
+    norm): dx = rstd (g - mean(g) - xhat mean(g xhat)), float64 row sums, dx in x's dtype."""
+    rows, cols = x.shape
+    cast = numpy.empty(2, x.dtype)
+    for r in range(rows):
+        mu, rs = mean[r], rstd[r]
+        a = 0.0
+        c = 0.0
+        for j in range(cols):
+            gv = g[r, j]
+            a += gv
+            c += gv * ((x[r, j] - mu) * rs)
+        cast[0], cast[1] = a / cols, c / cols
+        am, cm = cast[0], cast[1]
+        for j in range(cols):
+            dx[r, j] = rs * (g[r, j] - am - ((x[r, j] - mu) * rs) * cm)
 
 
 # --- batch norm: statistics per channel of an (N, C, M) C-contiguous array, float64 sums ------------------
@@ -276,6 +319,8 @@ _LOG2E, _ROUND, _LN2_HI, _LN2_LO = _F(1.44269504088896341), _F(12582912.0), _F(0
 _EXP_P = tuple(map(_F, (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
                         5.0000001201e-1)))
 _LO, _HI, _ZERO, _HALF, _ONE = _F(-104.0), _F(89.0), _F(0.0), _F(0.5), _F(1.0)
+_EM1_LO = _F(-0.7)
+_EM1_Q = tuple(_F(1.0 / math.factorial(k)) for k in range(9, 1, -1))  # 1/9! ... 1/2!
 
 
 def _bits(i):  # replaced by an intrinsic in _compile_helpers
@@ -334,6 +379,30 @@ def silu_grad(g, x, out):  # s (1 + x (1 - s)) g
         out[i] = s * (_ONE + v * (_ONE - s)) * g[i]
 
 
+@_helper
+def _expm1_neg(v):
+    """e**v - 1 for v <= 0 (and NaN) in float32: above -0.7 a degree-9 Taylor polynomial (no cancellation;
+    truncation below 0.3 ulp), below it _exp(v) - 1, where e**v < 1/2 and the subtraction loses nothing."""
+    if v < _EM1_LO:
+        return _exp(v) - _ONE
+    q0, q1, q2, q3, q4, q5, q6, q7 = _EM1_Q
+    return v * (((((((((q0 * v + q1) * v + q2) * v + q3) * v + q4) * v + q5) * v + q6) * v + q7) * v + _ONE))
+
+
+@_fma_loop
+def elu(x, out, scale, c, input_scale):  # x scale above 0, expm1(input_scale x) c at and below (c = alpha scale)
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v * scale if v > 0 else _expm1_neg(v * input_scale) * c
+
+
+@_fma_loop
+def elu_grad(g, x, out, scale, c, input_scale):  # g scale above 0, g c e**(input_scale x) at and below (elu,
+    for i in range(x.size):                      # selu, celu: c = alpha scale input_scale)
+        v = x[i]
+        out[i] = scale * g[i] if v > 0 else _exp(v * input_scale) * c * g[i]
+
+
 @_fma_loop
 def glu(x, out, s):
     """a sigmoid(b) and the saved sigmoid(b), x: the (outer, 2, inner) view of the input whose [:, 0] is a
@@ -344,6 +413,19 @@ def glu(x, out, s):
             v = _sigmoid(x[r, 1, j])
             s[r, j] = v
             out[r, j] = x[r, 0, j] * v
+
+
+@_loop
+def glu_grad(x, g, s, dx, one):
+    """glu's dx in one pass: g s into the first half, (1 - s) a (g s) into the second (the NumPy form's
+    order); x and dx the (outer, 2, inner) views, g and s (outer, inner)."""
+    outer, _, inner = x.shape
+    for r in range(outer):
+        for j in range(inner):
+            sv = s[r, j]
+            ga = g[r, j] * sv
+            dx[r, 0, j] = ga
+            dx[r, 1, j] = (one - sv) * x[r, 0, j] * ga
 
 
 # GELU: Phi(x) = erfc(-x / sqrt 2) / 2, erfc(z) = t P(t) e**-z^2, t = 1 / (1 + p z) for z >= 0 (Abramowitz &

@@ -44,7 +44,7 @@ def run(xp, kernel, arrays, *params):
         twin = FUSED32.get(kernel)
     if twin is not None and fused.usable(*arrays):
         with quiet():
-            twin(out.reshape(-1), *[a.reshape(-1) for a in arrays], *[x.dtype.type(p) for p in params])
+            twin(out.reshape(-1), *[a.reshape(-1) for a in arrays], *params)
         return out
     with quiet():
         if xp is not numpy or x.size <= 2 * BLOCK:
@@ -74,7 +74,9 @@ def hardshrink(xp, x, lambd, want_mask):
         return y, m if want_mask else None
     m = xp.greater(x, lambd)  # |x| > l as two bool passes: cheaper than abs into a float temporary
     m |= xp.less(x, -lambd)
-    return xp.multiply(x, m), m if want_mask else None
+    y = xp.multiply(x, m)  # x * 0 keeps NaN, as PyTorch's
+    y += 0  # and -0. + 0 is 0.: a dropped negative is 0., as PyTorch's (not -0.)
+    return y, m if want_mask else None
 
 
 def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x + l below -l, 0 between
@@ -83,14 +85,19 @@ def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x
     return y, xp.not_equal(y, 0) if want_mask else None  # x - l rounds to 0 only at x = l
 
 
-def threshold(xp, x, th, value, want_mask):
-    m = xp.greater(x, th)
+def threshold(xp, x, th, value, want_mask):  # PyTorch's x <= th ? value : x: NaN passes, with slope 1
+    if fused.usable(x):
+        y, m = xp.empty_like(x), xp.empty(x.shape, bool)
+        fused.threshold(x.reshape(-1), y.reshape(-1), m.reshape(-1), x.dtype.type(th), x.dtype.type(value))
+        return y, m if want_mask else None
+    m = xp.less_equal(x, th)
+    xp.logical_not(m, out=m)
     if x.dtype.kind != "f":  # bfloat16 (kind V): no finfo to clamp with
         return xp.where(m, x, value), m if want_mask else None
     y = xp.maximum(x, numpy.finfo(x.dtype).min)  # -inf * 0 would be NaN; it is replaced by value anyway
     y *= m
-    if value != 0:
-        y += xp.multiply(~m, y.dtype.type(value))
+    # a dropped negative is now -0.; adding value (or 0) makes it value (or 0., as PyTorch's)
+    y += xp.multiply(~m, y.dtype.type(value)) if value != 0 else 0
     return y, m if want_mask else None
 
 
@@ -280,10 +287,12 @@ def logsigmoid_grad(xp, out, g, x):  # sigmoid(-x) = 1 / (1 + exp(x))
     xp.divide(g, out, out=out)
 
 
-# kernel -> its one-pass twin in ``fused``, called as twin(out, *arrays, *params) on flat arrays
+# kernel -> its one-pass twin in ``fused``, called as twin(out, *arrays, *params) on flat arrays; the params come
+# as the caller's Python numbers: a twin rounds to the arrays' dtype what the NumPy form would (the constants
+# the kernel multiplies by, after the arithmetic it does on them in double)
 FUSED = {
-    leaky_relu: lambda out, x, s: fused.leaky_relu(x, out, s),
-    leaky_relu_grad: lambda out, g, x, s: fused.leaky_relu_grad(g, x, out, s),
+    leaky_relu: lambda out, x, s: fused.leaky_relu(x, out, out.dtype.type(s)),
+    leaky_relu_grad: lambda out, g, x, s: fused.leaky_relu_grad(g, x, out, out.dtype.type(s)),
     hardswish: lambda out, x: fused.hardswish(x, out, *map(out.dtype.type, (0, 3, 6))),
     hardswish_grad: lambda out, g, x: fused.hardswish_grad(g, x, out, *map(out.dtype.type, (3, 0.5))),
     sigmoid_grad_from_y: lambda out, g, y: fused.sigmoid_grad_from_y(g, y, out, out.dtype.type(1)),
@@ -293,4 +302,6 @@ FUSED32 = {
     sigmoid: lambda out, x: fused.sigmoid(x, out),
     silu: lambda out, x: fused.silu(x, out),
     silu_grad: lambda out, g, x: fused.silu_grad(g, x, out),
+    elu: lambda out, x, a, s, i: fused.elu(x, out, *map(out.dtype.type, (s, a * s, i))),
+    elu_grad: lambda out, g, x, a, s, i: fused.elu_grad(g, x, out, *map(out.dtype.type, (s, a * s * i, i))),
 }

@@ -15,7 +15,9 @@ Layout: the image goes channels-last (N, H, W, C) with its padding, so a tile's 
 contiguous; V and M are (16, tiles, channels) planes for the batched matmul, each plane a little longer
 than its data (``_planes``): planes a power-of-two apart map to the same L1 sets, and the 16 streams of a
 tile transform then evict each other (800 µs instead of 80). Work goes a batch chunk at a time
-(``_CHUNK_BYTES``), so no temporary is larger than about a chunk of the transformed tiles.
+(``_CHUNK_BYTES``), so no temporary is larger than about a chunk of the transformed tiles. 384 KiB: on the
+digits CNN (64x16x8x8 -> 32) 8 chunks of 8 images; with 512 KiB (6 of 11) a training step's peak resident
+memory read 2.2-2.6 MiB, with 384 KiB 2.08-2.12 (benchmarks/RESULTS.md, 2026-12-04), at the same speed.
 
 The tile loops are Numba (``fused``'s switch). Without it (``WORKBENCH_NUMBA=0``, no Numba) ops/conv.py keeps
 the im2col path: the same transforms as NumPy array passes measured 3.8 ms fwd+bwd on the digits shape, im2col 2.4.
@@ -24,7 +26,7 @@ import numpy
 
 from . import fused
 
-_CHUNK_BYTES = 512 << 10  # the transformed tiles and their product, per batch chunk
+_CHUNK_BYTES = 384 << 10  # the transformed tiles and their product, per batch chunk
 
 
 def usable(a, b, cin, cout):

@@ -21,7 +21,7 @@ from .._core import _INFERENCE_BOX
 from .._core import Tensor as _Tensor  # hot paths bind it to a local (Tensor = _Tensor)
 from . import graph
 from .grad_mode import BACKWARD_ACTIVE, INFERENCE_ACTIVE, STATE, no_grad
-from .graph import CUTS, GROUP, LISTENERS, SCOPE, TRACE, Node, _seq, accumulator
+from .graph import CUTS, GROUP, LISTENERS, SCOPE, TRACE, Node, _Out, _seq, accumulator
 
 _make = _Tensor._make
 _ndarray = _backend.ndarray
@@ -77,63 +77,6 @@ def _no_grad_ctx(xp, n):
     ctx.xp = xp
     ctx.needs_input_grad = (False,) * n
     return ctx
-
-
-def _ctx_save_for_backward(self, *xs):
-    """Keep tensors (references, never copies) for backward; read them back as ``ctx.saved_tensors``."""
-    self._saved = xs
-
-
-def _ctx_mark_dirty(self, *xs):
-    """Declare the inputs a custom forward modified in place (they are returned as outputs)."""
-    self._dirty = xs
-
-
-def _ctx_mark_non_differentiable(self, *xs):
-    """Declare outputs that get no gradient (indices, masks): they come out with requires_grad=False."""
-    self._non_differentiable = xs
-
-
-def _ctx_set_materialize_grads(self, value):
-    """With False, backward receives None (not zeros) for outputs that got no gradient."""
-    self._materialize = bool(value)
-
-
-Node.save_for_backward = _ctx_save_for_backward
-Node.mark_dirty = _ctx_mark_dirty
-Node.mark_non_differentiable = _ctx_mark_non_differentiable
-Node.set_materialize_grads = _ctx_set_materialize_grads
-
-
-class _Out:
-    """Marks a saved tensor that is one of the node's own outputs (kept as its array, no cycle)."""
-
-    __slots__ = ("i", "data", "requires_grad")
-
-    def __init__(self, i, data, requires_grad):
-        self.i, self.data, self.requires_grad = i, data, requires_grad
-
-
-def unpack_saved(node):
-    """The node's saved tensors, after checking none was modified in place since it was saved."""
-    saved = node._saved
-    if saved is None:
-        if node._freed:
-            node._raise_freed()
-        return ()
-    out = []
-    for entry, box, version in saved:
-        if box is not None and box[0] != version:
-            _raise_modified(node, entry, box, version)
-        if entry.__class__ is _Out:
-            rg = entry.requires_grad
-            out.append(_make(entry.data, rg, node if rg else None, entry.i, box))
-        else:
-            out.append(entry)
-    return tuple(out)
-
-
-Node.saved_tensors = property(unpack_saved, doc="The tensors saved by save_for_backward (version-checked).")
 
 
 def storage_root(data):
@@ -204,25 +147,6 @@ def free_saved(node, freed_by):
     node._saved_meta = _saved_facts(node._saved)
     node._saved = None
     node._freed = freed_by
-
-
-def _raise_modified(node, entry, box, version):
-    data = entry.data if type(entry) is _Out else entry._data
-    desc = f"[{_backend.dtypes.from_numpy_dtype(data.dtype).name} {list(data.shape)}]"
-    where = node.name() + (f" in module '{node.scope}'" if node.scope else "")
-    if node.site:
-        where += f" (created at {graph.format_site(node.site)})"
-    mod = box[1]
-    by = ""
-    if mod:
-        op, scope, site = mod
-        by = f" It was modified by {op}" + (f" in module '{scope}'" if scope else "") + f" at {graph.format_site(site)}."
-    raise RuntimeError(
-        f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-        f"{desc}, saved by {where}, is at version {box[0]}; expected version {version} instead.{by} "
-        "Hint: replace the in-place op with its out-of-place form (e.g. x = x.add(y) instead of x.add_(y)), "
-        "or clone() the tensor before modifying it."
-    )
 
 
 def _device_error(opname, a, b):
@@ -604,6 +528,8 @@ def _record_raw(cls, args, datas, xp):
     else:
         outs = out if out.__class__ is tuple else (out,)
         nd = node._non_differentiable or ()
+        if nd:  # read once, here: kept on the node it would hold those outputs (indices, masks) alive
+            node._non_differentiable = None
         results = []
         for k, o in enumerate(outs):
             diff = _DIFF_DTYPES[o.dtype] and not any(o is x for x in nd)
@@ -739,6 +665,8 @@ def _attach_custom_outputs(node, outs, args):
     Tensor = _Tensor
     dirty = node._dirty or ()
     nd = node._non_differentiable or ()
+    if nd:  # as in the raw path: not kept on the node
+        node._non_differentiable = None
     results = []
     for k, o in enumerate(outs):
         if not isinstance(o, Tensor):

@@ -14,6 +14,7 @@ from collections import OrderedDict
 import weakref
 
 from .. import _backend
+from .._core import Tensor
 from ..utils.hooks import RemovableHandle, add_hook as _add_hook  # noqa: F401 - RemovableHandle: PyTorch's path too
 
 _seq = itertools.count()
@@ -115,6 +116,15 @@ def format_site(site):
     return f"{site[0]}:{site[1]} in {site[2]}" if site else "<unknown location>"
 
 
+class _Out:
+    """Marks a saved tensor that is one of the node's own outputs (kept as its array, no cycle)."""
+
+    __slots__ = ("i", "data", "requires_grad")
+
+    def __init__(self, i, data, requires_grad):
+        self.i, self.data, self.requires_grad = i, data, requires_grad
+
+
 class Node:
     """A recorded op application: ``tensor.grad_fn``. Also the ``ctx`` of its Function.
 
@@ -185,8 +195,59 @@ class Node:
         """
         return add_hook(self, "_hooks", fn)
 
-    # --- saved tensors -------------------------------------------------------------------------
-    # saved_tensors (a property) is defined with the saving machinery in autograd/function.py
+    # --- the ctx of its Function: saving for backward ----------------------------------------------
+    def save_for_backward(self, *xs):
+        """Keep tensors (references, never copies) for backward; read them back as ``ctx.saved_tensors``."""
+        self._saved = xs
+
+    def mark_dirty(self, *xs):
+        """Declare the inputs a custom forward modified in place (they are returned as outputs)."""
+        self._dirty = xs
+
+    def mark_non_differentiable(self, *xs):
+        """Declare outputs that get no gradient (indices, masks): they come out with requires_grad=False."""
+        self._non_differentiable = xs
+
+    def set_materialize_grads(self, value):
+        """With False, backward receives None (not zeros) for outputs that got no gradient."""
+        self._materialize = bool(value)
+
+    @property
+    def saved_tensors(self):
+        """The tensors saved by save_for_backward, after checking none was modified in place since."""
+        saved = self._saved
+        if saved is None:
+            if self._freed:
+                self._raise_freed()
+            return ()
+        out = []
+        for entry, box, version in saved:
+            if box is not None and box[0] != version:
+                self._raise_modified(entry, box, version)
+            if entry.__class__ is _Out:
+                rg = entry.requires_grad
+                out.append(Tensor._make(entry.data, rg, self if rg else None, entry.i, box))
+            else:
+                out.append(entry)
+        return tuple(out)
+
+    def _raise_modified(self, entry, box, version):
+        data = entry.data if type(entry) is _Out else entry._data
+        desc = f"[{_backend.dtypes.from_numpy_dtype(data.dtype).name} {list(data.shape)}]"
+        where = self.name() + (f" in module '{self.scope}'" if self.scope else "")
+        if self.site:
+            where += f" (created at {format_site(self.site)})"
+        mod = box[1]
+        by = ""
+        if mod:
+            op, scope, site = mod
+            by = f" It was modified by {op}" + (f" in module '{scope}'" if scope else "") + f" at {format_site(site)}."
+        raise RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"{desc}, saved by {where}, is at version {box[0]}; expected version {version} instead.{by} "
+            "Hint: replace the in-place op with its out-of-place form (e.g. x = x.add(y) instead of x.add_(y)), "
+            "or clone() the tensor before modifying it."
+        )
 
     def _raise_freed(self):
         where = (f" in module '{self.scope}'" if self.scope else "") + (

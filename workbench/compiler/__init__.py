@@ -140,5 +140,5 @@ def reset():
 
 
 def is_compiling():
-    """True while a call is being traced.  >>> import workbench as wb; wb.compiler.is_compiling()  ->  False"""
+    """True while a call is being traced.  >>> wb.compiler.is_compiling()  ->  False"""
     return ACTIVE[0] is not None

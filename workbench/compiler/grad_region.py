@@ -16,8 +16,8 @@ call raises at backward as in eager, and ``retain_graph=False`` frees the kept a
 from .. import _backend
 from ..autograd import graph as _graph
 from ..autograd.engine import iter_backward
-from ..autograd.function import Function, _Out, unpack_saved
-from ..autograd.graph import GROUP, SCOPE, Node
+from ..autograd.function import Function
+from ..autograd.graph import GROUP, SCOPE, Node, _Out
 from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
 from .program import tensors_in
@@ -60,7 +60,7 @@ class RegionNode(Node):
             raise RuntimeError(f"{self.name()}: workbench.compile does not support double backward "
                                "(create_graph=True) through a compiled call's replay; call the module uncompiled "
                                "(or compile it with disable=True) to differentiate its gradients")
-        unpack_saved(self)  # the version check, or the 'backward through the graph a second time' error
+        self.saved_tensors  # the version check, or the 'backward through the graph a second time' error
         res = self._region.backward(self._env, [g._data for g in grads])
         return tuple([_make(r) for r in res])
 

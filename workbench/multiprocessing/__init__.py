@@ -27,7 +27,7 @@ _STRATEGIES = {"file_descriptor"}
 
 
 def get_all_sharing_strategies():
-    """The sharing strategies this platform supports.  >>> mp.get_all_sharing_strategies()  ->  {'file_descriptor'}"""
+    """The sharing strategies this platform supports.  >>> wb.multiprocessing.get_all_sharing_strategies()  ->  {'file_descriptor'}"""
     return set(_STRATEGIES)
 
 

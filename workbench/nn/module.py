@@ -896,7 +896,7 @@ class Module:
                                           (f"cuda:{device}" if isinstance(device, int) else device)))
 
     def cpu(self):
-        """Move every parameter and buffer to the CPU.  >>> wb.nn.Linear(1, 1).cpu().weight.device  ->  cpu"""
+        """Move every parameter and buffer to the CPU.  >>> wb.nn.Linear(1, 1).cpu().weight.device  ->  device(type='cpu')"""
         return self._apply(lambda t: t.to("cpu"))
 
     def type(self, dst_type):

@@ -100,12 +100,13 @@ def _on_gx(kernel):
     return lambda xp, g, x, *params: _pw.run(xp, kernel, (g, x), *params)
 
 
-def _inplace(fn, name):
+def _inplace(fn, name, example_args=""):
     def inplace(input, *args, **kwargs):
         return input._inplace(name, lambda x: fn(x, *args, **kwargs))
 
     inplace.__name__ = name
-    inplace.__doc__ = f"In-place {fn.__name__}: overwrites input and returns it.  >>> F.{name}(wb.tensor([-1.0, 2.0]))"
+    inplace.__doc__ = (f"In-place {fn.__name__}: overwrites input and returns it.  "
+                       f">>> F.{name}(wb.tensor([-1.0, 2.0]){example_args})")
     return inplace
 
 
@@ -535,6 +536,13 @@ class Glu(Function):
             ga = g * sb
             return cat([ga, ga * a * (1 - sb)], ctx.dim), None
         xp, gx = ctx.xp, ctx.xp.empty_like(x._data)
+        gd, sd = g._data, s._data
+        if x._data.flags.c_contiguous and _fused.usable32(x._data, gd, sd):  # one loop over the halves
+            outer = math.prod(x.shape[:ctx.dim])
+            halves = (outer, 2, -1)
+            _fused.glu_grad(x._data.reshape(halves), gd.reshape(outer, -1), sd.reshape(outer, -1),
+                            gx.reshape(halves), gx.dtype.type(1))
+            return Tensor._make(gx), None
         ga, gb = gx[first], gx[second]
         xp.multiply(g._data, s._data, out=ga)
         xp.subtract(1, s._data, out=gb)
@@ -974,7 +982,7 @@ elu_ = _inplace(elu, "elu_")
 selu_ = _inplace(selu, "selu_")
 celu_ = _inplace(celu, "celu_")
 rrelu_ = _inplace(rrelu, "rrelu_")
-threshold_ = _inplace(threshold, "threshold_")
+threshold_ = _inplace(threshold, "threshold_", ", 1.0, 0.0")
 
 # top-level workbench.* names (PyTorch's torch.* has these with compatible signatures)
 __all__ = ["selu", "celu", "rrelu", "threshold", "hardshrink", "prelu", "softmax", "log_softmax", "dropout",

@@ -147,7 +147,7 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0, *, out=None):
-    """Join same-shaped tensors along a new dim.  >>> wb.stack([wb.zeros(3), wb.ones(3)]).shape  ->  Size([2, 3])"""
+    """Join same-shaped tensors along a new dim.  >>> wb.stack([wb.zeros(3), wb.ones(3)]).shape  ->  workbench.Size([2, 3])"""
     if _AUTOCAST[0]:
         tensors, = _autocast_cast("stack", tensors)
     ts = _tensor_list(tensors, "stack")
@@ -166,12 +166,12 @@ def atleast_1d(*tensors):
 
 
 def atleast_2d(*tensors):
-    """Each tensor with at least two dims.  >>> wb.atleast_2d(wb.tensor([1, 2])).shape  ->  Size([1, 2])"""
+    """Each tensor with at least two dims.  >>> wb.atleast_2d(wb.tensor([1, 2])).shape  ->  workbench.Size([1, 2])"""
     return _atleast(tensors, 2)
 
 
 def atleast_3d(*tensors):
-    """Each tensor with at least three dims.  >>> wb.atleast_3d(wb.tensor([1, 2])).shape  ->  Size([1, 2, 1])"""
+    """Each tensor with at least three dims.  >>> wb.atleast_3d(wb.tensor([1, 2])).shape  ->  workbench.Size([1, 2, 1])"""
     return _atleast(tensors, 3)
 
 
@@ -199,7 +199,7 @@ def hstack(tensors, *, out=None):
 
 
 def vstack(tensors, *, out=None):
-    """Concatenate row-wise after atleast_2d.  >>> wb.vstack([wb.zeros(3), wb.ones(3)]).shape  ->  Size([2, 3])"""
+    """Concatenate row-wise after atleast_2d.  >>> wb.vstack([wb.zeros(3), wb.ones(3)]).shape  ->  workbench.Size([2, 3])"""
     return cat(atleast_2d(list(tensors)), 0, out=out)
 
 
@@ -207,12 +207,12 @@ row_stack = vstack
 
 
 def dstack(tensors, *, out=None):
-    """Concatenate depth-wise after atleast_3d.  >>> wb.dstack([wb.zeros(2), wb.ones(2)]).shape  ->  Size([1, 2, 2])"""
+    """Concatenate depth-wise after atleast_3d.  >>> wb.dstack([wb.zeros(2), wb.ones(2)]).shape  ->  workbench.Size([1, 2, 2])"""
     return cat(atleast_3d(list(tensors)), 2, out=out)
 
 
 def column_stack(tensors, *, out=None):
-    """Stack 1-D tensors as columns.  >>> wb.column_stack([wb.zeros(2), wb.ones(2)]).shape  ->  Size([2, 2])"""
+    """Stack 1-D tensors as columns.  >>> wb.column_stack([wb.zeros(2), wb.ones(2)]).shape  ->  workbench.Size([2, 2])"""
     ts = [reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t for t in _tensor_list(tensors, "column_stack")]
     return cat(ts, 1, out=out)
 

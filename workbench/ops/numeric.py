@@ -80,7 +80,7 @@ def complex(real, imag, *, out=None):
 
     >>> import workbench as wb
     >>> wb.complex(wb.tensor([1.0]), wb.tensor([2.0]))
-    tensor([1.0000+2.0000j])
+    tensor([1.+2.j])
     """
     _parts("complex", real, imag, "real", "imag")
     return _out(real + imag * 1j, out)
@@ -91,7 +91,7 @@ def polar(abs, angle, *, out=None):
 
     >>> import workbench as wb
     >>> wb.polar(wb.tensor([2.0]), wb.tensor([0.0]))
-    tensor([2.0000+0.0000j])
+    tensor([2.+0.j])
     """
     _parts("polar", abs, angle, "abs", "angle")
     return _out(abs * angle.cos() + (abs * angle.sin()) * 1j, out)

@@ -55,10 +55,11 @@ def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode, 
     # right padding so that ceil_mode's last window fits
     hi = tuple(max(pp, (o - 1) * ss + dd * (kk - 1) + 1 - n - pp)
                for n, o, kk, ss, pp, dd in zip(spatial, osize, k, s, p, d))
-    y, flat = MaxPool.apply(x, k, s, p, hi, d, osize)
-    if not batched:
-        y, flat = y.squeeze(0), flat.squeeze(0)
-    return (y, flat) if return_indices else y
+    if not return_indices:
+        y = MaxPool.apply(x, k, s, p, hi, d, osize, False)
+        return y if batched else y.squeeze(0)
+    y, flat = MaxPool.apply(x, k, s, p, hi, d, osize, True)
+    return (y, flat) if batched else (y.squeeze(0), flat.squeeze(0))
 
 
 class MaxPool(Function):
@@ -69,13 +70,18 @@ class MaxPool(Function):
     dominates strided passes, so the taps are first copied into one contiguous (K, N, C, *O) block. The
     max is a chain of ``maximum``s and the winning tap the count of leading taps that differ from it:
     whole-array passes, no masked writes.
+
+    Backward needs only which tap of its window won, so that is what is saved: one byte per output for up
+    to 255 taps (a 2x2 pool of 64x32x8x8 keeps 32 KiB, not the 256 KiB of int64 input positions), and the
+    positions are rebuilt from it when backward runs. The int64 flat indices PyTorch returns are made only
+    when ``return_indices`` asks for them (``indices``).
     """
 
     _raw = True
     op_name = "max_pool"
 
     @staticmethod
-    def forward(ctx, x, k, s, p, hi, d, osize):
+    def forward(ctx, x, k, s, p, hi, d, osize, indices):
         xp = ctx.xp
         nd = len(k)
         isfloat = x.dtype.kind == "f"
@@ -124,28 +130,37 @@ class MaxPool(Function):
             for i in range(nd):
                 o_i = xp.arange(osize[i]).reshape((osize[i],) + (1,) * (nd - 1 - i))
                 first = first + xp.maximum(0, -((o_i * s[i] - p[i]) // d[i])) * math.prod(k[i + 1:])
-            tid = xp.where(best == fill, first, tid)
+            tid = xp.where(best == fill, first, tid).astype(tid.dtype, copy=False)
         # flat input index: the tap's offset from its window's origin, + the origin
-        table = xp.asarray([sum(kp * dd * st for kp, dd, st in zip(kpos, d, steps)) for kpos in kposs],
-                           dtype="int64")
+        ctx.table = xp.asarray([sum(kp * dd * st for kp, dd, st in zip(kpos, d, steps)) for kpos in kposs],
+                               dtype="int64")
         origin = 0
         for i in range(nd):
             o_i = xp.arange(osize[i]).reshape((osize[i],) + (1,) * (nd - 1 - i))
             origin = origin + (o_i * s[i] - p[i]) * steps[i]
-        flat = table.take(tid)
-        flat += origin
-        n, c = x.shape[:2]
-        ctx.save_for_backward(xp.arange(n * c).reshape((n, c) + (1,) * nd) * math.prod(spatial) + flat)
+        ctx.origin = origin
+        ctx.save_for_backward(tid)
         ctx.x_shape = x.shape
         # windows that do not overlap write each input element at most once
         ctx.unique = all(ss >= dd * (kk - 1) + 1 for kk, ss, dd in zip(k, s, d))
+        if not indices:
+            return best
+        flat = ctx.table.take(tid)
+        flat += origin
         ctx.mark_non_differentiable(flat)
         return best, flat
 
     @staticmethod
     def backward(ctx, g, _gi=None):
-        (rows,) = ctx.saved_tensors
-        return PutRows.apply(g, rows, math.prod(ctx.x_shape), ctx.unique).reshape(ctx.x_shape), *(None,) * 6
+        (tid,) = ctx.saved_tensors
+        n, c = ctx.x_shape[:2]
+        area = math.prod(ctx.x_shape[2:])
+        xp = ctx.xp
+        rows = ctx.table.take(tid._data)  # the input position of each window's winner, across the batch
+        rows += ctx.origin
+        rows += xp.arange(0, n * c * area, area).reshape((n, c) + (1,) * (rows.ndim - 2))
+        dx = PutRows.apply(g, Tensor._make(rows), n * c * area, ctx.unique).reshape(ctx.x_shape)
+        return dx, *(None,) * 7
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -180,12 +195,12 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """max_pool1d returning (values, indices).  >>> wb.max_pool1d_with_indices(wb.ones(1, 1, 4), 2)[1]  ->  [[[0, 2]]]"""
+    """max_pool1d returning (values, indices).  >>> wb.max_pool1d_with_indices(wb.ones(1, 1, 4), 2)[1]  ->  tensor([[[0, 2]]])"""
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """max_pool2d returning (values, indices).  >>> F.max_pool2d_with_indices(wb.ones(1, 1, 2, 2), 2)[1]  ->  [[[[0]]]]"""
+    """max_pool2d returning (values, indices).  >>> F.max_pool2d_with_indices(wb.ones(1, 1, 2, 2), 2)[1]  ->  tensor([[[[0]]]])"""
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 

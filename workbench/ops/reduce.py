@@ -28,12 +28,41 @@ from .linalg import matrix_norm
 
 _np = _backend.numpy
 _INT64 = _np.dtype("int64")
+_F32 = _np.dtype("float32")
 _add_reduce = _np.add.reduce
 try:  # NumPy 2.3+: out=... makes a full reduction return a 0-d array, not a scalar
     _add_reduce(_np.zeros(1), None, out=...)
-    _sum_all = staticmethod(lambda x: _add_reduce(x, None, out=...))
+
+    def _sum_all(x):
+        """SumAll's whole forward for a floating array (float16 accumulated in float32: see _half)."""
+        if x.itemsize == 2:
+            return _add_reduce(x, None, dtype=_F32, out=...).astype(x.dtype)
+        return _add_reduce(x, None, out=...)
 except TypeError:  # older NumPy (2.2 is the last for Python 3.10) gives a scalar: wrap it
-    _sum_all = staticmethod(lambda x: _np.asarray(_add_reduce(x, None)))
+    def _sum_all(x):
+        if x.itemsize == 2:
+            return _np.asarray(_add_reduce(x, None, dtype=_F32)).astype(x.dtype)
+        return _np.asarray(_add_reduce(x, None))
+
+
+def _half(d):
+    """Whether d is a 16-bit float (float16, bfloat16): PyTorch accumulates those in float32 and rounds once
+    (NumPy sums float16 pairwise in float32 only along a contiguous axis, and bfloat16 never)."""
+    return d.itemsize == 2 and d.kind in "fV"
+
+
+def _wide_sum(x, axis, keepdims, acc):
+    """x summed in dtype acc, a 16-bit float accumulated in float32 (see _half)."""
+    if _half(acc):
+        if x.dtype != acc:  # PyTorch converts to dtype first
+            x = x.astype(acc)
+        return x.sum(axis=axis, keepdims=keepdims, dtype=_F32).astype(acc)
+    return x.sum(axis=axis, keepdims=keepdims, dtype=acc)
+
+
+def _widen(x):
+    """x in float32 when it is a 16-bit float (computed there and rounded once, as PyTorch), else x."""
+    return x.astype(_F32) if _half(x.dtype) else x
 
 # --- named tuples (torch.return_types) ---------------------------------------------------------------
 return_types = types.ModuleType("workbench.return_types", "Named tuples returned by ops such as max(dim) and sort.")
@@ -140,7 +169,7 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
         ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        return x.sum(axis=dims, keepdims=keepdim, dtype=_acc_dtype(x, dtype))  # a NumPy scalar: Tensor takes it
+        return _wide_sum(x, dims, keepdim, _acc_dtype(x, dtype))  # a NumPy scalar: Tensor takes it
 
     @staticmethod
     def backward(ctx, g):
@@ -153,12 +182,12 @@ class SumAll(Function):
 
     _raw = True
     op_name = "sum"
-    _ufunc = _sum_all
+    _ufunc = staticmethod(_sum_all)
 
     @staticmethod
     def forward(ctx, x):
         ctx.in_shape = x.shape
-        return x.sum(dtype=_acc_dtype(x, None))
+        return _wide_sum(x, None, False, _acc_dtype(x, None))
 
     @staticmethod
     def backward(ctx, g):
@@ -211,6 +240,8 @@ class Mean(Function):
         ctx.n = _count(x.shape, dims)
         if ctx.n == 0:  # NaN, as PyTorch, without NumPy's "mean of empty slice" warning
             return ctx.xp.asarray(x.sum(axis=dims, keepdims=keepdim) * float("nan"))
+        if _half(x.dtype):  # the float32 sum over n, rounded once (see _half)
+            return ctx.xp.asarray(x.sum(axis=dims, keepdims=keepdim, dtype=_F32) / _F32.type(ctx.n)).astype(x.dtype)
         return ctx.xp.asarray(x.mean(axis=dims, keepdims=keepdim))
 
     @staticmethod
@@ -240,7 +271,7 @@ class Prod(Function):
     def forward(ctx, x, dim, keepdim, dtype):
         x = x.astype(_acc_dtype(x, dtype), copy=False)
         ctx.dim, ctx.keepdim = dim, keepdim
-        y = ctx.xp.asarray(ctx.xp.prod(x, axis=dim, keepdims=keepdim))
+        y = ctx.xp.asarray(ctx.xp.prod(_widen(x), axis=dim, keepdims=keepdim)).astype(x.dtype, copy=False)
         ctx.save_for_backward(x, y)
         return y
 
@@ -317,9 +348,12 @@ class Cumsum(Function):
     @staticmethod
     def forward(ctx, x, d, dtype):
         ctx.d = d
+        acc = _acc_dtype(x, dtype)
         if x.ndim == 0:
-            return x.astype(_acc_dtype(x, dtype), copy=True)
-        return ctx.xp.cumsum(x, axis=d, dtype=_acc_dtype(x, dtype))
+            return x.astype(acc, copy=True)
+        if _half(acc):
+            return ctx.xp.cumsum(x.astype(acc, copy=False), axis=d, dtype=_F32).astype(acc)
+        return ctx.xp.cumsum(x, axis=d, dtype=acc)
 
     @staticmethod
     def backward(ctx, g):
@@ -340,7 +374,7 @@ class Cumprod(Function):
     def forward(ctx, x, d, dtype):
         ctx.d = d
         x = x.astype(_acc_dtype(x, dtype), copy=x.ndim == 0)
-        y = x if x.ndim == 0 else ctx.xp.cumprod(x, axis=d)
+        y = x if x.ndim == 0 else ctx.xp.cumprod(_widen(x), axis=d).astype(x.dtype, copy=False)
         ctx.save_for_backward(x, y)
         return y
 
@@ -665,7 +699,7 @@ min = _max_min("min", MinDim, MinAll, _minimum)
 
 @composite("aminmax")
 def aminmax(input, *, dim=None, keepdim=False):
-    """(min, max) in one call.  >>> wb.aminmax(wb.tensor([3, 0, 4]))  ->  (tensor(0), tensor(4))"""
+    """(min, max) in one call.  >>> tuple(wb.aminmax(wb.tensor([3, 0, 4])))  ->  (tensor(0), tensor(4))"""
     d = None if dim is None else (dim,)
     dims = _dims(input, d, "aminmax")
     return return_types.aminmax(Amin.apply(input, dims, keepdim), Amax.apply(input, dims, keepdim))
@@ -691,7 +725,7 @@ def _arg(name, fn):
         return Tensor._make(xp.asarray(getattr(xp, fn)(x, axis=d, keepdims=keepdim), dtype=_INT64))
 
     arg.__name__ = arg.__qualname__ = name
-    arg.__doc__ = f"Index of the {fn[3:]}imum (flat when dim is None; the first on ties).  >>> wb.{name}(wb.tensor([1, 9, 3]))  ->  tensor(1)"
+    arg.__doc__ = f"Index of the {fn[3:]}imum (flat when dim is None; the first on ties).  >>> wb.{name}(wb.tensor([1, 9, 3]))  ->  tensor({int(fn == 'argmax')})"
     return arg
 
 
@@ -724,12 +758,13 @@ class Var(Function):
             warnings.warn(f"{'std' if sqrt else 'var'}(): degrees of freedom is <= 0. Correction should be strictly "
                           "less than the reduction factor (input numel divided by output numel).", UserWarning,
                           stacklevel=4)
-        m = x.mean(axis=dims, keepdims=True)
-        dev = x - m
+        xw = _widen(x)
+        m = xw.mean(axis=dims, keepdims=True)
+        dev = xw - m
         sq = (dev * dev.conj()).real if x.dtype.kind == "c" else dev * dev
         with _np.errstate(invalid="ignore", divide="ignore"):
             v = sq.sum(axis=dims, keepdims=keepdim) / builtins.max(dof, 0)
-            y = xp.asarray(xp.sqrt(v) if sqrt else v, dtype=sq.dtype)
+            y = xp.asarray(xp.sqrt(v) if sqrt else v, dtype=sq.dtype if xw is x else x.dtype)
         ctx.in_shape, ctx.dims, ctx.keepdim, ctx.dof, ctx.sqrt = x.shape, dims, keepdim, dof, sqrt
         ctx.save_for_backward(x, y if sqrt else None)
         return y
@@ -787,13 +822,15 @@ class Norm(Function):
     def forward(ctx, x, p, dims, keepdim):
         xp = ctx.xp
         a = xp.abs(to_float(x))
+        real = a.dtype
+        a = _widen(a)
         if p == 2:
             y = xp.sqrt((a * a).sum(axis=dims, keepdims=keepdim))
         elif p == 1:
             y = a.sum(axis=dims, keepdims=keepdim)
         else:
             y = ((a ** p).sum(axis=dims, keepdims=keepdim)) ** (1.0 / p)
-        y = xp.asarray(y)
+        y = xp.asarray(y).astype(real, copy=False)
         ctx.p, ctx.in_shape, ctx.dims, ctx.keepdim = p, x.shape, dims, keepdim
         ctx.save_for_backward(x, y)
         return y
@@ -842,7 +879,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         input, = _autocast_cast("norm", input)
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind not in "fc":
+    if input._data.dtype.kind not in "fc" and input.dtype is not _dt.bfloat16:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                            f"{input.dtype.name} instead; convert with .float() first.")
     if isinstance(dim, int):
@@ -875,7 +912,7 @@ class Logsumexp(Function):
             m = xp.amax(x, axis=dims, keepdims=True)
             m = xp.where(xp.isinf(m), 0, m).astype(x.dtype, copy=False)  # all -inf (or an inf) stays exact
             with _np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-                y = xp.log(xp.exp(x - m).sum(axis=dims, keepdims=True)) + m
+                y = xp.log(_wide_sum(xp.exp(x - m), dims, True, x.dtype)) + m
             if not keepdim:
                 y = y.reshape([s for k, s in enumerate(y.shape) if k not in (dims or range(x.ndim))])
             y = xp.asarray(y)

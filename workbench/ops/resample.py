@@ -157,7 +157,7 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
-    """Deprecated: interpolate(mode='nearest').  >>> F.upsample_nearest(wb.ones(1, 1, 2), scale_factor=2).shape  ->  [1, 1, 4]"""
+    """Deprecated: interpolate(mode='nearest').  >>> F.upsample_nearest(wb.ones(1, 1, 2), scale_factor=2).shape  ->  workbench.Size([1, 1, 4])"""
     warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.",
                   UserWarning, stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")

@@ -64,7 +64,7 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
-    """The triangular window 1 - |2n / N - 1|.  >>> wb.bartlett_window(5, periodic=False)  ->  tensor([0.0, 0.5, 1.0, 0.5, 0.0])"""
+    """The triangular window 1 - |2n / N - 1|.  >>> wb.bartlett_window(5, periodic=False)  ->  tensor([0.0000, 0.5000, 1.0000, 0.5000, 0.0000])"""
     return _window("bartlett_window", lambda k, m: 1 - (2 * k / m - 1).abs(),
                    window_length, periodic, dtype, device, pin_memory, requires_grad)
 

@@ -5,8 +5,9 @@ every as_strided-style view is one storage-map primitive (``StorageMap``). Writi
 ``ScatterView``.
 """
 from .. import _backend
-from .._core import Size
+from .._core import Size, Tensor
 from ..autograd.function import Function, _NoGradCtx
+from ..autograd.grad_mode import STATE
 from ..creation import _sizes_or_keyword
 from ._util import _shape_args, as_strided_raw, ufunc_at, wrap_dim
 from .convert import view_dtype
@@ -43,7 +44,16 @@ class Reshape(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.in_shape), None
+        return _reshape_grad(g, ctx.in_shape), None
+
+
+def _reshape_grad(g, shape):
+    # a gradient is nobody's base: without a graph to record, its array reshaped, with no view bookkeeping
+    # (a recorded view keeps g alive as its base, and then the engine copies a kernel's result that is
+    # reshaped twice on its way to .grad instead of adopting it, as group_norm's dx)
+    if STATE.enabled:
+        return g.reshape(shape)
+    return Tensor._make(g._data.reshape(shape))
 
 
 class View(Function):
@@ -66,7 +76,7 @@ class View(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.in_shape), None
+        return _reshape_grad(g, ctx.in_shape), None
 
 
 def reshape(input, *sizes, shape=None):
@@ -197,7 +207,7 @@ def expand(input, *sizes):
 
 
 def expand_as(input, other):
-    """expand() to other's shape.  >>> wb.ones(3).expand_as(wb.zeros(2, 3)).shape  ->  Size([2, 3])"""
+    """expand() to other's shape.  >>> wb.ones(3).expand_as(wb.zeros(2, 3)).shape  ->  workbench.Size([2, 3])"""
     return Expand.apply(input, tuple(other.shape))
 
 
@@ -500,7 +510,7 @@ def as_strided(input, size, stride, storage_offset=None):
 
 # --- copying reshapes -----------------------------------------------------------------------------
 def flatten(input, start_dim=0, end_dim=-1):
-    """Merge dims start_dim..end_dim into one.  >>> wb.zeros(2, 3, 4).flatten(1).shape  ->  Size([2, 12])"""
+    """Merge dims start_dim..end_dim into one.  >>> wb.zeros(2, 3, 4).flatten(1).shape  ->  workbench.Size([2, 12])"""
     n = input._data.ndim
     if n == 0:
         return reshape(input, (1,))
@@ -536,12 +546,12 @@ def unflatten(input, dim, sizes):
 
 
 def view_as(input, other):
-    """View with other's shape.  >>> wb.arange(4).view_as(wb.zeros(2, 2)).shape  ->  Size([2, 2])"""
+    """View with other's shape.  >>> wb.arange(4).view_as(wb.zeros(2, 2)).shape  ->  workbench.Size([2, 2])"""
     return view(input, tuple(other.shape))
 
 
 def reshape_as(input, other):
-    """Reshape to other's shape.  >>> wb.arange(4).reshape_as(wb.zeros(2, 2)).shape  ->  Size([2, 2])"""
+    """Reshape to other's shape.  >>> wb.arange(4).reshape_as(wb.zeros(2, 2)).shape  ->  workbench.Size([2, 2])"""
     return reshape(input, tuple(other.shape))
 
 
@@ -578,7 +588,7 @@ moveaxis = movedim
 
 
 def broadcast_shapes(*shapes):
-    """The shape all ``shapes`` broadcast to.  >>> wb.broadcast_shapes((2, 1), (3,))  ->  Size([2, 3])"""
+    """The shape all ``shapes`` broadcast to.  >>> wb.broadcast_shapes((2, 1), (3,))  ->  workbench.Size([2, 3])"""
     out = []
     for shp in shapes:
         shp = (shp,) if isinstance(shp, int) else tuple(shp)

@@ -106,7 +106,7 @@ class LRScheduler:
             self.step()
 
     def state_dict(self):
-        """Every attribute except the optimizer.  >>> sched.state_dict()["last_epoch"]"""
+        """Every attribute except the optimizer.  >>> wb.optim.lr_scheduler.StepLR(wb.optim.SGD([wb.zeros(1, requires_grad=True)], lr=0.1), 1).state_dict()["last_epoch"]  ->  0"""
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict):
@@ -114,7 +114,7 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
     def get_last_lr(self):
-        """The learning rates the last step set, one per param group.  >>> sched.get_last_lr()"""
+        """The learning rates the last step set, one per param group.  >>> wb.optim.lr_scheduler.StepLR(wb.optim.SGD([wb.zeros(1, requires_grad=True)], lr=0.1), 1).get_last_lr()  ->  [0.1]"""
         return self._last_lr
 
     def get_lr(self):

@@ -87,6 +87,21 @@ def nice_ticks(lo, hi, n=5):
     return out
 
 
+def axis_range(lo, hi, log=False):
+    """The axis range for data from ``lo`` to ``hi`` (log10 values on a log axis), as the live charts'
+    (format.ts): a constant series (equal to float32 precision) gets 10% of its value (1 at zero), or half
+    a decade, of room both ways, so it is drawn mid-plot, not on the edge of a one-sided axis.
+
+    >>> axis_range(0.75, 0.75), axis_range(0.0, 0.0), axis_range(-2.0, -2.0, log=True), axis_range(1.0, 2.0)
+    ((0.675, 0.825), (-1.0, 1.0), (-2.5, -1.5), (1.0, 2.0))
+    """
+    flat = hi - lo <= 5e-7 if log else hi - lo <= 1e-6 * max(abs(lo), abs(hi))
+    if not flat:
+        return lo, hi
+    pad = 0.5 if log else abs(lo) * 0.1 or 1.0
+    return lo - pad, hi + pad
+
+
 def _fmt(v):
     a = abs(v)
     return f"{v:.2e}" if a and (a >= 1e4 or a < 1e-2) else f"{v:.3g}"
@@ -102,9 +117,7 @@ def _loss_chart(rep, x0, y0, w, h):
                    '(the backward root had more than one element; use mon.log(loss=...))</text>')
         return out
     s0, s1 = steps[0], max(steps[-1], steps[0] + 1)
-    lo, hi = min(v for _, v in pts), max(v for _, v in pts)
-    if hi == lo:
-        hi = lo + (abs(lo) or 1.0)
+    lo, hi = axis_range(min(v for _, v in pts), max(v for _, v in pts))
     sx = lambda s: x0 + (s - s0) / (s1 - s0) * w  # noqa: E731
     sy = lambda v: y0 + h - (v - lo) / (hi - lo) * h  # noqa: E731
     d = " ".join(f"{'M' if i == 0 else 'L'}{sx(s):.1f},{sy(v):.1f}" for i, (s, v) in enumerate(pts))
@@ -140,9 +153,7 @@ def _overview(rep, x0, y0, w, row_h):
             elif v is not None and v > 0:
                 logs[k][i] = math.log10(v)
                 finite.append(logs[k][i])
-    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
-    if hi - lo < 1e-9:
-        lo, hi = lo - 0.5, hi + 0.5
+    lo, hi = axis_range(min(finite), max(finite), log=True) if finite else (0.0, 1.0)
     pixels = [[NONFINITE if bad[k][i] else MISSING if logs[k][i] is None else (*ramp((logs[k][i] - lo) / (hi - lo)), 255)
                for i in range(n)] for k in range(L)]
     img = base64.b64encode(png(pixels, n, L)).decode()

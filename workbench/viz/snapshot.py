@@ -11,8 +11,8 @@ import sys
 
 from .. import _backend
 from ..autograd import graph
-from ..autograd.function import _Out, describe_saved
-from ..autograd.graph import AccumulateGrad, walk
+from ..autograd.function import describe_saved
+from ..autograd.graph import AccumulateGrad, _Out, walk
 from ..nn.module import CallScope
 from ..profiler.flops import node_flops
 from ..tensor import Tensor

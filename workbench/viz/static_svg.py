@@ -342,19 +342,20 @@ def render_svg(snap, budget=60, standalone=False):
     width = max([u.x + u.w for u in units] + [PAD + CHAR_W * max([len(t) for _, t in note_lines], default=0)]
                 + ([PAD + legend_w] if m else []), default=200) + PAD
     height = max([u.y + NODE_H for u in units], default=40) + PAD + (18 if hidden else 0)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-           f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{_x(snap.get("title", "tape"))}" '
-           'font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace" font-size="11" '
-           'style="color: inherit; max-width: 100%; height: auto">',
-           '<defs><marker id="wb-arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" '
-           'orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="currentColor" fill-opacity="0.55"/>'
-           '</marker></defs>',
-           f'<text x="{PAD}" y="{PAD + 4}" font-size="12" font-weight="bold" fill="currentColor">'
-           f'{_x(snap.get("title", ""))}</text>']
+    label = _x(snap.get("title", "tape"))
+    # the header (title, notes, legend) above the drawing's top row: the HTML form keeps it out of the scroll box
+    cut = PAD + 22 + notes_h + (LEGEND_H if m else 0) - 15
+    head = [f'<text x="{PAD}" y="{PAD + 4}" font-size="12" font-weight="bold" fill="currentColor">'
+            f'{_x(snap.get("title", ""))}</text>']
     for k, (level, line) in enumerate(note_lines):
         # an error note's ⚠ in the error colour, its words in the page's
         icon, rest = ('<tspan fill="%s" font-weight="bold">⚠</tspan>' % NAN_COLOR, line[1:]) if line.startswith("⚠") else ("", line)
-        out.append(f'<text class="wb-note" x="{PAD}" y="{PAD + 21 + 15 * k}" fill="currentColor">{icon}{_x(rest)}</text>')
+        head.append(f'<text class="wb-note" x="{PAD}" y="{PAD + 21 + 15 * k}" fill="currentColor">{icon}{_x(rest)}</text>')
+    if m is not None:
+        head.append(legend)
+    out = ['<defs><marker id="wb-arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" '
+           'orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="currentColor" fill-opacity="0.55"/>'
+           '</marker></defs>']
     for path, (x0, y0, x1, y1) in _scope_boxes(units, snap).items():
         out.append(f'<g class="wb-scope"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
                    f'rx="8" fill="{FILL["module"]}" fill-opacity="0.5" stroke="currentColor" stroke-opacity="0.25" '
@@ -388,8 +389,6 @@ def render_svg(snap, budget=60, standalone=False):
         if spot is not None:
             out.append(f'<text class="wb-edge-label" x="{spot[0]:.1f}" y="{spot[3] - 1:.1f}" font-size="9" '
                        f'fill="currentColor" fill-opacity="0.72">{_x(label)}</text>')
-    if m is not None:
-        out.append(legend)
     noted = {n.get("node") for n in notes}
     for u in units:
         origin = any(m["id"] in noted for m in u.members)  # where the note says the NaN started
@@ -444,13 +443,59 @@ def render_svg(snap, budget=60, standalone=False):
     if hidden:
         out.append(f'<text x="{PAD}" y="{height - PAD / 2:.0f}" fill="currentColor" fill-opacity="0.7">'
                    f'… {hidden} more nodes (open the interactive viewer, or save as HTML, to see them)</text>')
-    out.append("</svg>")
-    svg = "".join(out)
     if standalone:
-        return svg
-    drawing = f'<div class="wb-static-tape" style="overflow:auto; max-height: 640px">{svg}</div>'
+        return _svg(width, height, f"0 0 {width:.0f} {height:.0f}", label, head + out)
+    head_svg = _svg(width, cut, f"0 0 {width:.0f} {cut}", label, head)
+    k, end = first_screen(units, cut, height, noted, set(snap.get("roots", ())))
+    graph = _svg(width * k, (height - cut) * k, f"0 {cut} {width:.0f} {height - cut:.0f}", f"{label}: graph", out,
+                 "; flex: none")
+    # opened at the end that holds what matters: a column-reverse box starts scrolled to its bottom
+    box = f"overflow: auto; max-height: {BOX_H}px; width: fit-content; max-width: 100%"
+    if end == "bottom":
+        box += "; display: flex; flex-direction: column-reverse; align-items: flex-start"
+    drawing = f'<div class="wb-static-tape">{head_svg}<div class="wb-static-graph" style="{box}">{graph}</div>'
     # the table under the scrolling drawing, so it is seen without scrolling it
-    return f"<div>{drawing}{_top_table(m, snap, sc)}</div>" if m is not None else drawing
+    return drawing + (_top_table(m, snap, sc) if m is not None else "") + "</div>"
+
+
+def _svg(width, height, view, label, parts, style=""):
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" viewBox="{view}" '
+            f'role="img" aria-label="{label}" font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace" '
+            f'font-size="11" style="color: inherit; max-width: 100%; height: auto{style}">{"".join(parts)}</svg>')
+
+
+BOX_H = 640  # the HTML form's drawing box, in CSS pixels
+READABLE_K = 0.8  # the least it shrinks a drawing to fit that box: 11 px text drawn at 9 px
+
+
+def first_screen(units, y0, y1, marked, roots):
+    """The scale the HTML form draws the graph (``y0``..``y1``) at, and the end its box opens at.
+
+    A graph that fits the box at a readable scale is drawn whole. A taller one opens, as the live viewer
+    does, on what matters: the units holding a ``marked`` node (compare's added and removed nodes, where a
+    NaN started) or, with none, the loss (a ``roots`` node); at the bottom (where the loss is) unless only
+    the top holds them all, shrunk so that all of them are on the first screen where a readable scale allows.
+
+    >>> top, loss = _Unit("a", 0), _Unit("b", 1)
+    >>> top.y, loss.y = 40, 900
+    >>> first_screen([top, loss], 0, 960, set(), set())  # the loss at the bottom of a 960 px drawing
+    (1.0, 'bottom')
+    >>> top.added = 1
+    >>> first_screen([top, loss], 0, 960, set(), set())  # an added node at the top
+    (1.0, 'top')
+    """
+    view = BOX_H - 2
+    if view / (y1 - y0) >= READABLE_K:
+        return min(1.0, view / (y1 - y0)), "top"
+    marks = [u for u in units if u.added or u.removed or any(n["id"] in marked for n in u.members)] or \
+        [u for u in units if any(n["id"] in roots for n in u.members)] or units[-1:]
+    lo = min((u.y - 14 for u in marks), default=y1)  # the badges sit above the box
+    hi = max((u.y + NODE_H + 6 for u in marks), default=y1)
+    k_bottom = max(READABLE_K, min(1.0, view / (y1 - lo)))
+    k_top = max(READABLE_K, min(1.0, view / (hi - y0)))
+    if y0 + view / k_top >= hi and not (y1 - view / k_bottom <= lo and k_bottom >= k_top):
+        return k_top, "top"
+    return k_bottom, "bottom"
 
 
 LEGEND_H = 26

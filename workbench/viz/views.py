@@ -36,11 +36,11 @@ class Snapshot:
         return self.data
 
     def to_json(self, indent=None):
-        """The snapshot as strict JSON text.  >>> snap.to_json()[:30]"""
+        """The snapshot as strict JSON text.  >>> wb.viz.snapshot(wb.ones(1, requires_grad=True).sum()).to_json()[:27]  ->  '{"format": "workbench.tape"'"""
         return to_json(self.data, indent)
 
     def svg(self, **kw):
-        """The static SVG drawing (pure Python layout).  >>> snap.svg()[:4]  ->  '<svg'"""
+        """The static SVG drawing (pure Python layout), in a scroll box unless ``standalone=True``.  >>> wb.viz.snapshot(wb.ones(1, requires_grad=True).sum()).svg(standalone=True)[:4]  ->  '<svg'"""
         return render_svg(self.data, **kw)
 
     def __repr__(self):

@@ -37,11 +37,26 @@ export function inlineValues(s: Summary | null | undefined, max = 4): string | n
   return `[${s.values.map(fmt).join(", ")}]`;
 }
 
-/** About `n` round tick values covering [lo, hi] (1, 2, 2.5 or 5 times a power of ten apart). */
-export function niceTicks(lo: number, hi: number, n = 5): number[] {
+/**
+ * The axis range for data from `lo` to `hi` (log10 values on a log axis). A constant series (equal to
+ * float32 precision) gets room both ways, 10% of its value (1 at zero) or half a decade, so it is drawn
+ * mid-plot between round ticks, as TensorBoard draws it, not on the edge of a one-sided axis.
+ */
+export function axisRange(lo: number, hi: number, log = false): [number, number] {
+  const flat = log ? hi - lo <= 5e-7 : hi - lo <= 1e-6 * Math.max(Math.abs(lo), Math.abs(hi));
+  if (!flat) return [lo, hi];
+  const pad = log ? 0.5 : Math.abs(lo) * 0.1 || 1;
+  return [lo - pad, hi + pad];
+}
+
+/**
+ * About `n` round tick values covering [lo, hi] (1, 2, 2.5 or 5 times a power of ten apart; `whole`:
+ * whole numbers only, for step axes: never 2.5 nor less than 1 apart).
+ */
+export function niceTicks(lo: number, hi: number, n = 5, whole = false): number[] {
   if (!(hi > lo)) return [lo];
-  const raw = (hi - lo) / n, mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((v) => v >= raw)!;
+  const raw = whole ? Math.max(1, (hi - lo) / n) : (hi - lo) / n, mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((v) => v >= raw && (!whole || Number.isInteger(v)))!;
   const out: number[] = [];
   for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
   return out;

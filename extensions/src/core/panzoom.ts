@@ -1,6 +1,8 @@
 // Wheel zoom and drag pan for the graph canvas, by a transform on one <g>. The wheel only zooms
 // while the viewer has focus (or with Ctrl/Cmd), so scrolling a notebook past a graph stays scrolling.
 export interface Transform { x: number; y: number; k: number }
+/** A box in graph coordinates: its centre and size (a layout's). */
+export interface Box { x: number; y: number; width: number; height: number }
 
 /**
  * The smallest scale "Fit" and the debugger use: node titles are 12 px in the stylesheet, so this
@@ -70,24 +72,35 @@ export class PanZoom {
 
   /**
    * Pans the least, up or left, so that none of `boxes` (graph coordinates: centre and size) sits under
-   * the covered corner (the minimap, after a fit that left part of the graph out of view). Stays put when
-   * no box is under it, or when neither pan clears them all.
+   * the covered corner (the minimap). A pan may not push out of view any of `keep` that is in view now
+   * (a selected node and its neighbours). Stays put when no box is under the corner, or when no pan
+   * clears them all; returns whether none is under it now.
    */
-  uncover(boxes: readonly { x: number; y: number; width: number; height: number }[], animate = false) {
+  uncover(boxes: readonly Box[], animate = false, keep: readonly Box[] = []): boolean {
     const c = this.covered();
-    if (!c) return;
-    const m = 8, { k, x, y } = this.t;
-    const under = (dx: number, dy: number) => boxes.filter((b) => {
+    if (!c) return true;
+    const m = 8, { k, x, y } = this.t, { w, h } = this.size();
+    const at = (b: Box, dx: number, dy: number) => {
       const x0 = (b.x - b.width / 2) * k + x - dx, y0 = (b.y - b.height / 2) * k + y - dy;
-      return x0 < c.x1 + m && x0 + b.width * k > c.x0 - m && y0 < c.y1 + m && y0 + b.height * k > c.y0 - m;
+      return { x0, y0, x1: x0 + b.width * k, y1: y0 + b.height * k };
+    };
+    const under = (dx: number, dy: number) => boxes.filter((b) => {
+      const r = at(b, dx, dy);
+      return r.x0 < c.x1 + m && r.x1 > c.x0 - m && r.y0 < c.y1 + m && r.y1 > c.y0 - m;
     });
+    const inView = (b: Box, dx: number, dy: number) => {
+      const r = at(b, dx, dy);
+      return r.x0 >= 0 && r.y0 >= 0 && r.x1 <= w && r.y1 <= h;
+    };
     const hit = under(0, 0);
-    if (!hit.length) return;
+    if (!hit.length) return true;
     const up = Math.max(...hit.map((b) => (b.y + b.height / 2) * k + y - (c.y0 - m)));
     const left = Math.max(...hit.map((b) => (b.x + b.width / 2) * k + x - (c.x0 - m)));
     const tries: [number, number][] = up <= left ? [[0, up], [left, 0]] : [[left, 0], [0, up]];
-    const clear = tries.find(([dx, dy]) => under(dx, dy).length === 0);
+    const shown = keep.filter((b) => inView(b, 0, 0));
+    const clear = tries.find(([dx, dy]) => under(dx, dy).length === 0 && shown.every((b) => inView(b, dx, dy)));
     if (clear) this.set({ k, x: x - clear[0], y: y - clear[1] }, animate);
+    return clear !== undefined;
   }
 
   /**
@@ -95,7 +108,7 @@ export class PanZoom {
    * to fit: its top goes to the top (where an opened module's inputs come in); too wide: its left edge
    * goes to the left unless it already spans the whole width.
    */
-  showBox(b: { x: number; y: number; width: number; height: number }, animate = true) {
+  showBox(b: Box, animate = true) {
     const { w, h } = this.size(), k = this.t.k, m = 12;
     const pan = (c: number, len: number, off: number, view: number, spanOk: boolean) => {
       const lo = (c - len / 2) * k + off, hi = (c + len / 2) * k + off;

@@ -404,7 +404,10 @@ class Viewer {
       this.#say(`Step ${v.position} of ${v.total}: ${node?.name ?? v.current.node}` + (g?.norm != null ? `, gradient norm ${fmt(g.norm)}` : "") +
         (v.pausedReason && v.pausedReason !== "end" ? ", paused" : ""));
       const box = this.#layout?.boxes[this.#visible.repOf(v.current.node)];
-      if (box) this.#pz.focus(box.x, box.y);
+      if (box) {
+        this.#pz.focus(box.x, box.y);
+        this.#uncoverAround(v.current.node);
+      }
     } else this.#say(v.notice ?? `Before backward: ${v.total} steps recorded`);
   }
 
@@ -598,7 +601,8 @@ class Viewer {
       const d = pts.map((p, j) => `${j ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
       const mid = pts[Math.floor(pts.length / 2)];
       const label = (e.cut ? "✂ " : "") + (e.count > 1 ? `${e.label} ×${e.count}` : e.label);
-      edges.append(s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": this.#arrow },
+      edges.append(s("path", { d, class: e.cut ? "wb-edge wb-edge-cut" : "wb-edge", "marker-end": this.#arrow,
+        "data-source": e.source, "data-target": e.target },
         s("title", {}, e.cut ? "cut: no gradient flows back along this edge" : label)));
       if (label) edges.append(s("text", { x: mid.x + 4, y: mid.y + 3, class: "wb-edge-label" }, label));
     }
@@ -733,6 +737,7 @@ class Viewer {
       const { w, h } = this.#pz.size();
       this.#pz.set({ k: 1, x: w / 2 - b.x, y: h / 2 - b.y });
     } else if (b) this.#pz.reveal(b.x, b.y);
+    if (b) this.#uncoverAround(nodeId);
     this.#paint();
     this.#select(nodeId);
     this.#setRoving(nodeId, !centre);
@@ -763,6 +768,23 @@ class Viewer {
     this.#say(on ? "Maximized: press Esc or m to restore" : "Restored");
     // The canvas has its new size on the next frame.
     requestAnimationFrame(() => this.#fit(false));
+  }
+
+  /**
+   * Pans, the least, so the minimap covers neither the node nor its neighbours (what its details talk
+   * about) and keeps in view those of them that are; with no such pan, at least the node itself.
+   */
+  #uncoverAround(id: string, animate = true) {
+    const L = this.#layout;
+    const rep = this.#visible.repOf(id);
+    const own = L?.boxes[rep];
+    if (!L || !own) return;
+    const near = [own];
+    for (const e of this.#visible.edges) {
+      const other = e.source === rep ? e.target : e.target === rep ? e.source : null;
+      if (other !== null && L.boxes[other]) near.push(L.boxes[other]);
+    }
+    if (!this.#pz.uncover(near, animate, near)) this.#pz.uncover([own], animate, [own]);
   }
 
   #fit(animate: boolean) {
@@ -825,7 +847,10 @@ class Viewer {
       return;
     }
     if (this.model.containers.has(id)) void this.#toggle(id);
-    else this.#select(id);
+    else {
+      this.#select(id);
+      this.#uncoverAround(id);
+    }
   }
 
   #onSearch() {
@@ -952,6 +977,7 @@ class Viewer {
     this.#setRoving(best, true);
     const b = L.boxes[best];
     this.#pz.reveal(b.x, b.y);
+    this.#uncoverAround(best);
     const g = this.#els.get(best);
     this.#say(g?.getAttribute("aria-label") ?? "");
   }

@@ -2,7 +2,7 @@
 // both, decades on a log scale) and a hover read-out (step and every series' value). Appending only
 // rewrites the polylines, the ticks and the labels; nothing is rebuilt.
 import { h, s } from "../core/dom";
-import { fmt, niceTicks } from "../core/format";
+import { axisRange, fmt, niceTicks } from "../core/format";
 
 const LEFT = 56, BOTTOM = 18, TOP = 6, RIGHT = 8;
 
@@ -78,7 +78,7 @@ export class LineChart {
       }
     }
     if (lo === Infinity) return;
-    if (hi - lo < 1e-9) (hi += 0.5), (lo -= 0.5);
+    [lo, hi] = axisRange(lo, hi, this.log);
     this.lo = lo;
     this.hi = hi;
     const n = this.length;
@@ -101,7 +101,7 @@ export class LineChart {
         s("text", { x: LEFT - 6, y: y + 3, "text-anchor": "end" }, this.log ? `1e${Number(t.toFixed(1))}` : fmt(t)));
     }
     const last = this.start + (n - 1) * this.every;
-    for (const st of niceTicks(this.start, Math.max(last, this.start + 1), 4)) {
+    for (const st of niceTicks(this.start, Math.max(last, this.start + 1), 4, true)) {
       if (st > last) continue;
       const x = this.x((st - this.start) / this.every);
       ticks.push(s("line", { x1: x, x2: x, y1: this.H - BOTTOM, y2: this.H - BOTTOM + 4, class: "wb-axis" }),

@@ -3,7 +3,7 @@
 // real axes and a hover read-out (step, layer, value). Clicking a row asks for that layer's detail.
 // Painted through ImageData: 40 layers x 10,000 steps is one putImageData, not 400,000 shapes.
 import { h, s } from "../core/dom";
-import { fmt, niceTicks } from "../core/format";
+import { axisRange, fmt, niceTicks } from "../core/format";
 
 const RAMP: [number, number, number][] = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
 
@@ -20,7 +20,8 @@ export class Overview {
   private readonly canvas: HTMLCanvasElement;
   private readonly labels: HTMLElement;
   private readonly xAxis: SVGSVGElement;
-  private readonly bar: HTMLElement;
+  /** The colour bar's ramp and decade ticks, as tall as the rows; the NaN/Inf key sits under it, in the flow. */
+  private readonly scale: HTMLElement;
   private readonly tip: HTMLElement;
   /** Per layer, ‖grad‖ per received step. */
   private readonly norms: number[][];
@@ -47,13 +48,14 @@ export class Overview {
     const every = Math.ceil(11 / this.rowH);
     if (every > 1) [...this.labels.children].forEach((c, k) => { if (k % every) (c as HTMLElement).style.visibility = "hidden"; });
     this.xAxis = s("svg", { class: "wb-ov-axis", width: PLOT_W, height: 30, viewBox: `0 0 ${PLOT_W} 30` });
-    this.bar = h("div", { class: "wb-ov-bar" });
-    this.bar.style.height = `${Math.max(80, H)}px`; // the colour ramp as tall as the rows it explains
+    this.scale = h("div", { class: "wb-ov-scale" });
+    this.scale.style.height = `${Math.max(80, H)}px`; // the colour ramp as tall as the rows it explains
     this.tip = h("div", { class: "wb-ov-tip", hidden: true });
     const plot = h("div", { class: "wb-ov-plot" }, this.canvas, this.xAxis, this.tip);
     this.el = h("div", { class: "wb-overview-mon" },
       h("h4", {}, "‖grad‖ by layer and step ", h("span", { class: "wb-muted" }, "(log scale; click a layer for its detail)")),
-      h("div", { class: "wb-ov-row" }, this.labels, plot, this.bar));
+      h("div", { class: "wb-ov-row" }, this.labels, plot,
+        h("div", { class: "wb-ov-bar" }, this.scale, h("span", { class: "wb-ov-nan" }, "NaN/Inf"))));
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("mouseleave", () => (this.tip.hidden = true));
     this.canvas.addEventListener("click", (e) => this.pick(this.rowAt(e)));
@@ -92,7 +94,7 @@ export class Overview {
       if (t > hi) hi = t;
     }
     if (lo === Infinity) return [0, 1];
-    return hi - lo < 1e-6 ? [lo - 0.5, hi + 0.5] : [lo, hi];
+    return axisRange(lo, hi, true);
   }
 
   private paint() {
@@ -140,7 +142,7 @@ export class Overview {
     }
     const last = this.start + (n - 1) * this.every;
     const ticks: SVGElement[] = [];
-    for (const st of niceTicks(this.start, Math.max(last, this.start + 1), 6)) {
+    for (const st of niceTicks(this.start, Math.max(last, this.start + 1), 6, true)) {
       if (st > last) continue;
       const x = ((st - this.start) / this.every / Math.max(1, n - 1)) * (PLOT_W - 1);
       ticks.push(s("line", { x1: x, x2: x, y1: 0, y2: 4, class: "wb-axis" }), s("text", { x, y: 15, "text-anchor": "middle" }, String(st)));
@@ -148,12 +150,12 @@ export class Overview {
     ticks.push(s("text", { x: PLOT_W, y: 28, "text-anchor": "end", class: "wb-axis-name" }, "step"));
     this.xAxis.replaceChildren(...ticks);
     const decades = niceTicks(lo, hi, 4).filter((t) => hi - lo < 1 || Number.isInteger(t));
-    this.bar.replaceChildren(h("div", { class: "wb-ov-ramp" }),
+    this.scale.replaceChildren(h("div", { class: "wb-ov-ramp" }),
       ...decades.map((t) => {
         const d = h("span", { class: "wb-ov-tick" }, `1e${Number(t.toFixed(1))}`);
         d.style.bottom = `${((t - lo) / (hi - lo)) * 100}%`;
         return d;
-      }), h("span", { class: "wb-ov-tick wb-ov-nan" }, "NaN/Inf"));
+      }));
   }
 
   private rowAt(e: MouseEvent) {

@@ -201,7 +201,7 @@ class SELU(Module):
 
 
 class GLU(Module):
-    """a * sigmoid(b), where a, b are the halves of ``dim``.  >>> wb.nn.GLU()(wb.zeros(4, 2)).shape  ->  (4, 1)"""
+    """a * sigmoid(b), where a, b are the halves of ``dim``.  >>> wb.nn.GLU()(wb.zeros(4, 2)).shape  ->  workbench.Size([4, 1])"""
 
     def __init__(self, dim=-1):
         super().__init__()

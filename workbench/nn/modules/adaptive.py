@@ -112,11 +112,11 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         return _ops().cat(parts, 1)
 
     def log_prob(self, input):
-        """Log-probabilities of every class.  >>> asm.log_prob(wb.randn(4, 16)).shape  ->  (4, 100)"""
+        """Log-probabilities of every class.  >>> wb.nn.AdaptiveLogSoftmaxWithLoss(16, 100, [10, 50]).log_prob(wb.randn(4, 16)).shape  ->  workbench.Size([4, 100])"""
         return self._get_full_log_prob(input, self.head(input))
 
     def predict(self, input):
-        """The most likely class of each row (full distributions only where needed).  >>> asm.predict(x)  ->  (N,)"""
+        """The most likely class of each row (full distributions only where needed).  >>> wb.nn.AdaptiveLogSoftmaxWithLoss(16, 100, [10, 50]).predict(wb.randn(4, 16)).shape  ->  workbench.Size([4])"""
         head_output = self.head(input)
         output = head_output.argmax(1)
         outside = output >= self.shortlist_size

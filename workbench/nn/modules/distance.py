@@ -4,7 +4,7 @@ from ..module import Module
 
 
 class CosineSimilarity(Module):
-    """Cosine similarity along ``dim``.  >>> wb.nn.CosineSimilarity()(wb.ones(2, 3), wb.ones(2, 3))  ->  tensor([1., 1.])"""
+    """Cosine similarity along ``dim``.  >>> wb.nn.CosineSimilarity()(wb.ones(2, 3), wb.ones(2, 3))  ->  tensor([1.0000, 1.0000])"""
 
     def __init__(self, dim=1, eps=1e-8):
         super().__init__()

@@ -120,8 +120,12 @@ def _lazy_conv(name, base):
                                      padding_mode, device, dtype)
             _lazy_conv_params(self, out_channels, bias, device, dtype)
 
+    size = ", ".join(["5"] * int(name[-2]))
     doc = (f"A {base.__name__} whose in_channels is inferred from the first input.\n\n"
-           f"    >>> wb.nn.{name}(4, 3)(x)  ->  in_channels from x, then a {base.__name__}\n    ")
+           f"    >>> m = wb.nn.{name}(4, 3)\n"
+           f"    >>> _ = m(wb.ones(1, 2, {size}))\n"
+           f"    >>> type(m).__name__, m.in_channels\n"
+           f"    ('{base.__name__}', 2)\n    ")
     cls = type(name, (_LazyConvXdMixin, base), {"cls_to_become": base, "__init__": __init__, "__doc__": doc,
                                                 "__module__": __name__})
     return cls
@@ -178,8 +182,12 @@ def _lazy_norm(name, base, affine_default):
                  device=None, dtype=None, *, bias=True):
         _LazyNormBase.__init__(self, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
+    size = ", ".join(["4"] * int(name[-2]))
     doc = (f"A {base.__name__} whose num_features is inferred from the first input.\n\n"
-           f"    >>> wb.nn.{name}()(x)  ->  num_features from x, then a {base.__name__}\n    ")
+           f"    >>> m = wb.nn.{name}()\n"
+           f"    >>> _ = m(wb.ones(2, 3, {size}))\n"
+           f"    >>> type(m).__name__, m.num_features\n"
+           f"    ('{base.__name__}', 3)\n    ")
     return type(name, (_LazyNormBase, base), {"cls_to_become": base, "__init__": __init__, "__doc__": doc,
                                               "__module__": __name__})
 

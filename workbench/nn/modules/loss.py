@@ -89,7 +89,7 @@ class PoissonNLLLoss(_Loss):
 
 
 class GaussianNLLLoss(_Loss):
-    """Gaussian negative log-likelihood with a predicted variance.  >>> wb.nn.GaussianNLLLoss()(x, y, var)"""
+    """Gaussian negative log-likelihood with a predicted variance.  >>> wb.nn.GaussianNLLLoss()(wb.zeros(2), wb.ones(2), wb.ones(2))  ->  tensor(0.5000)"""
 
     def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
         super().__init__(None, None, reduction)
@@ -138,7 +138,7 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class HingeEmbeddingLoss(_Loss):
-    """x for y = 1, max(0, margin - x) for y = -1.  >>> wb.nn.HingeEmbeddingLoss()(x, y)"""
+    """x for y = 1, max(0, margin - x) for y = -1.  >>> wb.nn.HingeEmbeddingLoss()(wb.tensor([0.3, 0.2]), wb.tensor([1., -1.]))  ->  tensor(0.5500)"""
 
     def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -149,7 +149,7 @@ class HingeEmbeddingLoss(_Loss):
 
 
 class MultiLabelMarginLoss(_Loss):
-    """Multi-class multi-label hinge loss.  >>> wb.nn.MultiLabelMarginLoss()(x, y)"""
+    """Multi-class multi-label hinge loss.  >>> wb.nn.MultiLabelMarginLoss()(wb.tensor([[0.1, 0.2, 0.4, 0.8]]), wb.tensor([[3, 0, -1, 1]]))  ->  tensor(0.8500)"""
 
     def forward(self, input, target):
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
@@ -167,7 +167,7 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
-    """Squared error below ``delta``, delta-scaled absolute error above.  >>> wb.nn.HuberLoss()(x, y)"""
+    """Squared error below ``delta``, delta-scaled absolute error above.  >>> wb.nn.HuberLoss()(wb.tensor([0., 0.]), wb.tensor([0.5, 2.]))  ->  tensor(0.8125)"""
 
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(None, None, reduction)
@@ -185,14 +185,14 @@ class SoftMarginLoss(_Loss):
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
-    """Per-class binary cross-entropy on logits, averaged over classes.  >>> wb.nn.MultiLabelSoftMarginLoss()(x, y)"""
+    """Per-class binary cross-entropy on logits, averaged over classes.  >>> wb.nn.MultiLabelSoftMarginLoss()(wb.zeros(1, 2), wb.tensor([[1., 0.]]))  ->  tensor(0.6931)"""
 
     def forward(self, input, target):
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
 
 
 class CosineEmbeddingLoss(_Loss):
-    """1 - cos(x1, x2) for y = 1, max(0, cos - margin) for y = -1.  >>> wb.nn.CosineEmbeddingLoss()(a, b, y)"""
+    """1 - cos(x1, x2) for y = 1, max(0, cos - margin) for y = -1.  >>> wb.nn.CosineEmbeddingLoss()(wb.tensor([[1., 0.]]), wb.tensor([[0., 1.]]), wb.tensor([1]))  ->  tensor(1.)"""
 
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -203,7 +203,7 @@ class CosineEmbeddingLoss(_Loss):
 
 
 class MarginRankingLoss(_Loss):
-    """max(0, -y (x1 - x2) + margin).  >>> wb.nn.MarginRankingLoss()(a, b, y)"""
+    """max(0, -y (x1 - x2) + margin).  >>> wb.nn.MarginRankingLoss()(wb.tensor([1., 2.]), wb.tensor([2., 1.]), wb.tensor([1., 1.]))  ->  tensor(0.5000)"""
 
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -230,7 +230,7 @@ class MultiMarginLoss(_WeightedLoss):
 
 
 class TripletMarginLoss(_Loss):
-    """max(d(a, p) - d(a, n) + margin, 0) with the p-norm distance.  >>> wb.nn.TripletMarginLoss()(a, p, n)"""
+    """max(d(a, p) - d(a, n) + margin, 0) with the p-norm distance.  >>> wb.nn.TripletMarginLoss()(wb.zeros(1, 2), wb.ones(1, 2), wb.zeros(1, 2))  ->  tensor(2.4142)"""
 
     def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -244,7 +244,7 @@ class TripletMarginLoss(_Loss):
 
 
 class TripletMarginWithDistanceLoss(_Loss):
-    """Triplet loss with a custom distance function.  >>> wb.nn.TripletMarginWithDistanceLoss()(a, p, n)"""
+    """Triplet loss with a custom distance function.  >>> wb.nn.TripletMarginWithDistanceLoss()(wb.zeros(1, 2), wb.ones(1, 2), wb.zeros(1, 2))  ->  tensor(2.4142)"""
 
     def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
         super().__init__(None, None, reduction)
@@ -261,7 +261,7 @@ class TripletMarginWithDistanceLoss(_Loss):
 
 
 class CTCLoss(_Loss):
-    """Connectionist temporal classification loss.  >>> wb.nn.CTCLoss()(log_probs, targets, in_lens, tgt_lens)"""
+    """Connectionist temporal classification loss.  >>> wb.nn.CTCLoss()(wb.zeros(3, 1, 3).log_softmax(2), wb.tensor([[1, 2]]), [3], [2])  ->  tensor(0.8432)"""
 
     def __init__(self, blank=0, reduction="mean", zero_infinity=False):
         super().__init__(None, None, reduction)

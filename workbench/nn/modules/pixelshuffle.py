@@ -4,7 +4,7 @@ from ..module import Module
 
 
 class PixelShuffle(Module):
-    """(N, C*r*r, H, W) -> (N, C, H*r, W*r).  >>> wb.nn.PixelShuffle(2)(wb.zeros(1, 8, 3, 3)).shape  ->  (1, 2, 6, 6)"""
+    """(N, C*r*r, H, W) -> (N, C, H*r, W*r).  >>> wb.nn.PixelShuffle(2)(wb.zeros(1, 8, 3, 3)).shape  ->  workbench.Size([1, 2, 6, 6])"""
 
     def __init__(self, upscale_factor):
         super().__init__()

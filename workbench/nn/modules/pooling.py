@@ -18,7 +18,7 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
-    """Max over sliding windows of (N, C, L) input.  >>> wb.nn.MaxPool1d(2)(wb.randn(1, 3, 8)).shape  ->  (1, 3, 4)"""
+    """Max over sliding windows of (N, C, L) input.  >>> wb.nn.MaxPool1d(2)(wb.randn(1, 3, 8)).shape  ->  workbench.Size([1, 3, 4])"""
 
     def forward(self, input):
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -93,7 +93,7 @@ class _AdaptivePoolNd(Module):
 
 
 class AdaptiveAvgPool1d(_AdaptivePoolNd):
-    """Average-pool to a fixed length.  >>> wb.nn.AdaptiveAvgPool1d(5)(wb.randn(1, 64, 8)).shape  ->  (1, 64, 5)"""
+    """Average-pool to a fixed length.  >>> wb.nn.AdaptiveAvgPool1d(5)(wb.randn(1, 64, 8)).shape  ->  workbench.Size([1, 64, 5])"""
 
     def __init__(self, output_size):
         super().__init__(output_size)
@@ -118,14 +118,14 @@ class AdaptiveAvgPool2d(_AdaptivePoolNd):
 
 
 class AdaptiveMaxPool1d(_AdaptivePoolNd):
-    """Max-pool to a fixed length.  >>> wb.nn.AdaptiveMaxPool1d(2)(wb.randn(1, 3, 8)).shape  ->  (1, 3, 2)"""
+    """Max-pool to a fixed length.  >>> wb.nn.AdaptiveMaxPool1d(2)(wb.randn(1, 3, 8)).shape  ->  workbench.Size([1, 3, 2])"""
 
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptivePoolNd):
-    """Max-pool to a fixed (H, W).  >>> wb.nn.AdaptiveMaxPool2d(1)(wb.randn(1, 3, 8, 8)).shape  ->  (1, 3, 1, 1)"""
+    """Max-pool to a fixed (H, W).  >>> wb.nn.AdaptiveMaxPool2d(1)(wb.randn(1, 3, 8, 8)).shape  ->  workbench.Size([1, 3, 1, 1])"""
 
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
@@ -280,7 +280,7 @@ class MaxUnpool1d(_MaxUnpoolNd):
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
-    """Partial inverse of MaxPool2d.  >>> wb.nn.MaxUnpool2d(2)(out, indices)"""
+    """Partial inverse of MaxPool2d.  >>> wb.nn.MaxUnpool2d(2)(*wb.nn.MaxPool2d(2, return_indices=True)(wb.arange(16.).reshape(1, 1, 4, 4)))[0, 0, 1]  ->  tensor([0., 5., 0., 7.])"""
 
     _tup = staticmethod(_pair)
 
@@ -289,7 +289,7 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 
 class MaxUnpool3d(_MaxUnpoolNd):
-    """Partial inverse of MaxPool3d.  >>> wb.nn.MaxUnpool3d(2)(out, indices)"""
+    """Partial inverse of MaxPool3d.  >>> wb.nn.MaxUnpool3d(2)(*wb.nn.MaxPool3d(2, return_indices=True)(wb.arange(8.).reshape(1, 1, 2, 2, 2))).flatten()  ->  tensor([0., 0., 0., 0., 0., 0., 0., 7.])"""
 
     _tup = staticmethod(_triple)
 

@@ -104,7 +104,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """Deprecated alias of clip_grad_norm_.  >>> wb.nn.utils.clip_grad_norm(model.parameters(), 1.0)"""
+    """Deprecated alias of clip_grad_norm_.  >>> p = wb.ones(4, requires_grad=True); p.sum().backward(); wb.nn.utils.clip_grad_norm([p], 1.0)  ->  tensor(2.)"""
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
                   FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)

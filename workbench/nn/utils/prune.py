@@ -310,13 +310,13 @@ class CustomFromMask(BasePruningMethod):
 
 
 def identity(module, name):
-    """Give ``module.<name>`` the pruned layout with an all-ones mask.  >>> prune.identity(lin, "bias")  ->  lin"""
+    """Give ``module.<name>`` the pruned layout with an all-ones mask.  >>> wb.nn.utils.prune.identity(wb.nn.Linear(2, 2), "bias").bias_mask  ->  tensor([1., 1.])"""
     Identity.apply(module, name)
     return module
 
 
 def random_unstructured(module, name, amount):
-    """Prune ``amount`` of ``module.<name>``'s entries at random.  >>> prune.random_unstructured(lin, "weight", 0.3)  ->  lin"""
+    """Prune ``amount`` of ``module.<name>``'s entries at random.  >>> wb.nn.utils.prune.random_unstructured(wb.nn.Linear(2, 5), "weight", 0.3).weight_mask.sum()  ->  tensor(7.)"""
     RandomUnstructured.apply(module, name, amount)
     return module
 
@@ -337,7 +337,7 @@ def l1_unstructured(module, name, amount, importance_scores=None):
 
 
 def random_structured(module, name, amount, dim):
-    """Prune ``amount`` of the channels along ``dim`` at random.  >>> prune.random_structured(conv, "weight", 0.5, 0)  ->  conv"""
+    """Prune ``amount`` of the channels along ``dim`` at random.  >>> wb.nn.utils.prune.random_structured(wb.nn.Conv2d(1, 4, 3), "weight", 0.5, 0).weight_mask.sum()  ->  tensor(18.)"""
     RandomStructured.apply(module, name, amount, dim)
     return module
 
@@ -395,7 +395,7 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
 
 
 def custom_from_mask(module, name, mask):
-    """Prune ``module.<name>`` with ``mask`` (ones keep, zeros prune).  >>> prune.custom_from_mask(lin, "bias", wb.tensor([0., 1.]))  ->  lin"""
+    """Prune ``module.<name>`` with ``mask`` (ones keep, zeros prune).  >>> wb.nn.utils.prune.custom_from_mask(wb.nn.Linear(2, 2), "bias", wb.tensor([0., 1.])).bias_mask  ->  tensor([0., 1.])"""
     CustomFromMask.apply(module, name, mask=mask)
     return module
 
@@ -418,6 +418,6 @@ def remove(module, name):
 
 
 def is_pruned(module):
-    """Whether ``module`` or any submodule has a pruned parameter.  >>> prune.is_pruned(wb.nn.Linear(2, 2))  ->  False"""
+    """Whether ``module`` or any submodule has a pruned parameter.  >>> wb.nn.utils.prune.is_pruned(wb.nn.Linear(2, 2))  ->  False"""
     return any(isinstance(hook, BasePruningMethod)
                for m in module.modules() for hook in m._forward_pre_hooks.values())

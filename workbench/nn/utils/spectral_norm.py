@@ -17,7 +17,7 @@ class SpectralNorm:
         self.name, self.dim, self.n_power_iterations, self.eps = name, dim, n_power_iterations, eps
 
     def reshape_weight_to_matrix(self, weight):
-        """``weight`` as (size along dim, everything else).  >>> fn.reshape_weight_to_matrix(w)  ->  2-D view"""
+        """``weight`` as (size along dim, everything else).  >>> SpectralNorm(dim=1).reshape_weight_to_matrix(wb.ones(2, 3, 4)).shape  ->  workbench.Size([3, 8])"""
         if self.dim != 0:
             weight = weight.permute(self.dim, *[d for d in range(weight.dim()) if d != self.dim])
         return weight.reshape(weight.size(0), -1)

@@ -27,7 +27,7 @@ class WeightNorm:
         self.dim = -1 if dim is None else dim
 
     def compute_weight(self, module):
-        """g * v / ||v||.  >>> WeightNorm("weight", 0).compute_weight(linear)  ->  the weight tensor"""
+        """g * v / ||v||.  >>> WeightNorm("weight", 0).compute_weight(wb.nn.utils.weight_norm(wb.nn.Linear(2, 3))).shape  ->  workbench.Size([3, 2])"""
         g = getattr(module, self.name + "_g")
         v = getattr(module, self.name + "_v")
         return v * (g / norm_except_dim(v, 2, self.dim))
