@@ -11,7 +11,7 @@ import pkgutil
 import pytest
 
 import workbench
-from workbench.testing.doctests import NOT_RUN, docstring_failures, run_short, short_examples
+from workbench.testing.doctests import NOT_RUN, SKIP, docstring_failures, not_run, run_short, short_examples
 
 MODULES = sorted(m.name for m in pkgutil.walk_packages(workbench.__path__, "workbench."))
 
@@ -27,12 +27,16 @@ def test_docstring_examples(name):
     assert not failures, "\n".join(failures)
 
 
-def test_every_exemption_names_a_docstring_with_short_examples():
-    for name, reason in NOT_RUN.items():
-        module = max((m for m in MODULES if name.startswith(m + ".")), key=len)
-        tests = [t for t in doctest.DocTestFinder(exclude_empty=False).find(importlib.import_module(module), module)
-                 if t.name == name]
-        assert tests and short_examples(tests[0].docstring), f"NOT_RUN names {name} ({reason}): no short example there"
+def test_every_exemption_still_exempts_an_example():
+    for key, reason in NOT_RUN.items():
+        # the modules under key (a package's) or the module that holds key (a docstring's)
+        modules = [m for m in MODULES if m == key or m.startswith(key + ".")] or [
+            max((m for m in MODULES if key.startswith(m + ".")), key=len)]
+        tests = [t for m in modules for t in doctest.DocTestFinder(exclude_empty=False).find(importlib.import_module(m), m)
+                 if t.name == key or t.name.startswith(key + ".")]
+        assert any(any(SKIP in source for _, source, _ in short_examples(t.docstring or "")) or
+                   any(e.options.get(doctest.SKIP) for e in t.examples)
+                   for t in tests), f"NOT_RUN names {key} ({reason}): no skipped example there"
 
 
 def test_a_wrong_short_example_fails():
@@ -40,3 +44,14 @@ def test_a_wrong_short_example_fails():
     assert run_short("wb.ones(2, 3).sum(0)", "tensor([2.,\n  2., 2.])", {"wb": workbench}) is None
     assert "NameError" in run_short("x + 1", None, {})
     assert "no expression" in run_short("y = 1", "1", {})
+    assert not_run("workbench.nn.module.Module.cuda") and not not_run("workbench.nn.module.Module.cpu")
+
+
+def test_a_skip_needs_a_listed_reason(tmp_path, monkeypatch):
+    (tmp_path / "docex_probe.py").write_text('def f():\n    """F.  >>> 1 + 1  ->  3  # doctest: +SKIP"""\n\n\n'
+                                             'def g():\n    """\n    >>> 1 + 1  # doctest: +SKIP\n    3\n    """\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    failures = docstring_failures("docex_probe")
+    assert len(failures) == 2 and all("no reason listed in NOT_RUN" in f for f in failures)
+    monkeypatch.setitem(NOT_RUN, "docex_probe", "a probe")
+    assert docstring_failures("docex_probe") == []

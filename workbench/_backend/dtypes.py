@@ -102,6 +102,12 @@ def _load_bfloat16():
     _FROM_NP[bfloat16._np] = bfloat16
 
 
+def is_half(npd):
+    """Whether NumPy dtype npd is a 16-bit float (float16, bfloat16): PyTorch computes reductions, softmax and
+    normalizations of those in float32 and rounds the result once."""
+    return npd.itemsize == 2 and npd.kind in "fV"
+
+
 def from_numpy_dtype(npd):
     """The workbench dtype of a NumPy/CuPy array dtype (TypeError for unsupported ones)."""
     try:

@@ -4,7 +4,8 @@ takes several passes over memory (optional: ``pip install workbench[numba]``).
 Why: on 1M float32 elements a NumPy pass costs ~0.3-0.4 ms, and PyTorch's fused loop does in one pass what
 NumPy needs 2-6 for (a select by mask, a clamp and a scale). A loop here reads its inputs once and writes
 its outputs once (~0.3 ms). Numba's own ``exp`` is a scalar libm call (~2 ns an element, five times
-NumPy's SIMD one), so the exp-based loops (sigmoid, silu, exact GELU, glu, the softmax family) call ``_exp``,
+NumPy's SIMD one), so the exp-based loops (sigmoid, silu, both GELUs, glu, the elu family, softplus's gradient, the softmax
+family) call ``_exp``,
 a float32 polynomial written in arithmetic LLVM vectorises (with a bit cast for the power of two), ~0.45 ms
 per 1M elements as a loop of its own, NumPy's ``exp`` speed, and nothing to pay again for what follows it.
 
@@ -354,6 +355,13 @@ def _sigmoid(v):
 
 
 @_fma_loop
+def softplus_grad(g, x, out, beta, threshold):  # g sigmoid(beta x), g itself above the threshold
+    for i in range(x.size):
+        z = x[i] * beta
+        out[i] = g[i] if z > threshold else _sigmoid(z) * g[i]
+
+
+@_fma_loop
 def sigmoid(x, out):
     for i in range(x.size):
         out[i] = _sigmoid(x[i])
@@ -459,6 +467,29 @@ def gelu_grad(g, x, out):  # (Phi(x) + x pdf(x)) g
         v = x[i]
         h, e = _half_erfc(abs(v) * _INV_SQRT2)
         out[i] = ((h if v < _ZERO else _ONE - h) + v * (e * _INV_SQRT_2PI)) * g[i]
+
+
+# tanh GELU: 0.5 (1 + tanh u) is sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), and 1 - tanh^2 u = 4 s (1 - s):
+# no tanh, and the negative tail keeps its digits (1 + tanh u cancels there)
+_GT_C, _GT_3C, _GT_2K = _F(0.044715), _F(3 * 0.044715), _F(2 * 0.7978845608028654)
+
+
+@_fma_loop
+def gelu_tanh(x, out):
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v * _sigmoid((v * v * _GT_C + _ONE) * v * _GT_2K)
+
+
+@_fma_loop
+def gelu_tanh_grad(g, x, out):  # (s + x s (1 - s) 2 sqrt(2/pi) (1 + 3 0.044715 x^2)) g, s = sigmoid(2u)
+    for i in range(x.size):
+        v = x[i]
+        z = (v * v * _GT_C + _ONE) * v * _GT_2K
+        e = _exp(-abs(z))
+        r = _ONE / (_ONE + e)
+        s, q = (r, e * r) if z >= _ZERO else (e * r, r)  # s and 1 - s, each without cancelling
+        out[i] = (s + v * (s * q) * ((v * v * _GT_3C + _ONE) * _GT_2K)) * g[i]
 
 
 # --- softmax / log_softmax over the rows of a 2-D C-contiguous float32 array (a row stays in L1) ---------

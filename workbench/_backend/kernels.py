@@ -11,7 +11,7 @@ import os
 
 import numpy
 
-from . import fused
+from . import dtypes, fused
 
 _DIRS = [os.path.join(os.path.dirname(os.path.dirname(__file__)), "_kernels"),  # installed wheel
          os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")]  # checkout
@@ -50,6 +50,11 @@ def _fast(xp, *arrays):
     return _is_cuda(xp) and all(a.dtype == numpy.float32 and a.flags.c_contiguous for a in arrays)
 
 
+def _f32(*arrays):
+    """The arrays in float32 (None stays None): the 16-bit floats' softmax and norms run there."""
+    return [a if a is None else a.astype(numpy.float32) for a in arrays]
+
+
 def _rows(x):
     cols = x.shape[-1]
     return (x.size // cols if cols else 0), cols
@@ -67,6 +72,8 @@ def softmax(xp, x, log=False):
     >>> softmax(np, np.array([[0.0, 0.0]]))
     array([[0.5, 0.5]])
     """
+    if dtypes.is_half(x.dtype):  # float32 inside, rounded once (PyTorch's): a 16-bit row sum stalls
+        return softmax(xp, *_f32(x), log).astype(x.dtype)
     if _fast(xp, x) and x.size:
         rows, cols = _rows(x)
         y = xp.empty_like(x)
@@ -91,6 +98,8 @@ def softmax(xp, x, log=False):
 
 def softmax_backward(xp, y, g, log=False):
     """The gradient of softmax (log=False) or log_softmax from its output y and upstream g."""
+    if dtypes.is_half(y.dtype) or dtypes.is_half(g.dtype):
+        return softmax_backward(xp, *_f32(y, g), log).astype(y.dtype)
     if _fast(xp, y, g) and y.size:
         rows, cols = _rows(y)
         dx = xp.empty_like(y)
@@ -184,6 +193,9 @@ def cross_entropy_backward(xp, x, target, lse, grow, weight=None, ignore_index=-
 # --- layer norm over the last dim ------------------------------------------------------------------
 def layer_norm(xp, x, weight, bias, eps):
     """(y, mean, rstd) of layer norm over x's last dim; weight/bias may be None."""
+    if dtypes.is_half(x.dtype):  # float32 inside, y rounded once (mean and rstd stay float32 for backward)
+        y, mean, rstd = layer_norm(xp, *_f32(x, weight, bias), eps)
+        return y.astype(x.dtype), mean, rstd
     rows, cols = _rows(x)
     ok = [a for a in (weight, bias) if a is not None]
     if _fast(xp, x, *ok) and rows:
@@ -209,6 +221,10 @@ def layer_norm(xp, x, weight, bias, eps):
 
 def layer_norm_backward(xp, g, x, mean, rstd, weight, need_w=True, need_b=True):
     """(dx, dweight, dbias) of layer norm; dweight/dbias are None when weight is None or not needed."""
+    if dtypes.is_half(x.dtype):
+        dx, dw, db = layer_norm_backward(xp, *_f32(g, x), mean, rstd, *_f32(weight), need_w, need_b)
+        return (dx.astype(x.dtype), None if dw is None else dw.astype(weight.dtype),
+                None if db is None else db.astype(x.dtype))
     rows, cols = _rows(x)
     if _fast(xp, g, x, mean, rstd, *(() if weight is None else (weight,))) and rows:
         dx = xp.empty_like(x)
@@ -356,8 +372,8 @@ def gelu(xp, x, approximate="none"):
         _module(xp, "gelu").get_function("gelu_fwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
                                                      (x, y, numpy.int64(n), numpy.int32(tanh)))
         return y
-    if not tanh and xp is numpy and fused.usable32(x):
-        return _fused(fused.gelu, x)
+    if xp is numpy and fused.usable32(x):
+        return _fused(fused.gelu_tanh if tanh else fused.gelu, x)
     if tanh:  # in place, a block at a time; x * x * 0.044715 (x ** 3 is NumPy's generic pow, ~50x slower)
         return _blocked(xp, _gelu_tanh_block, x)
     if x.dtype != numpy.float32 or _is_cuda(xp):
@@ -442,8 +458,8 @@ def _gelu_tanh_block(xp, x):
     y = _tanh_arg(x)
     xp.tanh(y, out=y)
     y += 1
+    y *= 0.5  # before x (the same rounding, as halving is exact): (1 + t) x overflowed near float32's max
     y *= x
-    y *= 0.5
     return y.astype(x.dtype, copy=False)
 
 
@@ -474,8 +490,8 @@ def gelu_backward(xp, g, x, approximate="none"):
         _module(xp, "gelu").get_function("gelu_bwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
                                                      (g, x, dx, numpy.int64(n), numpy.int32(tanh)))
         return dx
-    if not tanh and xp is numpy and g.shape == x.shape and fused.usable32(x, g):
-        return _fused(fused.gelu_grad, g, x)
+    if xp is numpy and g.shape == x.shape and fused.usable32(x, g):
+        return _fused(fused.gelu_tanh_grad if tanh else fused.gelu_grad, g, x)
     if tanh and g.shape == x.shape and g.dtype == x.dtype:
         return _blocked(xp, _gelu_tanh_backward_block, g, x)
     if tanh:

@@ -478,7 +478,7 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
 
 
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):
-    """Send ``tensor`` to rank ``dst`` and wait until it is out.  >>> dist.send(wb.ones(2), dst=1)  # on rank 0 of 2"""
+    """Send ``tensor`` to rank ``dst`` and wait until it is out.  >>> dist.send(wb.ones(2), dst=1)  # doctest: +SKIP"""
     isend(tensor, dst, group, tag, group_dst).wait()
 
 

@@ -11,7 +11,7 @@ import math
 import numpy
 
 from .. import _backend
-from .._backend import fused as _fused, kernels as _k
+from .._backend import dtypes as _dt, fused as _fused, kernels as _k
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
@@ -65,18 +65,21 @@ class Normalize(Function):
             ctx.b_shape = b.shape if b is not None else None
             ctx.mark_non_differentiable(st[0], st[1])
             return y, st[0], st[1]
-        mean = x.mean(axis=axes, keepdims=True)
-        y = x - mean  # centred, then normalized in place
+        # the 16-bit floats in float32, rounded once (PyTorch's; their own sums stall): x and w are saved as
+        # they came, mean and rstd in float32
+        xw, ww, bw = _widen(x, w, b)
+        mean = xw.mean(axis=axes, keepdims=True)
+        y = xw - mean  # centred, then normalized in place
         var = xp.square(y).mean(axis=axes, keepdims=True)
         rstd = 1.0 / xp.sqrt(var + eps)
         y *= rstd
-        if w is not None:
-            y *= w.reshape(w_shape)
-        if b is not None:
-            y += b.reshape(w_shape)
+        if ww is not None:
+            y *= ww.reshape(w_shape)
+        if bw is not None:
+            y += bw.reshape(w_shape)
         ctx.save_for_backward(x, w, mean, rstd)
         ctx.b_shape = b.shape if b is not None else None
-        mean, var = xp.squeeze(mean, axes), xp.squeeze(var, axes)
+        mean, var = (xp.squeeze(a, axes).astype(x.dtype, copy=False) for a in (mean, var))
         ctx.mark_non_differentiable(mean, var)
         return y.astype(x.dtype, copy=False), mean, var
 
@@ -134,17 +137,30 @@ def _channel_shape(xp, x, w, b, axes):
     return None
 
 
+def _widen(*arrays):
+    """The arrays in float32 when the first is a 16-bit float (None stays None), else as they are."""
+    if not _dt.is_half(arrays[0].dtype):
+        return arrays
+    return tuple(a if a is None else a.astype(numpy.float32) for a in arrays)
+
+
 def _normalize_grads(ctx, g, x, w, mean, rstd, nig):
     """Normalize's first derivatives on arrays: _affine_grads' formulas in place, three temporaries."""
     axes, red = ctx.axes, ctx.red_axes
+    dtype, g_dtype, w_dtype = x.dtype, g.dtype, None if w is None else w.dtype
+    half = _dt.is_half(dtype)
+    if half:
+        x, g, w = _widen(x, g, w)
     xhat = x - mean
     xhat *= rstd
     gx = gw = gb = None
     if nig[1] or nig[2]:
         if nig[2]:
-            gb = Tensor._make(g.sum(axis=red).reshape(ctx.b_shape))
+            gb = g.sum(axis=red).reshape(ctx.b_shape)
+            gb = Tensor._make(gb.astype(g_dtype) if half else gb)
         if nig[1]:
-            gw = Tensor._make((g * xhat).sum(axis=red).reshape(w.shape))
+            gw = (g * xhat).sum(axis=red).reshape(w.shape)
+            gw = Tensor._make(gw.astype(w_dtype) if half else gw)
     if nig[0]:
         gx = g * w.reshape(ctx.w_shape) if w is not None else g.copy()
         c = (gx * xhat).mean(axis=axes, keepdims=True)
@@ -153,7 +169,7 @@ def _normalize_grads(ctx, g, x, w, mean, rstd, nig):
         gx -= a
         gx -= xhat
         gx *= rstd
-        gx = Tensor._make(gx.astype(x.dtype, copy=False))
+        gx = Tensor._make(gx.astype(dtype, copy=False))
     return gx, gw, gb, None, None, None
 
 

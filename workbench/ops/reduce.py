@@ -45,10 +45,9 @@ except TypeError:  # older NumPy (2.2 is the last for Python 3.10) gives a scala
         return _np.asarray(_add_reduce(x, None))
 
 
-def _half(d):
-    """Whether d is a 16-bit float (float16, bfloat16): PyTorch accumulates those in float32 and rounds once
-    (NumPy sums float16 pairwise in float32 only along a contiguous axis, and bfloat16 never)."""
-    return d.itemsize == 2 and d.kind in "fV"
+# 16-bit floats accumulate in float32 and round once, as PyTorch's (NumPy sums float16 pairwise in float32 only
+# along a contiguous axis, and bfloat16 never)
+_half = _dt.is_half
 
 
 def _wide_sum(x, axis, keepdims, acc):
@@ -681,7 +680,8 @@ def _max_min(name, cls, ext, binary):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"{name} of all elements (a value); along ``dim``: values and indices (the first on ties); with "
-                  f"a tensor: the elementwise {name}imum.  >>> wb.{name}(wb.tensor([[1., 5.], [7., 2.]]), 1).indices")
+                  f"a tensor: the elementwise {name}imum.  >>> wb.{name}(wb.tensor([[1., 5.], [7., 2.]]), 1).indices  "
+                  f"->  tensor({[1, 0] if name == 'max' else [0, 1]})")
     return fn
 
 
@@ -952,7 +952,7 @@ def _logical_reduce(name):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Whether {'all' if name == 'all' else 'any'} elements (over ``dim``) are nonzero, a bool tensor.  "
-                  f">>> wb.{name}(wb.tensor([True, False]))")
+                  f">>> wb.{name}(wb.tensor([True, False]))  ->  tensor({name == 'any'})")
     return fn
 
 

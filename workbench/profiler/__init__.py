@@ -4,7 +4,10 @@
 >>> with wb.profiler.profile(record_shapes=True) as prof:
 ...     y = (wb.ones(4, 4, requires_grad=True) @ wb.ones(4, 4)).sum()
 ...     y.backward()
->>> print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=3))  # doctest: +SKIP
+>>> print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=3))
+---...Name...Self CPU %...# of Calls...Self CPU time total: ...
+>>> {"matmul", "sum", "autograd::engine::evaluate_function: MatmulBackward0"} <= {e.key for e in prof.key_averages()}
+True
 """
 from .profiler import (DeviceType, ProfilerAction, ProfilerActivity, kineto_available, profile, record_function, schedule,
                        supported_activities, tensorboard_trace_handler)

@@ -12,7 +12,10 @@ imports none of them.
 >>> with wb.viz.record():
 ...     loss = (w * w).sum()
 >>> snap = wb.viz.snapshot(loss)          # wb.viz.show(loss) displays it in a notebook
->>> snap.save("tape.html")                # doctest: +SKIP
+>>> import os, tempfile; folder = tempfile.TemporaryDirectory()
+>>> snap.save(os.path.join(folder.name, "tape.html")) == os.path.join(folder.name, "tape.html")
+True
+>>> folder.cleanup()
 """
 from . import measures
 from .compare import compare
@@ -110,10 +113,12 @@ def watch(model, every=1, histograms=True, *, snapshots_every=None, display=True
     the tape viewer with a step slider.
 
     >>> import workbench as wb
-    >>> mon = wb.viz.watch(model)                       # doctest: +SKIP
-    >>> for step in range(100):                         # doctest: +SKIP
-    ...     opt.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); opt.step()
-    >>> mon.detach()                                    # doctest: +SKIP
+    >>> model = wb.nn.Linear(3, 1); opt = wb.optim.SGD(model.parameters(), lr=0.1)
+    >>> mon = wb.viz.watch(model, display=False)        # display=True (the default) shows it in the notebook
+    >>> for step in range(3):
+    ...     opt.zero_grad(); loss = model(wb.ones(2, 3)).pow(2).mean(); loss.backward(); opt.step()
+    >>> mon.detach(); mon.history["loss"].shape
+    (3,)
     """
     mon = Monitor(model, every=every, histograms=histograms, snapshots_every=snapshots_every, **kw)
     if display:

@@ -60,7 +60,11 @@ class Snapshot:
     def save(self, path):
         """Write ``.json`` (the snapshot), ``.html`` (standalone offline viewer) or ``.svg``.
 
-        >>> snap.save("tape.html")   # doctest: +SKIP
+        >>> import os, tempfile; folder = tempfile.TemporaryDirectory()
+        >>> snap = wb.viz.snapshot((wb.ones(2, requires_grad=True) * 3).sum())
+        >>> import json; path = snap.save(os.path.join(folder.name, "tape.json")); json.load(open(path))["format"]
+        'workbench.tape'
+        >>> folder.cleanup()
         """
         path = os.fspath(path)
         ext = os.path.splitext(path)[1].lower()
@@ -79,7 +83,8 @@ class Snapshot:
     def show(self):
         """Display in the notebook (the MIME bundle, raw); outside IPython print the one-line summary.
 
-        >>> snap.show()  # doctest: +SKIP
+        >>> wb.viz.snapshot((wb.ones(2, requires_grad=True) * 3).sum()).show()
+        <workbench tape 'tensor (SumBackward0, 3 nodes)': 3 nodes (1 leaf, 1 op, 1 output), 2 edges>
         """
         show_bundle(self._repr_mimebundle_())
 

@@ -187,10 +187,12 @@ class Monitor(_Base):
     """``wb.viz.watch(model)``: the gradient monitor widget (view "monitor"), showing a ``GradStats``.
 
     >>> import workbench as wb
-    >>> mon = wb.viz.watch(model, display=False)      # doctest: +SKIP
-    >>> for x, y in loader:                           # doctest: +SKIP
-    ...     loss = loss_fn(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
-    >>> mon.detach(); mon.history["grad_norm/fc1.weight"]   # doctest: +SKIP
+    >>> model = wb.nn.Linear(3, 1); opt = wb.optim.SGD(model.parameters(), lr=0.1)
+    >>> mon = wb.viz.watch(model, display=False)
+    >>> for step in range(3):
+    ...     loss = model(wb.ones(2, 3)).pow(2).mean(); opt.zero_grad(); loss.backward(); opt.step()
+    >>> mon.detach(); mon.history["grad_norm/weight"].shape
+    (3,)
     """
 
     def __init__(self, model, title="", plot_on_detach=False, **kw):
