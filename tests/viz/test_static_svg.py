@@ -1,6 +1,4 @@
-"""The static SVG fallback: well-formed XML, escaped user strings, readable small, bounded and fast big."""
-import time
-
+"""The static SVG fallback: well-formed XML, escaped user strings, readable small, bounded big."""
 import pytest
 from xml.etree import ElementTree
 
@@ -69,20 +67,15 @@ def _chain(n):
     return {"title": "big", "nodes": nodes, "edges": edges, "modules": []}
 
 
-def test_big_graphs_collapse_and_stay_bounded_and_fast():
+def test_big_graphs_collapse_and_stay_bounded():
+    # (how fast: benchmarks/viewer_speed.py's static_ms)
     snap = _chain(2000)
-    t = time.perf_counter()
-    svg = render_svg(snap)
-    assert time.perf_counter() - t < 1.0
-    root = ElementTree.fromstring(svg)
+    root = ElementTree.fromstring(render_svg(snap))
     labels = [t.text for t in root.iter(SVG + "text")]
     assert "▸ blk.0" in labels and "module · 100 nodes" in labels  # modules collapsed to one box each
     units, _, hidden, _ = layout(snap)
     assert len(units) == 20 and hidden == 0
-    huge = _chain(20000)
-    t = time.perf_counter()
-    svg = render_svg(huge, budget=60)
-    assert time.perf_counter() - t < 3.0
+    svg = render_svg(_chain(20000), budget=60)
     assert "more nodes" in svg and len(svg) < 200_000
 
 

@@ -21,7 +21,7 @@ from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
 from ._util import array_step
 from .elementwise import minimum, relu, where
 from .index import PutRows, TakeRows
-from .linalg import vector_norm
+from .linalg import vecdot, vector_norm
 from .linear import linear
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -862,9 +862,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     _check_reduction(reduction)
     dim = input1.ndim - 1
     eps = 1e-12
-    prod = (input1 * input2).sum(dim)
-    m1 = (input1 * input1).sum(dim) + eps
-    m2 = (input2 * input2).sum(dim) + eps
+    prod = vecdot(input1, input2, dim=dim)  # one pass each (no product temporaries)
+    m1 = vecdot(input1, input1, dim=dim) + eps
+    m2 = vecdot(input2, input2, dim=dim) + eps
     cos = prod / (m1 * m2).sqrt()
     pos = (target == 1).to(cos.dtype)
     neg = (target == -1).to(cos.dtype)

@@ -9,6 +9,7 @@ are ``currentColor`` plus a neutral palette that reads on light and dark themes;
 XML-escaped. A snapshot with an ``overlay`` has its boxes coloured by that measure (a collapsed box by
 its nodes' aggregate), a legend under the title and, in the HTML form, a top-N table under the drawing.
 """
+import hashlib
 from html import escape
 
 from . import measures
@@ -581,6 +582,11 @@ def render_svg(snap, budget=60, standalone=False):
             out.append(f'<text class="wb-edge-label" x="{spot[0]:.1f}" y="{spot[3] - 1:.1f}" font-size="9" '
                        f'fill="currentColor" fill-opacity="0.72">{_x(label)}</text>')
     noted = {n.get("node") for n in notes}
+    roots = set(snap.get("roots", ()))
+    # what matters gets an id, and a tall drawing a "jump to" line of links to them (no script needed)
+    token = hashlib.sha1("\0".join([snap.get("title", "")] + [n["id"] for n in snap["nodes"]]).encode()).hexdigest()[:8]
+    jumps = _jump_targets(units, noted, roots)
+    anchor = {id(u): f"wb-{token}-{k}" for k, (u, _) in enumerate(jumps)}
     for u in units:
         origin = any(m["id"] in noted for m in u.members)  # where the note says the NaN started
         bad = u.nan or u.inf or origin
@@ -599,7 +605,8 @@ def render_svg(snap, budget=60, standalone=False):
         diff = " wb-added" if added else " wb-removed" if removed else ""
         diff += " wb-na" if dim < 1 else ""
         fade = ' opacity="0.7"' if removed else ""
-        out.append(f'<g class="wb-{_x(u.kind)}{diff}"{fade}><title>{_x(tip)}</title>'
+        gid = f' id="{anchor[id(u)]}"' if id(u) in anchor else ""
+        out.append(f'<g{gid} class="wb-{_x(u.kind)}{diff}"{fade}><title>{_x(tip)}</title>'
                    f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
                    f'fill="{fill}" stroke="{stroke}" stroke-opacity="{1 if bad or added else 0.6}"'
                    f' stroke-width="{3 if origin or added else 2 if bad or removed else 1}"{dash}/>')
@@ -627,16 +634,37 @@ def render_svg(snap, budget=60, standalone=False):
     if standalone:
         return _svg(width, height, f"0 0 {width:.0f} {height:.0f}", label, head + out)
     head_svg = _svg(width, cut, f"0 0 {width:.0f} {cut}", label, head)
-    k, end = first_screen(units, cut, height, noted, set(snap.get("roots", ())))
+    k, end = first_screen(units, cut, height, noted, roots)
     graph = _svg(width * k, (height - cut) * k, f"0 {cut} {width:.0f} {height - cut:.0f}", f"{label}: graph", out,
                  "; flex: none")
     # opened at the end that holds what matters: a column-reverse box starts scrolled to its bottom
     box = f"overflow: auto; max-height: {BOX_H}px; width: fit-content; max-width: 100%"
     if end == "bottom":
         box += "; display: flex; flex-direction: column-reverse; align-items: flex-start"
-    drawing = f'<div class="wb-static-tape">{head_svg}<div class="wb-static-graph" style="{box}">{graph}</div>'
+    links = ""
+    if (BOX_H - 2) / (height - cut) < READABLE_K and jumps:  # it scrolls: each mark one click away
+        # in the page's text colour (underlined), which reads on a light and a dark page alike
+        links = " · ".join(f'<a href="#{anchor[id(u)]}" style="color: inherit">{_x(text)}</a>' for u, text in jumps)
+        links = f'<div class="wb-static-jump" style="font-size: 12px; margin: 0 0 4px 16px">jump to: {links}</div>'
+    drawing = (f'<div class="wb-static-tape">{head_svg}{links}<div class="wb-static-graph" style="{box}">{graph}'
+               '</div>')
     # the table under the scrolling drawing, so it is seen without scrolling it
     return drawing + (_top_table(m, snap, sc) if m is not None else "") + "</div>"
+
+
+def _jump_targets(units, noted, roots, most=12):
+    """The units worth a link, top to bottom, with its words: compare's added and removed nodes, where a
+    NaN started, and the loss."""
+    out = []
+    for u in sorted(units, key=lambda u: (u.y, u.x)):
+        name = u.label.removeprefix("▸ ")
+        if any(n["id"] in noted for n in u.members):
+            out.append((u, f"⚑ origin {name}"))
+        elif u.added or u.removed:
+            out.append((u, " ".join(filter(None, ["+ added" if u.added else "", "− removed" if u.removed else "", name]))))
+        elif any(n["id"] in roots for n in u.members):
+            out.append((u, f"loss {name}"))
+    return out[:most]
 
 
 def _svg(width, height, view, label, parts, style=""):
