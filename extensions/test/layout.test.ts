@@ -46,6 +46,22 @@ describe("layout", () => {
       a.y - a.height / 2 >= b.y - b.height / 2 - 0.5 && a.y + a.height / 2 <= b.y + b.height / 2 + 0.5;
     for (const n of inp.nodes) if (n.cluster) expect(inside(box(n.id), box(n.cluster)), `${n.id} in ${n.cluster}`).toBe(true);
     for (const c of inp.clusters) if (c.parent) expect(inside(box(c.id), box(c.parent)), `${c.id} in ${c.parent}`).toBe(true);
+    // and apart from every box that is not its own: no two sibling boxes overlap, none covers a foreign node
+    const parent = new Map(inp.clusters.map((c) => [c.id, c.parent]));
+    const chain = (c: string | null) => { const out = new Set<string>(); for (; c; c = parent.get(c) ?? null) out.add(c); return out; };
+    const apart = (a: Box, b: Box) => Math.abs(a.x - b.x) * 2 >= a.width + b.width - 0.5 || Math.abs(a.y - b.y) * 2 >= a.height + b.height - 0.5;
+    const chains = new Map(inp.clusters.map((c) => [c.id, chain(c.id)]));
+    const bad: string[] = [];
+    for (const a of inp.clusters) for (const b of inp.clusters) {
+      if (a.id < b.id && !chains.get(a.id)!.has(b.id) && !chains.get(b.id)!.has(a.id) && !apart(box(a.id), box(b.id))) {
+        bad.push(`the boxes of ${a.id} and ${b.id} overlap`);
+      }
+    }
+    for (const n of inp.nodes) {
+      const own = chain(n.cluster);
+      for (const c of inp.clusters) if (!own.has(c.id) && !apart(box(n.id), box(c.id))) bad.push(`${n.id} inside ${c.id}`);
+    }
+    expect(bad.slice(0, 5)).toEqual([]);
   }
 
   it("lays out the 2,000-node tape with its block list opened", () => {

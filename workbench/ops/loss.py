@@ -839,9 +839,9 @@ def _embedding_renorm(weight, idx, max_norm, norm_type):
     rows = xp.unique(idx.reshape(-1))
     w = weight._data
     sel = w[rows]
-    norms = (xp.abs(sel) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
-    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
     with no_grad():
+        norms = vector_norm(Tensor._make(sel), norm_type, dim=1)._data  # any p, inf, -inf and 0 as torch.norm
+        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
         w[rows] = sel * scale[:, None]
         weight._vbox[0] += 1
 
@@ -1092,6 +1092,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     """
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "

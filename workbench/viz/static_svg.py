@@ -70,7 +70,7 @@ def _bad(summary):
 
 
 class _Unit:
-    __slots__ = ("key", "label", "sub", "kind", "members", "index", "rank", "order", "x", "y", "w", "nan", "inf",
+    __slots__ = ("key", "label", "sub", "kind", "members", "index", "rank", "x", "y", "w", "nan", "inf",
                  "cut", "tip", "value", "added", "removed", "badges", "parent", "r0", "h", "rx")
 
     def __init__(self, key, index):
