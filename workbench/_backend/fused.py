@@ -74,8 +74,15 @@ def _compile_helpers():
             return None
         return types.float32(types.int32), lambda context, builder, sig, args: builder.bitcast(args[0], ir.FloatType())
 
+    @nb.extending.intrinsic
+    def fma(typingctx, a, b, c):  # a * b + c rounded once (LLVM's fma: the instruction where the CPU has it)
+        if not (a == b == c and isinstance(a, types.Float)):
+            return None
+        return a(a, a, a), lambda context, builder, sig, args: builder.fma(*args)
+
     g = globals()
     g["_bits"] = bits
+    g["_fma"] = fma
     for name, options in _HELPERS:
         g[name] = nb.njit(**options)(g[name])
     _HELPERS_READY.append(True)
@@ -322,6 +329,10 @@ _EXP_P = tuple(map(_F, (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.166
 _LO, _HI, _ZERO, _HALF, _ONE = _F(-104.0), _F(89.0), _F(0.0), _F(0.5), _F(1.0)
 _EM1_LO = _F(-0.7)
 _EM1_Q = tuple(_F(1.0 / math.factorial(k)) for k in range(9, 1, -1))  # 1/9! ... 1/2!
+
+
+def _fma(a, b, c):  # replaced by an intrinsic in _compile_helpers
+    return a * b + c
 
 
 def _bits(i):  # replaced by an intrinsic in _compile_helpers
@@ -682,3 +693,45 @@ def huber_grad(x, t, out, delta, gc):
         elif d < -delta:
             d = -delta
         out[i] = d * gc
+
+
+# --- optimizer updates of one parameter in one pass ------------------------------------------------------
+@_helper
+def _add_scaled(x, u, alpha, fused):  # x + alpha u: one rounding as BLAS's axpy (fused), else u alpha then the sum
+    return _fma(alpha, u, x) if fused else x + u * alpha
+
+
+@_loop
+def adam_step(x, g, m, v, mx, w, hi, b2, c2, bc2, eps, amsgrad, alpha, fused):
+    """One Adam update of the flat parameter x in place, in one pass: m <- lerp(m, g, weight) (w the weight, or
+    1 - the weight in lerp's form for weights >= 0.5, ``hi``), v <- v b2 + g c2 g, mx <- max(mx, v) (amsgrad,
+    NaN kept as NumPy's maximum), u = m / (sqrt(v, or mx) / bc2 + eps), x <- x + alpha u (``_add_scaled``).
+    Each operation rounded in the arrays' dtype in the order of the NumPy form (``optim._functional.adam_step_``),
+    so the results are its bits."""
+    for i in range(g.size):
+        gi = g[i]
+        d = (gi - m[i]) * w
+        mi = gi - d if hi else m[i] + d
+        m[i] = mi
+        vi = v[i] * b2 + gi * c2 * gi
+        v[i] = vi
+        if amsgrad:
+            a = mx[i]
+            if not (a >= vi or a != a):
+                a = vi
+            mx[i] = a
+            vi = a
+        x[i] = _add_scaled(x[i], mi / (numpy.sqrt(vi) / bc2 + eps), alpha, fused)
+
+
+@_loop
+def sgd_step(x, g, b, mom, c, damped, nesterov, alpha, fused):
+    """One SGD-momentum update of the flat parameter x in place, in one pass: b <- b mom + g (times c = 1 -
+    dampening when ``damped``), the direction b, or with ``nesterov`` b mom + g, and x <- x + alpha direction
+    (``_add_scaled``); each operation rounded in the arrays' dtype in the NumPy form's order
+    (``optim._functional.sgd_step_``)."""
+    for i in range(g.size):
+        gi = g[i]
+        bi = b[i] * mom + (gi * c if damped else gi)
+        b[i] = bi
+        x[i] = _add_scaled(x[i], bi * mom + gi if nesterov else bi, alpha, fused)
