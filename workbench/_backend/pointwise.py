@@ -82,7 +82,11 @@ def hardshrink(xp, x, lambd, want_mask):
 def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x + l below -l, 0 between
     y = xp.clip(x, -lambd, lambd)
     xp.subtract(x, y, out=y)
-    return y, xp.not_equal(y, 0) if want_mask else None  # x - l rounds to 0 only at x = l
+    if not want_mask:
+        return y, None
+    m = xp.greater(x, lambd)  # |x| > l, so NaN has slope 0, as PyTorch's
+    m |= xp.less(x, -lambd)
+    return y, m
 
 
 def threshold(xp, x, th, value, want_mask):  # PyTorch's x <= th ? value : x: NaN passes, with slope 1
@@ -229,10 +233,8 @@ def mask_mul(xp, g, m, slope):
         d = xp.empty_like(g)
         fused.mask_mul(g.reshape(-1), m.reshape(-1), d.reshape(-1), g.dtype.type(slope))
         return d
-    d = xp.multiply(g, m)
-    if slope != 1:
-        d *= slope
-    return d
+    # a select, not g * m: an inf or NaN g where the mask is off gives 0 (not NaN), a negative one 0. (not -0.)
+    return xp.where(m, g * g.dtype.type(slope) if slope != 1 else g, g.dtype.type(0))
 
 
 def softplus(xp, out, x, beta, threshold):  # log1p(exp(beta x)) / beta, x where beta x > threshold
