@@ -20,6 +20,7 @@ CPU = {
     "user_forms.py": ["--rounds", "1", "--only", "chain,tiny,mlp"],
     "functional_ops.py": ["--rounds", "1", "--reps", "1", "--only", "relu,layer_norm,cross_entropy"],
     "viewer_speed.py": ["--nodes", "200"],
+    "debugger_step.py": ["--links", "100", "--steps", "5", "--runs", "1"],
     "import_time.py": ["--runs", "1"],
 }
 

@@ -9,6 +9,8 @@ time per library over the rounds, and the median and range of the per-round rati
 * chain   10-op chain (mul, add, tanh, mul, sub, sin, mul, add, exp, sum) fwd+bwd on 4x4    <= 1.0x
 * tiny    MLP 64-16-10 (modules), batch 8, MSE, SGD                                          <= 1.0x
 * mlp     digits MLP 64-256-256-10 (modules), batch 64, cross-entropy, Adam                  <= 0.8x
+          (also reported: modules with SGD momentum 0.9, and functional -- F.linear and F.relu on raw
+          parameter tensors -- with Adam and with SGD momentum)
 * cnn     digits CNN conv3x3 16, conv3x3 32, max-pool 2, linear 10 on 8x8, batch 64, Adam     <= 1.3x
 * gpt     one GPT block (d 128, 4 heads, seq 64, batch 16, Adam), in three forms:           <= 1.5x each
           modules (TransformerEncoderLayer, exact GELU), modules with tanh GELU, functional (raw
@@ -66,8 +68,8 @@ def chain_program(lib, rng):
     return step
 
 
-def module_step(lib, model, x, y, loss, optimizer="Adam", lr=1e-3):
-    opt = getattr(lib.optim, optimizer)(model.parameters(), lr=lr)
+def module_step(lib, model, x, y, loss, optimizer="Adam", lr=1e-3, **opt_kw):
+    opt = getattr(lib.optim, optimizer)(model.parameters(), lr=lr, **opt_kw)
     F = lib.nn.functional
 
     def step():
@@ -75,6 +77,22 @@ def module_step(lib, model, x, y, loss, optimizer="Adam", lr=1e-3):
         out = model(x)
         l = F.mse_loss(out, y) if loss == "mse" else F.cross_entropy(out.reshape(-1, out.shape[-1]), y)
         l.backward()
+        opt.step()
+
+    return step
+
+
+def mlp_functional_step(lib, model, x, y, optimizer="Adam", lr=1e-3, **opt_kw):
+    """The digits MLP as a user writes it without modules: F.linear and F.relu on raw leaf tensors (copies
+    of ``model``'s weights)."""
+    F = lib.nn.functional
+    w1, b1, w2, b2, w3, b3 = (lib.tensor(p.detach().numpy().copy(), requires_grad=True) for p in model.parameters())
+    opt = getattr(lib.optim, optimizer)([w1, b1, w2, b2, w3, b3], lr=lr, **opt_kw)
+
+    def step():
+        opt.zero_grad()
+        h = F.relu(F.linear(F.relu(F.linear(x, w1, b1)), w2, b2))
+        F.cross_entropy(F.linear(h, w3, b3), y).backward()
         opt.step()
 
     return step
@@ -259,6 +277,17 @@ def main():
         ws, ts = pair_rounds(module_step(wb, wm, wb.tensor(xs), wb.tensor(ys), "ce"),
                              module_step(torch, tm, torch.from_numpy(xs), torch.from_numpy(ys), "ce"), 100, R)
         row("digits MLP 64-256-256-10, b64, CE, Adam", ws, ts, 0.8)
+        sgd = {"optimizer": "SGD", "lr": 0.01, "momentum": 0.9}
+        tm, wm = make_pair(mlp)
+        ws, ts = pair_rounds(module_step(wb, wm, wb.tensor(xs), wb.tensor(ys), "ce", **sgd),
+                             module_step(torch, tm, torch.from_numpy(xs), torch.from_numpy(ys), "ce", **sgd), 100, R)
+        row("digits MLP, modules, SGD momentum", ws, ts, 0.8)
+        for label, kw in (("Adam", {}), ("SGD momentum", sgd)):
+            tm, wm = make_pair(mlp)
+            ws, ts = pair_rounds(mlp_functional_step(wb, wm, wb.tensor(xs), wb.tensor(ys), **kw),
+                                 mlp_functional_step(torch, tm, torch.from_numpy(xs), torch.from_numpy(ys), **kw),
+                                 100, R)
+            row(f"digits MLP, functional, {label}", ws, ts, 0.8)
     if "cnn" in only:
         xi = rng.standard_normal((64, 1, 8, 8)).astype(np.float32)
         tm, wm = make_pair(cnn)

@@ -162,3 +162,16 @@ def test_importable_without_onnx():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert "pip install onnx" in out.stdout, out.stderr
+
+
+def test_vecdot_primitive():
+    # same-shape operands record the one-pass linalg_vecdot primitive (x with itself: y None)
+    class Dots(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(wb.randn(3, 4))
+
+        def forward(self, x):
+            return wb.linalg.vecdot(x, self.w, dim=1), wb.linalg.vecdot(x, x, dim=0)
+
+    _check(Dots(), wb.rand(3, 4))

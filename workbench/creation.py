@@ -278,19 +278,19 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     return _finish(arr, requires_grad)
 
 
-def _like(fn):
+def _like(fn, example):
     def make(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
         return fn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                   requires_grad=requires_grad)
 
     make.__name__ = fn.__name__ + "_like"
-    make.__doc__ = f"{fn.__name__} with input's shape, dtype and device.  >>> wb.{fn.__name__}_like(wb.ones(2))"
+    make.__doc__ = f"{fn.__name__} with input's shape, dtype and device.  >>> {example}"
     return make
 
 
-zeros_like = _like(zeros)
-ones_like = _like(ones)
-empty_like = _like(empty)
+zeros_like = _like(zeros, "wb.zeros_like(wb.ones(2))  ->  tensor([0., 0.])")
+ones_like = _like(ones, "wb.ones_like(wb.zeros(2))  ->  tensor([1., 1.])")
+empty_like = _like(empty, "wb.empty_like(wb.ones(2, dtype=wb.int32)).dtype  ->  workbench.int32")  # values unset
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
@@ -432,7 +432,7 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, lay
 
 
 def _new_legacy(self, *args, device=None):
-    """The legacy ``x.new(*sizes)`` / ``x.new(data)``: self's dtype and device.  >>> wb.ones(2).new([1, 2])"""
+    """The legacy ``x.new(*sizes)`` / ``x.new(data)``: self's dtype and device.  >>> wb.ones(2).new([1, 2])  ->  tensor([1., 2.])"""
     if not args:
         return empty(0, dtype=self.dtype, device=device or self.device)
     return _legacy_construct(args, device or self.device, self.dtype)

@@ -72,7 +72,7 @@ default_generator = Generator()
 
 
 def manual_seed(seed):
-    """Seed the default generator (and every CUDA device's).  >>> wb.manual_seed(0)"""
+    """Seed the default generator (and every CUDA device's).  >>> wb.manual_seed(0); a = wb.rand(2); wb.manual_seed(0); wb.equal(a, wb.rand(2))  ->  True"""
     default_generator.manual_seed(seed)
     return default_generator
 
@@ -314,14 +314,14 @@ def _stream_for(self, generator):
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    """Fill with samples of N(mean, std**2), in place.  >>> wb.empty(3).normal_(0, 0.02).shape"""
+    """Fill with samples of N(mean, std**2), in place.  >>> wb.empty(3).normal_(0, 0.02).shape  ->  workbench.Size([3])"""
     with _backend.on_device(self.device):
         arr = _stream_for(self, generator).standard_normal(tuple(self.shape)) * std + mean
     return _fill_from(self, arr, "normal_")
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    """Fill with samples of U[a, b), in place.  >>> wb.empty(3).uniform_(-1, 1).shape"""
+    """Fill with samples of U[a, b), in place.  >>> wb.empty(3).uniform_(-1, 1).shape  ->  workbench.Size([3])"""
     rs = _stream_for(self, generator)
     u = _uniform(rs, self.device, tuple(self.shape))
     return _fill_from(self, u * (b - a) + a, "uniform_")

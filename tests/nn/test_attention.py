@@ -49,9 +49,10 @@ def test_mha_masks_match_torch(need_weights, device):
     x = rnd(L, N, E)
     causal = np.triu(np.ones((L, L), dtype=bool), 1)
     kpm = np.array([[False, False, False, True], [False, True, False, False]])
-    float_mask = rnd(N * 2, L, L, seed=3)
+    float_mask, float_kpm = rnd(N * 2, L, L, seed=3), rnd(N, L, seed=4)
     for kw in ({"attn_mask": causal}, {"key_padding_mask": kpm}, {"attn_mask": causal, "key_padding_mask": kpm},
-               {"attn_mask": float_mask}, {"attn_mask": causal, "is_causal": True}):
+               {"attn_mask": float_mask}, {"attn_mask": causal, "is_causal": True}, {"key_padding_mask": float_kpm},
+               {"attn_mask": float_mask, "key_padding_mask": float_kpm}):
         compare(lambda nn: nn.MultiheadAttention(E, 2), [x, x, x], kwargs={**kw, "need_weights": need_weights},
                 grad_inputs=False, device=device)
 
@@ -66,6 +67,9 @@ def test_mha_unbatched_and_errors(device):
         m(x, x, x, is_causal=True)
     with pytest.raises(RuntimeError, match="2D attn_mask"):
         m(x, x, x, attn_mask=wb.zeros(3, 3))
+    for kw in ({"attn_mask": wb.zeros(4, 4, dtype=wb.int64)}, {"key_padding_mask": wb.zeros(2, 4, dtype=wb.int64)}):
+        with pytest.raises(AssertionError, match=f"only bool and floating types of {next(iter(kw))}"):
+            m(x, x, x, **kw)
 
 
 @pytest.mark.parametrize("cfg", [{}, {"norm_first": True}, {"activation": "gelu", "batch_first": True},

@@ -62,3 +62,13 @@ def test_broadcast_gradient_sums_in_float32(dtype):
         out.append(bias.grad.float().numpy())
     np.testing.assert_array_equal(out[1], out[0])
     assert abs(out[1][0] - 4000) < 20
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_linear_bias_gradient_sums_in_float32(dtype):
+    out = []
+    for lib in (torch, wb):
+        layer = lib.nn.Linear(3, 2).to(getattr(lib, dtype))
+        layer(lib.full((4000, 3), 0.6, dtype=getattr(lib, dtype))).sum().backward()
+        out.append(layer.bias.grad.float().numpy())
+    np.testing.assert_array_equal(out[1], out[0])  # 4000 each (a 16-bit running sum stalls at 256 / 2048)

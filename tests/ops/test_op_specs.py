@@ -1,5 +1,10 @@
 """Every registered op spec on every device: forward vs NumPy, gradcheck, gradgradcheck, non-contiguous, PyTorch.
 
+Non-contiguous inputs come in three layouts (``LAYOUTS``): on every sample each must give the contiguous forward
+values and gradients (whose Jacobian gradcheck checks), and gradcheck itself runs on the most general layout
+("both": a transposed, strided view) for the first differentiable sample of each spec (``NC_GRAD_CASES``): every
+sample there would cost as much again as the contiguous gradcheck, for entries the comparison already covers.
+
 The device fixture (tests/conftest.py) runs each check on NumPy, on the fake CuPy and, with a GPU, on real
 CuPy. A check that does not apply skips with the reason its spec gives (``OpSpec.skip_reason``); the
 comparison with PyTorch runs once, on the CPU, where PyTorch's CPU build is the oracle.
@@ -14,7 +19,12 @@ from workbench.testing.op_specs import load_all
 SPECS = load_all()
 CASES = [(s, i) for s in SPECS.values() for i in range(len(s.samples))]
 IDS = [f"{s.name}-{i}" for s, i in CASES]
-CHECKS = ("forward", "noncontiguous", "gradcheck", "gradgradcheck", "torch")
+NC_GRAD_CASES = [next(((s, i) for i, smp in enumerate(s.samples) if not s.skip_reason("noncontiguous_gradcheck", smp)),
+                      None) for s in SPECS.values()]
+NC_GRAD_CASES = [c for c in NC_GRAD_CASES if c is not None]
+CHECKS = ("forward", "noncontiguous", "noncontiguous_backward", "noncontiguous_gradcheck", "gradcheck",
+          "gradgradcheck", "torch")
+LAYOUTS = ("strided", "transposed", "both")
 
 
 def _host(x):
@@ -23,20 +33,29 @@ def _host(x):
     return x
 
 
-def _make_args(spec, sample, dtype, device, requires_grad, noncontig=False):
+def _lay_out(d, device, layout):
+    """A tensor on device with d's values in a non-contiguous storage: every other element of a buffer twice as
+    long in the last dim ("strided"), the last two dims swapped in memory ("transposed"), or both. A 0-d array,
+    and a 1-d one for "transposed", is laid out as it is."""
+    swap = layout in ("transposed", "both") and d.ndim >= 2
+    stride = layout in ("strided", "both") and d.ndim >= 1
+    if swap:
+        d = d.swapaxes(-1, -2)
+    if stride:
+        big = np.zeros(d.shape[:-1] + (d.shape[-1] * 2,), d.dtype)
+        big[..., ::2] = d
+        t = wb.from_numpy(big).to(device)[..., ::2]
+    else:
+        t = wb.tensor(d.copy(), device=device)
+    return t.transpose(-1, -2) if swap else t
+
+
+def _make_args(spec, sample, dtype, device, requires_grad, layout=None):
     out = []
     for k, a in enumerate(sample.args):
         if isinstance(a, np.ndarray):
-            d = a
-            if d.dtype.kind == "f":
-                d = d.astype(dtype)
-            if noncontig and d.ndim >= 1:
-                # same values, laid out with a stride: every other element of a buffer twice the size
-                big = np.empty(d.shape[:-1] + (d.shape[-1] * 2,), d.dtype)
-                big[..., ::2] = d
-                t = wb.from_numpy(big).to(device)[..., ::2]
-            else:
-                t = wb.tensor(d, device=device)
+            d = a.astype(dtype) if a.dtype.kind == "f" else a
+            t = _lay_out(d, device, layout) if layout else wb.tensor(d, device=device)
             if requires_grad and spec.gradcheck and sample.grad and k not in sample.nondiff and t.is_floating_point():
                 t = t.detach().requires_grad_(True)
             out.append(t)
@@ -73,9 +92,11 @@ def test_forward_matches_numpy(spec, i, device):
 def test_noncontiguous_inputs(spec, i, device):
     sample = spec.samples[i]
     a = _as_tuple(spec.op(*_make_args(spec, sample, "float64", device, False), **sample.kwargs))
-    b = _as_tuple(spec.op(*_make_args(spec, sample, "float64", device, False, noncontig=True), **sample.kwargs))
-    for x, y in zip(a, b):
-        np.testing.assert_allclose(_host(x), _host(y), rtol=1e-12, atol=1e-12, err_msg=f"{spec.name} on {device}")
+    for layout in LAYOUTS:
+        b = _as_tuple(spec.op(*_make_args(spec, sample, "float64", device, False, layout), **sample.kwargs))
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(_host(x), _host(y), rtol=1e-12, atol=1e-12,
+                                       err_msg=f"{spec.name} on {device}, {layout} inputs")
 
 
 def _select(spec, out):
@@ -97,6 +118,43 @@ def test_gradgradcheck(spec, i, device):
     sample = spec.samples[i]
     args = _make_args(spec, sample, "float64", device, True)
     assert wb.autograd.gradgradcheck(lambda *a: _select(spec, spec.op(*a, **sample.kwargs)), tuple(args))
+
+
+def _input_grads(spec, sample, args):
+    # d(sum of every output times a fixed random seed)/d(each input requiring grad); None where no path
+    outs = [o for o in _as_tuple(_select(spec, spec.op(*args, **sample.kwargs)))
+            if isinstance(o, wb.Tensor) and o.requires_grad]
+    rng = np.random.default_rng(1)
+    seeds = []
+    for o in outs:
+        v = rng.standard_normal(tuple(o.shape))
+        if o.is_complex():
+            v = v + 1j * rng.standard_normal(tuple(o.shape))
+        seeds.append(wb.tensor(v.astype(_host(o).dtype), device=o.device))
+    ins = [a for a in args if isinstance(a, wb.Tensor) and a.requires_grad]
+    return wb.autograd.grad(outs, ins, seeds, allow_unused=True) if outs else [None] * len(ins)
+
+
+@pytest.mark.parametrize("spec,i", CASES, ids=IDS)
+def test_noncontiguous_backward(spec, i, device):
+    _skip_unless(spec, i, "noncontiguous_backward")
+    sample = spec.samples[i]
+    want = _input_grads(spec, sample, _make_args(spec, sample, "float64", device, True))
+    for layout in LAYOUTS:
+        got = _input_grads(spec, sample, _make_args(spec, sample, "float64", device, True, layout))
+        for k, (g, w) in enumerate(zip(got, want)):
+            where = f"{spec.name} on {device}, {layout} inputs: gradient of input {k}"
+            assert (g is None) == (w is None), f"{where} is {g} where contiguous inputs give {w}"
+            if g is not None:
+                assert g.shape == w.shape, f"{where} has shape {tuple(g.shape)}, contiguous {tuple(w.shape)}"
+                np.testing.assert_allclose(_host(g), _host(w), rtol=1e-12, atol=1e-12, err_msg=where)
+
+
+@pytest.mark.parametrize("spec,i", NC_GRAD_CASES, ids=[f"{s.name}-{i}" for s, i in NC_GRAD_CASES])
+def test_noncontiguous_gradcheck(spec, i, device):
+    sample = spec.samples[i]
+    args = _make_args(spec, sample, "float64", device, True, "both")
+    assert wb.autograd.gradcheck(lambda *a: _select(spec, spec.op(*a, **sample.kwargs)), tuple(args))
 
 
 @pytest.mark.parametrize("spec,i", CASES, ids=IDS)

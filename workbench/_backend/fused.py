@@ -4,7 +4,8 @@ takes several passes over memory (optional: ``pip install workbench[numba]``).
 Why: on 1M float32 elements a NumPy pass costs ~0.3-0.4 ms, and PyTorch's fused loop does in one pass what
 NumPy needs 2-6 for (a select by mask, a clamp and a scale). A loop here reads its inputs once and writes
 its outputs once (~0.3 ms). Numba's own ``exp`` is a scalar libm call (~2 ns an element, five times
-NumPy's SIMD one), so the exp-based loops (sigmoid, silu, exact GELU, glu, the softmax family) call ``_exp``,
+NumPy's SIMD one), so the exp-based loops (sigmoid, silu, both GELUs, glu, the elu family, softplus's gradient, the softmax
+family) call ``_exp``,
 a float32 polynomial written in arithmetic LLVM vectorises (with a bit cast for the power of two), ~0.45 ms
 per 1M elements as a loop of its own, NumPy's ``exp`` speed, and nothing to pay again for what follows it.
 
@@ -73,8 +74,15 @@ def _compile_helpers():
             return None
         return types.float32(types.int32), lambda context, builder, sig, args: builder.bitcast(args[0], ir.FloatType())
 
+    @nb.extending.intrinsic
+    def fma(typingctx, a, b, c):  # a * b + c rounded once (LLVM's fma: the instruction where the CPU has it)
+        if not (a == b == c and isinstance(a, types.Float)):
+            return None
+        return a(a, a, a), lambda context, builder, sig, args: builder.fma(*args)
+
     g = globals()
     g["_bits"] = bits
+    g["_fma"] = fma
     for name, options in _HELPERS:
         g[name] = nb.njit(**options)(g[name])
     _HELPERS_READY.append(True)
@@ -323,6 +331,10 @@ _EM1_LO = _F(-0.7)
 _EM1_Q = tuple(_F(1.0 / math.factorial(k)) for k in range(9, 1, -1))  # 1/9! ... 1/2!
 
 
+def _fma(a, b, c):  # replaced by an intrinsic in _compile_helpers
+    return a * b + c
+
+
 def _bits(i):  # replaced by an intrinsic in _compile_helpers
     raise RuntimeError("fused._bits runs compiled only")
 
@@ -351,6 +363,13 @@ def _sigmoid(v):
     (down to denormals) keep their digits."""
     e = _exp(-abs(v))
     return (_ONE if v >= _ZERO else e) / (_ONE + e)
+
+
+@_fma_loop
+def softplus_grad(g, x, out, beta, threshold):  # g sigmoid(beta x), g itself above the threshold
+    for i in range(x.size):
+        z = x[i] * beta
+        out[i] = g[i] if z > threshold else _sigmoid(z) * g[i]
 
 
 @_fma_loop
@@ -459,6 +478,29 @@ def gelu_grad(g, x, out):  # (Phi(x) + x pdf(x)) g
         v = x[i]
         h, e = _half_erfc(abs(v) * _INV_SQRT2)
         out[i] = ((h if v < _ZERO else _ONE - h) + v * (e * _INV_SQRT_2PI)) * g[i]
+
+
+# tanh GELU: 0.5 (1 + tanh u) is sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), and 1 - tanh^2 u = 4 s (1 - s):
+# no tanh, and the negative tail keeps its digits (1 + tanh u cancels there)
+_GT_C, _GT_3C, _GT_2K = _F(0.044715), _F(3 * 0.044715), _F(2 * 0.7978845608028654)
+
+
+@_fma_loop
+def gelu_tanh(x, out):
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v * _sigmoid((v * v * _GT_C + _ONE) * v * _GT_2K)
+
+
+@_fma_loop
+def gelu_tanh_grad(g, x, out):  # (s + x s (1 - s) 2 sqrt(2/pi) (1 + 3 0.044715 x^2)) g, s = sigmoid(2u)
+    for i in range(x.size):
+        v = x[i]
+        z = (v * v * _GT_C + _ONE) * v * _GT_2K
+        e = _exp(-abs(z))
+        r = _ONE / (_ONE + e)
+        s, q = (r, e * r) if z >= _ZERO else (e * r, r)  # s and 1 - s, each without cancelling
+        out[i] = (s + v * (s * q) * ((v * v * _GT_3C + _ONE) * _GT_2K)) * g[i]
 
 
 # --- softmax / log_softmax over the rows of a 2-D C-contiguous float32 array (a row stays in L1) ---------
@@ -651,3 +693,45 @@ def huber_grad(x, t, out, delta, gc):
         elif d < -delta:
             d = -delta
         out[i] = d * gc
+
+
+# --- optimizer updates of one parameter in one pass ------------------------------------------------------
+@_helper
+def _add_scaled(x, u, alpha, fused):  # x + alpha u: one rounding as BLAS's axpy (fused), else u alpha then the sum
+    return _fma(alpha, u, x) if fused else x + u * alpha
+
+
+@_loop
+def adam_step(x, g, m, v, mx, w, hi, b2, c2, bc2, eps, amsgrad, alpha, fused):
+    """One Adam update of the flat parameter x in place, in one pass: m <- lerp(m, g, weight) (w the weight, or
+    1 - the weight in lerp's form for weights >= 0.5, ``hi``), v <- v b2 + g c2 g, mx <- max(mx, v) (amsgrad,
+    NaN kept as NumPy's maximum), u = m / (sqrt(v, or mx) / bc2 + eps), x <- x + alpha u (``_add_scaled``).
+    Each operation rounded in the arrays' dtype in the order of the NumPy form (``optim._functional.adam_step_``),
+    so the results are its bits."""
+    for i in range(g.size):
+        gi = g[i]
+        d = (gi - m[i]) * w
+        mi = gi - d if hi else m[i] + d
+        m[i] = mi
+        vi = v[i] * b2 + gi * c2 * gi
+        v[i] = vi
+        if amsgrad:
+            a = mx[i]
+            if not (a >= vi or a != a):
+                a = vi
+            mx[i] = a
+            vi = a
+        x[i] = _add_scaled(x[i], mi / (numpy.sqrt(vi) / bc2 + eps), alpha, fused)
+
+
+@_loop
+def sgd_step(x, g, b, mom, c, damped, nesterov, alpha, fused):
+    """One SGD-momentum update of the flat parameter x in place, in one pass: b <- b mom + g (times c = 1 -
+    dampening when ``damped``), the direction b, or with ``nesterov`` b mom + g, and x <- x + alpha direction
+    (``_add_scaled``); each operation rounded in the arrays' dtype in the NumPy form's order
+    (``optim._functional.sgd_step_``)."""
+    for i in range(g.size):
+        gi = g[i]
+        bi = b[i] * mom + (gi * c if damped else gi)
+        b[i] = bi
+        x[i] = _add_scaled(x[i], bi * mom + gi if nesterov else bi, alpha, fused)

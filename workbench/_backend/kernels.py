@@ -372,8 +372,8 @@ def gelu(xp, x, approximate="none"):
         _module(xp, "gelu").get_function("gelu_fwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
                                                      (x, y, numpy.int64(n), numpy.int32(tanh)))
         return y
-    if not tanh and xp is numpy and fused.usable32(x):
-        return _fused(fused.gelu, x)
+    if xp is numpy and fused.usable32(x):
+        return _fused(fused.gelu_tanh if tanh else fused.gelu, x)
     if tanh:  # in place, a block at a time; x * x * 0.044715 (x ** 3 is NumPy's generic pow, ~50x slower)
         return _blocked(xp, _gelu_tanh_block, x)
     if x.dtype != numpy.float32 or _is_cuda(xp):
@@ -458,8 +458,8 @@ def _gelu_tanh_block(xp, x):
     y = _tanh_arg(x)
     xp.tanh(y, out=y)
     y += 1
+    y *= 0.5  # before x (the same rounding, as halving is exact): (1 + t) x overflowed near float32's max
     y *= x
-    y *= 0.5
     return y.astype(x.dtype, copy=False)
 
 
@@ -490,8 +490,8 @@ def gelu_backward(xp, g, x, approximate="none"):
         _module(xp, "gelu").get_function("gelu_bwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
                                                      (g, x, dx, numpy.int64(n), numpy.int32(tanh)))
         return dx
-    if not tanh and xp is numpy and g.shape == x.shape and fused.usable32(x, g):
-        return _fused(fused.gelu_grad, g, x)
+    if xp is numpy and g.shape == x.shape and fused.usable32(x, g):
+        return _fused(fused.gelu_tanh_grad if tanh else fused.gelu_grad, g, x)
     if tanh and g.shape == x.shape and g.dtype == x.dtype:
         return _blocked(xp, _gelu_tanh_backward_block, g, x)
     if tanh:

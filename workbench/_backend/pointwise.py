@@ -302,6 +302,7 @@ FUSED32 = {
     sigmoid: lambda out, x: fused.sigmoid(x, out),
     silu: lambda out, x: fused.silu(x, out),
     silu_grad: lambda out, g, x: fused.silu_grad(g, x, out),
+    softplus_grad: lambda out, g, x, b, th: fused.softplus_grad(g, x, out, *map(out.dtype.type, (b, th))),
     elu: lambda out, x, a, s, i: fused.elu(x, out, *map(out.dtype.type, (s, a * s, i))),
     elu_grad: lambda out, g, x, a, s, i: fused.elu_grad(g, x, out, *map(out.dtype.type, (s, a * s * i, i))),
 }

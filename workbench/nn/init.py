@@ -133,7 +133,7 @@ def zeros_(tensor):
 
 
 def eye_(tensor):
-    """Fill a 2-D tensor with the identity matrix.  >>> wb.nn.init.eye_(wb.empty(2, 3))"""
+    """Fill a 2-D tensor with the identity matrix.  >>> wb.nn.init.eye_(wb.empty(2, 3))  ->  tensor([[1., 0., 0.], [0., 1., 0.]])"""
     _check(tensor, "eye_")
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
@@ -167,7 +167,7 @@ def dirac_(tensor, groups=1):
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
-    """Glorot uniform: U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)).  >>> wb.nn.init.xavier_uniform_(wb.empty(3, 5))"""
+    """Glorot uniform: U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)).  >>> bool(wb.nn.init.xavier_uniform_(wb.empty(3, 5)).abs().max() <= (6 / 8) ** 0.5)  ->  True"""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
@@ -175,7 +175,7 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
-    """Glorot normal: N(0, gain**2 * 2 / (fan_in + fan_out)).  >>> wb.nn.init.xavier_normal_(wb.empty(3, 5))"""
+    """Glorot normal: N(0, gain**2 * 2 / (fan_in + fan_out)).  >>> wb.nn.init.xavier_normal_(wb.empty(3, 5)).shape  ->  workbench.Size([3, 5])"""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
@@ -187,7 +187,7 @@ def _kaiming_std(tensor, a, mode, nonlinearity):
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    """He uniform: U(-b, b), b = gain * sqrt(3 / fan).  >>> wb.nn.init.kaiming_uniform_(wb.empty(3, 5), a=5 ** 0.5)"""
+    """He uniform: U(-b, b), b = gain * sqrt(3 / fan).  >>> bool(wb.nn.init.kaiming_uniform_(wb.empty(3, 5), a=5 ** 0.5).abs().max() <= 5 ** -0.5)  ->  True"""
     _check(tensor, "kaiming_uniform_")
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
@@ -197,7 +197,7 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    """He normal: N(0, gain**2 / fan).  >>> wb.nn.init.kaiming_normal_(wb.empty(3, 5), nonlinearity="relu")"""
+    """He normal: N(0, gain**2 / fan).  >>> wb.nn.init.kaiming_normal_(wb.empty(3, 5), nonlinearity="relu").shape  ->  workbench.Size([3, 5])"""
     _check(tensor, "kaiming_normal_")
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)

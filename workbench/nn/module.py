@@ -573,7 +573,7 @@ class Module:
             yield m
 
     def named_children(self):
-        """(name, module) for the direct children.  >>> list(wb.nn.Sequential(wb.nn.ReLU()).named_children())"""
+        """(name, module) for the direct children.  >>> list(wb.nn.Sequential(wb.nn.ReLU()).named_children())  ->  [('0', ReLU())]"""
         seen = set()
         for name, m in self._modules.items():
             if m is not None and id(m) not in seen:
@@ -616,7 +616,7 @@ class Module:
             yield p
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
-        """(dotted name, tensor) for every buffer.  >>> [n for n, _ in wb.nn.BatchNorm1d(2).named_buffers()]"""
+        """(dotted name, tensor) for every buffer.  >>> [n for n, _ in wb.nn.BatchNorm1d(2).named_buffers()]  ->  ['running_mean', 'running_var', 'num_batches_tracked']"""
         return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
@@ -657,11 +657,11 @@ class Module:
         return getattr(mod, name)
 
     def get_parameter(self, target):
-        """The Parameter at a dotted path.  >>> wb.nn.Sequential(wb.nn.Linear(1, 1)).get_parameter("0.bias")"""
+        """The Parameter at a dotted path.  >>> wb.nn.Sequential(wb.nn.Linear(1, 1)).get_parameter("0.bias").shape  ->  workbench.Size([1])"""
         return self._get_leaf(target, "an nn.Parameter", "_parameters")
 
     def get_buffer(self, target):
-        """The buffer at a dotted path.  >>> wb.nn.BatchNorm1d(2).get_buffer("running_mean")"""
+        """The buffer at a dotted path.  >>> wb.nn.BatchNorm1d(2).get_buffer("running_mean")  ->  tensor([0., 0.])"""
         return self._get_leaf(target, "a buffer", "_buffers")
 
     # --- state dicts ---------------------------------------------------------------------------
@@ -920,15 +920,15 @@ class Module:
         return self._apply(lambda t: t.to(dtype=dt) if t.is_floating_point() else t)
 
     def float(self):
-        """Floating point parameters and buffers to float32.  >>> wb.nn.Linear(1, 1).double().float()"""
+        """Floating point parameters and buffers to float32.  >>> wb.nn.Linear(1, 1).double().float()  ->  Linear(in_features=1, out_features=1, bias=True)"""
         return self._cast_float(float32)
 
     def double(self):
-        """Floating point parameters and buffers to float64.  >>> wb.nn.Linear(1, 1).double().weight.dtype"""
+        """Floating point parameters and buffers to float64.  >>> wb.nn.Linear(1, 1).double().weight.dtype  ->  workbench.float64"""
         return self._cast_float(float64)
 
     def half(self):
-        """Floating point parameters and buffers to float16.  >>> wb.nn.Linear(1, 1).half().weight.dtype"""
+        """Floating point parameters and buffers to float16.  >>> wb.nn.Linear(1, 1).half().weight.dtype  ->  workbench.float16"""
         return self._cast_float(float16)
 
     def bfloat16(self):
@@ -941,7 +941,7 @@ class Module:
 
     # --- repr ----------------------------------------------------------------------------------
     def extra_repr(self):
-        """The layer's own settings shown in its repr; override in subclasses.  >>> wb.nn.Linear(2, 3)"""
+        """The layer's own settings shown in its repr; override in subclasses.  >>> wb.nn.Linear(2, 3)  ->  Linear(in_features=2, out_features=3, bias=True)"""
         return ""
 
     def __repr__(self):

@@ -359,6 +359,13 @@ def _reduce(g, node, args, results):
     return [g.reduce(kind, g.value(x), _axes(x, dims), keep)]
 
 
+@translates("linalg_vecdot")
+def _vecdot(g, node, args, results):  # Mul then ReduceSum over dim (args: x, y or None for x with itself, dim)
+    x = g.value(args[0])
+    prod = g.op("Mul", [x, x if args[1] is None else g.value(args[1])])
+    return [g.reduce("ReduceSum", prod, _axes(args[0], args[2]), False)]
+
+
 @translates("max", "min")
 def _max(g, node, args, results):
     x = args[0]

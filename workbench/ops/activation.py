@@ -100,13 +100,13 @@ def _on_gx(kernel):
     return lambda xp, g, x, *params: _pw.run(xp, kernel, (g, x), *params)
 
 
-def _inplace(fn, name, example_args=""):
+def _inplace(fn, name, shown, example_args=""):
     def inplace(input, *args, **kwargs):
         return input._inplace(name, lambda x: fn(x, *args, **kwargs))
 
     inplace.__name__ = name
     inplace.__doc__ = (f"In-place {fn.__name__}: overwrites input and returns it.  "
-                       f">>> F.{name}(wb.tensor([-1.0, 2.0]){example_args})")
+                       f">>> F.{name}(wb.tensor([-1.0, 2.0]){example_args})  ->  tensor({shown})")
     return inplace
 
 
@@ -975,14 +975,14 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, True)
 
 
-relu_ = _inplace(relu, "relu_")
-hardtanh_ = _inplace(hardtanh, "hardtanh_")
-leaky_relu_ = _inplace(leaky_relu, "leaky_relu_")
-elu_ = _inplace(elu, "elu_")
-selu_ = _inplace(selu, "selu_")
-celu_ = _inplace(celu, "celu_")
-rrelu_ = _inplace(rrelu, "rrelu_")
-threshold_ = _inplace(threshold, "threshold_", ", 1.0, 0.0")
+relu_ = _inplace(relu, "relu_", "[0., 2.]")
+hardtanh_ = _inplace(hardtanh, "hardtanh_", "[-1., 1.]")
+leaky_relu_ = _inplace(leaky_relu, "leaky_relu_", "[-0.0100, 2.0000]")
+elu_ = _inplace(elu, "elu_", "[-0.6321, 2.0000]")
+selu_ = _inplace(selu, "selu_", "[-1.1113, 2.1014]")
+celu_ = _inplace(celu, "celu_", "[-0.6321, 2.0000]")
+rrelu_ = _inplace(rrelu, "rrelu_", "[-0.2292, 2.0000]")
+threshold_ = _inplace(threshold, "threshold_", "[0., 2.]", ", 1.0, 0.0")
 
 # top-level workbench.* names (PyTorch's torch.* has these with compatible signatures)
 __all__ = ["selu", "celu", "rrelu", "threshold", "hardshrink", "prelu", "softmax", "log_softmax", "dropout",

@@ -88,7 +88,7 @@ def repeat(input, *sizes):
 
 
 def tile(input, dims):
-    """repeat() that prepends 1s when ``dims`` is shorter than input.ndim.  >>> wb.tensor([1, 2]).tile((2,))"""
+    """repeat() that prepends 1s when ``dims`` is shorter than input.ndim.  >>> wb.tensor([1, 2]).tile((2,))  ->  tensor([1, 2, 1, 2])"""
     dims = tuple(dims) if not isinstance(dims, int) else (dims,)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
@@ -162,7 +162,7 @@ class Flip(Function):
 
 
 def flip(input, *order, dims=None):
-    """Reverse the order along ``dims`` (a copy, as in PyTorch).  >>> wb.flip(wb.tensor([1, 2, 3]), [0])"""
+    """Reverse the order along ``dims`` (a copy, as in PyTorch).  >>> wb.flip(wb.tensor([1, 2, 3]), [0])  ->  tensor([3, 2, 1])"""
     dims = order if dims is None else _sizes_or_keyword(order, dims, "flip", "dims")
     if not dims:
         raise TypeError("flip() missing 1 required positional argument: 'dims'")
@@ -176,7 +176,7 @@ def flip(input, *order, dims=None):
 
 
 def fliplr(input):
-    """Flip left-right (dim 1).  >>> wb.fliplr(wb.eye(2))"""
+    """Flip left-right (dim 1).  >>> wb.fliplr(wb.eye(2))  ->  tensor([[0., 1.], [1., 0.]])"""
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return Flip.apply(input, (1,))
@@ -203,7 +203,7 @@ class Roll(Function):
 
 
 def roll(input, shifts, dims=None):
-    """Rotate elements along dims (flattened when dims is None).  >>> wb.roll(wb.tensor([1, 2, 3]), 1)"""
+    """Rotate elements along dims (flattened when dims is None).  >>> wb.roll(wb.tensor([1, 2, 3]), 1)  ->  tensor([3, 1, 2])"""
     sh = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
     if dims is None:
         if len(sh) != 1:
@@ -217,7 +217,7 @@ def roll(input, shifts, dims=None):
 
 
 def rot90(input, k=1, dims=(0, 1)):
-    """Rotate by 90 degrees k times in the plane of ``dims``.  >>> wb.rot90(wb.tensor([[1, 2], [3, 4]]))"""
+    """Rotate by 90 degrees k times in the plane of ``dims``.  >>> wb.rot90(wb.tensor([[1, 2], [3, 4]]))  ->  tensor([[2, 4], [1, 3]])"""
     dims = tuple(dims)
     n = input._data.ndim
     if len(dims) != 2:
@@ -256,14 +256,14 @@ class Triu(Tri):
 
 
 def tril(input, diagonal=0):
-    """Zero the elements above the ``diagonal``-th diagonal.  >>> wb.tril(wb.ones(2, 2))"""
+    """Zero the elements above the ``diagonal``-th diagonal.  >>> wb.tril(wb.ones(2, 2))  ->  tensor([[1., 0.], [1., 1.]])"""
     if input.ndim < 2:
         raise RuntimeError(f"tril: input tensor must have at least 2 dimensions, got shape {list(input.shape)}")
     return Tri.apply(input, int(diagonal), False)
 
 
 def triu(input, diagonal=0):
-    """Zero the elements below the ``diagonal``-th diagonal.  >>> wb.triu(wb.ones(2, 2))"""
+    """Zero the elements below the ``diagonal``-th diagonal.  >>> wb.triu(wb.ones(2, 2))  ->  tensor([[1., 1.], [0., 1.]])"""
     if input.ndim < 2:
         raise RuntimeError(f"triu: input tensor must have at least 2 dimensions, got shape {list(input.shape)}")
     return Triu.apply(input, int(diagonal), True)
@@ -289,7 +289,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 
 
 def diagflat(input, offset=0):
-    """The flattened input on a diagonal of a 2-D tensor.  >>> wb.diagflat(wb.tensor([[1, 2]]))"""
+    """The flattened input on a diagonal of a 2-D tensor.  >>> wb.diagflat(wb.tensor([[1, 2]]))  ->  tensor([[1, 0], [0, 2]])"""
     return diag_embed(reshape(input, (-1,)), offset, 0, 1)
 
 

@@ -245,22 +245,26 @@ def _f32():
 
 
 def _merge_masks(attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, q):
-    """Both masks as one additive float mask of shape (N * H, L, S) (or broadcastable), or None."""
+    """Both masks as one additive float mask of shape (N * H, L, S) (or broadcastable), or None. A bool mask
+    becomes -inf where True (no gradient); a float mask is added as it is, and differentiated, as in PyTorch."""
     xp = _backend.xp_of(q._data)
     dt = q._data.dtype
     out = None
+    for name, m in (("attn_mask", attn_mask), ("key_padding_mask", key_padding_mask)):
+        if m is not None and m.dtype != _bool_dtype() and not m.is_floating_point():
+            raise AssertionError(f"only bool and floating types of {name} are supported, got {m.dtype}")
     if attn_mask is not None:
         if attn_mask.dtype == _bool_dtype():
             out = array_step(lambda m: xp.where(m, -math.inf, 0.0).astype(dt), attn_mask)
         else:
             out = attn_mask.to(q.dtype)
     if key_padding_mask is not None:
-        def padding(kp):
-            kpm = xp.where(kp, -math.inf, 0.0) if kp.dtype == bool else kp
-            kpm = xp.broadcast_to(kpm.astype(dt).reshape(bsz, 1, 1, src_len), (bsz, num_heads, 1, src_len))
-            return xp.ascontiguousarray(kpm).reshape(bsz * num_heads, 1, src_len)
-
-        kpm = array_step(padding, key_padding_mask)
+        if key_padding_mask.dtype == _bool_dtype():
+            kpm = array_step(lambda m: xp.where(m, -math.inf, 0.0).astype(dt), key_padding_mask)
+        else:
+            kpm = key_padding_mask.to(q.dtype)
+        # one row of S per batch entry, the same for each of its heads: (N, S) -> (N * H, 1, S)
+        kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
         out = kpm if out is None else out + kpm
     return out
 

@@ -855,7 +855,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 
 def msort(input):
-    """Sort along dim 0.  >>> wb.msort(wb.tensor([[2, 1], [1, 2]]))"""
+    """Sort along dim 0.  >>> wb.msort(wb.tensor([[2, 1], [1, 2]]))  ->  tensor([[1, 1], [2, 2]])"""
     return sort(input, 0).values
 
 
@@ -1146,7 +1146,7 @@ def nonzero_static(input, *, size, fill_value=-1):
 
 
 def index_put_(input, indices, values, accumulate=False):
-    """In-place ``input[indices] = values`` (``+=`` with accumulate).  >>> wb.index_put_(wb.zeros(2), (wb.tensor([1]),), wb.tensor(5.))"""
+    """In-place ``input[indices] = values`` (``+=`` with accumulate).  >>> wb.index_put_(wb.zeros(2), (wb.tensor([1]),), wb.tensor(5.))  ->  tensor([0., 5.])"""
     return input.index_put_(indices, values, accumulate)
 
 

@@ -161,7 +161,7 @@ def stack(tensors, dim=0, *, out=None):
 
 
 def atleast_1d(*tensors):
-    """Each tensor with at least one dim (0-d become shape [1]).  >>> wb.atleast_1d(wb.tensor(1.)).shape"""
+    """Each tensor with at least one dim (0-d become shape [1]).  >>> wb.atleast_1d(wb.tensor(1.)).shape  ->  workbench.Size([1])"""
     return _atleast(tensors, 1)
 
 
@@ -193,7 +193,7 @@ def _atleast(tensors, k):
 
 
 def hstack(tensors, *, out=None):
-    """Concatenate column-wise (dim 0 for 1-D inputs, else dim 1).  >>> wb.hstack([wb.zeros(2), wb.ones(3)])"""
+    """Concatenate column-wise (dim 0 for 1-D inputs, else dim 1).  >>> wb.hstack([wb.zeros(2), wb.ones(3)])  ->  tensor([0., 0., 1., 1., 1.])"""
     ts = atleast_1d(list(tensors))
     return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
 

@@ -376,7 +376,7 @@ class Inv(Function):
 
 
 def inv(A, *, out=None):
-    """The inverse of a square matrix (or batch).  >>> wb.linalg.inv(wb.eye(2) * 2)"""
+    """The inverse of a square matrix (or batch).  >>> wb.linalg.inv(wb.eye(2) * 2)  ->  tensor([[0.5000, 0.0000], [0.0000, 0.5000]])"""
     if _AUTOCAST[0]:
         A, = _autocast_cast("linalg", A)
 
@@ -863,7 +863,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 
 def pinverse(input, rcond=1e-15):
-    """pinv with singular values under rcond * s_max treated as zero.  >>> wb.pinverse(wb.eye(2) * 2)"""
+    """pinv with singular values under rcond * s_max treated as zero.  >>> wb.pinverse(wb.eye(2) * 2)  ->  tensor([[0.5000, 0.0000], [0.0000, 0.5000]])"""
     if _AUTOCAST[0]:
         input, = _autocast_cast("linalg", input)
     return pinv(input, rtol=rcond)
@@ -1158,11 +1158,40 @@ def cond(A, p=None, *, out=None):
     return _out(matrix_norm(A, p) * matrix_norm(inv(A), p), out)
 
 
+class VecDot(Function):
+    """sum(x * y, dim) of two real float32/float64 arrays of one shape and dtype as one primitive (y None: x
+    with itself): einsum reads them once, without the product's temporary (cosine_embedding_loss's three row
+    dots); the gradient is g y and g x (2 g x for a self-dot: one product, not two and their sum), Tensor
+    products, so it differentiates again."""
+
+    _raw = True
+    op_name = "linalg_vecdot"
+
+    @staticmethod
+    def forward(ctx, x, y, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(x, y)
+        xp = ctx.xp
+        xl = xp.moveaxis(x, dim, -1)
+        return xp.asarray(xp.einsum("...i,...i->...", xl, xl if y is None else xp.moveaxis(y, dim, -1)))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        g = g.unsqueeze(ctx.dim)
+        if y is None:
+            return (g * 2) * x, None, None
+        return g * y if nig[0] else None, g * x if nig[1] else None, None
+
+
 def vecdot(x, y, *, dim=-1, out=None):
-    """Dot product of vectors along ``dim`` (x conjugated), broadcast.  >>> wb.linalg.vecdot(wb.ones(2, 3), wb.ones(3))"""
+    """Dot product of vectors along ``dim`` (x conjugated), broadcast.  >>> wb.linalg.vecdot(wb.ones(2, 3), wb.ones(3))  ->  tensor([3., 3.])"""
     if _AUTOCAST[0]:
         x, y = _autocast_cast("vecdot", x, y)
-
+    dx, dy = x._data, y._data
+    if dx.shape == dy.shape and dx.dtype == dy.dtype and dx.dtype.kind == "f" and dx.itemsize >= 4 and dx.ndim:
+        return _out(VecDot.apply(x, None if y is x else y, wrap_dim(dim, dx.ndim)), out)
     xx = x.conj() if x.is_complex() else x
     return _out((xx * y).sum(dim), out)
 
@@ -1430,7 +1459,7 @@ def cholesky_inverse(L, upper=False, *, out=None):
 
 
 def chain_matmul(*matrices, out=None):
-    """The product of 2-D matrices (deprecated in PyTorch: use linalg.multi_dot).  >>> wb.chain_matmul(wb.eye(2), wb.eye(2))"""
+    """The product of 2-D matrices (deprecated in PyTorch: use linalg.multi_dot).  >>> wb.chain_matmul(wb.eye(2), wb.eye(2))  ->  tensor([[1., 0.], [0., 1.]])"""
     if _AUTOCAST[0]:
         matrices = _autocast_cast("chain_matmul", *matrices)
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
@@ -1664,7 +1693,7 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 
 # --- the legacy top-level spellings --------------------------------------------------------------
 def inverse(input, *, out=None):
-    """Same as linalg.inv.  >>> wb.inverse(wb.eye(2) * 2)"""
+    """Same as linalg.inv.  >>> wb.inverse(wb.eye(2) * 2)  ->  tensor([[0.5000, 0.0000], [0.0000, 0.5000]])"""
     if _AUTOCAST[0]:
         input, = _autocast_cast("linalg", input)
     return inv(input, out=out)
@@ -1672,7 +1701,7 @@ def inverse(input, *, out=None):
 
 @writes_out
 def svd(input, some=True, compute_uv=True, *, out=None):
-    """torch.svd: (U, S, V) with V (not V^H); reduced when some=True.  >>> wb.svd(wb.eye(2)).S"""
+    """torch.svd: (U, S, V) with V (not V^H); reduced when some=True.  >>> wb.svd(wb.eye(2)).S  ->  tensor([1., 1.])"""
     if _AUTOCAST[0]:
         input, = _autocast_cast("linalg", input)
     _check_matrix(input, "svd", square=False)
@@ -1686,7 +1715,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
 
 @writes_out
 def qr(input, some=True, *, out=None):
-    """torch.qr (deprecated in PyTorch): reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R"""
+    """torch.qr (deprecated in PyTorch): reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R  ->  tensor([[1., 0.], [0., 1.]])"""
     if _AUTOCAST[0]:
         input, = _autocast_cast("linalg", input)
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
@@ -1696,7 +1725,7 @@ def qr(input, some=True, *, out=None):
 
 
 def cholesky(input, upper=False, *, out=None):
-    """torch.cholesky (deprecated in PyTorch in favour of linalg.cholesky).  >>> wb.cholesky(wb.eye(2))"""
+    """torch.cholesky (deprecated in PyTorch in favour of linalg.cholesky).  >>> wb.cholesky(wb.eye(2))  ->  tensor([[1., 0.], [0., 1.]])"""
     if _AUTOCAST[0]:
         input, = _autocast_cast("cholesky", input)
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "

@@ -135,7 +135,7 @@ def dot(input, tensor, *, out=None):
 
 
 def vdot(input, other, *, out=None):
-    """dot with the first argument conjugated.  >>> wb.vdot(wb.tensor([1., 2.]), wb.tensor([3., 4.]))"""
+    """dot with the first argument conjugated.  >>> wb.vdot(wb.tensor([1., 2.]), wb.tensor([3., 4.]))  ->  tensor(11.)"""
     if input.is_complex():
         input = input.conj()
     return dot(input, other, out=out)
@@ -160,7 +160,7 @@ def inner(input, other, *, out=None):
 
 
 def outer(input, vec2, *, out=None):
-    """Outer product of two 1-D tensors.  >>> wb.outer(wb.tensor([1, 2]), wb.tensor([1, 10]))"""
+    """Outer product of two 1-D tensors.  >>> wb.outer(wb.tensor([1, 2]), wb.tensor([1, 10]))  ->  tensor([[ 1, 10], [ 2, 20]])"""
 
     if input.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"outer: expected 1-D tensors, got {input.ndim}-D and {vec2.ndim}-D")
@@ -200,7 +200,7 @@ class _Ignored(Function):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * (mat1 @ mat2).  >>> wb.addmm(wb.zeros(2, 2), wb.eye(2), wb.eye(2))"""
+    """beta * input + alpha * (mat1 @ mat2).  >>> wb.addmm(wb.zeros(2, 2), wb.eye(2), wb.eye(2))  ->  tensor([[1., 0.], [0., 1.]])"""
     if _AUTOCAST[0]:
         input, mat1, mat2 = _autocast_cast("addmm", input, mat1, mat2)
 
@@ -208,7 +208,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * (mat @ vec).  >>> wb.addmv(wb.zeros(2), wb.eye(2), wb.ones(2))"""
+    """beta * input + alpha * (mat @ vec).  >>> wb.addmv(wb.zeros(2), wb.eye(2), wb.ones(2))  ->  tensor([1., 1.])"""
     if _AUTOCAST[0]:
         input, mat, vec = _autocast_cast("addmv", input, mat, vec)
 
@@ -216,7 +216,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * outer(vec1, vec2).  >>> wb.addr(wb.zeros(2, 2), wb.ones(2), wb.ones(2))"""
+    """beta * input + alpha * outer(vec1, vec2).  >>> wb.addr(wb.zeros(2, 2), wb.ones(2), wb.ones(2))  ->  tensor([[1., 1.], [1., 1.]])"""
     if _AUTOCAST[0]:
         input, vec1, vec2 = _autocast_cast("addr", input, vec1, vec2)
 
@@ -224,7 +224,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * bmm(batch1, batch2).  >>> wb.baddbmm(wb.zeros(1, 2, 2), wb.ones(1, 2, 3), wb.ones(1, 3, 2))"""
+    """beta * input + alpha * bmm(batch1, batch2).  >>> wb.baddbmm(wb.zeros(1, 2, 2), wb.ones(1, 2, 3), wb.ones(1, 3, 2))  ->  tensor([[[3., 3.], [3., 3.]]])"""
     if _AUTOCAST[0]:
         input, batch1, batch2 = _autocast_cast("baddbmm", input, batch1, batch2)
 
@@ -232,7 +232,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * sum_b(batch1[b] @ batch2[b]).  >>> wb.addbmm(wb.zeros(2, 2), wb.ones(3, 2, 4), wb.ones(3, 4, 2))"""
+    """beta * input + alpha * sum_b(batch1[b] @ batch2[b]).  >>> wb.addbmm(wb.zeros(2, 2), wb.ones(3, 2, 4), wb.ones(3, 4, 2))  ->  tensor([[12., 12.], [12., 12.]])"""
     if _AUTOCAST[0]:
         input, batch1, batch2 = _autocast_cast("addbmm", input, batch1, batch2)
 

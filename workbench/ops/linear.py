@@ -1,4 +1,5 @@
 """Linear and bilinear maps: ``y = x W^T + b`` as one primitive whose backward is two matmuls."""
+from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
@@ -53,8 +54,15 @@ def _linear_grads_raw(g, x, w, nig, x_shape):
     g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
     gx = Tensor._make(gemm(g2, w._data).reshape(x_shape)) if nig[0] else None
     gw = Tensor._make(gemm(g2.T, x._data.reshape(-1, x_shape[-1]))) if nig[1] else None
-    gb = Tensor._make(g2.sum(0)) if nig[2] else None
+    gb = Tensor._make(_bias_grad(g2)) if nig[2] else None
     return gx, gw, gb
+
+
+def _bias_grad(g2):
+    # a 16-bit gradient summed over the batch in float32 and rounded once (PyTorch's; its own sum stalls)
+    if _dt.is_half(g2.dtype):
+        return g2.sum(0, dtype="float32").astype(g2.dtype)
+    return g2.sum(0)
 
 
 def linear(input, weight, bias=None):

@@ -21,7 +21,7 @@ from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
 from ._util import array_step
 from .elementwise import minimum, relu, where
 from .index import PutRows, TakeRows
-from .linalg import vector_norm
+from .linalg import vecdot, vector_norm
 from .linear import linear
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -839,9 +839,9 @@ def _embedding_renorm(weight, idx, max_norm, norm_type):
     rows = xp.unique(idx.reshape(-1))
     w = weight._data
     sel = w[rows]
-    norms = (xp.abs(sel) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
-    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
     with no_grad():
+        norms = vector_norm(Tensor._make(sel), norm_type, dim=1)._data  # any p, inf, -inf and 0 as torch.norm
+        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
         w[rows] = sel * scale[:, None]
         weight._vbox[0] += 1
 
@@ -862,9 +862,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     _check_reduction(reduction)
     dim = input1.ndim - 1
     eps = 1e-12
-    prod = (input1 * input2).sum(dim)
-    m1 = (input1 * input1).sum(dim) + eps
-    m2 = (input2 * input2).sum(dim) + eps
+    prod = vecdot(input1, input2, dim=dim)  # one pass each (no product temporaries)
+    m1 = vecdot(input1, input1, dim=dim) + eps
+    m2 = vecdot(input2, input2, dim=dim) + eps
     cos = prod / (m1 * m2).sqrt()
     pos = (target == 1).to(cos.dtype)
     neg = (target == -1).to(cos.dtype)
@@ -1092,6 +1092,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     """
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "

@@ -489,22 +489,22 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """max_pool3d returning (values, indices).  >>> F.max_pool3d_with_indices(wb.ones(1, 1, 2, 2, 2), 2)[1].shape"""
+    """max_pool3d returning (values, indices).  >>> F.max_pool3d_with_indices(wb.ones(1, 1, 2, 2, 2), 2)[1].shape  ->  workbench.Size([1, 1, 1, 1, 1])"""
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
-    """adaptive_max_pool1d returning (values, indices).  >>> F.adaptive_max_pool1d_with_indices(wb.ones(1, 1, 4), 2)"""
+    """adaptive_max_pool1d returning (values, indices).  >>> F.adaptive_max_pool1d_with_indices(wb.ones(1, 1, 4), 2)  ->  (tensor([[[1., 1.]]]), tensor([[[0, 2]]]))"""
     return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
-    """adaptive_max_pool2d returning (values, indices).  >>> F.adaptive_max_pool2d_with_indices(wb.ones(1, 1, 4, 4), 2)"""
+    """adaptive_max_pool2d returning (values, indices).  >>> F.adaptive_max_pool2d_with_indices(wb.ones(1, 1, 4, 4), 2)  ->  (tensor([[[[1., 1.], [1., 1.]]]]), tensor([[[[ 0, 2], [ 8, 10]]]]))"""
     return adaptive_max_pool2d(input, output_size, True)
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
-    """adaptive_max_pool3d returning (values, indices).  >>> F.adaptive_max_pool3d_with_indices(wb.ones(1, 1, 2, 2, 2), 1)"""
+    """adaptive_max_pool3d returning (values, indices).  >>> F.adaptive_max_pool3d_with_indices(wb.ones(1, 1, 2, 2, 2), 1)  ->  (tensor([[[[[1.]]]]]), tensor([[[[[0]]]]]))"""
     return adaptive_max_pool3d(input, output_size, True)
 
 
@@ -628,13 +628,13 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
-    """fractional_max_pool2d returning (values, indices).  >>> F.fractional_max_pool2d_with_indices(wb.ones(1, 1, 5, 5), 2, 3)"""
+    """fractional_max_pool2d returning (values, indices).  >>> F.fractional_max_pool2d_with_indices(wb.ones(1, 1, 5, 5), 2, 3)[1].shape  ->  workbench.Size([1, 1, 3, 3])"""
     return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
-    """fractional_max_pool3d returning (values, indices).  >>> F.fractional_max_pool3d_with_indices(wb.ones(1, 1, 5, 5, 5), 2, 3)"""
+    """fractional_max_pool3d returning (values, indices).  >>> F.fractional_max_pool3d_with_indices(wb.ones(1, 1, 5, 5, 5), 2, 3)[1].shape  ->  workbench.Size([1, 1, 3, 3, 3])"""
     return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 

@@ -53,12 +53,12 @@ def is_neg(input):
 
 
 def resolve_conj(input):
-    """``input`` itself: there is never a lazy conjugation to materialise.  >>> wb.resolve_conj(wb.ones(1))"""
+    """``input`` itself: there is never a lazy conjugation to materialise.  >>> wb.resolve_conj(wb.ones(1))  ->  tensor([1.])"""
     return input
 
 
 def resolve_neg(input):
-    """``input`` itself: there is never a lazy negation to materialise.  >>> wb.resolve_neg(wb.ones(1))"""
+    """``input`` itself: there is never a lazy negation to materialise.  >>> wb.resolve_neg(wb.ones(1))  ->  tensor([1.])"""
     return input
 
 

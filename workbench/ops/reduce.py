@@ -680,7 +680,8 @@ def _max_min(name, cls, ext, binary):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"{name} of all elements (a value); along ``dim``: values and indices (the first on ties); with "
-                  f"a tensor: the elementwise {name}imum.  >>> wb.{name}(wb.tensor([[1., 5.], [7., 2.]]), 1).indices")
+                  f"a tensor: the elementwise {name}imum.  >>> wb.{name}(wb.tensor([[1., 5.], [7., 2.]]), 1).indices  "
+                  f"->  tensor({[1, 0] if name == 'max' else [0, 1]})")
     return fn
 
 
@@ -951,7 +952,7 @@ def _logical_reduce(name):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Whether {'all' if name == 'all' else 'any'} elements (over ``dim``) are nonzero, a bool tensor.  "
-                  f">>> wb.{name}(wb.tensor([True, False]))")
+                  f">>> wb.{name}(wb.tensor([True, False]))  ->  tensor({name == 'any'})")
     return fn
 
 

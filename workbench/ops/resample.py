@@ -150,7 +150,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Deprecated alias of interpolate.  >>> wb.nn.functional.upsample(wb.ones(1, 1, 2), scale_factor=2).shape"""
+    """Deprecated alias of interpolate.  >>> wb.nn.functional.upsample(wb.ones(1, 1, 2), scale_factor=2).shape  ->  workbench.Size([1, 1, 4])"""
     warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", UserWarning,
                   stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
@@ -164,7 +164,7 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
-    """Deprecated: interpolate(mode='bilinear', align_corners=True).  >>> F.upsample_bilinear(wb.ones(1, 1, 2, 2), scale_factor=2)"""
+    """Deprecated: interpolate(mode='bilinear', align_corners=True).  >>> F.upsample_bilinear(wb.ones(1, 1, 2, 2), scale_factor=2).shape  ->  workbench.Size([1, 1, 4, 4])"""
     warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
                   UserWarning, stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

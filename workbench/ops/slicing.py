@@ -28,7 +28,7 @@ def narrow(input, dim, start, length):
 
 
 def select(input, dim, index):
-    """The slice at ``index`` along ``dim``, that dim removed (a view).  >>> wb.arange(6).view(2, 3).select(1, 0)"""
+    """The slice at ``index`` along ``dim``, that dim removed (a view).  >>> wb.arange(6).view(2, 3).select(1, 0)  ->  tensor([0, 3])"""
     n = input._data.ndim
     if n == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -70,7 +70,7 @@ def split(tensor, split_size_or_sections, dim=0):
 
 
 def split_with_sizes(input, split_sizes, dim=0):
-    """split() with a list of sizes.  >>> wb.arange(5).split_with_sizes([2, 3], 0)"""
+    """split() with a list of sizes.  >>> wb.arange(5).split_with_sizes([2, 3], 0)  ->  (tensor([0, 1]), tensor([2, 3, 4]))"""
     return split(input, list(split_sizes), dim)
 
 
@@ -125,7 +125,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def unbind(input, dim=0):
-    """The slices along ``dim`` as a tuple of views.  >>> [t.tolist() for t in wb.eye(2).unbind()]"""
+    """The slices along ``dim`` as a tuple of views.  >>> [t.tolist() for t in wb.eye(2).unbind()]  ->  [[1.0, 0.0], [0.0, 1.0]]"""
     d = wrap_dim(dim, input._data.ndim)
     return tuple(GetItem.apply(input, (slice(None),) * d + (i, Ellipsis)) for i in range(input.shape[d]))
 
@@ -154,7 +154,7 @@ def hsplit(input, sections):
 
 
 def vsplit(input, sections):
-    """Split row-wise (dim 0) a tensor of at least 2 dims.  >>> [t.shape for t in wb.vsplit(wb.zeros(4, 2), [1])]"""
+    """Split row-wise (dim 0) a tensor of at least 2 dims.  >>> [t.shape for t in wb.vsplit(wb.zeros(4, 2), [1])]  ->  [workbench.Size([1, 2]), workbench.Size([3, 2])]"""
     if input.ndim < 2:
         raise RuntimeError(f"torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with "
                            f"{input.ndim} dimensions!")

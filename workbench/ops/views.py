@@ -203,7 +203,7 @@ class Expand(Function):
 
 
 def expand(input, *sizes):
-    """Broadcast to a larger shape without copying.  >>> wb.ones(1, 3).expand(2, 3).shape"""
+    """Broadcast to a larger shape without copying.  >>> wb.ones(1, 3).expand(2, 3).shape  ->  workbench.Size([2, 3])"""
     return Expand.apply(input, tuple(_shape_args(sizes)))
 
 
@@ -238,7 +238,7 @@ class SumToSize(Function):
 
 
 def sum_to_size(input, *size):
-    """Sum broadcast dims away until the shape is ``size``.  >>> wb.ones(2, 3).sum_to_size(1, 3)"""
+    """Sum broadcast dims away until the shape is ``size``.  >>> wb.ones(2, 3).sum_to_size(1, 3)  ->  tensor([[2., 2., 2.]])"""
     size = tuple(_shape_args(size))
     if tuple(input._data.shape) == size:
         return input
@@ -263,7 +263,7 @@ class Squeeze(Function):
 
 
 def squeeze(input, dim=None):
-    """Drop size-1 dims (all, or those in ``dim``).  >>> wb.zeros(1, 3, 1).squeeze().shape"""
+    """Drop size-1 dims (all, or those in ``dim``).  >>> wb.zeros(1, 3, 1).squeeze().shape  ->  workbench.Size([3])"""
     n = input._data.ndim
     if dim is not None:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
@@ -535,12 +535,12 @@ def _prod(xs):
 
 
 def ravel(input):
-    """The elements as a 1-D tensor (a view when contiguous).  >>> wb.zeros(2, 3).ravel().shape"""
+    """The elements as a 1-D tensor (a view when contiguous).  >>> wb.zeros(2, 3).ravel().shape  ->  workbench.Size([6])"""
     return reshape(input, (-1,))
 
 
 def unflatten(input, dim, sizes):
-    """Split one dim into ``sizes`` (one may be -1).  >>> wb.zeros(2, 6).unflatten(1, (2, 3)).shape"""
+    """Split one dim into ``sizes`` (one may be -1).  >>> wb.zeros(2, 6).unflatten(1, (2, 3)).shape  ->  workbench.Size([2, 2, 3])"""
     d = wrap_dim(dim, input._data.ndim)
     sizes = tuple(int(s) for s in sizes)
     if not sizes:
@@ -623,7 +623,7 @@ def broadcast_tensors(*tensors):
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dims (a view for real tensors).  >>> wb.adjoint(wb.zeros(2, 3)).shape"""
+    """The conjugate transpose of the last two dims (a view for real tensors).  >>> wb.adjoint(wb.zeros(2, 3)).shape  ->  workbench.Size([3, 2])"""
     if input.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{input.ndim}-D tensor.")

@@ -1,7 +1,7 @@
 """Adam and AdamW (amsgrad, maximize, L2 or decoupled weight decay)."""
 from .. import _backend
-from .._backend import blas
-from ._functional import adam_moments_, weight_decay_
+from .._backend import fused as _fused
+from ._functional import adam_direction_, adam_step_, weight_decay_
 from .flags import check_flags
 from .optimizer import (Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scalar_step, _scratch,
                          _zeros_like)
@@ -56,23 +56,13 @@ class Adam(Optimizer):
                 step_t += 1
                 g = weight_decay_(x, g, lr, wd, decoupled)
                 m, v = _real(st["exp_avg"]._data), _real(st["exp_avg_sq"]._data)
-                tmp, denom = _scratch(self, x)
-                adam_moments_(xp, m, v, g, beta1, beta2, tmp)
+                mx = _real(st["max_exp_avg_sq"]._data) if amsgrad else None
+                tmp, scratch = _scratch(self, x)
                 step = float(step_t)
                 step_size = lr / (1 - beta1 ** step)
                 bc2_sqrt = (1 - beta2 ** step) ** 0.5
-                if amsgrad:
-                    mx = _real(st["max_exp_avg_sq"]._data)
-                    xp.maximum(mx, v, out=mx)
-                    xp.sqrt(mx, out=denom)
-                else:
-                    xp.sqrt(v, out=denom)
-                denom /= bc2_sqrt
-                denom += eps
-                xp.divide(m, denom, out=tmp)  # p += -step_size * m / denom (PyTorch's addcdiv_)
-                if not blas.axpy(-step_size, tmp, x):
-                    tmp *= -step_size
-                    x += tmp
+                adam_step_(xp, x, g, m, v, mx, beta1, beta2, bc2_sqrt, eps, step_size, tmp, scratch,
+                           loop=x.size >= _fused.MIN_SIZE)
                 p._vbox[0] += 1
         return loss
 
@@ -88,33 +78,30 @@ class Adam(Optimizer):
         if any(s != steps[0] for s in steps[1:]):
             return False
         xp = _backend.xp_of(f.grad)
-        g = f.gather(xp)
-        if maximize:
-            xp.negative(g, out=g)
         for s in steps:
             s += 1
-        if wd != 0:
-            if decoupled:
-                for p in f.params:
-                    p._data *= 1 - lr * wd
-            else:  # g + x * wd, each product rounded before the sum as in weight_decay_
-                for p, t, gv in zip(f.params, f.tmp_views, f.grad_views):
-                    xp.multiply(p._data, wd, out=t)
-                    gv += t
-        m, v, tmp = f.bufs["exp_avg"], f.bufs["exp_avg_sq"], f.tmp
-        adam_moments_(xp, m, v, g, beta1, beta2, tmp)
         step = float(steps[0])
         step_size = lr / (1 - beta1 ** step)
         bc2_sqrt = (1 - beta2 ** step) ** 0.5
-        if amsgrad:
-            mx = f.bufs["max_exp_avg_sq"]
-            xp.maximum(mx, v, out=mx)
-            xp.sqrt(mx, out=tmp)
-        else:
-            xp.sqrt(v, out=tmp)
-        tmp /= bc2_sqrt
-        tmp += eps
-        xp.divide(m, tmp, out=tmp)
+        if wd != 0 and decoupled:
+            for p in f.params:
+                p._data *= 1 - lr * wd
+        if _fused.usable(f.grad) and not maximize and (wd == 0 or decoupled):  # the loops serve the group
+            # each parameter in one pass of the compiled loop on its own gradient (no gather, no write-back)
+            mxs = f.views["max_exp_avg_sq"] if amsgrad else [None] * len(f.params)
+            for p, m, v, mx, t in zip(f.params, f.views["exp_avg"], f.views["exp_avg_sq"], mxs, f.tmp_views):
+                adam_step_(xp, p._data, p._grad._data, m, v, mx, beta1, beta2, bc2_sqrt, eps, step_size, t, t)
+                p._vbox[0] += 1
+            return True
+        g = f.gather(xp)
+        if maximize:
+            xp.negative(g, out=g)
+        if wd != 0 and not decoupled:  # g + x * wd, each product rounded before the sum as in weight_decay_
+            for p, t, gv in zip(f.params, f.tmp_views, f.grad_views):
+                xp.multiply(p._data, wd, out=t)
+                gv += t
+        adam_direction_(xp, f.bufs["exp_avg"], f.bufs["exp_avg_sq"], f.bufs.get("max_exp_avg_sq"), g, beta1, beta2,
+                        bc2_sqrt, eps, f.tmp, f.tmp)
         f.scatter(f.tmp_views, -step_size)
         return True
 

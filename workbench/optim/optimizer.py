@@ -349,8 +349,10 @@ class _Flat:
     named by ``keys`` are views into one array per key (``bufs``), so an update rule runs as a few
     calls over all parameters instead of a few per parameter: on the digits MLP the per-call overhead
     was most of an Adam step. The parameters keep their own arrays (anything holding one, a NumPy view
-    or a module's state dict, stays live); the update is written back into each (``scatter``). The
-    state stays PyTorch's: ``optimizer.state[p][key]`` is a tensor shaped like ``p``.
+    or a module's state dict, stays live); the update is written back into each (``scatter``). Where the
+    compiled loops serve the group (``fused.adam_step``, ``sgd_step``), Adam and SGD skip the gather and the
+    write-back: each parameter is one pass on its own gradient and its views of ``bufs``. The state stays
+    PyTorch's: ``optimizer.state[p][key]`` is a tensor shaped like ``p``.
     """
 
     __slots__ = ("group", "params", "datas", "views", "bufs", "grad", "tmp", "tmp_views", "grad_views", "fresh")

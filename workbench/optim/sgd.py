@@ -1,8 +1,9 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov, weight decay and maximize."""
 from .. import _backend
-from .._backend import blas
+from .._backend import fused as _fused
 from ..tensor import Tensor
 from .flags import check_flags
+from ._functional import momentum_, sgd_step_, sgd_update_
 from .optimizer import Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scratch
 
 
@@ -51,26 +52,15 @@ class SGD(Optimizer):
                 if mom != 0:
                     st = self.state[p]
                     buf = st.get("momentum_buffer")
-                    if buf is None:
-                        b = xp.array(g, copy=True)
-                        st["momentum_buffer"] = Tensor._make(b.view(p._data.dtype) if p.is_complex() else b)
-                    else:
-                        b = _real(buf._data)
-                        b *= mom
-                        if damp == 0:  # g * 1.0 is g exactly: one pass less
-                            b += g
-                        else:
-                            xp.multiply(g, 1 - damp, out=t1)
-                            b += t1
-                    if nesterov:
-                        xp.multiply(b, mom, out=t1)
-                        t1 += g
-                        g = t1
-                    else:
-                        g = b
-                if not blas.axpy(-lr, g, x):  # one pass where NumPy's BLAS can; else scale, then subtract
-                    xp.multiply(g, lr, out=t1)
-                    x -= t1
+                    if buf is not None:
+                        sgd_step_(xp, x, g, _real(buf._data), lr, mom, damp, nesterov, t1,
+                                  loop=x.size >= _fused.MIN_SIZE)
+                        p._vbox[0] += 1
+                        continue
+                    b = xp.array(g, copy=True)  # first step: the buffer is the gradient
+                    st["momentum_buffer"] = Tensor._make(b.view(p._data.dtype) if p.is_complex() else b)
+                    g = xp.add(xp.multiply(b, mom, out=t1), g, out=t1) if nesterov else b
+                sgd_update_(xp, x, g, lr, t1)
                 p._vbox[0] += 1
         return loss
 
@@ -79,6 +69,12 @@ class SGD(Optimizer):
         """The momentum loop above over all of a group's parameters at once (``_Flat``): the same
         operations in the same order, so the results are the per-parameter loop's bit for bit."""
         xp = _backend.xp_of(f.grad)
+        if not f.fresh and _fused.usable(f.grad) and not maximize and wd == 0:  # the loops serve the group
+            # each parameter in one pass of the compiled loop on its own gradient (no gather, no write-back)
+            for p, b, t in zip(f.params, f.views["momentum_buffer"], f.tmp_views):
+                sgd_step_(xp, p._data, p._grad._data, b, lr, mom, damp, nesterov, t)
+                p._vbox[0] += 1
+            return
         g = f.gather(xp)
         if maximize:
             xp.negative(g, out=g)
@@ -89,16 +85,8 @@ class SGD(Optimizer):
         b = f.bufs["momentum_buffer"]
         if f.fresh:  # first step: the buffer is the gradient
             xp.copyto(b, g)
+            if nesterov:
+                xp.add(xp.multiply(b, mom, out=f.tmp), g, out=f.tmp)
         else:
-            b *= mom
-            if damp == 0:
-                b += g
-            else:
-                xp.multiply(g, 1 - damp, out=f.tmp)
-                b += f.tmp
-        if nesterov:
-            xp.multiply(b, mom, out=f.tmp)
-            f.tmp += g
-            f.scatter(f.tmp_views, -lr)
-        else:
-            f.scatter(f.views["momentum_buffer"], -lr)
+            momentum_(xp, b, g, mom, damp, nesterov, f.tmp)
+        f.scatter(f.tmp_views if nesterov else f.views["momentum_buffer"], -lr)

@@ -23,6 +23,7 @@ native_layer_norm, native_norm     5 * numel(out), + 2 * numel(out) with an affi
 reductions (sum, mean, amax, ...)  numel(input) * factor: 1; var/std 3, logsumexp 3, norm 2
 cross_entropy                      6 * numel(input)  (log_softmax 5, the pick and mean 1)
 mse_loss                           3 * numel(input)  (subtract, square, sum)
+linalg_vecdot                      2 * numel(input)  (a multiply-add per element)
 views, copies, cat/stack, index,   0: they move data and compute nothing (scatter_add/index_add count
 padding, flips, embedding          numel(source): one add per element)
 linear algebra (square n x n,      inv 2n^3, det/slogdet/lu 2n^3/3, solve 2n^3/3 + 2n^2 * nrhs,
@@ -141,6 +142,7 @@ RULES = {
     "scaled_dot_product_attention": _attention,
     "native_layer_norm": _norm, "native_norm": _norm,
     "cross_entropy": _scale_input(6), "mse_loss": _scale_input(3), "linalg_vector_norm": _scale_input(2),
+    "linalg_vecdot": _scale_input(2),
     "scatter_add": _source_adds, "index_add": _source_adds,
     "linalg_inv": _square(lambda m, i, s: 2 * m ** 3), "linalg_det": _square(lambda m, i, s: 2 * m ** 3 / 3),
     "linalg_slogdet": _square(lambda m, i, s: 2 * m ** 3 / 3), "linalg_lu": _square(lambda m, i, s: 2 * m ** 3 / 3),

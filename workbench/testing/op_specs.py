@@ -2,8 +2,9 @@
 
 A family registers its ops with ``spec(...)`` in ``workbench/testing/specs/<family>.py``;
 ``tests/ops/test_op_specs.py`` runs every spec on every backend (numpy, the fake cupy, real CuPy on a
-GPU): forward against the reference, float64 gradcheck, gradgradcheck, non-contiguous inputs, and
-(where the op is part of PyTorch's contract) against PyTorch CPU.
+GPU): forward against the reference, float64 gradcheck, gradgradcheck, non-contiguous inputs (forward values,
+gradients against the contiguous ones, gradcheck), and (where the op is part of PyTorch's contract) against
+PyTorch CPU.
 
 A check that does not apply is switched off with the reason why (``no_ref``, ``no_grad``,
 ``no_gradgrad``, ``no_torch`` on the spec, ``values_only`` on a sample): the suite skips with that
@@ -71,13 +72,13 @@ class OpSpec:
         return not (self.no_grad or self.no_gradgrad)
 
     def skip_reason(self, check, sample):
-        """Why ``check`` ("forward", "noncontiguous", "gradcheck", "gradgradcheck", "torch") does not run on
-        ``sample`` (an empty string when it runs)."""
+        """Why ``check`` ("forward", "noncontiguous", "noncontiguous_backward", "noncontiguous_gradcheck",
+        "gradcheck", "gradgradcheck", "torch") does not run on ``sample`` (an empty string when it runs)."""
         if check == "forward":
             return self.no_ref
         if check == "torch":
             return self.no_torch
-        if check in ("gradcheck", "gradgradcheck"):
+        if check in ("gradcheck", "gradgradcheck", "noncontiguous_backward", "noncontiguous_gradcheck"):
             why = self.no_grad or sample.values_only
             return why or (self.no_gradgrad if check == "gradgradcheck" else "")
         if check == "noncontiguous":

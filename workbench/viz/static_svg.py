@@ -2,13 +2,14 @@
 
 It is the ``text/html`` of every snapshot bundle, what VS Code, Colab, nbviewer and GitHub show, and
 ``snapshot.save("tape.svg")``. Layout: nodes (or collapsed module boxes) are ranked by longest path
-in forward order, ordered within a rank by a few barycenter sweeps, and drawn top (inputs) to bottom
-(the loss). Beyond ``budget`` drawn boxes, module scopes collapse level by level into one box each;
+in forward order, module scopes as nested blocks of ranks (so their dashed boxes nest and never
+overlap), each node placed under the mean of its inputs, and drawn top (inputs) to bottom (the loss). Beyond ``budget`` drawn boxes, module scopes collapse level by level into one box each;
 what still does not fit is cut off with an "N more nodes" note, so the drawing stays bounded. Colours
 are ``currentColor`` plus a neutral palette that reads on light and dark themes; every user string is
 XML-escaped. A snapshot with an ``overlay`` has its boxes coloured by that measure (a collapsed box by
 its nodes' aggregate), a legend under the title and, in the HTML form, a top-N table under the drawing.
 """
+import hashlib
 from html import escape
 
 from . import measures
@@ -69,8 +70,8 @@ def _bad(summary):
 
 
 class _Unit:
-    __slots__ = ("key", "label", "sub", "kind", "members", "index", "rank", "order", "x", "y", "w", "nan", "inf",
-                 "cut", "tip", "value", "added", "removed")
+    __slots__ = ("key", "label", "sub", "kind", "members", "index", "rank", "x", "y", "w", "nan", "inf",
+                 "cut", "tip", "value", "added", "removed", "badges", "parent", "r0", "h", "rx")
 
     def __init__(self, key, index):
         self.key = key
@@ -110,18 +111,24 @@ def _choose_units(nodes, budget):
     return lambda n: _unit_key(n, best, True), True
 
 
-def layout(snap, budget=60, sweeps=4, top=22):
-    """Units (nodes or collapsed boxes) with rank/x/y, the unit edges, and how many nodes were left out.
+def layout(snap, budget=60, top=22):
+    """Units (nodes or collapsed boxes) with rank/x/y, the unit edges, how many nodes were left out, and the
+    dashed boxes of the module scopes (``(label, x0, y0, x1, y1)``, outer before inner).
+
+    Module scopes are laid out as nested blocks (a compound layered layout): a scope's nodes are ranked
+    among themselves, and a scope takes a band of consecutive ranks in its parent, so sibling scopes stack
+    or sit side by side and never overlap, and a scope's box holds its own nodes only.
 
     >>> snap = {"nodes": [{"id": "a", "kind": "leaf", "scope": "", "group": None, "op": "", "name": "a",
     ...   "shape": [], "dtype": "float32", "value": None, "grad": None, "cut": None, "site": None}], "edges": [], "modules": []}
-    >>> units, edges, hidden = layout(snap)
-    >>> (len(units), hidden)
-    (1, 0)
+    >>> units, edges, hidden, boxes = layout(snap)
+    >>> (len(units), hidden, boxes)
+    (1, 0, [])
     """
     nodes = snap["nodes"]
     key_of, collapsed = _choose_units(nodes, budget)
     types = {m["path"]: m["type"] for m in snap.get("modules", ())}
+    noted = {n.get("node") for n in snap.get("notes") or ()}
     units = {}
     owner = {}
     for i, n in enumerate(nodes):
@@ -139,10 +146,9 @@ def layout(snap, budget=60, sweeps=4, top=22):
         ordered = keep
     drawn = {id(u) for u in ordered}
     for u in ordered:
-        _describe(u, types)
+        _describe(u, types, noted)
     # unit edges, first shape label wins; edges to hidden units are dropped
     edges = {}
-    preds = {id(u): [] for u in ordered}
     for e in snap["edges"]:
         a, b = owner.get(e["source"]), owner.get(e["target"])
         if a is None or b is None or a is b or id(a) not in drawn or id(b) not in drawn:
@@ -150,76 +156,240 @@ def layout(snap, budget=60, sweeps=4, top=22):
         k = (id(a), id(b))
         if k not in edges:  # scalars carry no edge label, as in the viewer
             edges[k] = (a, b, _shape(e["shape"]) if e["shape"] else "")
-            preds[id(b)].append(a)
-    # longest-path ranks in forward order (back edges of collapsed cycles are ignored)
-    for u in ordered:
-        r = 0
-        for p in preds[id(u)]:
-            if p.index < u.index and p.rank + 1 > r:
-                r = p.rank + 1
-        u.rank = r
-    succs = {id(u): [] for u in ordered}
-    for a, b, _ in edges.values():
-        succs[id(a)].append(b)
-    for u in reversed(ordered):  # then as late as possible: leaves and weights sit just above their consumer
-        later = [s.rank for s in succs[id(u)] if s.index > u.index]
-        if later:
-            u.rank = max(u.rank, min(later) - 1)
-    # an edge over several ranks runs through a thin virtual unit on each rank between, so ordering
-    # and spacing leave it a lane of its own instead of drawing it across the nodes it passes
+    root = _scope_tree(ordered, types, collapsed)
+    for a, b, _label in edges.values():
+        level, pa, pb = _split(a, b)
+        level.pairs.append((pa, pb))
+    _rank(root)
+    _place_ranks(root, 0)
+    # an edge over several ranks runs through a thin virtual unit on each rank between, held by the scope
+    # it passes through there, so placement leaves it a lane of its own instead of drawing it across nodes
     via = {}
-    virtual = []
+    segments = []
     for k, (a, b, _label) in edges.items():
-        if b.rank - a.rank < 2:
-            continue
-        chain, prev = [], a
-        for r in range(a.rank + 1, b.rank):
-            v = _Unit(None, a.index)
-            v.kind, v.w, v.rank, v.label, v.sub = "virtual", VIRTUAL_W, r, "", ""
-            preds[id(v)], succs[id(v)] = [prev], []
-            succs[id(prev)].append(v)
-            chain.append(v)
-            prev = v
-        preds[id(b)].append(prev)
-        succs[id(prev)].append(b)
-        preds[id(b)].remove(a)
-        succs[id(a)].remove(b)
+        chain = [_lane(a, b, r) for r in range(a.rank + 1, b.rank)]
         via[k] = chain
-        virtual += chain
-    ranks = {}
-    for u in ordered + virtual:
-        ranks.setdefault(u.rank, []).append(u)
-    levels = [ranks[r] for r in sorted(ranks)]
-    for lvl in levels:
-        for i, u in enumerate(lvl):
-            u.order = i
-    for s in range(sweeps):
-        seq = levels[1:] if s % 2 == 0 else levels[-2::-1]
-        nbrs = preds if s % 2 == 0 else succs
-        for lvl in seq:
-            def bary(u):
-                ns = nbrs[id(u)]
-                return sum(n.order for n in ns) / len(ns) if ns else u.order
+        path = [a] + chain + [b]
+        segments += zip(path, path[1:])
+    for p, q in segments:
+        level, pp, qq = _split(p, q)
+        level.segs.append((pp, p, qq, q))
+    _place(root)
+    ys = _rank_ys(root, PAD + top)
+    boxes = []
+    _absolute(root, PAD, ys, boxes)
+    return ordered, [(a, b, label, via[k]) for k, (a, b, label) in edges.items()], hidden, boxes
 
-            lvl.sort(key=bary)
-            for i, u in enumerate(lvl):
-                u.order = i
-    for lvl in levels:  # the virtual lanes' order is settled by the sweeps above; keep the units stable
-        lvl.sort(key=lambda u: u.order)
-    widths = []
-    for lvl in levels:
-        x = 0.0
-        for u in lvl:
-            u.x = x
-            x += u.w + NODE_GAP
-        widths.append(x - NODE_GAP)
-    total_w = max(widths, default=0)
-    for r, lvl in enumerate(levels):
-        off = (total_w - widths[r]) / 2 + PAD
-        for u in lvl:
-            u.x += off
-            u.y = PAD + top + r * (NODE_H + RANK_GAP)
-    return ordered, [(a, b, label, via.get(k, ())) for k, (a, b, label) in edges.items()], hidden
+
+GPAD = 8  # a scope box's margin around its content
+SCOPE_CHAR_W = 5.4  # its 9 px label
+NEST_TOP, NEST_BOTTOM = 12, 6  # the extra margin of a box around a box that starts (ends) on its row
+
+
+class _Group:
+    __slots__ = ("path", "label", "parent", "items", "index", "pairs", "segs", "r0", "h", "rx", "w", "k_top",
+                 "k_bottom", "r0_abs")
+
+    def __init__(self, path, label, parent, index):
+        self.path, self.label, self.parent, self.index = path, label, parent, index
+        self.items, self.pairs, self.segs = [], [], []
+        self.r0, self.h, self.rx, self.w = 0, 1, 0.0, 0.0
+
+
+def _scope_tree(units, types, collapsed):
+    """The module scopes of the drawn nodes as a tree of ``_Group``; collapsed boxes stay at the top."""
+    root = _Group("", "", None, 0)
+    groups = {"": root}
+    for u in units:
+        g = root
+        scope = u.members[0]["scope"] if len(u.members) == 1 and u.kind not in ("module", "group") else ""
+        if scope and not collapsed:
+            parts = scope.split(".")
+            for i in range(1, len(parts) + 1):
+                path = ".".join(parts[:i])
+                child = groups.get(path)
+                if child is None:
+                    label = f"{path} ({types[path]})" if path in types else path
+                    child = groups[path] = _Group(path, label, g, u.index)
+                    g.items.append(child)
+                g = child
+        g.items.append(u)
+        u.parent = g
+    return root
+
+
+def _chain(x):
+    """``x`` and its scopes, innermost first."""
+    out = [x]
+    while x.parent is not None:
+        x = x.parent
+        out.append(x)
+    return out
+
+
+def _split(a, b):
+    """The innermost scope holding both ``a`` and ``b``, and its items that hold ``a`` and ``b``."""
+    ca, cb = _chain(a)[::-1], _chain(b)[::-1]
+    i = 0
+    while i + 1 < len(ca) and i + 1 < len(cb) and ca[i + 1] is cb[i + 1]:
+        i += 1
+    return ca[i], ca[i + 1], cb[i + 1]
+
+
+def _rank(g):
+    """Ranks within each scope, inner scopes first: longest path in forward order over the scope's items
+    (a nested scope counts as one item ``h`` ranks tall), then each item as late as its consumers allow
+    (leaves and weights sit just above their consumer). Back edges of collapsed cycles are ignored."""
+    for c in g.items:
+        if isinstance(c, _Group):
+            _rank(c)
+        else:
+            c.r0, c.h = 0, 1
+    preds, succs = {id(c): [] for c in g.items}, {id(c): [] for c in g.items}
+    for a, b in g.pairs:
+        if a.index < b.index:
+            preds[id(b)].append(a)
+            succs[id(a)].append(b)
+    items = sorted(g.items, key=lambda c: c.index)
+    for c in items:
+        c.r0 = max((p.r0 + p.h for p in preds[id(c)]), default=0)
+    for c in reversed(items):
+        later = [s.r0 for s in succs[id(c)]]
+        if later:
+            c.r0 = max(c.r0, min(later) - c.h)
+    g.h = max((c.r0 + c.h for c in items), default=1)
+    if g.parent is not None:  # its box's margins, wider around a box that starts or ends on the same row
+        inner = [c for c in g.items if isinstance(c, _Group)]
+        g.k_top = max((c.k_top + 1 for c in inner if c.r0 == 0), default=0)
+        g.k_bottom = max((c.k_bottom + 1 for c in inner if c.r0 + c.h == g.h), default=0)
+
+
+def _place_ranks(g, base):
+    for c in g.items:
+        if isinstance(c, _Group):
+            _place_ranks(c, base + c.r0)
+        else:
+            c.rank = base + c.r0
+    g.r0_abs = base
+
+
+def _lane(a, b, r):
+    """The virtual unit of edge ``a`` -> ``b`` on rank ``r``, in the innermost scope the edge is in there."""
+    level, pa, pb = _split(a, b)
+    holder = level
+    if isinstance(pa, _Group) and r <= pa.r0_abs + pa.h - 1:  # still inside a's scopes: the innermost that ends below r
+        holder = next(s for s in _chain(a)[1:] if r <= s.r0_abs + s.h - 1)
+    elif isinstance(pb, _Group) and r >= pb.r0_abs:  # already inside b's: the innermost that starts above r
+        holder = next(s for s in _chain(b)[1:] if r >= s.r0_abs)
+    v = _Unit(None, a.index)
+    v.kind, v.w, v.rank, v.label, v.sub = "virtual", VIRTUAL_W, r, "", ""
+    v.parent, v.r0, v.h = holder, r - holder.r0_abs, 1
+    holder.items.append(v)
+    return v
+
+
+def _offset(item, x):
+    """Where unit ``x`` (inside ``item``) starts, from ``item``'s left edge."""
+    pos = 0.0
+    while x is not item:
+        pos += x.rx
+        x = x.parent
+        pos += GPAD
+    return pos
+
+
+def _place(g):
+    """x of each item in its scope, inner scopes first. Items fed from inside the scope go rank by rank
+    under the mean of the ends of their placed inputs; then those fed from outside it (weights, inputs,
+    the lanes of edges coming in) go, from the bottom rank up, above the mean of their consumers. Each is
+    moved aside as little as the items it would overlap on any of its ranks require."""
+    for c in g.items:
+        if isinstance(c, _Group):
+            _place(c)
+    into, out = {}, {}
+    for p_item, p, c_item, c in g.segs:
+        into.setdefault(id(c_item), []).append((p_item, p, c))
+        out.setdefault(id(p_item), []).append((c_item, c, p))
+    taken = {}  # rank -> [(x0, x1)]
+    done = set()
+
+    def put(batch, ends_of):
+        wants = []
+        for c in batch:
+            ends = [e for e in ends_of(c) if e is not None]
+            wants.append((sum(ends) / len(ends) if ends else None, c))
+        # a lane first, so that an edge runs straight where it can and the nodes move aside
+        wants.sort(key=lambda t: (t[0] is None, getattr(t[1], "kind", "") != "virtual", t[0] or 0.0, t[1].index))
+        for want, c in wants:
+            spans = [iv for k in range(c.r0, c.r0 + c.h) for iv in taken.get(k, ())]
+            if want is None:
+                want = max((x1 + NODE_GAP for _, x1 in spans), default=0.0)
+            c.rx = min((x for x in [want] + [x1 + NODE_GAP for _, x1 in spans] + [x0 - NODE_GAP - c.w for x0, _ in spans]
+                        if all(x + c.w + NODE_GAP <= x0 or x1 + NODE_GAP <= x for x0, x1 in spans)),
+                       key=lambda x: abs(x - want))
+            for k in range(c.r0, c.r0 + c.h):
+                taken.setdefault(k, []).append((c.rx, c.rx + c.w))
+            done.add(id(c))
+
+    def below(c):  # where the ends of c's placed inputs put it
+        return [p_item.rx + _offset(p_item, p) + p.w / 2 - _offset(c, q) - q.w / 2 if id(p_item) in done else None
+                for p_item, p, q in into[id(c)]]
+
+    def above(c):  # where its placed consumers put it
+        return [s_item.rx + _offset(s_item, q) + q.w / 2 - _offset(c, p) - p.w / 2 if id(s_item) in done else None
+                for s_item, q, p in out.get(id(c), ())]
+
+    fed, sources = {}, {}
+    for c in g.items:
+        (fed if id(c) in into else sources).setdefault(c.r0, []).append(c)
+    for r in sorted(fed):
+        put(fed[r], below)
+    for r in sorted(sources, reverse=True):
+        put(sources[r], above)
+    left = min((c.rx for c in g.items), default=0.0)
+    for c in g.items:
+        c.rx -= left
+    inner = max((c.rx + c.w for c in g.items), default=0.0)
+    if g.parent is None:
+        g.w = inner
+        return
+    # room for the label on one side of the middle, where an edge into a one-node box runs; content centred
+    g.w = max(inner + 2 * GPAD, 2 * (SCOPE_CHAR_W * len(g.label) + 10))
+    for c in g.items:
+        c.rx += (g.w - 2 * GPAD - inner) / 2
+
+
+def _rank_ys(root, y0):
+    """The y of each rank: RANK_GAP apart, more above (below) a row where nested boxes start (end)."""
+    above, below = {}, {}
+
+    def walk(g):
+        for c in g.items:
+            if isinstance(c, _Group):
+                r0, r1 = c.r0_abs, c.r0_abs + c.h - 1
+                above[r0] = max(above.get(r0, 0), c.k_top)
+                below[r1] = max(below.get(r1, 0), c.k_bottom)
+                walk(c)
+    walk(root)
+    ys, y = [], y0 + NEST_TOP * above.get(0, 0)
+    for r in range(root.h):
+        ys.append(y)
+        y += NODE_H + RANK_GAP + NEST_TOP * above.get(r + 1, 0) + NEST_BOTTOM * below.get(r, 0)
+    return ys
+
+
+def _absolute(g, x, ys, boxes):
+    """Page coordinates of every unit, and the scope boxes (outer before inner)."""
+    if g.parent is not None:
+        r1 = g.r0_abs + g.h - 1
+        boxes.append((g.label, x, ys[g.r0_abs] - 14 - NEST_TOP * g.k_top, x + g.w,
+                      ys[r1] + NODE_H + 6 + NEST_BOTTOM * g.k_bottom))
+        x += GPAD
+    for c in g.items:
+        if isinstance(c, _Group):
+            _absolute(c, x + c.rx, ys, boxes)
+        else:
+            c.x, c.y = x + c.rx, ys[c.rank]
 
 
 def compare_counts(cmp):
@@ -228,7 +398,7 @@ def compare_counts(cmp):
     return f"{c['added']} added, {c['removed']} removed, {c['changed']} changed by > {cmp['factor']:g}×"
 
 
-def _describe(u, types):
+def _describe(u, types, noted):
     m = u.members
     u.added = sum(n.get("diff") == "added" for n in m)
     u.removed = sum(n.get("diff") == "removed" for n in m)
@@ -273,24 +443,30 @@ def _describe(u, types):
             if n["cut"] and u.cut is None:
                 u.cut = n["cut"]
         u.tip = f"{u.label}: {len(m)} nodes collapsed"
-    u.w = max(70.0, CHAR_W * max(len(u.label), len(u.sub)) + 20)
+    # the badges sit on the top edge, right of its middle where the incoming arrows end: a box is
+    # wide enough to hold them there
+    only = len(m) == 1 and not u.key.startswith(("m:", "g:"))
+    badges = [("⚑ origin", NAN_COLOR)] if any(n["id"] in noted for n in m) else []
+    if u.nan:
+        badges.append(("NaN", NAN_COLOR))
+    if u.inf:
+        badges.append(("Inf", INF_COLOR))
+    if u.cut:
+        badges.append(("✂ " + u.cut["reason"], None))
+    if u.added:
+        badges.append(("+ added" if only else f"+{u.added}", ADDED_COLOR))
+    if u.removed:
+        badges.append(("− removed" if only else f"−{u.removed}", None))
+    u.badges = badges
+    u.w = max(70.0, CHAR_W * max(len(u.label), len(u.sub)) + 20,
+              2 * (sum(_badge_w(t) + 3 for t, _ in badges) + BADGE_CLEAR))
 
 
-def _scope_boxes(units, snap):
-    # each innermost module scope of the drawn (uncollapsed) nodes gets a dashed box around its nodes
-    types = {m["path"]: m["type"] for m in snap.get("modules", ())}
-    boxes = {}
-    for u in units:
-        if u.kind in ("module", "group") or len(u.members) != 1:
-            continue
-        scope = u.members[0]["scope"]
-        if not scope:
-            continue
-        label = f"{scope} ({types[scope]})" if scope in types else scope
-        b = boxes.get(label)
-        x0, y0, x1, y1 = u.x - 6, u.y - 14, u.x + u.w + 6, u.y + NODE_H + 6
-        boxes[label] = (x0, y0, x1, y1) if b is None else (min(b[0], x0), min(b[1], y0), max(b[2], x1), max(b[3], y1))
-    return boxes
+BADGE_CLEAR = 10  # between the top edge's middle (where arrows end) and the first badge
+
+
+def _badge_w(text):
+    return CHAR_W * len(text) + 6
 
 
 def _bezier(x1, y1, x2, y2, t):
@@ -298,6 +474,17 @@ def _bezier(x1, y1, x2, y2, t):
     c = 1 - t
     return (c ** 3 * x1 + 3 * c * c * t * x1 + 3 * c * t * t * x2 + t ** 3 * x2,
             c ** 3 * y1 + 3 * c * c * t * my + 3 * c * t * t * my + t ** 3 * y2)
+
+
+def _pieces(a, b, lanes):
+    """An edge as its curves (x1, y1, x2, y2), each leaving and arriving vertically: bottom of ``a`` to the
+    top of its first lane, then through each lane (a straight run down it) to the next, to the top of ``b``."""
+    stops = [a] + list(lanes) + [b]
+    return [(p.x + p.w / 2, p.y + NODE_H, q.x + q.w / 2, q.y - (1 if q is b else 0)) for p, q in zip(stops, stops[1:])]
+
+
+def _sample(piece, n=16):
+    return [_bezier(*piece, k / n) for k in range(n + 1)]
 
 
 def _overlaps(box, boxes):
@@ -309,7 +496,7 @@ def text_boxes(units):
     """The boxes (x0, y0, x1, y1) that node texts and badges take, for placing edge labels around them."""
     boxes = []
     for u in units:
-        boxes.append((u.x, u.y - 8, u.x + u.w, u.y + NODE_H))
+        boxes.append((u.x, u.y - 14, u.x + u.w, u.y + NODE_H))
     return boxes
 
 
@@ -332,16 +519,16 @@ def render_svg(snap, budget=60, standalone=False):
     notes_h = 15 * len(note_lines) + 10 if note_lines else 0
     key = snap.get("overlay")
     m = measures.measure(snap, key) if key in measures.known(snap) else None
-    units, edges, hidden = layout(snap, budget, top=22 + notes_h + (LEGEND_H if m else 0))
+    units, edges, hidden, boxes = layout(snap, budget, top=22 + notes_h + (LEGEND_H if m else 0))
     sc = None
     if m is not None:
         for u in units:
             u.value = measures.aggregate(m, [n["id"] for n in u.members])
         sc = measures.Scale(m.scale, [u.value for u in units])
         legend, legend_w = _legend(m, sc, len(units), PAD, PAD + 12 + notes_h)
-    width = max([u.x + u.w for u in units] + [PAD + CHAR_W * max([len(t) for _, t in note_lines], default=0)]
+    width = max([u.x + u.w for u in units] + [b[3] for b in boxes] + [PAD + CHAR_W * max([len(t) for _, t in note_lines], default=0)]
                 + ([PAD + legend_w] if m else []), default=200) + PAD
-    height = max([u.y + NODE_H for u in units], default=40) + PAD + (18 if hidden else 0)
+    height = max([u.y + NODE_H for u in units] + [b[4] for b in boxes], default=40) + PAD + (18 if hidden else 0)
     label = _x(snap.get("title", "tape"))
     # the header (title, notes, legend) above the drawing's top row: the HTML form keeps it out of the scroll box
     cut = PAD + 22 + notes_h + (LEGEND_H if m else 0) - 15
@@ -356,28 +543,33 @@ def render_svg(snap, budget=60, standalone=False):
     out = ['<defs><marker id="wb-arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" '
            'orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="currentColor" fill-opacity="0.55"/>'
            '</marker></defs>']
-    for path, (x0, y0, x1, y1) in _scope_boxes(units, snap).items():
+    pieces = [_pieces(a, b, lanes) for a, b, _label, lanes in edges]
+    points = [p for ps in pieces for piece in ps for p in _sample(piece)]
+    taken = text_boxes(units)
+    for path, x0, y0, x1, y1 in boxes:
+        # the label in the box's top margin, where no edge runs through it (an edge into the box mostly)
+        lw = SCOPE_CHAR_W * len(path)
+        spots = [x0 + 4, x1 - 4 - lw] + sorted(px + 5 for px, py in points if y0 <= py <= y0 + 13 and x0 < px < x1)
+        free = [lx for lx in spots if lx + lw <= x1 - 2 and not any(lx - 2 <= px <= lx + lw + 2 and y0 <= py <= y0 + 13
+                                                                      for px, py in points)]
+        lx = free[0] if free else x0 + 4
+        taken.append((lx, y0 + 1, lx + lw, y0 + 12))
         out.append(f'<g class="wb-scope"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
                    f'rx="8" fill="{FILL["module"]}" fill-opacity="0.5" stroke="currentColor" stroke-opacity="0.25" '
-                   f'stroke-dasharray="4 3"/><text x="{x0 + 4:.1f}" y="{y0 + 10:.1f}" font-size="9" '
+                   f'stroke-dasharray="4 3"/><text x="{lx:.1f}" y="{y0 + 10:.1f}" font-size="9" '
                    f'fill="currentColor" fill-opacity="0.72">{_x(path)}</text></g>')
-    taken = text_boxes(units)
-    for a, b, label, lanes in edges:
-        x1, y1 = a.x + a.w / 2, a.y + NODE_H
-        first = lanes[0] if lanes else b
-        x2, y2 = first.x + first.w / 2, first.y
-        my = (y1 + y2) / 2
-        d = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{my:.1f} {x2:.1f},{my:.1f} {x2:.1f},{y2 - (0 if lanes else 1):.1f}"
-        for v, nxt in zip(lanes, list(lanes[1:]) + [b]):
-            vx, vy = v.x + v.w / 2, v.y + NODE_H
-            nx, ny = nxt.x + nxt.w / 2, nxt.y
-            ym = (vy + ny) / 2
-            d += f" L{vx:.1f},{vy:.1f} C{vx:.1f},{ym:.1f} {nx:.1f},{ym:.1f} {nx:.1f},{ny - (1 if nxt is b else 0):.1f}"
+    for (a, b, label, lanes), ps in zip(edges, pieces):
+        d = f"M{ps[0][0]:.1f},{ps[0][1]:.1f}"
+        for k, (px1, py1, px2, py2) in enumerate(ps):
+            if k:
+                d += f" L{px1:.1f},{py1:.1f}"
+            pm = (py1 + py2) / 2
+            d += f" C{px1:.1f},{pm:.1f} {px2:.1f},{pm:.1f} {px2:.1f},{py2:.1f}"
         spot = None
         if label:
             lw = len(label) * EDGE_CHAR_W
             for t in (0.5, 0.35, 0.65, 0.2, 0.8):
-                px, py = _bezier(x1, y1, x2, y2, t)
+                px, py = _bezier(*ps[0], t)
                 box = (px + 3, py - 7, px + 3 + lw, py + 4)
                 if not _overlaps(box, taken):
                     spot = box
@@ -390,6 +582,11 @@ def render_svg(snap, budget=60, standalone=False):
             out.append(f'<text class="wb-edge-label" x="{spot[0]:.1f}" y="{spot[3] - 1:.1f}" font-size="9" '
                        f'fill="currentColor" fill-opacity="0.72">{_x(label)}</text>')
     noted = {n.get("node") for n in notes}
+    roots = set(snap.get("roots", ()))
+    # what matters gets an id, and a tall drawing a "jump to" line of links to them (no script needed)
+    token = hashlib.sha1("\0".join([snap.get("title", "")] + [n["id"] for n in snap["nodes"]]).encode()).hexdigest()[:8]
+    jumps = _jump_targets(units, noted, roots)
+    anchor = {id(u): f"wb-{token}-{k}" for k, (u, _) in enumerate(jumps)}
     for u in units:
         origin = any(m["id"] in noted for m in u.members)  # where the note says the NaN started
         bad = u.nan or u.inf or origin
@@ -408,7 +605,8 @@ def render_svg(snap, budget=60, standalone=False):
         diff = " wb-added" if added else " wb-removed" if removed else ""
         diff += " wb-na" if dim < 1 else ""
         fade = ' opacity="0.7"' if removed else ""
-        out.append(f'<g class="wb-{_x(u.kind)}{diff}"{fade}><title>{_x(tip)}</title>'
+        gid = f' id="{anchor[id(u)]}"' if id(u) in anchor else ""
+        out.append(f'<g{gid} class="wb-{_x(u.kind)}{diff}"{fade}><title>{_x(tip)}</title>'
                    f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
                    f'fill="{fill}" stroke="{stroke}" stroke-opacity="{1 if bad or added else 0.6}"'
                    f' stroke-width="{3 if origin or added else 2 if bad or removed else 1}"{dash}/>')
@@ -419,26 +617,16 @@ def render_svg(snap, budget=60, standalone=False):
         out.append(f'<text x="{cx:.1f}" y="{u.y + 29:.1f}" text-anchor="middle" font-size="9.5" '
                    f'fill="currentColor" fill-opacity="{0.8 * dim:.2g}">{_x(u.sub)}</text>')
         # a coloured badge is a solid pill with white text; a plain one (cut, removed) an outlined pill
-        badges = [("⚑ origin", NAN_COLOR)] if origin else []
-        if u.nan:
-            badges.append(("NaN", NAN_COLOR))
-        if u.inf:
-            badges.append(("Inf", INF_COLOR))
-        if u.cut:
-            badges.append(("✂ " + u.cut["reason"], None))
-        if u.added:
-            badges.append(("+ added" if only else f"+{u.added}", ADDED_COLOR))
-        if u.removed:
-            badges.append(("− removed" if only else f"−{u.removed}", None))
-        bx = u.x + u.w - 2
-        for text, color in badges:
-            bw = CHAR_W * len(text) + 6
-            bx -= bw
+        bx = cx + BADGE_CLEAR
+        for text, color in u.badges:
+            bw = _badge_w(text)
             pill = f'fill="{color}" stroke="{color}"' if color else 'fill="currentColor" fill-opacity="0.12" stroke="currentColor"'
-            out.append(f'<rect x="{bx:.1f}" y="{u.y - 7:.1f}" width="{bw:.1f}" height="13" rx="3" {pill}/>'
-                       f'<text x="{bx + 3:.1f}" y="{u.y + 3:.1f}" font-size="9" '
+            # a solid pill straddles the box's top edge; a see-through one sits on it, so no line runs through its text
+            y = u.y - 7 if color else u.y - 13
+            out.append(f'<rect class="wb-badge" x="{bx:.1f}" y="{y:.1f}" width="{bw:.1f}" height="13" rx="3" {pill}/>'
+                       f'<text x="{bx + 3:.1f}" y="{y + 10:.1f}" font-size="9" '
                        f'fill="{"white" if color else "currentColor"}">{_x(text)}</text>')
-            bx -= 3
+            bx += bw + 3
         out.append("</g>")
     if hidden:
         out.append(f'<text x="{PAD}" y="{height - PAD / 2:.0f}" fill="currentColor" fill-opacity="0.7">'
@@ -446,16 +634,37 @@ def render_svg(snap, budget=60, standalone=False):
     if standalone:
         return _svg(width, height, f"0 0 {width:.0f} {height:.0f}", label, head + out)
     head_svg = _svg(width, cut, f"0 0 {width:.0f} {cut}", label, head)
-    k, end = first_screen(units, cut, height, noted, set(snap.get("roots", ())))
+    k, end = first_screen(units, cut, height, noted, roots)
     graph = _svg(width * k, (height - cut) * k, f"0 {cut} {width:.0f} {height - cut:.0f}", f"{label}: graph", out,
                  "; flex: none")
     # opened at the end that holds what matters: a column-reverse box starts scrolled to its bottom
     box = f"overflow: auto; max-height: {BOX_H}px; width: fit-content; max-width: 100%"
     if end == "bottom":
         box += "; display: flex; flex-direction: column-reverse; align-items: flex-start"
-    drawing = f'<div class="wb-static-tape">{head_svg}<div class="wb-static-graph" style="{box}">{graph}</div>'
+    links = ""
+    if (BOX_H - 2) / (height - cut) < READABLE_K and jumps:  # it scrolls: each mark one click away
+        # in the page's text colour (underlined), which reads on a light and a dark page alike
+        links = " · ".join(f'<a href="#{anchor[id(u)]}" style="color: inherit">{_x(text)}</a>' for u, text in jumps)
+        links = f'<div class="wb-static-jump" style="font-size: 12px; margin: 0 0 4px 16px">jump to: {links}</div>'
+    drawing = (f'<div class="wb-static-tape">{head_svg}{links}<div class="wb-static-graph" style="{box}">{graph}'
+               '</div>')
     # the table under the scrolling drawing, so it is seen without scrolling it
     return drawing + (_top_table(m, snap, sc) if m is not None else "") + "</div>"
+
+
+def _jump_targets(units, noted, roots, most=12):
+    """The units worth a link, top to bottom, with its words: compare's added and removed nodes, where a
+    NaN started, and the loss."""
+    out = []
+    for u in sorted(units, key=lambda u: (u.y, u.x)):
+        name = u.label.removeprefix("▸ ")
+        if any(n["id"] in noted for n in u.members):
+            out.append((u, f"⚑ origin {name}"))
+        elif u.added or u.removed:
+            out.append((u, " ".join(filter(None, ["+ added" if u.added else "", "− removed" if u.removed else "", name]))))
+        elif any(n["id"] in roots for n in u.members):
+            out.append((u, f"loss {name}"))
+    return out[:most]
 
 
 def _svg(width, height, view, label, parts, style=""):

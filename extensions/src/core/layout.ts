@@ -68,72 +68,148 @@ function withDagre(input: LayoutInput): LayoutResult {
 }
 
 /**
- * Linear-time fallback for huge graphs: longest-path ranks, one barycentre pass to order each rank,
- * straight edges. Clusters become the bounding boxes of their members (they may overlap; at this
- * size the user is expected to search or collapse rather than read every box).
+ * Fallback for huge graphs, near-linear: a compound layered layout. Each cluster's items (its nodes and
+ * child clusters) are ranked among themselves by longest path (sources moved down to just above their
+ * first consumer), a child cluster taking a band of consecutive ranks, so sibling clusters stack or sit
+ * side by side and never overlap, and a cluster's box holds its own members only. Items are placed under
+ * the mean of their inputs' ends (sources above their consumers), right of what their rows already hold;
+ * edges are straight.
  */
 function layered(input: LayoutInput): LayoutResult {
+  const GAP_ACROSS = 24, GAP_ALONG = 48, PAD_X = 8, PAD_TOP = 24, PAD_BOTTOM = 8;
+  interface Item {
+    id: string; node: number; parent: Group | null; index: number; depth: number;
+    r0: number; h: number; rank: number; rx: number; w: number; ht: number;
+  }
+  interface Group extends Item {
+    items: Item[]; pairs: [Item, Item][]; segs: [Item, Item, Item, Item][]; entered: [Item, Item][]; kTop: number; kBottom: number;
+  }
+  const group = (id: string, parent: Group | null): Group => ({
+    id, node: -1, parent, index: Infinity, depth: parent ? parent.depth + 1 : 0, r0: 0, h: 1, rank: 0, rx: 0, w: 0, ht: 0,
+    items: [], pairs: [], segs: [], entered: [], kTop: 0, kBottom: 0 });
+  const root = group("", null);
+  const groups = new Map<string, Group>();
+  for (const c of input.clusters) {  // parent before child
+    const g = group(c.id, c.parent ? groups.get(c.parent) ?? root : root);
+    g.parent!.items.push(g);
+    groups.set(c.id, g);
+  }
+  const units: Item[] = input.nodes.map((n, i) => {
+    const parent = (n.cluster && groups.get(n.cluster)) || root;
+    const u: Item = { id: n.id, node: i, parent, index: i, depth: parent.depth + 1, r0: 0, h: 1, rank: 0, rx: 0, w: n.width, ht: n.height };
+    parent.items.push(u);
+    for (let g: Group | null = parent; g && g.index > i; g = g.parent) g.index = i;
+    return u;
+  });
   const index = new Map(input.nodes.map((n, i) => [n.id, i]));
-  const preds: number[][] = input.nodes.map(() => []);
+  // the cluster holding both ends of an edge, and its items that hold each end
+  const split = (a: Item, b: Item): [Group, Item, Item] => {
+    while (a.depth > b.depth) a = a.parent!;
+    while (b.depth > a.depth) b = b.parent!;
+    while (a.parent !== b.parent) { a = a.parent!; b = b.parent!; }
+    return [a.parent!, a, b];
+  };
   for (const e of input.edges) {
     const s = index.get(e.source), t = index.get(e.target);
-    if (s !== undefined && t !== undefined && s !== t) preds[t].push(s);
+    if (s === undefined || t === undefined || s === t) continue;
+    const [g, a, b] = split(units[s], units[t]);
+    g.pairs.push([a, b]);
+    g.segs.push([a, units[s], b, units[t]]);
+    // each cluster on the way down to the target is entered from above, through the item holding it
+    for (let x: Item = units[t]; x.parent !== g; x = x.parent!) x.parent!.entered.push([x, units[t]]);
   }
-  // Snapshot nodes come in recording order, which is topological for a tape, so one pass suffices;
-  // a back edge (never produced by a tape) is simply ignored.
-  const rank = new Array<number>(input.nodes.length).fill(0);
-  for (let i = 0; i < rank.length; i++) for (const p of preds[i]) if (p < i) rank[i] = Math.max(rank[i], rank[p] + 1);
-  // Sources (parameters, inputs) move down to just above their first consumer instead of all
-  // sitting in rank 0 with edges running the length of the graph.
-  const firstUse = new Array<number>(input.nodes.length).fill(Infinity);
-  for (let i = 0; i < rank.length; i++) for (const p of preds[i]) firstUse[p] = Math.min(firstUse[p], rank[i]);
-  for (let i = 0; i < rank.length; i++) if (!preds[i].length && firstUse[i] !== Infinity) rank[i] = Math.max(0, firstUse[i] - 1);
-  const ranks: number[][] = [];
-  rank.forEach((r, i) => (ranks[r] ??= []).push(i));
-  const pos = new Array<number>(input.nodes.length).fill(0);
+  const isGroup = (x: Item): x is Group => x.node < 0;
+  const postorder: Group[] = [];
+  (function walk(g: Group) { for (const c of g.items) if (isGroup(c)) walk(c); postorder.push(g); })(root);
+  // ranks within each cluster, inner first; a back edge (never produced by a tape) is ignored
+  for (const g of postorder) {
+    const items = [...g.items].sort((x, y) => x.index - y.index);
+    const preds = new Map<Item, Item[]>(), succs = new Map<Item, Item[]>();
+    for (const [a, b] of g.pairs) if (a.index < b.index) {
+      (preds.get(b) ?? preds.set(b, []).get(b)!).push(a);
+      (succs.get(a) ?? succs.set(a, []).get(a)!).push(b);
+    }
+    for (const c of items) c.r0 = (preds.get(c) ?? []).reduce((r, p) => Math.max(r, p.r0 + p.h), 0);
+    for (const c of items) if (!preds.has(c) && succs.has(c)) c.r0 = Math.max(c.r0, succs.get(c)!.reduce((r, x) => Math.min(r, x.r0), Infinity) - c.h);
+    g.h = items.reduce((h, c) => Math.max(h, c.r0 + c.h), 1);
+    for (const c of g.items) if (isGroup(c)) {
+      if (c.r0 === 0) g.kTop = Math.max(g.kTop, c.kTop + 1);
+      if (c.r0 + c.h === g.h) g.kBottom = Math.max(g.kBottom, c.kBottom + 1);
+    }
+  }
+  (function ranks(g: Group, base: number) {
+    g.rank = base;
+    for (const c of g.items) if (isGroup(c)) ranks(c, base + c.r0); else c.rank = base + c.r0;
+  })(root, 0);
+  // where unit x starts, from the left edge of the item holding it
+  const offset = (item: Item, x: Item) => {
+    let pos = 0;
+    for (; x !== item; x = x.parent!) pos += x.rx + PAD_X;
+    return pos;
+  };
+  for (const g of postorder) {
+    const into = new Map<Item, [Item, Item, Item][]>(), out = new Map<Item, [Item, Item, Item][]>();
+    for (const [pi, p, ci, c] of g.segs) {
+      (into.get(ci) ?? into.set(ci, []).get(ci)!).push([pi, p, c]);
+      (out.get(pi) ?? out.set(pi, []).get(pi)!).push([ci, c, p]);
+    }
+    const right = new Array<number>(g.h).fill(-Infinity), done = new Set<Item>();
+    const put = (c: Item, ends: number[]) => {
+      let free = -Infinity;
+      for (let r = c.r0; r < c.r0 + c.h; r++) free = Math.max(free, right[r] + GAP_ACROSS);
+      const want = ends.length ? ends.reduce((a, b) => a + b, 0) / ends.length : free === -Infinity ? 0 : free;
+      c.rx = Math.max(want, free);
+      for (let r = c.r0; r < c.r0 + c.h; r++) right[r] = c.rx + c.w;
+      done.add(c);
+    };
+    const byRank = (xs: Item[]) => xs.sort((x, y) => x.r0 - y.r0 || x.index - y.index);
+    const fed = byRank(g.items.filter((c) => into.has(c))), sources = byRank(g.items.filter((c) => !into.has(c))).reverse();
+    for (const c of fed) put(c, into.get(c)!.filter(([pi]) => done.has(pi)).map(([pi, p, q]) =>
+      pi.rx + offset(pi, p) + p.w / 2 - offset(c, q) - q.w / 2));
+    // an edge coming in from above runs straight down to its end: sources sit beside it, not on it
+    for (const [c, b] of g.entered) {
+      const lane = c.rx + offset(c, b) + b.w / 2 + GAP_ACROSS / 2;
+      for (let r = 0; r < c.r0; r++) right[r] = Math.max(right[r], lane - GAP_ACROSS);
+    }
+    for (const c of sources) put(c, (out.get(c) ?? []).filter(([si]) => done.has(si)).map(([si, q, p]) =>
+      si.rx + offset(si, q) + q.w / 2 - offset(c, p) - p.w / 2));
+    const left = g.items.reduce((l, c) => Math.min(l, c.rx), Infinity);
+    for (const c of g.items) c.rx -= left;
+    g.w = g.items.reduce((w, c) => Math.max(w, c.rx + c.w), 0) + (g === root ? 0 : 2 * PAD_X);
+  }
+  // rows: as thick as their tallest node, further apart where nested boxes start or end
+  const thick = new Array<number>(root.h).fill(0), above = new Array<number>(root.h + 1).fill(-1), below = new Array<number>(root.h).fill(-1);
+  for (const u of units) thick[u.rank] = Math.max(thick[u.rank], u.ht);
+  for (const g of groups.values()) {
+    above[g.rank] = Math.max(above[g.rank], g.kTop);
+    below[g.rank + g.h - 1] = Math.max(below[g.rank + g.h - 1], g.kBottom);
+  }
+  const top: number[] = [];
+  let along = 16 + (above[0] >= 0 ? PAD_TOP * (above[0] + 1) : 0);
+  for (let r = 0; r < root.h; r++) {
+    top.push(along);
+    along += thick[r] + GAP_ALONG + PAD_TOP * Math.max(0, above[r + 1]) + PAD_BOTTOM * Math.max(0, below[r]);
+  }
   const boxes: Record<string, Box> = {};
-  const gapAcross = 24, gapAlong = 48;
-  let along = 16, maxAcross = 0;
-  for (const members of ranks) {
-    if (!members) continue;
-    members.sort((a, b) => bary(a) - bary(b));
-    let across = 16, thick = 0;
-    for (const i of members) {
-      const n = input.nodes[i];
-      pos[i] = across + n.width / 2;
-      boxes[n.id] = { x: pos[i], y: along + n.height / 2, width: n.width, height: n.height };
-      across += n.width + gapAcross;
-      thick = Math.max(thick, n.height);
+  let maxAcross = 0;
+  (function place(g: Group, x: number) {
+    if (g !== root) {
+      const r1 = g.rank + g.h - 1;
+      const y0 = top[g.rank] - PAD_TOP * (g.kTop + 1), y1 = top[r1] + thick[r1] + PAD_BOTTOM * (g.kBottom + 1);
+      boxes[g.id] = { x: x + g.w / 2, y: (y0 + y1) / 2, width: g.w, height: y1 - y0 };
+      x += PAD_X;
     }
-    maxAcross = Math.max(maxAcross, across);
-    along += thick + gapAlong;
-  }
-  function bary(i: number) {
-    const p = preds[i];
-    return p.length ? p.reduce((s, j) => s + pos[j], 0) / p.length : i;
-  }
-  // Children before parents, so a parent's box includes its sub-clusters' boxes.
-  const inside = new Map<string, Box[]>(input.clusters.map((c) => [c.id, []]));
-  for (const n of input.nodes) if (n.cluster) inside.get(n.cluster)?.push(boxes[n.id]);
-  for (const c of [...input.clusters].reverse()) {
-    const members = inside.get(c.id)!;
-    if (!members.length) continue;
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (const b of members) {
-      x0 = Math.min(x0, b.x - b.width / 2);
-      x1 = Math.max(x1, b.x + b.width / 2);
-      y0 = Math.min(y0, b.y - b.height / 2);
-      y1 = Math.max(y1, b.y + b.height / 2);
+    for (const c of g.items) {
+      if (isGroup(c)) place(c, x + c.rx);
+      else boxes[c.id] = { x: x + c.rx + c.w / 2, y: top[c.rank] + c.ht / 2, width: c.w, height: c.ht };
+      maxAcross = Math.max(maxAcross, x + c.rx + c.w);
     }
-    x0 -= 8, x1 += 8, y0 -= 24, y1 += 8;
-    boxes[c.id] = { x: (x0 + x1) / 2, y: (y0 + y1) / 2, width: x1 - x0, height: y1 - y0 };
-    if (c.parent) inside.get(c.parent)?.push(boxes[c.id]);
-  }
+  })(root, 16);
   const edges = input.edges.map((e) => {
     const a = boxes[e.source], b = boxes[e.target];
     return { points: a && b ? [{ x: a.x, y: a.y }, { x: b.x, y: b.y }] : [] };
   });
-  return { boxes, edges, width: maxAcross, height: along, engine: "layered", ms: 0 };
+  return { boxes, edges, width: maxAcross + 16, height: along, engine: "layered", ms: 0 };
 }
 
 /**

@@ -264,7 +264,7 @@ class LogSigmoid(Module):
 
 
 class Softplus(Module):
-    """log(1 + exp(beta * x)) / beta (linear above ``threshold``).  >>> wb.nn.Softplus()(wb.zeros(1))"""
+    """log(1 + exp(beta * x)) / beta (linear above ``threshold``).  >>> wb.nn.Softplus()(wb.zeros(1))  ->  tensor([0.6931])"""
 
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()

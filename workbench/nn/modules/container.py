@@ -90,12 +90,12 @@ class Sequential(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def append(self, module):
-        """Add ``module`` at the end; returns self.  >>> wb.nn.Sequential().append(wb.nn.ReLU())"""
+        """Add ``module`` at the end; returns self.  >>> wb.nn.Sequential().append(wb.nn.ReLU())  ->  Sequential( (0): ReLU() )"""
         self.add_module(str(len(self)), module)
         return self
 
     def insert(self, index, module):
-        """Insert ``module`` before position ``index``.  >>> wb.nn.Sequential(wb.nn.ReLU()).insert(0, wb.nn.Tanh())"""
+        """Insert ``module`` before position ``index``.  >>> wb.nn.Sequential(wb.nn.ReLU()).insert(0, wb.nn.Tanh())  ->  Sequential( (0): Tanh() (1): ReLU() )"""
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
         n = len(self._modules)
@@ -112,7 +112,7 @@ class Sequential(Module):
         return self
 
     def extend(self, sequential):
-        """Append every module of an iterable.  >>> wb.nn.Sequential().extend([wb.nn.ReLU(), wb.nn.Tanh()])"""
+        """Append every module of an iterable.  >>> wb.nn.Sequential().extend([wb.nn.ReLU(), wb.nn.Tanh()])  ->  Sequential( (0): ReLU() (1): Tanh() )"""
         for m in sequential:
             self.append(m)
         return self
@@ -184,7 +184,7 @@ class ModuleList(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def insert(self, index, module):
-        """Insert ``module`` before ``index``.  >>> wb.nn.ModuleList([wb.nn.ReLU()]).insert(0, wb.nn.Tanh())"""
+        """Insert ``module`` before ``index``.  >>> m = wb.nn.ModuleList([wb.nn.ReLU()]); m.insert(0, wb.nn.Tanh()); m  ->  ModuleList( (0): Tanh() (1): ReLU() )"""
         mods = list(self._modules.values())
         mods.insert(index, module)
         self._modules.clear()
@@ -192,7 +192,7 @@ class ModuleList(Module):
             self.add_module(str(i), m)
 
     def append(self, module):
-        """Add ``module`` at the end; returns self.  >>> wb.nn.ModuleList().append(wb.nn.ReLU())"""
+        """Add ``module`` at the end; returns self.  >>> wb.nn.ModuleList().append(wb.nn.ReLU())  ->  ModuleList( (0): ReLU() )"""
         self.add_module(str(len(self)), module)
         return self
 
@@ -203,7 +203,7 @@ class ModuleList(Module):
         return v
 
     def extend(self, modules):
-        """Append every module of an iterable; returns self.  >>> wb.nn.ModuleList().extend([wb.nn.ReLU()])"""
+        """Append every module of an iterable; returns self.  >>> wb.nn.ModuleList().extend([wb.nn.ReLU()])  ->  ModuleList( (0): ReLU() )"""
         if isinstance(modules, (Module, Tensor)) or not hasattr(modules, "__iter__"):
             raise TypeError("ModuleList.extend should be called with an iterable, but got " + type(modules).__name__)
         offset = len(self)

@@ -211,6 +211,6 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 
 class ConvTranspose3d(_ConvTransposeNd):
-    """3-D transposed convolution.  >>> wb.nn.ConvTranspose3d(2, 2, 3)(wb.randn(1, 2, 3, 3, 3)).shape"""
+    """3-D transposed convolution.  >>> wb.nn.ConvTranspose3d(2, 2, 3)(wb.randn(1, 2, 3, 3, 3)).shape  ->  workbench.Size([1, 2, 5, 5, 5])"""
 
     _n = 3

@@ -27,35 +27,35 @@ class Dropout(_DropoutNd):
 
 
 class Dropout1d(_DropoutNd):
-    """Zero whole channels of (N, C, L) input.  >>> wb.nn.Dropout1d(0.2)(wb.ones(2, 3, 4)).shape"""
+    """Zero whole channels of (N, C, L) input.  >>> wb.nn.Dropout1d(0.2)(wb.ones(2, 3, 4)).shape  ->  workbench.Size([2, 3, 4])"""
 
     def forward(self, input):
         return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
 class Dropout2d(_DropoutNd):
-    """Zero whole channels of (N, C, H, W) input.  >>> wb.nn.Dropout2d(0.2)(wb.ones(2, 3, 4, 4)).shape"""
+    """Zero whole channels of (N, C, H, W) input.  >>> wb.nn.Dropout2d(0.2)(wb.ones(2, 3, 4, 4)).shape  ->  workbench.Size([2, 3, 4, 4])"""
 
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
 class Dropout3d(_DropoutNd):
-    """Zero whole channels of (N, C, D, H, W) input.  >>> wb.nn.Dropout3d(0.2)"""
+    """Zero whole channels of (N, C, D, H, W) input.  >>> wb.nn.Dropout3d(0.2)  ->  Dropout3d(p=0.2, inplace=False)"""
 
     def forward(self, input):
         return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
 class AlphaDropout(_DropoutNd):
-    """Dropout that keeps SELU's self-normalising mean and variance.  >>> wb.nn.AlphaDropout(0.2)"""
+    """Dropout that keeps SELU's self-normalising mean and variance.  >>> wb.nn.AlphaDropout(0.2)  ->  AlphaDropout(p=0.2, inplace=False)"""
 
     def forward(self, input):
         return F.alpha_dropout(input, self.p, self.training)
 
 
 class FeatureAlphaDropout(_DropoutNd):
-    """Alpha dropout of whole channels.  >>> wb.nn.FeatureAlphaDropout(0.2)(wb.ones(2, 3, 4)).shape"""
+    """Alpha dropout of whole channels.  >>> wb.nn.FeatureAlphaDropout(0.2)(wb.ones(2, 3, 4)).shape  ->  workbench.Size([2, 3, 4])"""
 
     def forward(self, input):
         return F.feature_alpha_dropout(input, self.p, self.training)

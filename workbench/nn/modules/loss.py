@@ -47,7 +47,7 @@ class MSELoss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
-    """Negative log-likelihood of log-probabilities.  >>> wb.nn.NLLLoss()(wb.zeros(2, 3), wb.tensor([0, 2]))"""
+    """Negative log-likelihood of log-probabilities.  >>> wb.nn.NLLLoss()(wb.zeros(2, 3), wb.tensor([0, 2]))  ->  tensor(0.)"""
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
@@ -77,7 +77,7 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class PoissonNLLLoss(_Loss):
-    """Poisson negative log-likelihood.  >>> wb.nn.PoissonNLLLoss()(wb.zeros(2), wb.ones(2))"""
+    """Poisson negative log-likelihood.  >>> wb.nn.PoissonNLLLoss()(wb.zeros(2), wb.ones(2))  ->  tensor(1.)"""
 
     def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -100,7 +100,7 @@ class GaussianNLLLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
-    """KL divergence of log-probabilities from a target.  >>> wb.nn.KLDivLoss(reduction="batchmean")"""
+    """KL divergence of log-probabilities from a target.  >>> wb.nn.KLDivLoss(reduction="batchmean")  ->  KLDivLoss()"""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
         super().__init__(size_average, reduce, reduction)
@@ -156,7 +156,7 @@ class MultiLabelMarginLoss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
-    """Squared error below ``beta``, absolute error above.  >>> wb.nn.SmoothL1Loss()(wb.zeros(1), wb.ones(1))"""
+    """Squared error below ``beta``, absolute error above.  >>> wb.nn.SmoothL1Loss()(wb.zeros(1), wb.ones(1))  ->  tensor(0.5000)"""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
         super().__init__(size_average, reduce, reduction)
@@ -214,7 +214,7 @@ class MarginRankingLoss(_Loss):
 
 
 class MultiMarginLoss(_WeightedLoss):
-    """Multi-class hinge loss.  >>> wb.nn.MultiMarginLoss()(wb.zeros(2, 3), wb.tensor([0, 1]))"""
+    """Multi-class hinge loss.  >>> wb.nn.MultiMarginLoss()(wb.zeros(2, 3), wb.tensor([0, 1]))  ->  tensor(0.6667)"""
 
     def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
@@ -273,7 +273,7 @@ class CTCLoss(_Loss):
 
 
 class NLLLoss2d(NLLLoss):
-    """Deprecated alias of NLLLoss for (N, C, H, W) input.  >>> wb.nn.NLLLoss2d()(wb.zeros(1, 3, 2, 2), wb.zeros(1, 2, 2).long())"""
+    """Deprecated alias of NLLLoss for (N, C, H, W) input.  >>> wb.nn.NLLLoss2d()(wb.zeros(1, 3, 2, 2), wb.zeros(1, 2, 2).long())  ->  tensor(0.)"""
 
 
 class LinearCrossEntropyLoss(_WeightedLoss):

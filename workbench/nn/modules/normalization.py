@@ -93,13 +93,13 @@ class BatchNorm1d(_BatchNorm):
 
 
 class BatchNorm2d(_BatchNorm):
-    """Batch normalization over (N, C, H, W).  >>> wb.nn.BatchNorm2d(3)(wb.randn(2, 3, 4, 4)).shape"""
+    """Batch normalization over (N, C, H, W).  >>> wb.nn.BatchNorm2d(3)(wb.randn(2, 3, 4, 4)).shape  ->  workbench.Size([2, 3, 4, 4])"""
 
     _dims = (4,)
 
 
 class BatchNorm3d(_BatchNorm):
-    """Batch normalization over (N, C, D, H, W).  >>> wb.nn.BatchNorm3d(3)(wb.randn(2, 3, 2, 2, 2)).shape"""
+    """Batch normalization over (N, C, D, H, W).  >>> wb.nn.BatchNorm3d(3)(wb.randn(2, 3, 2, 2, 2)).shape  ->  workbench.Size([2, 3, 2, 2, 2])"""
 
     _dims = (5,)
 
@@ -128,7 +128,7 @@ class _InstanceNorm(_NormBase):
 
 
 class InstanceNorm1d(_InstanceNorm):
-    """Per-sample, per-channel normalization of (N, C, L).  >>> wb.nn.InstanceNorm1d(3)(wb.randn(2, 3, 5)).shape"""
+    """Per-sample, per-channel normalization of (N, C, L).  >>> wb.nn.InstanceNorm1d(3)(wb.randn(2, 3, 5)).shape  ->  workbench.Size([2, 3, 5])"""
 
     _dims = (3,)
 
@@ -145,7 +145,7 @@ class InstanceNorm2d(_InstanceNorm):
 
 
 class InstanceNorm3d(_InstanceNorm):
-    """Per-sample, per-channel normalization of (N, C, D, H, W).  >>> wb.nn.InstanceNorm3d(2)"""
+    """Per-sample, per-channel normalization of (N, C, D, H, W).  >>> wb.nn.InstanceNorm3d(2)  ->  InstanceNorm3d(2, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)"""
 
     _dims = (5,)
 
@@ -193,7 +193,7 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
-    """Normalize channel groups of each sample.  >>> wb.nn.GroupNorm(3, 6)(wb.randn(20, 6, 10, 10)).shape"""
+    """Normalize channel groups of each sample.  >>> wb.nn.GroupNorm(3, 6)(wb.randn(20, 6, 10, 10)).shape  ->  workbench.Size([20, 6, 10, 10])"""
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()

@@ -18,7 +18,7 @@ class PixelShuffle(Module):
 
 
 class PixelUnshuffle(Module):
-    """(N, C, H*r, W*r) -> (N, C*r*r, H, W).  >>> wb.nn.PixelUnshuffle(2)(wb.zeros(1, 2, 6, 6)).shape"""
+    """(N, C, H*r, W*r) -> (N, C*r*r, H, W).  >>> wb.nn.PixelUnshuffle(2)(wb.zeros(1, 2, 6, 6)).shape  ->  workbench.Size([1, 8, 3, 3])"""
 
     def __init__(self, downscale_factor):
         super().__init__()
@@ -32,7 +32,7 @@ class PixelUnshuffle(Module):
 
 
 class ChannelShuffle(Module):
-    """Interleave ``groups`` channel groups (ShuffleNet).  >>> wb.nn.ChannelShuffle(2)(wb.zeros(1, 4, 2, 2)).shape"""
+    """Interleave ``groups`` channel groups (ShuffleNet).  >>> wb.nn.ChannelShuffle(2)(wb.zeros(1, 4, 2, 2)).shape  ->  workbench.Size([1, 4, 2, 2])"""
 
     def __init__(self, groups):
         super().__init__()

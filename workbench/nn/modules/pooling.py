@@ -39,7 +39,7 @@ class MaxPool2d(_MaxPoolNd):
 
 
 class AvgPool1d(Module):
-    """Mean over sliding windows of (N, C, L) input.  >>> wb.nn.AvgPool1d(2)(wb.randn(1, 3, 8)).shape"""
+    """Mean over sliding windows of (N, C, L) input.  >>> wb.nn.AvgPool1d(2)(wb.randn(1, 3, 8)).shape  ->  workbench.Size([1, 3, 4])"""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
@@ -164,21 +164,21 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
-    """Nearest-neighbour 2-D upsampling.  >>> wb.nn.UpsamplingNearest2d(scale_factor=2)(wb.ones(1, 1, 2, 2)).shape"""
+    """Nearest-neighbour 2-D upsampling.  >>> wb.nn.UpsamplingNearest2d(scale_factor=2)(wb.ones(1, 1, 2, 2)).shape  ->  workbench.Size([1, 1, 4, 4])"""
 
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="nearest")
 
 
 class UpsamplingBilinear2d(Upsample):
-    """Bilinear 2-D upsampling with align_corners=True.  >>> wb.nn.UpsamplingBilinear2d(scale_factor=2)"""
+    """Bilinear 2-D upsampling with align_corners=True.  >>> wb.nn.UpsamplingBilinear2d(scale_factor=2)  ->  UpsamplingBilinear2d(scale_factor=2.0, mode='bilinear')"""
 
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class MaxPool3d(_MaxPoolNd):
-    """Max over sliding windows of (N, C, D, H, W) input.  >>> wb.nn.MaxPool3d(2)(wb.randn(1, 1, 4, 4, 4)).shape"""
+    """Max over sliding windows of (N, C, D, H, W) input.  >>> wb.nn.MaxPool3d(2)(wb.randn(1, 1, 4, 4, 4)).shape  ->  workbench.Size([1, 1, 2, 2, 2])"""
 
     def forward(self, input):
         return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -186,7 +186,7 @@ class MaxPool3d(_MaxPoolNd):
 
 
 class AvgPool3d(Module):
-    """Mean over sliding windows of (N, C, D, H, W) input.  >>> wb.nn.AvgPool3d(2)(wb.ones(1, 1, 2, 2, 2)).shape"""
+    """Mean over sliding windows of (N, C, D, H, W) input.  >>> wb.nn.AvgPool3d(2)(wb.ones(1, 1, 2, 2, 2)).shape  ->  workbench.Size([1, 1, 1, 1, 1])"""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
@@ -206,7 +206,7 @@ class AvgPool3d(Module):
 
 
 class AdaptiveAvgPool3d(_AdaptivePoolNd):
-    """Average-pool to a fixed (D, H, W).  >>> wb.nn.AdaptiveAvgPool3d(1)(wb.randn(1, 2, 3, 4, 5)).shape"""
+    """Average-pool to a fixed (D, H, W).  >>> wb.nn.AdaptiveAvgPool3d(1)(wb.randn(1, 2, 3, 4, 5)).shape  ->  workbench.Size([1, 2, 1, 1, 1])"""
 
     def __init__(self, output_size):
         super().__init__(output_size)
@@ -216,7 +216,7 @@ class AdaptiveAvgPool3d(_AdaptivePoolNd):
 
 
 class AdaptiveMaxPool3d(_AdaptivePoolNd):
-    """Max-pool to a fixed (D, H, W).  >>> wb.nn.AdaptiveMaxPool3d(1)(wb.randn(1, 2, 3, 4, 5)).shape"""
+    """Max-pool to a fixed (D, H, W).  >>> wb.nn.AdaptiveMaxPool3d(1)(wb.randn(1, 2, 3, 4, 5)).shape  ->  workbench.Size([1, 2, 1, 1, 1])"""
 
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
@@ -233,21 +233,21 @@ class _LPPoolNd(Module):
 
 
 class LPPool1d(_LPPoolNd):
-    """Power-average pooling: (sum x**p)**(1/p) over windows.  >>> wb.nn.LPPool1d(2, 3)(wb.randn(1, 2, 9)).shape"""
+    """Power-average pooling: (sum x**p)**(1/p) over windows.  >>> wb.nn.LPPool1d(2, 3)(wb.randn(1, 2, 9)).shape  ->  workbench.Size([1, 2, 3])"""
 
     def forward(self, input):
         return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
 class LPPool2d(_LPPoolNd):
-    """2-D power-average pooling.  >>> wb.nn.LPPool2d(2, 2)(wb.randn(1, 2, 4, 4)).shape"""
+    """2-D power-average pooling.  >>> wb.nn.LPPool2d(2, 2)(wb.randn(1, 2, 4, 4)).shape  ->  workbench.Size([1, 2, 2, 2])"""
 
     def forward(self, input):
         return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
 class LPPool3d(_LPPoolNd):
-    """3-D power-average pooling.  >>> wb.nn.LPPool3d(2, 2)(wb.randn(1, 2, 4, 4, 4)).shape"""
+    """3-D power-average pooling.  >>> wb.nn.LPPool3d(2, 2)(wb.randn(1, 2, 4, 4, 4)).shape  ->  workbench.Size([1, 2, 2, 2, 2])"""
 
     def forward(self, input):
         return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
@@ -330,7 +330,7 @@ class FractionalMaxPool2d(_FractionalMaxPoolNd):
 
 
 class FractionalMaxPool3d(_FractionalMaxPoolNd):
-    """3-D fractional max pooling.  >>> wb.nn.FractionalMaxPool3d(2, output_size=3)(wb.randn(1, 1, 6, 6, 6)).shape"""
+    """3-D fractional max pooling.  >>> wb.nn.FractionalMaxPool3d(2, output_size=3)(wb.randn(1, 1, 6, 6, 6)).shape  ->  workbench.Size([1, 1, 3, 3, 3])"""
 
     _tup = staticmethod(_triple)
 

@@ -1,8 +1,9 @@
 """Spec of multi_head_attention_forward (workbench.nn.functional), ``F.multi_head_attention_forward``.
 
 The NumPy reference projects query, key and value, appends bias_k/bias_v and a zero key/value
-(add_zero_attn), splits E into heads, adds the masks (bool: True is -inf; key_padding_mask per key),
-softmaxes, and projects the heads' outputs back; the weights are averaged over heads or kept per head.
+(add_zero_attn), splits E into heads, adds the masks (bool: True is -inf; a float mask as it is, and it is
+differentiated; key_padding_mask per key), softmaxes, and projects the heads' outputs back; the weights are
+averaged over heads or kept per head.
 dropout_p is 0 (dropout has no NumPy reference).
 """
 import math
@@ -105,4 +106,12 @@ spec("F.multi_head_attention_forward", _mha(0), _np, [
     Sample(QKV + [arr(E, E, seed=11), arr(E, E, seed=12), arr(E, E, seed=13), PROJ[1], PROJ[2], PROJ[3]],
            {"names": SEP, "use_separate_proj_weight": True}),
     Sample([x[:, 0] for x in QKV] + PROJ + [KPM[1]], {"names": TENSORS + ("key_padding_mask",)}),
+    # float key_padding_masks are added to the scores (and differentiated), alone, with a float attn_mask, both
+    # padded for bias_k/bias_v and add_zero_attn, and on the need_weights=False path with a per-head attn_mask
+    Sample(QKV + PROJ + [arr(2, 5, seed=14)], {"names": TENSORS + ("key_padding_mask",),
+                                               "average_attn_weights": False}),
+    Sample(QKV + PROJ + [arr(E, seed=9), arr(E, seed=10), arr(3, 5, seed=15), arr(2, 5, seed=16)],
+           {"names": TENSORS + ("bias_k", "bias_v", "attn_mask", "key_padding_mask"), "add_zero_attn": True}),
+    Sample(QKV + PROJ + [arr(4, 3, 5, seed=17), arr(2, 5, seed=18)],
+           {"names": TENSORS + ("attn_mask", "key_padding_mask"), "need_weights": False}),
 ], torch_op=_mha(1), rtol=1e-7, atol=1e-9)
