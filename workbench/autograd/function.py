@@ -611,8 +611,8 @@ def _resolve_saved_raw(saved, args, datas, outs, results):
             continue
         k = 0
         for d in datas:
-            if d is x and isinstance(args[k], _Tensor):  # raw arrays passed as plain arguments have no box
-                t = args[k]
+            # raw arrays passed as plain arguments have no box
+            if d is x and ((t := args[k]).__class__ is _Tensor or isinstance(t, _Tensor)):
                 box = t._vbox
                 if box is _INFERENCE_BOX:
                     _saved_entry(t)  # raises
