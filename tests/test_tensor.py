@@ -18,6 +18,76 @@ def test_tensor_infers_dtype_like_torch(data):
     np.testing.assert_array_equal(wb.tensor(data).numpy(), torch.tensor(data).numpy())
 
 
+# NumPy scalars keep their dtype inside lists, and a list promotes its items' dtypes (promote_types, so a
+# Python int next to an int32 gives int64): PyTorch's infer_scalar_type
+_NP_SCALAR_DATA = [
+    [np.float64(1.5)], [np.complex128(1 + 2j)], [np.int32(3)], [np.float16(1.5)], [np.uint8(2)],
+    [np.complex64(1)], [np.bool_(True), True], np.float64(1.5), np.int32(3), np.complex128(2j),
+    [1.0, np.float64(2)], [np.float64(2), 1.0], [[1.0], [np.float64(2)]], [[1], [np.float64(2)]],
+    [[1, 2], [3, np.float16(2)]], (np.float64(1),), [1, np.int32(2)], [np.int32(2), 1.0], [True, np.int32(2)],
+    [np.int8(1), np.uint8(2)], [np.float32(1), np.float64(2)], [np.float16(1), np.float64(2)],
+    [1j, np.float64(2)], [np.complex64(1), np.float64(2)], [np.float32(1), 1j], [np.int32(1), 1j],
+    [np.int32(1), np.array(1.5)], [np.array([1.5], np.float32), np.array([1.0])], [np.int32(1), 2**40],
+]
+
+
+@pytest.mark.parametrize("make", ["tensor", "as_tensor"])
+@pytest.mark.parametrize("data", _NP_SCALAR_DATA, ids=repr)
+def test_numpy_scalars_keep_their_dtype_like_torch(make, data):
+    got, want = getattr(wb, make)(data), getattr(torch, make)(data)
+    assert got.dtype.name == _tname(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_numpy_scalar_inference_under_float64_default_and_with_tensors():
+    wb.set_default_dtype(wb.float64)
+    torch.set_default_dtype(torch.float64)
+    try:
+        for data in ([np.float32(1), 1.0], [np.float32(1), 1j], [np.float16(1), 2.0]):
+            assert wb.tensor(data).dtype.name == _tname(torch.tensor(data).dtype)
+    finally:
+        wb.set_default_dtype(wb.float32)
+        torch.set_default_dtype(torch.float32)
+    # a 0-dim tensor in a list counts with its dtype, not as a weak scalar
+    for dt in ("int32", "float64", "float16"):
+        for tail in (1, 2.0, True):
+            w = wb.tensor([wb.tensor(1, dtype=getattr(wb, dt)), tail])
+            t = torch.tensor([torch.tensor(1, dtype=getattr(torch, dt)), tail])
+            assert w.dtype.name == _tname(t.dtype), (dt, tail)
+
+
+@pytest.mark.parametrize("args", [(np.float64(3),), (np.float32(3),), (np.int32(3),), (0, np.int16(3)),
+                                  (0, np.float32(3), 1), (np.bool_(True),), (True,), (np.complex64(3),),
+                                  (3 + 0j,), (np.uint8(4), 10, np.int64(2))], ids=repr)
+def test_arange_dtype_from_numpy_scalars_like_torch(args):
+    got, want = wb.arange(*args), torch.arange(*args)
+    assert got.dtype.name == _tname(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_arange_rejects_an_imaginary_bound():
+    with pytest.raises(RuntimeError, match="imaginary"):
+        wb.arange(np.complex128(3 + 1j))
+    with pytest.raises(RuntimeError):
+        torch.arange(np.complex128(3 + 1j))
+
+
+@pytest.mark.parametrize("value", [np.float64(1.5), np.float32(1.5), np.float16(2), np.int32(2), np.uint8(1),
+                                   np.bool_(True), True, np.complex128(1 + 2j), 1j, 2, 2.5], ids=repr)
+def test_full_dtype_from_numpy_scalars_like_torch(value):
+    got, want = wb.full((2,), value), torch.full((2,), value)
+    assert got.dtype.name == _tname(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_text_in_a_list_is_a_value_error_like_torch():
+    for data in (["a"], [np.str_("a")], [1.0, "a"]):
+        with pytest.raises(ValueError, match="too many dimensions 'str'"):
+            wb.tensor(data)
+        with pytest.raises((ValueError, TypeError)):
+            torch.tensor(data)
+
+
 def test_tensor_copies_and_from_numpy_shares():
     a = np.zeros(3, dtype=np.float32)
     t = wb.tensor(a)

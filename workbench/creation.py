@@ -56,44 +56,40 @@ def _is_sequence(x):
 
 
 def _infer_dtype(data):
-    """PyTorch's dtype for Python data: bool, int64, the default float, or complex."""
-    if (isinstance(data, (list, tuple)) or _is_sequence(data)) and len(data) == 0:
+    """PyTorch's dtype for data (its ``infer_scalar_type``): a Tensor, NumPy array or NumPy scalar keeps its
+    own dtype; a Python bool is bool, an int int64, a float the default dtype, a complex its complex; a
+    sequence promotes the dtypes of its items (``promote_types``, so ``[np.int32(1), 2]`` is int64), and an
+    empty one is the default dtype."""
+    if isinstance(data, Tensor):
+        return data.dtype
+    if isinstance(data, (np.ndarray, np.generic)):  # before float/complex: np.float64 subclasses float
+        return _dt.from_numpy_dtype(data.dtype)
+    if isinstance(data, bool):
+        return _dt.bool_
+    if isinstance(data, int):
+        return _dt.int64
+    if isinstance(data, float):
         return _dt.get_default_dtype()
-    kind = _dt._BOOL
-    stack = [data]
-    found_np = None
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (list, tuple)) or _is_sequence(x):
-            stack.extend(x)
-        elif isinstance(x, Tensor):
-            if x.ndim == 0 and not isinstance(data, Tensor):
-                found_np = x.dtype if found_np is None else _dt.promote_types(found_np, x.dtype)
-            else:
-                found_np = x.dtype if found_np is None else _dt.promote_types(found_np, x.dtype)
-        elif isinstance(x, (bool, np.bool_)):
-            pass
-        elif isinstance(x, (int, np.integer)):
-            kind = max(kind, _dt._INT)
-        elif isinstance(x, (float, np.floating)):
-            kind = max(kind, _dt._FLOAT)
-        elif isinstance(x, (complex, np.complexfloating)):
-            kind = max(kind, _dt._COMPLEX)
-        elif hasattr(x, "__array__") or hasattr(x, "__cuda_array_interface__"):
-            d = _dt.from_numpy_dtype(np.dtype(x.dtype))
-            found_np = d if found_np is None else _dt.promote_types(found_np, d)
-        elif isinstance(x, str):
-            raise TypeError(f"new(): invalid data type 'str' (workbench.tensor takes numbers, not text)")
-        else:  # PyTorch's error type
-            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}: workbench.tensor takes numbers, "
-                               "nested sequences of numbers, arrays or tensors")
-    scalar = {_dt._BOOL: _dt.bool_, _dt._INT: _dt.int64, _dt._FLOAT: _dt.get_default_dtype(),
-              _dt._COMPLEX: _dt.get_default_dtype().to_complex()}[kind]
-    if found_np is None:
-        return scalar
-    if kind == _dt._BOOL and not isinstance(data, (list, tuple)):
-        return found_np
-    return _dt.promote_types(found_np, scalar) if kind > found_np.category else found_np
+    if isinstance(data, complex):
+        return _dt.get_default_dtype().to_complex()
+    if isinstance(data, str):
+        raise TypeError("new(): invalid data type 'str' (workbench.tensor takes numbers, not text)")
+    if hasattr(data, "__array__") or hasattr(data, "__cuda_array_interface__"):  # CuPy and other arrays
+        return _dt.from_numpy_dtype(np.dtype(data.dtype))
+    if isinstance(data, (list, tuple)) or _is_sequence(data):
+        if len(data) == 0:
+            return _dt.get_default_dtype()
+        found = None
+        for x in data:
+            if isinstance(x, str):  # PyTorch's error: text is read as one more dimension
+                raise ValueError(f"too many dimensions 'str': workbench.tensor takes numbers, not text ({x!r})")
+            d = _infer_dtype(x)
+            found = d if found is None else _dt.promote_types(found, d)
+            if found is _dt.complex128:  # nothing promotes further
+                return found
+        return found
+    raise RuntimeError(f"Could not infer dtype of {type(data).__name__}: workbench.tensor takes numbers, "  # as PyTorch
+                       "nested sequences of numbers, arrays or tensors")
 
 
 def _host_array(data):
@@ -315,6 +311,14 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     elif start is None:  # arange(end=5)
         start = 0
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    # PyTorch's rule: int64 when every bound is an integer (Python bool and int, NumPy integers), else
+    # the default float (a NumPy bool counts as a number; a complex one needs a zero imaginary part)
+    integral = all(isinstance(v, (int, np.integer)) for v in vals)
+    for i, v in enumerate(vals):
+        if isinstance(v, (complex, np.complexfloating)):
+            if v.imag != 0:
+                raise RuntimeError(f"arange: bound {v} has an imaginary part: arange takes real numbers")
+            vals[i] = v.real
     start, end, step = vals
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
@@ -323,10 +327,8 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
                            f"(start={start}, end={end}, step={step})")
     if dtype is not None:
         dt = _dt.to_dtype(dtype)
-    elif any(isinstance(v, (float, np.floating)) for v in vals):
-        dt = _dt.get_default_dtype()
     else:
-        dt = _dt.int64
+        dt = _dt.int64 if integral else _dt.get_default_dtype()
     n = max(0, math.ceil((end - start) / step))
     dev = _dev(device)
     xp = _backend.xp_for(dev)

@@ -2,14 +2,14 @@ import { describe, expect, it } from "vitest";
 import { TapeModel } from "../src/core/graph-model";
 import { type Box, DAGRE_LIMIT, type LayoutInput, computeLayout } from "../src/core/layout";
 import { fixture } from "./fixtures";
-import { syntheticTape } from "./synthetic";
+import { mlpTape, syntheticTape } from "./synthetic";
 
 function input(model: TapeModel, expanded: Set<string>): LayoutInput {
   const v = model.visible(expanded);
   return {
     nodes: v.items.map((i) => ({ id: i.id, width: 120, height: 40, cluster: i.cluster })),
     clusters: v.clusters,
-    edges: v.edges.map((e) => ({ source: e.source, target: e.target, label: e.label })),
+    edges: v.edges.map((e) => ({ source: e.source, target: e.target, label: e.label, index: e.index })),
   };
 }
 
@@ -63,6 +63,47 @@ describe("layout", () => {
     }
     expect(bad.slice(0, 5)).toEqual([]);
   }
+
+  // Netron and TensorBoard draw a deep chain as one straight column. dagre's Brandes-Köpf pass sets a
+  // node under the median of its inputs, and a Linear's median input is its weight: each layer used to
+  // step one leaf to the right (a 12-layer MLP drifted 1,900 px across).
+  it("draws the main path of a deep MLP as a straight column", () => {
+    const m = new TapeModel(mlpTape(12));
+    const inp = input(m, new Set(m.containers.keys()));
+    const r = computeLayout(inp);
+    expect(r.engine).toBe("dagre");
+    checkLayout(inp, r);
+    const spine = ["x", ...Array.from({ length: 12 }, (_, k) => [`linear${k}`, `relu${k}`]).flat(), "loss"];
+    const xs = spine.map((id) => Math.round(r.boxes[id].x));
+    expect(Math.max(...xs) - Math.min(...xs), `x along the chain: ${xs.join(" ")}`).toBeLessThanOrEqual(1);
+  });
+
+  // An open box's header label sits at its top left (the viewer draws it there, 20 px tall).
+  it("keeps edges entering a box off its header label in the linear layout", () => {
+    const m = new TapeModel(mlpTape(210));
+    const inp = input(m, new Set(m.containers.keys()));
+    inp.clusters = inp.clusters.map((c) => ({ ...c, label: 100 }));
+    const r = computeLayout(inp);
+    expect(r.engine).toBe("layered");
+    checkLayout(inp, r);
+    const cluster = new Map(inp.nodes.map((n) => [n.id, n.cluster]));
+    const crossed: string[] = [];
+    inp.edges.forEach((e, i) => {
+      const c = cluster.get(e.target);
+      if (!c || cluster.get(e.source) === c) return;
+      const box = r.boxes[c], left = box.x - box.width / 2, top = box.y - box.height / 2;
+      const pts = r.edges[i].points;
+      for (let j = 1; j < pts.length; j++) {
+        const a = pts[j - 1], b = pts[j];
+        // the part of the segment within the header's rows, and where it runs across
+        const t0 = Math.max(0, (top - a.y) / (b.y - a.y)), t1 = Math.min(1, (top + 20 - a.y) / (b.y - a.y));
+        if (!(t0 <= t1)) continue;
+        const x0 = a.x + t0 * (b.x - a.x), x1 = a.x + t1 * (b.x - a.x);
+        if (Math.max(x0, x1) >= left && Math.min(x0, x1) <= left + 100) crossed.push(`${e.source} -> ${e.target} across ${c}`);
+      }
+    });
+    expect(crossed.slice(0, 5)).toEqual([]);
+  });
 
   it("lays out the 2,000-node tape with its block list opened", () => {
     const m = new TapeModel(syntheticTape(2000));

@@ -42,10 +42,10 @@ def test_drop_in_for_the_stdlib_module():
                  "get_context", "set_start_method", "get_start_method", "cpu_count", "current_process"):
         assert hasattr(mp, name), name
     assert mp.get_sharing_strategy() == "file_descriptor"
-    assert mp.get_all_sharing_strategies() == {"file_descriptor"}
+    assert mp.get_all_sharing_strategies() == {"file_descriptor", "file_system"}  # PyTorch's on Linux
     mp.set_sharing_strategy("file_descriptor")
     with pytest.raises(ValueError, match="not supported"):
-        mp.set_sharing_strategy("file_system")
+        mp.set_sharing_strategy("file_name")
 
 
 def test_share_memory_in_place(no_leaks):
@@ -239,3 +239,89 @@ def test_spawn(no_leaks):
     t = wb.zeros(3).share_memory_()
     mp.spawn(_fill, args=(t, -1), nprocs=2)
     assert t.tolist() == [1.0, 2.0, 0.0]
+
+
+# --- strategy 'file_system': storage in named /dev/shm files, handles by name ---------------------------
+@pytest.fixture
+def file_system():
+    mp.set_sharing_strategy("file_system")
+    yield
+    mp.set_sharing_strategy("file_descriptor")
+
+
+def _ours():
+    return {f for f in os.listdir("/dev/shm") if f.startswith(f"workbench_{os.getpid()}_")}
+
+
+def test_file_system_storage_is_a_named_file_removed_by_its_last_holder(no_leaks, file_system):
+    from multiprocessing.reduction import ForkingPickler
+
+    assert mp.get_sharing_strategy() == "file_system"
+    t = wb.arange(6.0).reshape(2, 3).share_memory_()
+    (name,) = _ours()
+    assert t.is_shared() and t.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    payload = bytes(ForkingPickler.dumps(t[:, 1]))
+    assert name.encode() in payload and len(payload) < 1024
+    del t
+    gc.collect()
+    assert _ours() == {name}  # the handle in flight holds the file
+    got = ForkingPickler.loads(payload)
+    assert got.tolist() == [1.0, 4.0] and got.is_shared()
+    assert _ours() == {name}  # now held by got's mapping
+    del got
+    gc.collect()
+    assert _ours() == set()
+    with pytest.raises(RuntimeError, match="gone"):
+        ForkingPickler.loads(payload)
+
+
+def test_file_system_storage_shared_before_a_switch_keeps_its_kind(no_leaks):
+    from multiprocessing.reduction import ForkingPickler
+
+    t = wb.zeros(3).share_memory_()  # anonymous memory, by descriptor
+    mp.set_sharing_strategy("file_system")
+    try:
+        u = ForkingPickler.loads(ForkingPickler.dumps(t))
+        assert _ours() == set() and u.data_ptr() == t.data_ptr()
+        v = wb.ones(2)
+        w = ForkingPickler.loads(ForkingPickler.dumps(v))  # new storage: a named file
+        assert len(_ours()) == 1 and w.data_ptr() == v.data_ptr()
+    finally:
+        mp.set_sharing_strategy("file_descriptor")
+    del t, u, v, w
+    gc.collect()
+    assert _ours() == set()
+
+
+def _child_keeps_many(q, done, n):
+    fds = _open_fds()
+    kept = [q.get(timeout=60) for _ in range(n)]
+    for k in kept:
+        k += 1
+    done.put((_open_fds() - fds, mp.get_sharing_strategy()))
+    done.get(timeout=60)  # hold them until the parent has looked
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_file_system_child_shares_memory_and_holds_no_descriptors(method, no_leaks, file_system):
+    ctx = mp.get_context(method)
+    ts = [wb.zeros(4) for _ in range(20)]
+    q, done = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_child_keeps_many, args=(q, done, len(ts)))
+    p.start()
+    for t in ts:
+        q.put(t)
+    new_fds, child_strategy = done.get(timeout=60)
+    assert new_fds <= 2  # 20 tensors received, no descriptor kept for them
+    assert child_strategy == ("file_system" if method == "fork" else "file_descriptor")  # per process
+    assert all(t.tolist() == [1.0] * 4 for t in ts)  # the child's writes are ours
+    assert len(_ours()) == len(ts)
+    done.put(None)
+    p.join(timeout=60)
+    assert p.exitcode == 0
+    del ts, t
+    gc.collect()
+    assert _ours() == set()
+    for queue in (q, done):
+        queue.close()
+        queue.join_thread()

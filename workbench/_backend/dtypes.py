@@ -230,10 +230,14 @@ def _combine(higher, lower):
 
 
 def scalar_dtype(x):
-    """The dtype PyTorch gives a Python scalar operand ('wrapped number')."""
+    """The dtype PyTorch gives a scalar operand ('wrapped number'): bool, int64 (NumPy integers too), the
+    default float (NumPy floats too, and a NumPy bool, which PyTorch reads as a number, not as a bool), or
+    its complex. A NumPy complex64 stays complex here, where PyTorch reads its real part only."""
     t = type(x)
-    if t is bool or isinstance(x, (bool, np.bool_)):
+    if t is bool or isinstance(x, bool):
         return bool_
+    if isinstance(x, np.bool_):
+        return get_default_dtype()
     if t is int or isinstance(x, (int, np.integer)):
         return int64
     if t is float or isinstance(x, (float, np.floating)):

@@ -23,31 +23,41 @@ __all__ = list(_mp.__all__) + ["get_sharing_strategy", "set_sharing_strategy", "
                                "spawn", "start_processes", "ProcessContext", "ProcessRaisedException",
                                "ProcessExitedException"]
 
-_STRATEGIES = {"file_descriptor"}
-
-
 def get_all_sharing_strategies():
-    """The sharing strategies this platform supports.  >>> wb.multiprocessing.get_all_sharing_strategies()  ->  {'file_descriptor'}"""
-    return set(_STRATEGIES)
+    """The sharing strategies this platform supports.
+
+    >>> import workbench.multiprocessing as mp
+    >>> sorted(mp.get_all_sharing_strategies())
+    ['file_descriptor', 'file_system']
+    """
+    return set(reductions.STRATEGIES)
 
 
 def get_sharing_strategy():
-    """The strategy used to share CPU tensors: 'file_descriptor' (descriptors passed with SCM_RIGHTS).
+    """The strategy this process shares new CPU storage with: 'file_descriptor' (the default; anonymous
+    memory whose descriptor is passed with SCM_RIGHTS) or 'file_system' (a named file in /dev/shm whose
+    name is passed). See ``workbench.multiprocessing.reductions``.
 
     >>> import workbench.multiprocessing as mp
     >>> mp.get_sharing_strategy()
     'file_descriptor'
     """
-    return "file_descriptor"
+    return reductions._strategy[0]
 
 
 def set_sharing_strategy(new_strategy):
-    """Choose the sharing strategy; workbench implements 'file_descriptor' (PyTorch's Linux default).
+    """Choose the sharing strategy for storage shared from now on in this process, as in PyTorch.
+
+    'file_system' holds no descriptor per received tensor (for processes that keep many), but a process
+    killed with SIGKILL leaves its /dev/shm/workbench_* files behind (PyTorch's torch_shm_manager daemon
+    removes those; workbench has none).
 
     >>> import workbench.multiprocessing as mp
+    >>> mp.set_sharing_strategy("file_system"); mp.get_sharing_strategy()
+    'file_system'
     >>> mp.set_sharing_strategy("file_descriptor")
     """
-    if new_strategy not in _STRATEGIES:
-        raise ValueError(f"sharing strategy {new_strategy!r} is not supported: workbench shares tensors with "
-                         f"{sorted(_STRATEGIES)} (anonymous shared memory passed by descriptor, which cannot leak "
-                         "/dev/shm entries)")
+    if new_strategy not in reductions.STRATEGIES:
+        raise ValueError(f"sharing strategy {new_strategy!r} is not supported: choose one of "
+                         f"{list(reductions.STRATEGIES)}")
+    reductions._strategy[0] = new_strategy

@@ -9,12 +9,25 @@ receiver maps the same memory, so writes on either side are seen by the other. T
 nothing is ever left in /dev/shm, even when a process is killed: the memory goes away with the last
 mapping. The sending process must still be alive when the receiver unpickles (as in PyTorch).
 
+Sharing strategy 'file_system' (``set_sharing_strategy("file_system")``, as in PyTorch). New shared
+storage is a named file, /dev/shm/workbench_<pid>_<random>, and the handle is its name: the receiver opens
+it, maps it and closes the descriptor at once, so a process can hold any number of received tensors
+without running out of descriptors. As PyTorch's THRefcountedMapAllocator does, the file ends in a
+process-shared reference count (updated under ``flock``): each mapping holds one, and so does each handle
+in flight (taken when pickled, handed over when unpickled); the last to let go unlinks the file. A process
+killed before it lets go (SIGKILL), or a handle pickled and never unpickled, leaves its file in /dev/shm
+(PyTorch runs a torch_shm_manager daemon to remove those; workbench has none). Each tensor travels by the
+kind of storage it has: a tensor shared under one strategy keeps that storage under the other.
+
 Ordinary pickling (``pickle.dumps``, ``copy.deepcopy``) goes through ``Tensor.__reduce_ex__`` ->
 :func:`reduce_tensor` and copies the values.
 """
 import ctypes
+import fcntl
 import mmap
 import os
+import secrets
+import struct
 import tempfile
 import weakref
 from multiprocessing import reduction as _mp_reduction
@@ -25,6 +38,10 @@ from .._core import Tensor
 
 np = _backend.numpy
 _MAPPED = weakref.WeakValueDictionary()  # (st_dev, st_ino) -> _Segment: one mapping per shared file
+STRATEGIES = ("file_descriptor", "file_system")
+_strategy = ["file_descriptor"]  # PyTorch's default on Linux; set by workbench.multiprocessing
+_SHM_DIR = "/dev/shm"
+_COUNT = struct.Struct("q")  # the reference count ending a named file, after the data rounded up to 8 bytes
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -49,17 +66,52 @@ def _map(fd, nbytes):
     return buf, addr
 
 
+def _count_at(nbytes):
+    return -(-max(nbytes, 1) // 8) * 8
+
+
+def _add_ref(name, nbytes, delta):
+    """Add delta to the reference count of named file ``name`` (under its flock); unlink it at zero.
+    Returns the new count, or None when the file is gone."""
+    path = os.path.join(_SHM_DIR, name)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        (n,) = _COUNT.unpack(os.pread(fd, _COUNT.size, _count_at(nbytes)))
+        if n <= 0:  # its last holder let go while we opened it: the file is on its way out
+            return None
+        n += delta
+        os.pwrite(fd, _COUNT.pack(n), _count_at(nbytes))
+        if n == 0:
+            os.unlink(path)
+        return n
+    finally:
+        os.close(fd)  # releases the flock
+
+
 class _Segment:
-    """One shared-memory file and its mapping; closes its descriptor when the last holder goes."""
+    """One shared-memory file and its mapping; closes its descriptor when the last holder goes. A named
+    segment (strategy 'file_system') holds no descriptor: it holds one count of its file's reference
+    count, given back when the segment goes."""
 
-    __slots__ = ("fd", "nbytes", "buf", "ptr", "created", "_fin", "__weakref__")
+    __slots__ = ("fd", "nbytes", "buf", "ptr", "created", "name", "_fin", "__weakref__")
 
-    def __init__(self, fd, nbytes, created=False):
+    def __init__(self, fd, nbytes, created=False, name=None):
         self.fd = fd
         self.nbytes = nbytes
-        self.buf, self.ptr = _map(fd, max(nbytes, 1))
+        self.name = name
+        if name is None:
+            self.buf, self.ptr = _map(fd, max(nbytes, 1))
+            self._fin = weakref.finalize(self, os.close, fd)
+        else:  # the mapping also covers the count, so that the data's buffer stays the whole mapping
+            self.buf, self.ptr = _map(fd, _count_at(nbytes) + _COUNT.size)
+            self.fd = None
+            os.close(fd)
+            self._fin = weakref.finalize(self, _add_ref, name, nbytes, -1)
         self.created = created
-        self._fin = weakref.finalize(self, os.close, fd)
 
     def release_fd(self):
         """Close the descriptor of a segment this process received, keeping the mapping.
@@ -67,12 +119,14 @@ class _Segment:
         The memory stays shared with the sender, but can't be sent on: sending moves it to a new segment.
         The DataLoader does this for batches, so that keeping many batches doesn't use up descriptors.
         """
-        if not self.created and self._fin.detach() is not None:
+        if not self.created and self.name is None and self._fin.detach() is not None:
             os.close(self.fd)
             self.fd = None
 
     @classmethod
     def create(cls, nbytes):
+        if _strategy[0] == "file_system":
+            return cls._create_named(nbytes)
         if hasattr(os, "memfd_create"):
             fd = os.memfd_create("workbench", os.MFD_CLOEXEC)
         else:
@@ -86,6 +140,43 @@ class _Segment:
             raise
         st = os.fstat(fd)
         _MAPPED[(st.st_dev, st.st_ino)] = seg
+        return seg
+
+    @classmethod
+    def _create_named(cls, nbytes):
+        name = f"workbench_{os.getpid()}_{secrets.token_hex(8)}"
+        path = os.path.join(_SHM_DIR, name)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            os.ftruncate(fd, _count_at(nbytes) + _COUNT.size)
+            os.pwrite(fd, _COUNT.pack(1), _count_at(nbytes))  # this segment's count
+            st = os.fstat(fd)
+            seg = cls(fd, nbytes, created=True, name=name)
+        except BaseException:
+            os.close(fd)
+            os.unlink(path)
+            raise
+        _MAPPED[(st.st_dev, st.st_ino)] = seg
+        return seg
+
+    @classmethod
+    def attach_named(cls, name, nbytes):
+        """Map named file ``name``, taking over the count its handle held in flight."""
+        path = os.path.join(_SHM_DIR, name)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise RuntimeError(f"shared tensor storage {path} is gone: the handle was used twice, or the file "
+                               "was removed from /dev/shm by hand") from None
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        seg = _MAPPED.get(key)
+        if seg is not None and seg.nbytes >= nbytes:
+            os.close(fd)
+            _add_ref(name, nbytes, -1)  # mapped here already: the handle's count is not needed
+            return seg
+        seg = cls(fd, nbytes, name=name)  # this mapping holds the handle's count
+        _MAPPED[key] = seg
         return seg
 
     @classmethod
@@ -128,7 +219,7 @@ def _root(t):
 def _segment_of(t):
     """The shared segment holding ``t``'s elements, or None."""
     seg = getattr(_root(t), "_shm", None)
-    if seg is None or seg.fd is None or seg.offset_of(t._data) is None:
+    if seg is None or seg.fd is None and seg.name is None or seg.offset_of(t._data) is None:
         return None
     return seg
 
@@ -225,6 +316,11 @@ def reduce_tensor_shared(tensor):
             arr[...] = tensor._data
             tensor = _shared_tensor(arr, seg, type(tensor), tensor._rg)
     d = tensor._data
+    meta = (seg.nbytes, _dt._FROM_NP[d.dtype].name, d.shape, d.strides, seg.offset_of(d), tensor._rg)
+    if seg.name is not None:
+        if _add_ref(seg.name, seg.nbytes, 1) is None:  # a count for the handle in flight
+            raise RuntimeError(f"shared tensor storage {seg.name} was removed from {_SHM_DIR}: can't send it")
+        return (rebuild_named_tensor, (type(tensor), seg.name) + meta)
     handle = _mp_reduction.DupFd(seg.fd)
     return (rebuild_shared_tensor,
             (type(tensor), handle, seg.nbytes, _dt._FROM_NP[d.dtype].name, d.shape, d.strides, seg.offset_of(d),
@@ -240,6 +336,20 @@ def rebuild_shared_tensor(cls, handle, nbytes, dtype, shape, strides, offset, re
     tensor([1., 1.])
     """
     seg = _Segment.attach(handle.detach(), nbytes)
+    return _shared_tensor(seg.array(shape, _dt._by_name(dtype).np, strides, offset), seg, cls, requires_grad)
+
+
+def rebuild_named_tensor(cls, name, nbytes, dtype, shape, strides, offset, requires_grad):
+    """Map the named shared file of a tensor sent under strategy 'file_system'.
+
+    >>> import workbench as wb, workbench.multiprocessing as mp
+    >>> from multiprocessing.reduction import ForkingPickler
+    >>> mp.set_sharing_strategy("file_system")
+    >>> ForkingPickler.loads(ForkingPickler.dumps(wb.ones(2)))
+    tensor([1., 1.])
+    >>> mp.set_sharing_strategy("file_descriptor")
+    """
+    seg = _Segment.attach_named(name, nbytes)
     return _shared_tensor(seg.array(shape, _dt._by_name(dtype).np, strides, offset), seg, cls, requires_grad)
 
 

@@ -172,7 +172,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def _elu_fwd(xp, x, alpha, scale, input_scale, grad_input_scale=None):
-    return xp.where(x > 0, x * scale, (xp.expm1(xp.minimum(x, 0) * input_scale)) * (alpha * scale))
+    pos = x > 0  # where(pos, 0, x), not minimum(x, 0): that is 0. at x = -0., where PyTorch gives -0.
+    return xp.where(pos, x * scale, xp.expm1(xp.where(pos, x.dtype.type(0), x) * input_scale) * (alpha * scale))
 
 
 def _elu_deriv(x, alpha, scale, input_scale, grad_input_scale=None):

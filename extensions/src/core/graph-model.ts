@@ -32,6 +32,8 @@ export interface VisibleEdge {
   target: string;
   /** Shape text of the first tape edge merged into this one, e.g. "8×3"; "" for scalars (noise in micrograd-size graphs). */
   label: string;
+  /** Argument position at the target of the first tape edge merged into this one (0: the first). */
+  index: number;
   /** Number of tape edges merged into this one (edges collapse when their ends do). */
   count: number;
   /** The edge enters a cut node: gradient does not flow back along it. */
@@ -174,7 +176,7 @@ export class TapeModel {
         known.cut = known.cut || cut;
         continue;
       }
-      const ve: VisibleEdge = { source: s, target: t, label: e.shape.length ? shapeText(e.shape) : "", count: 1, cut };
+      const ve: VisibleEdge = { source: s, target: t, label: e.shape.length ? shapeText(e.shape) : "", index: e.index, count: 1, cut };
       byPair.set(key, ve);
       edges.push(ve);
     }

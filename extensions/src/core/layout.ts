@@ -3,8 +3,10 @@ import dagre from "@dagrejs/dagre";
 
 export interface LayoutInput {
   nodes: { id: string; width: number; height: number; cluster: string | null }[];
-  clusters: { id: string; parent: string | null }[];
-  edges: { source: string; target: string; label: string }[];
+  /** `label`: the width of the box's header label at its top left, kept clear of edges entering the box. */
+  clusters: { id: string; parent: string | null; label?: number }[];
+  /** `index`: the argument position at the target (0: the first), as the tape records it. */
+  edges: { source: string; target: string; label: string; index?: number }[];
 }
 
 export interface Box { x: number; y: number; width: number; height: number }
@@ -56,7 +58,10 @@ function withDagre(input: LayoutInput): LayoutResult {
     // dagre rejects edges that touch a cluster; the caller only sends edges between drawn items.
     g.setEdge(e.source, e.target, { width: e.label.length * LABEL_W, height: LABEL_H, labelpos: "c" });
   });
-  dagre.layout(g);
+  const main = mainPath(input);
+  // an ordering constraint only: weight 0, not drawn, not returned
+  for (const [v, leaf] of main.after) g.setEdge(v, leaf, { weight: 0, minlen: 1 });
+  dagre.layout(g, { corePath: main.path });
   const boxes: Record<string, Box> = {};
   for (const id of g.nodes()) {
     const n = g.node(id) as unknown as Box;
@@ -65,6 +70,54 @@ function withDagre(input: LayoutInput): LayoutResult {
   const edges = input.edges.map((e) => ({ points: (g.edge(e.source, e.target) as unknown as { points: { x: number; y: number }[] }).points }));
   const gr = g.graph() as { width?: number; height?: number };
   return { boxes, edges, width: gr.width ?? 0, height: gr.height ?? 0, engine: "dagre", ms: 0 };
+}
+
+/**
+ * The graph's main data path and the leaves beside it, for dagre. Its Brandes-Köpf pass puts a node
+ * under the median of its inputs, which for a Linear is its weight; and its ranking pulls a leaf input
+ * (a weight, a bias) down to just above its consumer, so the Linear's box starts beside the box of the
+ * layer before it and the data edge enters it through its side. Each layer stepped one leaf to the
+ * right: a 12-layer MLP drifted 1,900 px across. `path` (dagre's `corePath`) is a longest chain, source
+ * to sink, each step back taken to the deepest input, on a tie to the first argument (a Linear's data
+ * comes before its weight and bias, as in F.linear(x, w, b)); dagre aligns it in one column. `after`
+ * pairs each leaf input of a path node (one feeding nothing else) with the path node before, so the
+ * leaf is ranked below it: the box holding the leaf then starts below the box before, and the path runs
+ * straight down past the leaves.
+ */
+export function mainPath(input: LayoutInput): { path: string[]; after: [string, string][] } {
+  const preds = new Map<string, string[]>(input.nodes.map((n) => [n.id, []]));
+  const arg = new Map<string, number>();
+  const succs = new Map<string, string[]>(input.nodes.map((n) => [n.id, []]));
+  for (const e of input.edges) if (preds.has(e.source) && preds.has(e.target) && e.source !== e.target) {
+    preds.get(e.target)!.push(e.source);
+    succs.get(e.source)!.push(e.target);
+    arg.set(`${e.source}\u0000${e.target}`, e.index ?? Infinity);
+  }
+  // the longest chain of inputs above each node, in topological order (Kahn's; a cycle, never produced
+  // by a tape, leaves its nodes out)
+  const depth = new Map<string, number>(), waiting = new Map([...preds].map(([v, ps]) => [v, ps.length]));
+  const ready = [...waiting].filter(([, k]) => k === 0).map(([v]) => v);
+  while (ready.length) {
+    const v = ready.pop()!;
+    depth.set(v, preds.get(v)!.reduce((d, p) => Math.max(d, depth.get(p)! + 1), 0));
+    for (const w of succs.get(v)!) if (waiting.set(w, waiting.get(w)! - 1).get(w) === 0) ready.push(w);
+  }
+  let end: string | undefined;
+  for (const [v, d] of depth) if (end === undefined || d > depth.get(end)!) end = v;
+  const path: string[] = [];
+  for (let v = end; v !== undefined;) {
+    path.push(v);
+    const at = v, first = (p: string) => arg.get(`${p}\u0000${at}`)!;
+    v = preds.get(at)!.reduce<string | undefined>((best, p) => best === undefined || depth.get(p)! > depth.get(best)! ||
+      (depth.get(p) === depth.get(best) && first(p) < first(best)) ? p : best, undefined);
+  }
+  path.reverse();
+  const after: [string, string][] = [];
+  // only a leaf with no other consumer: that keeps the graph acyclic
+  for (let i = 1; i < path.length; i++) {
+    for (const p of preds.get(path[i])!) if (p !== path[i - 1] && preds.get(p)!.length === 0 && succs.get(p)!.length === 1) after.push([path[i - 1], p]);
+  }
+  return { path, after };
 }
 
 /**
@@ -102,6 +155,7 @@ function layered(input: LayoutInput): LayoutResult {
     return u;
   });
   const index = new Map(input.nodes.map((n, i) => [n.id, i]));
+  const heads = new Map(input.clusters.map((c) => [c.id, c.label ?? 0]));
   // the cluster holding both ends of an edge, and its items that hold each end
   const split = (a: Item, b: Item): [Group, Item, Item] => {
     while (a.depth > b.depth) a = a.parent!;
@@ -173,7 +227,10 @@ function layered(input: LayoutInput): LayoutResult {
     }
     for (const c of sources) put(c, (out.get(c) ?? []).filter(([si]) => done.has(si)).map(([si, q, p]) =>
       si.rx + offset(si, q) + q.w / 2 - offset(c, p) - p.w / 2));
-    const left = g.items.reduce((l, c) => Math.min(l, c.rx), Infinity);
+    // an edge entering the box runs down right of its header label: the members move right as needed
+    const head = (heads.get(g.id) ?? 0) - PAD_X + GAP_ACROSS / 2;
+    const left = Math.min(g.items.reduce((l, c) => Math.min(l, c.rx), Infinity),
+      g.entered.reduce((l, [c, b]) => Math.min(l, c.rx + offset(c, b) + b.w / 2 - head), Infinity));
     for (const c of g.items) c.rx -= left;
     g.w = g.items.reduce((w, c) => Math.max(w, c.rx + c.w), 0) + (g === root ? 0 : 2 * PAD_X);
   }

@@ -50,6 +50,8 @@ interface Measured { w: number; h: number; title: string; sub: string; inline: s
 const CHAR_W = 7.4, SUB_W = 6.7, PAD = 10, GUTTER = 14, LINE = 15;
 /** Widest node box; longer text ends in an ellipsis and the whole text is the box's tooltip. */
 const MAX_W = 300;
+/** Widest open box header; a longer one ends in an ellipsis. */
+const HEAD_W = 260;
 
 /** `text` cut to `chars` characters, the last one an ellipsis. */
 export function ellipsize(text: string, chars: number): string {
@@ -471,6 +473,12 @@ class Viewer {
     return { w, h: hgt, title, sub, inline, badges, tip };
   }
 
+  /** What an open box's header says. */
+  #headText(id: string): string {
+    const info = this.model.containers.get(id)!;
+    return `▾ ${info.label} · ${info.type}`;
+  }
+
   /** Lays out what is open and draws it; `fit` fits the result to the view before drawing. */
   #relayout(fit = false): Promise<void> {
     const gen = ++this.#generation;
@@ -478,8 +486,8 @@ class Viewer {
     const measured = new Map(this.#visible.items.map((it) => [it.id, this.#measure(it.id, it.type)]));
     const input: LayoutInput = {
       nodes: this.#visible.items.map((it) => ({ id: it.id, width: measured.get(it.id)!.w, height: measured.get(it.id)!.h, cluster: it.cluster })),
-      clusters: this.#visible.clusters,
-      edges: this.#visible.edges.map((e) => ({ source: e.source, target: e.target, label: e.count > 1 ? `${e.label} ×${e.count}` : e.label })),
+      clusters: this.#visible.clusters.map((c) => ({ ...c, label: Math.min(HEAD_W, this.#headText(c.id).length * SUB_W + 16) })),
+      edges: this.#visible.edges.map((e) => ({ source: e.source, target: e.target, label: e.count > 1 ? `${e.label} ×${e.count}` : e.label, index: e.index })),
     };
     if (this.#visible.items.length > 300) this.#say(`Laying out ${this.#visible.items.length} items…`);
     this.#drawn = this.#layoutFn(input).then((res) => {
@@ -587,10 +595,9 @@ class Viewer {
       const x = b.x - b.width / 2, y = b.y - b.height / 2;
       const head = s("g", { class: "wb-cluster-head", "data-id": id, tabindex: -1, role: "treeitem", "aria-expanded": "true",
         "aria-label": `${info.path || info.label} ${info.type}, open; Enter closes it` },
-        s("rect", { x, y, width: Math.min(b.width, 260), height: 20, class: "wb-cluster-label" }),
+        s("rect", { x, y, width: Math.min(b.width, HEAD_W), height: 20, class: "wb-cluster-label" }),
         s("title", {}, `${info.label} · ${info.type}: click to close`),
-        s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" },
-          ellipsize(`▾ ${info.label} · ${info.type}`, Math.floor((Math.min(b.width, 260) - 12) / SUB_W))));
+        s("text", { x: x + 8, y: y + 14, class: "wb-t-sub" }, ellipsize(this.#headText(id), Math.floor((Math.min(b.width, HEAD_W) - 12) / SUB_W))));
       clusters.append(s("rect", { x, y, width: b.width, height: b.height, rx: 6, class: "wb-cluster-rect" }), head);
       this.#els.set(id, head);
     }
