@@ -39,11 +39,10 @@ CASES = {
     "logsigmoid": lambda F, x: F.logsigmoid(x),
 }
 
-# where the sign of a zero result is still not PyTorch's: the elu family's float64 form gives 0. at x = -0.
-# (PyTorch -0., as the float32 loop does); softshrink gives 0. between -lambd and 0 (PyTorch -0., though its
-# hardshrink gives 0. there)
-ZERO_SIGN_DIFFERS = {(name, np.float64) for name in ("elu", "elu_alpha", "selu", "celu")} | {
-    ("softshrink", np.float32), ("softshrink", np.float64)}
+# PyTorch's softshrink gives 0. in its dead zone |x| <= lambd in its vector lanes and -0. in the scalar tail
+# of each chunk for negative x, so its sign there depends on an element's position and on the CPU's vector
+# width: workbench gives 0. there everywhere (as hardshrink, and PyTorch's vector lanes, do)
+DEAD_ZONE = {"softshrink": 0.5}
 
 
 def _inputs(dtype):
@@ -69,9 +68,13 @@ def test_forward_and_backward_match_pytorch(name, dtype):
     tol = dict(rtol=2e-6 if dtype == np.float32 else 1e-12, atol=1e-6 if dtype == np.float32 else 1e-12)
     assert yw.dtype == wb.float32 if dtype == np.float32 else yw.dtype == wb.float64
     np.testing.assert_allclose(yw.detach().numpy(), yt.detach().numpy(), equal_nan=True, **tol)
-    if (name, dtype) not in ZERO_SIGN_DIFFERS:  # and the zeros' signs (a dropped negative prints as 0., not -0.)
-        zero = yt.detach().numpy() == 0
-        np.testing.assert_array_equal(np.signbit(yw.detach().numpy()[zero]), np.signbit(yt.detach().numpy()[zero]))
+    # and the zeros' signs (a dropped negative prints as 0., not -0.)
+    zero = yt.detach().numpy() == 0
+    if name in DEAD_ZONE:
+        dead = np.abs(x) <= DEAD_ZONE[name]
+        assert not np.signbit(yw.detach().numpy()[dead]).any()
+        zero &= ~dead
+    np.testing.assert_array_equal(np.signbit(yw.detach().numpy()[zero]), np.signbit(yt.detach().numpy()[zero]))
     # at +-inf and NaN PyTorch's gradient formulas give NaN or 0 by accident of the formula; compare finite x
     np.testing.assert_allclose(xw.grad.numpy()[finite], xt.grad.numpy()[finite], equal_nan=True, **tol)
 
@@ -208,3 +211,35 @@ def test_elu_family_loop_within_two_ulp_of_pytorch(name, kw):
     np.testing.assert_array_equal(np.signbit(yw), np.signbit(yt))
     ok = np.isfinite(yt)
     assert np.all(np.abs(yw[ok] - yt[ok]) <= 2 * np.spacing(np.abs(yt[ok]) + np.float32(1e-38)))
+
+
+SIGNED_ZERO_CASES = {
+    "elu": lambda F, x: F.elu(x),
+    "selu": lambda F, x: F.selu(x),
+    "celu": lambda F, x: F.celu(x, 1.7),
+    "threshold_neg": lambda F, x: F.threshold(x, -0.1, 5.0),  # -0. is kept, and keeps its sign
+    "threshold_neg_zero_value": lambda F, x: F.threshold(x, 0.1, -0.0),  # the value -0. replaces as -0.
+    "threshold_zero_value": lambda F, x: F.threshold(x, 0.1, 0.0),
+    "threshold_at_neg_zero": lambda F, x: F.threshold(x, -0.0, 2.0),
+}
+
+
+@pytest.mark.parametrize("loops", [True, False], ids=["loops", "numpy"])
+@pytest.mark.parametrize("n", [7, N])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(SIGNED_ZERO_CASES))
+def test_signed_zeros_match_pytorch(name, dtype, n, loops, monkeypatch):
+    # -0. and 0. inputs (at the start and the end, where a loop's tail runs) in both forms of each kernel
+    from workbench._backend import fused
+
+    monkeypatch.setattr(fused, "ENABLED", [loops and fused.ENABLED[0]])
+    x = np.resize(np.array([-0.0, 0.0, -0.05, 0.05, -0.3, 0.3, -2.0, np.nan], np.float64), n)
+    x[-4:] = [-0.0, 0.0, -0.0, -0.05]
+    f = SIGNED_ZERO_CASES[name]
+    xt = torch.tensor(x, dtype=getattr(torch, dtype))
+    yt = f(torch.nn.functional, xt).float().numpy()
+    xw = wb.tensor(xt.float().numpy()).to(getattr(wb, dtype))
+    yw = f(wb.nn.functional, xw).float().numpy()
+    np.testing.assert_allclose(yw, yt, rtol=1e-2 if dtype == "bfloat16" else 1e-6, equal_nan=True)
+    num = ~np.isnan(yt)  # (the sign of a NaN is not part of the contract)
+    np.testing.assert_array_equal(np.signbit(yw[num]), np.signbit(yt[num]))

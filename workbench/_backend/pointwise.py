@@ -82,7 +82,11 @@ def hardshrink(xp, x, lambd, want_mask):
 def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x + l below -l, 0 between
     y = xp.clip(x, -lambd, lambd)
     xp.subtract(x, y, out=y)
-    return y, xp.not_equal(y, 0) if want_mask else None  # x - l rounds to 0 only at x = l
+    if not want_mask:
+        return y, None
+    m = xp.greater(x, lambd)  # |x| > l, so NaN has slope 0, as PyTorch's
+    m |= xp.less(x, -lambd)
+    return y, m
 
 
 def threshold(xp, x, th, value, want_mask):  # PyTorch's x <= th ? value : x: NaN passes, with slope 1
@@ -90,15 +94,10 @@ def threshold(xp, x, th, value, want_mask):  # PyTorch's x <= th ? value : x: Na
         y, m = xp.empty_like(x), xp.empty(x.shape, bool)
         fused.threshold(x.reshape(-1), y.reshape(-1), m.reshape(-1), x.dtype.type(th), x.dtype.type(value))
         return y, m if want_mask else None
-    m = xp.less_equal(x, th)
-    xp.logical_not(m, out=m)
-    if x.dtype.kind != "f":  # bfloat16 (kind V): no finfo to clamp with
-        return xp.where(m, x, value), m if want_mask else None
-    y = xp.maximum(x, numpy.finfo(x.dtype).min)  # -inf * 0 would be NaN; it is replaced by value anyway
-    y *= m
-    # a dropped negative is now -0.; adding value (or 0) makes it value (or 0., as PyTorch's)
-    y += xp.multiply(~m, y.dtype.type(value)) if value != 0 else 0
-    return y, m if want_mask else None
+    m = xp.less_equal(x, th)  # where value replaces x; a kept -0. and a value of -0. keep their signs
+    y = x.copy()
+    xp.copyto(y, y.dtype.type(value), where=m)
+    return y, xp.logical_not(m, out=m) if want_mask else None
 
 
 def hardsigmoid(xp, x, want_mask):
@@ -119,7 +118,10 @@ def hardsigmoid(xp, x, want_mask):
 # --- rectifiers -------------------------------------------------------------------------------------
 def leaky_relu(xp, out, x, s):  # 0 <= s <= 1: max(x, s x) is x above 0 and s x below
     xp.multiply(x, s, out=out)
-    xp.maximum(out, x, out=out)
+    if s == 0:  # inf * 0 is NaN, which max keeps; PyTorch's x > 0 ? x : x * s gives inf
+        xp.copyto(out, x, where=xp.greater(x, 0))
+    else:
+        xp.maximum(out, x, out=out)
 
 
 def leaky_relu_grad(xp, out, g, x, s):  # 0 <= s <= 1: max(x > 0, s) is 1 or s
@@ -129,16 +131,16 @@ def leaky_relu_grad(xp, out, g, x, s):  # 0 <= s <= 1: max(x > 0, s) is 1 or s
 
 
 def elu(xp, out, x, alpha, scale, input_scale):
-    # scale * x above 0 plus alpha * scale * expm1(input_scale * x) below: each term is 0 on the other side
-    n = xp.minimum(x, 0)
+    # PyTorch's x > 0 ? scale * x : alpha * scale * expm1(input_scale * x), so -0. gives -0. (a sum of the two
+    # sides would give 0.; minimum(x, 0) is 0. at x = -0.). out may be x (elu_).
+    pos = xp.greater(x, 0)
+    n = xp.where(pos, x.dtype.type(0), x)
     if input_scale != 1:
         n *= input_scale
     xp.expm1(n, out=n)
     n *= alpha * scale
-    xp.maximum(x, 0, out=out)
-    if scale != 1:
-        out *= scale
-    out += n
+    xp.multiply(x, scale, out=out)
+    xp.copyto(out, n, where=xp.logical_not(pos, out=pos))
 
 
 def elu_grad(xp, out, g, x, alpha, scale, input_scale):
@@ -229,10 +231,8 @@ def mask_mul(xp, g, m, slope):
         d = xp.empty_like(g)
         fused.mask_mul(g.reshape(-1), m.reshape(-1), d.reshape(-1), g.dtype.type(slope))
         return d
-    d = xp.multiply(g, m)
-    if slope != 1:
-        d *= slope
-    return d
+    # a select, not g * m: an inf or NaN g where the mask is off gives 0 (not NaN), a negative one 0. (not -0.)
+    return xp.where(m, g * g.dtype.type(slope) if slope != 1 else g, g.dtype.type(0))
 
 
 def softplus(xp, out, x, beta, threshold):  # log1p(exp(beta x)) / beta, x where beta x > threshold

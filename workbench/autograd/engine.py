@@ -273,7 +273,11 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                 for g in (*grads, *grad_inputs):
                     shared_add(id(g))
             if freed_by is not None and node._saved is not None:  # nodes that saved nothing stay reusable
-                free_saved(node, freed_by)
+                if node._saved_meta is None:
+                    free_saved(node, freed_by)
+                else:  # free_saved, inlined for what primitives record (their facts are kept already)
+                    node._saved = None
+                    node._freed = freed_by
             for (nxt, nr), g in zip(node.next_functions, grad_inputs):
                 if nxt is None:
                     continue

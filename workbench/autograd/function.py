@@ -89,62 +89,102 @@ def storage_root(data):
     return root
 
 
-def _saved_facts(saved):
-    # what free_saved keeps of each saved tensor (runs once per node in every backward: kept lean).
-    # (saved index, id of the node the tensor came from or -1-k for output k, its output_nr, shape,
-    # dtype, storage id, storage nbytes or None when the array owns its memory). The ids are compared
-    # only with objects that were alive together with them: unique.
+def _entry_facts(node, saved):
+    # what describe_saved reads of live saved entries, for nodes that did not record it (custom
+    # Functions, compiled regions, checkpoints): one fact per saved index, None where nothing was saved.
+    # A fact is (input argument index, or -1-k for output k, or None; shape; numpy dtype; storage key;
+    # storage nbytes, or None when the array owns its memory). Storage keys are ids of the storage
+    # arrays, compared only among one node's entries (objects alive together with them: unique).
+    pos = {}
+    for p, (nxt, nr) in enumerate(node.next_functions):
+        if nxt is not None:
+            pos.setdefault((id(nxt), nr), p)
+    tpos = node._tensor_pos
     out = []
-    i = -1
     for entry in saved:
-        i += 1
         e = entry[0]
         if e is None:
+            out.append(None)
             continue
         if e.__class__ is _Out:
             data = e.data
-            src, nr = -1 - e.i, 0
+            where = -1 - e.i
         else:
             data = e._data
-            src, nr = id(e.grad_fn or e._acc), e._output_nr
-        if data.base is None:
-            out.append((i, src, nr, data.shape, data.dtype, id(data), None))
+            p = pos.get((id(e.grad_fn or e._acc), e._output_nr))
+            where = None if p is None else tpos[p]
+        root = storage_root(data)
+        out.append((where, data.shape, data.dtype, id(root), None if root is data else root.nbytes))
+    return tuple(out)
+
+
+def _raw_fact(x, where, datas, outs):
+    # the fact of a saved array whose shape and storage the node's metadata does not give (a view, an
+    # input that takes no gradient, a cast copy): its storage key is the argument index or -1-k of the
+    # input or output array that owns the storage, as for the entries derived from metadata, else its id
+    root = storage_root(x)
+    key = None
+    for j, d in enumerate(datas):
+        if d is root:
+            key = j
+            break
+    else:
+        for k, o in enumerate(outs):
+            if o is root:
+                key = -1 - k
+                break
         else:
-            root = storage_root(data)
-            out.append((i, src, nr, data.shape, data.dtype, id(root), root.nbytes))
-    return out
+            key = id(root)
+    return (where, x.shape, x.dtype, key, None if root is x else root.nbytes)
 
 
 def describe_saved(node):
     """What the node's saved tensors are, without holding them: one tuple per saved tensor,
     ``(saved index, input position, or -1-k for the node's output k, or None, shape, numpy dtype,
-    nbytes, storage id, storage nbytes)``. The storage id tells views of one storage apart only among
-    one node's entries. Live nodes are described from ``_saved``; freed ones from what ``free_saved``
-    kept, so cost overlays outlive backward.
+    nbytes, storage key, storage nbytes)``. The storage key tells views of one storage apart only among
+    one node's entries. The same answer before and after backward freed the saved tensors, so cost
+    overlays outlive backward.
 
     >>> import workbench as wb
     >>> y = wb.ones(2, requires_grad=True) * wb.ones(2)
     >>> [(e[0], e[1], e[2], e[4]) for e in describe_saved(y.grad_fn)]
     [(1, None, (2,), 8)]
     """
-    facts = _saved_facts(node._saved) if node._saved is not None else node._saved_meta
-    if not facts:
-        return ()
-    pos = {}
-    for k, (nxt, nr) in enumerate(node.next_functions):
-        if nxt is not None:
-            pos.setdefault((id(nxt), nr), k)
+    facts = node._saved_meta
+    if facts is None:
+        if node._saved is None:
+            return ()
+        facts = _entry_facts(node, node._saved)
+    tpos = node._tensor_pos
     out = []
-    for i, src, nr, shape, dtype, root, root_bytes in facts:
-        where = src if src < 0 else pos.get((src, nr))
+    i = -1
+    for f in facts:
+        i += 1
+        if f is None:
+            continue
+        if f.__class__ is int:  # recorded by a primitive: an input that takes a gradient, or an output,
+            # owning its memory; its shape and dtype are those the graph keeps for the gradient
+            if f < 0:
+                shape, dtype = node._out_meta[-1 - f]
+                where = f
+            else:
+                where = tpos.index(f)
+                nxt, nr = node.next_functions[where]
+                shape, dtype = nxt._out_meta[nr]
+            key, root_bytes = f, None
+        else:
+            k, shape, dtype, key, root_bytes = f
+            where = k if k is None or k < 0 else tpos.index(k)
         nbytes = math.prod(shape) * dtype.itemsize
-        out.append((i, where, shape, dtype, nbytes, root, nbytes if root_bytes is None else root_bytes))
+        out.append((i, where, shape, dtype, nbytes, key, nbytes if root_bytes is None else root_bytes))
     return tuple(out)
 
 
 def free_saved(node, freed_by):
-    """Drop ``node``'s saved tensors after its backward, keeping the facts ``describe_saved`` reads."""
-    node._saved_meta = _saved_facts(node._saved)
+    """Drop ``node``'s saved tensors after its backward, keeping the facts ``describe_saved`` reads
+    (primitives recorded them with the node; others' are taken here)."""
+    if node._saved_meta is None:
+        node._saved_meta = _entry_facts(node, node._saved)
     node._saved = None
     node._freed = freed_by
 
@@ -414,7 +454,7 @@ def _view_of(cls, args, out, xp):
 def _new_node(cls, xp):
     node = cls._node_cls()
     node.xp = xp
-    node._saved = None
+    node._saved = node._saved_meta = node._freed = None
     node._seq = next(_seq)
     node.scope = SCOPE.get()
     node.group = GROUP.get()
@@ -478,7 +518,7 @@ def _edges(node, args):
 def _record_raw(cls, args, datas, xp):
     node = cls._node_cls()  # _new_node, inlined: this runs once per recorded op
     node.xp = xp
-    node._saved = None
+    node._saved = node._saved_meta = node._freed = None
     node._seq = next(_seq)
     node.scope = SCOPE.get()
     node.group = GROUP.get()
@@ -524,7 +564,7 @@ def _record_raw(cls, args, datas, xp):
         node._out_meta = ((out.shape, out.dtype),)
         results = (res,)
         if node._saved is not None:
-            node._saved = _resolve_saved_raw(node._saved, args, datas, (out,), results)
+            node._saved, node._saved_meta = _resolve_saved_raw(node._saved, args, datas, (out,), results)
     else:
         outs = out if out.__class__ is tuple else (out,)
         nd = node._non_differentiable or ()
@@ -536,7 +576,7 @@ def _record_raw(cls, args, datas, xp):
             results.append(_make(o, diff, node if diff else None, k))
         node._out_meta = tuple((o.shape, o.dtype) for o in outs)
         if node._saved is not None:
-            node._saved = _resolve_saved_raw(node._saved, args, datas, outs, results)
+            node._saved, node._saved_meta = _resolve_saved_raw(node._saved, args, datas, outs, results)
         res = tuple(results) if out.__class__ is tuple else results[0]
     if graph.ANOMALY[0]:
         graph.anomaly_record(node)
@@ -558,34 +598,48 @@ def _scalar_out(node, out):
 def _resolve_saved_raw(saved, args, datas, outs, results):
     # forward saved raw arrays; find the tensor each came from, so the version check and the
     # visualizer see tensors. An array that is neither an input nor an output (a cast copy) has no
-    # version to check: nothing else can write to it.
+    # version to check: nothing else can write to it. Returns the entries and describe_saved's facts:
+    # the argument index k of an input that takes a gradient, or -1-k for output k, where that array
+    # owns its memory (its shape and dtype are then the node's metadata: nothing more to keep, at record
+    # time or when backward frees it), else a fact of its own (_raw_fact).
     entries = []
+    facts = []
     for x in saved:
         if x is None:
             entries.append((None, None, 0))
+            facts.append(None)
             continue
         k = 0
         for d in datas:
-            if d is x and isinstance(args[k], _Tensor):  # raw arrays passed as plain arguments have no box
-                t = args[k]
+            # raw arrays passed as plain arguments have no box
+            if d is x and ((t := args[k]).__class__ is _Tensor or isinstance(t, _Tensor)):
                 box = t._vbox
                 if box is _INFERENCE_BOX:
                     _saved_entry(t)  # raises
                 entries.append((t, box, box[0]))
+                if x.base is not None:
+                    facts.append(_raw_fact(x, k if t._rg else None, datas, outs))
+                elif t._rg:
+                    facts.append(k)
+                else:  # no gradient edge to read the shape from: it is kept here
+                    facts.append((None, x.shape, x.dtype, k, None))
                 break
             k += 1
         else:
             if isinstance(x, _Tensor):
                 entries.append(_saved_entry(x))
+                facts.append(_raw_fact(x._data, None, datas, outs))
                 continue
             for k, o in enumerate(outs):
                 if o is x:
                     r = results[k]
                     entries.append((_Out(k, x, r._rg), r._vbox, r._vbox[0]))
+                    facts.append(-1 - k if x.base is None else _raw_fact(x, -1 - k, datas, outs))
                     break
             else:
                 entries.append((_make(x), None, 0))
-    return tuple(entries)
+                facts.append(_raw_fact(x, None, datas, outs))
+    return tuple(entries), facts
 
 
 def _saved_entry(t):

@@ -139,8 +139,11 @@ class Node:
 
     # slots for what every recorded op sets; the rarely used fields are class-level defaults that an
     # instance overrides in its __dict__ only when it needs to (keeps recording cheap)
+    # _saved_meta: what the saved tensors are (function.describe_saved, for cost overlays; primitives
+    # record it with the node, others when backward frees them); _freed: once freed, the site of the
+    # backward() call that freed the saved tensors. Slots, not defaults: freeing writes no __dict__.
     __slots__ = ("next_functions", "_saved", "needs_input_grad", "_tensor_pos", "scope", "group", "_seq",
-                 "_out_meta", "xp", "__dict__", "__weakref__")
+                 "_out_meta", "xp", "_saved_meta", "_freed", "__dict__", "__weakref__")
     _fn = None  # the Function class this node records
     _op = ""  # short op name shown by the visualizer
     site = None  # (file, line, function) of the user code that recorded it (trace level 2, or anomaly mode)
@@ -152,8 +155,6 @@ class Node:
     _materialize = True
     _non_differentiable = None
     _dirty = None
-    _freed = None  # once freed: the site of the backward() call that freed the saved tensors
-    _saved_meta = None  # once freed: what the saved tensors were (function.describe_saved), for cost overlays
     _times = None  # [forward us, backward us] measured by workbench.profiler (None where not profiled)
     _stack = None  # anomaly mode: the forward traceback
 
@@ -301,6 +302,7 @@ def accumulator(t):
         node.scope = ""
         node.group = None
         node._saved = None
+        node._saved_meta = node._freed = None
         node._out_meta = ((t._data.shape, t._data.dtype),)  # what the engine checks gradients against
         t._acc = node  # the leaf owns its accumulator; the accumulator only points back weakly
     return node

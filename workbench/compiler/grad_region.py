@@ -85,6 +85,7 @@ class Region:
 
     def finish(self, env, arrays, sources, saved):
         node = self.node_cls()
+        node._saved_meta = node._freed = None
         node.xp = _backend.xp_of(arrays[0])
         node._seq = next(_graph._seq)
         node.scope = SCOPE.get()

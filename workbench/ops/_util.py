@@ -245,6 +245,28 @@ class ArrayStep(Function):
         return (None,) * (1 + len(ctx.needs_input_grad))
 
 
+def check_no_requires_grad(fn, **tensors):
+    """Raise PyTorch's error when an argument it does not differentiate requires grad (under grad mode).
+
+    ``fn`` is the name PyTorch's message gives (its ATen function, e.g. ``nll_loss_forward``); the keywords
+    are the arguments by name, None for an absent one. Without this the argument would be a silent
+    constant: no gradient where the caller asked for one.
+
+    >>> import workbench as wb
+    >>> from workbench.ops._util import check_no_requires_grad
+    >>> check_no_requires_grad("nll_loss_forward", weight=wb.ones(2, requires_grad=True))
+    Traceback (most recent call last):
+    ...
+    RuntimeError: The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. This input cannot have requires_grad True.
+    """
+    if not STATE.enabled:
+        return
+    for name, t in tensors.items():
+        if isinstance(t, Tensor) and t.requires_grad:
+            raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument '{name}'. "
+                               "This input cannot have requires_grad True.")
+
+
 def array_step(fn, *tensors):
     """``fn`` on the tensors' arrays, returning a tensor (or a tuple of them) that requires no grad.
 

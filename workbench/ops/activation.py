@@ -17,7 +17,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
 from ._util import _uniform, _uniform_array, array_step
-from .elementwise import relu as _relu
+from .elementwise import relu as _relu, where
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from .join import cat
@@ -67,7 +67,7 @@ def _pointwise(name, fwd, deriv, fast=None, fast_grad=None):
 def _piecewise(name, kernel, slope=1.0):
     """A primitive whose slope is ``slope`` where a bool mask holds and 0 elsewhere (clamps, shrinks,
     thresholds): kernel(xp, x, *params, want_mask) -> (y, mask) from ``_backend.pointwise``. It saves the
-    mask (a quarter of x's bytes) instead of x, and its backward is one multiply, differentiable in g."""
+    mask (a quarter of x's bytes) instead of x, and its backward is one select, differentiable in g."""
 
     def forward(ctx, x, *params):
         _check_floating(name, x)
@@ -82,7 +82,7 @@ def _piecewise(name, kernel, slope=1.0):
         if not STATE.enabled:
             d = Tensor._make(_pw.mask_mul(ctx.xp, g._data, m._data, slope))
         else:
-            d = g * m if slope == 1 else g * m * slope
+            d = where(m, g if slope == 1 else g * slope, 0.0)  # a select: an inf g where m is off gives 0
         return (d,) + (None,) * ctx.n_params
 
     return type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
@@ -153,7 +153,7 @@ def relu6(input, inplace=False):
 
 
 _LeakyRelu = _pointwise("leaky_relu", lambda xp, x, s: xp.where(x > 0, x, x * s),
-                        lambda x, s: _like(x > 0, x) + _like(x <= 0, x) * s,
+                        lambda x, s: _like(x > 0, x) + _like(~(x > 0), x) * s,  # NaN takes s, as PyTorch's
                         lambda xp, x, s: _pw.run(xp, _pw.leaky_relu, (x,), s) if 0 <= s <= 1 else None,
                         lambda xp, g, x, s: _pw.run(xp, _pw.leaky_relu_grad, (g, x), s) if 0 <= s <= 1 else None)
 
@@ -172,7 +172,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def _elu_fwd(xp, x, alpha, scale, input_scale, grad_input_scale=None):
-    return xp.where(x > 0, x * scale, (xp.expm1(xp.minimum(x, 0) * input_scale)) * (alpha * scale))
+    pos = x > 0  # where(pos, 0, x), not minimum(x, 0): that is 0. at x = -0., where PyTorch gives -0.
+    return xp.where(pos, x * scale, xp.expm1(xp.where(pos, x.dtype.type(0), x) * input_scale) * (alpha * scale))
 
 
 def _elu_deriv(x, alpha, scale, input_scale, grad_input_scale=None):

@@ -18,7 +18,7 @@ from .._backend import fused as _fused, kernels as _k, pointwise as _pw
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from .activation import Softmax, SoftmaxBackward, _Logsigmoid, log_softmax
-from ._util import array_step
+from ._util import array_step, check_no_requires_grad
 from .elementwise import minimum, relu, where
 from .index import PutRows, TakeRows
 from .linalg import vecdot, vector_norm
@@ -229,6 +229,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if tuple(target.shape) == tuple(input.shape) and target.dtype.is_floating_point:
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    check_no_requires_grad("nll_loss_forward", weight=weight)  # class indices: PyTorch's nll_loss underneath
     _check_class_targets("cross_entropy", input, target)
     x2 = _rows(input, "cross_entropy")
     dt = x2._data.dtype
@@ -270,6 +271,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         input, = _autocast_cast("nll_loss", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    check_no_requires_grad("nll_loss_forward", weight=weight)
     t = _class_targets("nll_loss", input, target, ignore_index)
     x2 = _rows(input, "nll_loss")
     xp = _xp(input)
@@ -316,6 +318,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    check_no_requires_grad("binary_cross_entropy", weight=weight)
     d = input._data
     if d.size and type(d) is _backend.ndarray and bool(((d < 0) | (d > 1)).any()):  # CPU only, as above
         raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
@@ -341,6 +344,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    check_no_requires_grad("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     if pos_weight is None and _fused_reduction(input, target, reduction, weight):
         return BceWithLogits.apply(input, target, reduction == "mean")
     pos = _Logsigmoid.apply(input)
@@ -970,6 +974,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         input, target = _autocast_cast("soft_margin_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    check_no_requires_grad("soft_margin_loss", target=target)
     return _reduce(-_Logsigmoid.apply(target * input), reduction)
 
 
@@ -1008,6 +1013,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    check_no_requires_grad("multi_margin_loss", weight=weight)
     x = input if input.ndim == 2 else input.reshape(1, -1)
     n, c = x.shape
     xp = _xp(input)

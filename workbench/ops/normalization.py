@@ -17,6 +17,7 @@ from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.graph import composite
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
+from ._util import check_no_requires_grad
 from ._autocast import cast as _autocast_cast
 
 _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
@@ -199,6 +200,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for t, what in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"),
                     (bias, "bias")):
         _check_channels("batch_norm", input, t, what)
+    check_no_requires_grad("native_batch_norm", running_mean=running_mean, running_var=running_var)
     w_shape = (1, c) + (1,) * (input.ndim - 2)
     if training:
         n = input.numel() // c
@@ -243,6 +245,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     for t, what in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"),
                     (bias, "bias")):
         _check_channels("instance_norm", input, t, what)
+    check_no_requires_grad("native_batch_norm", running_mean=running_mean, running_var=running_var)
     w_shape = (1, c) + (1,) * (input.ndim - 2)
     if not use_input_stats:
         if running_mean is None or running_var is None:

@@ -118,10 +118,11 @@ def _recorders(log):
 
 def _args(sample, requires_grad):
     out = []
-    for a in sample.args:
+    for i, a in enumerate(sample.args):
         if isinstance(a, np.ndarray):
             t = wb.tensor(a)
-            out.append(t.requires_grad_() if requires_grad and t.is_floating_point() else t)
+            grad = requires_grad and t.is_floating_point() and i not in sample.nondiff
+            out.append(t.requires_grad_() if grad else t)
         else:
             out.append(a)
     return out
