@@ -79,12 +79,12 @@ describe("layout", () => {
   });
 
   // An open box's header label sits at its top left (the viewer draws it there, 20 px tall).
-  it("keeps edges entering a box off its header label in the linear layout", () => {
-    const m = new TapeModel(mlpTape(210));
+  it.each([[12, "dagre"], [210, "layered"]])("keeps edges entering a box off its header label (%i layers, %s)", (layers, engine) => {
+    const m = new TapeModel(mlpTape(layers));
     const inp = input(m, new Set(m.containers.keys()));
     inp.clusters = inp.clusters.map((c) => ({ ...c, label: 100 }));
     const r = computeLayout(inp);
-    expect(r.engine).toBe("layered");
+    expect(r.engine).toBe(engine);
     checkLayout(inp, r);
     const cluster = new Map(inp.nodes.map((n) => [n.id, n.cluster]));
     const crossed: string[] = [];

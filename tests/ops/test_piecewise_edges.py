@@ -1,4 +1,4 @@
-"""relu and the piecewise-linear activations (hardtanh, relu6, threshold, hardshrink, softshrink, hardsigmoid,
+"""relu, leaky_relu and the piecewise-linear activations (hardtanh, relu6, threshold, hardshrink, softshrink, hardsigmoid,
 clamp) give PyTorch's values bitwise on edge inputs, on the NumPy forms (below the loops' cut-offs, and on the
 fake cupy) and the loops alike: an inf or NaN upstream gradient where the slope is 0 gives 0 (a select, not
 g * mask, which would give NaN), a negative one gives 0. (not -0.), NaN and -0. inputs as PyTorch keeps them;
@@ -15,6 +15,9 @@ G = [np.nan, np.inf, -np.inf, -0.0, -3.0, 0.0, 2.0]
 
 FNS = {
     "relu": lambda F, x: F.relu(x),
+    "leaky_relu": lambda F, x: F.leaky_relu(x, 0.1),
+    "leaky_relu_0": lambda F, x: F.leaky_relu(x, 0.0),
+    "leaky_relu_2": lambda F, x: F.leaky_relu(x, 2.0),
     "hardtanh": lambda F, x: F.hardtanh(x),
     "hardtanh_lo_hi": lambda F, x: F.hardtanh(x, -0.5, 0.7),
     "relu6": lambda F, x: F.relu6(x),

@@ -118,7 +118,10 @@ def hardsigmoid(xp, x, want_mask):
 # --- rectifiers -------------------------------------------------------------------------------------
 def leaky_relu(xp, out, x, s):  # 0 <= s <= 1: max(x, s x) is x above 0 and s x below
     xp.multiply(x, s, out=out)
-    xp.maximum(out, x, out=out)
+    if s == 0:  # inf * 0 is NaN, which max keeps; PyTorch's x > 0 ? x : x * s gives inf
+        xp.copyto(out, x, where=xp.greater(x, 0))
+    else:
+        xp.maximum(out, x, out=out)
 
 
 def leaky_relu_grad(xp, out, g, x, s):  # 0 <= s <= 1: max(x > 0, s) is 1 or s

@@ -153,7 +153,7 @@ def relu6(input, inplace=False):
 
 
 _LeakyRelu = _pointwise("leaky_relu", lambda xp, x, s: xp.where(x > 0, x, x * s),
-                        lambda x, s: _like(x > 0, x) + _like(x <= 0, x) * s,
+                        lambda x, s: _like(x > 0, x) + _like(~(x > 0), x) * s,  # NaN takes s, as PyTorch's
                         lambda xp, x, s: _pw.run(xp, _pw.leaky_relu, (x,), s) if 0 <= s <= 1 else None,
                         lambda xp, g, x, s: _pw.run(xp, _pw.leaky_relu_grad, (g, x), s) if 0 <= s <= 1 else None)
 

@@ -44,14 +44,31 @@ export function computeLayout(input: LayoutInput): LayoutResult {
 }
 
 function withDagre(input: LayoutInput): LayoutResult {
+  const GAP = 6;
+  const heads = new Map(input.clusters.map((c) => [c.id, c.label ?? 0]));
+  const parent = new Map(input.clusters.map((c) => [c.id, c.parent]));
+  const cluster = new Map(input.nodes.map((n) => [n.id, n.cluster]));
+  const boxesOf = (id: string) => {
+    const out = new Set<string>();
+    for (let c = cluster.get(id) ?? null; c; c = parent.get(c) ?? null) out.add(c);
+    return out;
+  };
   const g = new dagre.graphlib.Graph({ compound: true, multigraph: false });
   // Top to bottom: inputs at the top, the loss at the bottom, the way the forward code reads.
   g.setGraph({ rankdir: "TB", nodesep: 24, ranksep: 36, edgesep: 12, marginx: 16, marginy: 16 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const c of input.clusters) g.setNode(c.id, { clusterLabelPos: "top", paddingTop: 24 });
   for (const c of input.clusters) if (c.parent) g.setParent(c.id, c.parent);
+  // A node that an edge enters its box through is laid out wide enough that the edge, which comes in
+  // at its centre, passes right of the headers at the boxes' top left; it is drawn at its own size.
+  const wide = new Map<string, number>();
+  for (const e of input.edges) {
+    const entered = [...boxesOf(e.target)].filter((c) => !boxesOf(e.source).has(c));
+    const head = entered.reduce((w, c) => Math.max(w, heads.get(c) ?? 0), 0);
+    if (head) wide.set(e.target, Math.max(wide.get(e.target) ?? 0, 2 * (head + GAP)));
+  }
   for (const n of input.nodes) {
-    g.setNode(n.id, { width: n.width, height: n.height });
+    g.setNode(n.id, { width: Math.max(n.width, wide.get(n.id) ?? 0), height: n.height });
     if (n.cluster) g.setParent(n.id, n.cluster);
   }
   input.edges.forEach((e) => {
@@ -67,9 +84,26 @@ function withDagre(input: LayoutInput): LayoutResult {
     const n = g.node(id) as unknown as Box;
     boxes[id] = { x: n.x, y: n.y, width: n.width, height: n.height };
   }
-  const edges = input.edges.map((e) => ({ points: (g.edge(e.source, e.target) as unknown as { points: { x: number; y: number }[] }).points }));
+  for (const n of input.nodes) boxes[n.id].width = n.width;
+  const edges = input.edges.map((e) => {
+    const points = [...(g.edge(e.source, e.target) as unknown as { points: Point[] }).points];
+    // ends on the drawn box, not on the wider one laid out
+    if (wide.has(e.source)) points[0] = border(boxes[e.source], points[1]);
+    if (wide.has(e.target)) points[points.length - 1] = border(boxes[e.target], points[points.length - 2]);
+    return { points };
+  });
   const gr = g.graph() as { width?: number; height?: number };
   return { boxes, edges, width: gr.width ?? 0, height: gr.height ?? 0, engine: "dagre", ms: 0 };
+}
+
+type Point = { x: number; y: number };
+
+/** Where the line from the centre of `b` towards `p` leaves the box. */
+function border(b: Box, p: Point): Point {
+  const dx = p.x - b.x, dy = p.y - b.y;
+  if (!dx && !dy) return { x: b.x, y: b.y };
+  const s = Math.abs(dy) * b.width > Math.abs(dx) * b.height ? b.height / 2 / Math.abs(dy) : b.width / 2 / Math.abs(dx);
+  return { x: b.x + dx * s, y: b.y + dy * s };
 }
 
 /**
