@@ -168,3 +168,31 @@ def test_draw_gives_its_parameters_zero_gradients(case, lib):
         np.testing.assert_array_equal(t.grad.numpy(), np.zeros(tuple(t.shape)))
     with lib.no_grad():
         assert not DRAWS[case](lib, T).requires_grad
+
+
+# ops PyTorch has no derivative for: the result requires grad when an input does, and backward raises
+NO_DERIVATIVE = {
+    "heaviside.values": lambda lib, T: lib.heaviside(T(X), T(P, 1)),
+    "heaviside.input": lambda lib, T: lib.heaviside(T(X, 1), T(P)),
+    "bincount.weights": lambda lib, T: lib.bincount(T(CLS), weights=T(W3[[0, 1, 2, 0]], 1)),
+    "histogram.weight": lambda lib, T: lib.histogram(T(X.ravel()), bins=3, weight=T(P.ravel(), 1))[0],
+    "histogram.input": lambda lib, T: lib.histogram(T(X.ravel(), 1), bins=3)[0],
+}
+
+
+@pytest.mark.parametrize("case", sorted(NO_DERIVATIVE))
+def test_op_without_derivative_raises_at_backward_as_torch(case):
+    errors = []
+    for lib in (torch, wb):
+        def T(a, grad=0, lib=lib):
+            a = np.asarray(a)
+            return lib.tensor(a, dtype=lib.int64 if a.dtype.kind == "i" else lib.float64, requires_grad=bool(grad))
+
+        y = NO_DERIVATIVE[case](lib, T)
+        assert y.requires_grad, lib.__name__
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+        errors.append(str(e.value))
+        with lib.no_grad():
+            assert not NO_DERIVATIVE[case](lib, T).requires_grad
+    assert errors[1] == errors[0]

@@ -267,6 +267,32 @@ def check_no_requires_grad(fn, **tensors):
                                "This input cannot have requires_grad True.")
 
 
+class _NoDerivative(Function):
+    """An op's result, as a node of its inputs that require grad, whose backward raises PyTorch's error."""
+
+    _raw = True
+    op_name = "no_derivative"
+
+    @staticmethod
+    def forward(ctx, name, result, *inputs):
+        ctx.name = name
+        return result
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError(f"derivative for aten::{ctx.name} is not implemented")
+
+
+def no_derivative(name, result, *inputs):
+    """``result`` (a tensor) of an op PyTorch has no derivative for (heaviside, bincount, histogram): as in
+    PyTorch it requires grad when an input does, and a backward through it raises instead of giving None.
+    ``inputs`` may hold None."""
+    inputs = [t for t in inputs if isinstance(t, Tensor)]
+    if STATE.enabled and any(t.requires_grad for t in inputs):
+        return _NoDerivative.apply(name, result._data, *inputs)
+    return result
+
+
 def array_step(fn, *tensors):
     """``fn`` on the tensors' arrays, returning a tensor (or a tuple of them) that requires no grad.
 

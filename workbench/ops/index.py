@@ -18,7 +18,7 @@ from ..autograd.grad_mode import STATE
 from ..creation import tensor as _tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, ufunc_at, wrap_dim
+from ._util import _out, no_derivative, ufunc_at, wrap_dim
 from .elementwise import where
 from .views import Expand, broadcast_shapes, broadcast_tensors, reshape
 
@@ -1022,7 +1022,8 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError(f"weights should be 1-d and have the same length as input, got {list(weights.shape)}")
     w = _on(weights._data, input)
     out = xp.bincount(x, weights=w, minlength=minlength)
-    return Tensor._make(out.astype("float32" if w.dtype == "float32" else "float64"))
+    counts = Tensor._make(out.astype("float32" if w.dtype == "float32" else "float64"))
+    return no_derivative("bincount", counts, weights)
 
 
 def histc(input, bins=100, min=0, max=0, *, out=None):
@@ -1097,7 +1098,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
                                f"{list(weight.shape)} and {list(input.shape)}")
         w = _on(weight._data, input).reshape(-1)
     hist, _ = xp.histogram(x, bins=edges, weights=w, density=bool(density))
-    result = HistogramResult(Tensor._make(hist.astype(x.dtype)), Tensor._make(edges))
+    hist = no_derivative("histogram", Tensor._make(hist.astype(x.dtype)), input, weight)
+    result = HistogramResult(hist, Tensor._make(edges))
     if out is not None:
         _out(result.hist, out[0])
         _out(result.bin_edges, out[1])

@@ -10,7 +10,7 @@ import math
 from .. import _backend
 from .._backend import dtypes as _dt
 from .._core import Tensor
-from ._util import _out
+from ._util import _out, no_derivative
 
 
 def _integers(op, input, other):
@@ -47,7 +47,8 @@ def heaviside(input, values, *, out=None):
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes ({input.dtype} and "
                            f"{values.dtype}); convert values with values.to(input.dtype)")
     xp = _backend.xp_of(input._data)
-    return _out(Tensor._make(xp.heaviside(input._data, values._data).astype(input._data.dtype, copy=False)), out)
+    y = Tensor._make(xp.heaviside(input._data, values._data).astype(input._data.dtype, copy=False))
+    return _out(no_derivative("heaviside", y, input, values), out)
 
 
 def angle(input, *, out=None):
