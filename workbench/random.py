@@ -9,7 +9,8 @@ import secrets
 from . import _backend
 from ._backend import dtypes as _dt
 from ._core import Tensor
-from .autograd.grad_mode import no_grad
+from .autograd.function import Function
+from .autograd.grad_mode import STATE, no_grad
 from .creation import _size_args
 from .creation import _sizes_or_keyword
 from ._outargs import _out
@@ -108,6 +109,32 @@ def _done(arr, dt, requires_grad):
     return t
 
 
+class _Draw(Function):
+    """A sample drawn from tensor parameters. PyTorch's normal, bernoulli and poisson give the parameters a
+    zero gradient (the draw is not reparameterised; a distribution's rsample is), so the sample requires grad
+    when a parameter does and backward gives each parameter zeros, not None."""
+
+    _raw = True
+    op_name = "draw"
+
+    @staticmethod
+    def forward(ctx, sample, *params):
+        ctx.params = [(p.shape, p.dtype) for p in params]
+        return sample
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None,) + tuple(Tensor._make(ctx.xp.zeros(shape, dt)) for shape, dt in ctx.params)
+
+
+def _drawn(t, *params):
+    """The sample ``t`` as a node of its tensor parameters that require grad (see ``_Draw``)."""
+    params = [p for p in params if isinstance(p, Tensor)]
+    if STATE.enabled and any(p.requires_grad for p in params):
+        return _Draw.apply(t._data, *params)
+    return t
+
+
 def _uniform(rs, dev, shape):
     with _backend.on_device(dev):
         return rs.random(shape) if dev.type == "cpu" else rs.random_sample(shape)
@@ -193,7 +220,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
             raise RuntimeError("normal expects all elements of std >= 0.0")
         with _backend.on_device(like.device):
             arr = m + s * rs.standard_normal(shape)
-        return _out(_done(arr, like.dtype, requires_grad), out)
+        return _out(_drawn(_done(arr, like.dtype, requires_grad), mean, std), out)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     t = randn(*(size or ()), generator=generator, dtype=dtype, device=device)
@@ -220,7 +247,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         raise RuntimeError("bernoulli: expected every probability p to satisfy 0 <= p <= 1; clamp them first "
                            "(probs.clamp(0, 1)) or pass probabilities, not logits (torch.sigmoid(logits))")
     u = _uniform(_stream_for(input, generator), input.device, tuple(input.shape))
-    return _out(Tensor._make((u < probs).astype(input._data.dtype)), out)
+    return _out(_drawn(Tensor._make((u < probs).astype(input._data.dtype)), input, p), out)
 
 
 def _bernoulli_method(self, p=None, *, generator=None):
@@ -280,7 +307,7 @@ def poisson(input, generator=None):
     rs = _stream_for(input, generator)
     with _backend.on_device(input.device):
         arr = rs.poisson(xp.asarray(input._data, dtype=xp.float64))
-    return Tensor._make(arr.astype(input._data.dtype))
+    return _drawn(Tensor._make(arr.astype(input._data.dtype)), input)
 
 
 def binomial(count, prob, generator=None):

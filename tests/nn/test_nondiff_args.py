@@ -139,3 +139,32 @@ def test_refused_argument_is_accepted_without_grad_mode(case):
                 requires_grad=bool(grad)))
             outs.append(getattr(lib.nn.functional, fn_name)(*args, **kwargs).numpy())
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-10)
+
+
+# random draws from tensor parameters: PyTorch's sample requires grad and gives the parameters zero gradients
+# (not None: an optimizer then steps them with zeros, and a caller's backward through the sample runs)
+DRAWS = {
+    "normal.mean_std": lambda lib, T: lib.normal(T(X, 1), T(P, 1)),
+    "normal.std": lambda lib, T: lib.normal(0.5, T(P, 1)),
+    "bernoulli": lambda lib, T: lib.bernoulli(T(P, 1)),
+    "bernoulli.method": lambda lib, T: T(P, 1).bernoulli(),
+    "poisson": lambda lib, T: lib.poisson(T(P * 3, 1)),
+}
+
+
+@pytest.mark.parametrize("lib", [torch, wb], ids=["torch", "workbench"])
+@pytest.mark.parametrize("case", sorted(DRAWS))
+def test_draw_gives_its_parameters_zero_gradients(case, lib):
+    made = []
+
+    def T(a, grad=0):
+        made.append(lib.tensor(a, dtype=lib.float64, requires_grad=bool(grad)))
+        return made[-1]
+
+    y = DRAWS[case](lib, T)
+    assert y.requires_grad
+    (y * 2).sum().backward()
+    for t in made:
+        np.testing.assert_array_equal(t.grad.numpy(), np.zeros(tuple(t.shape)))
+    with lib.no_grad():
+        assert not DRAWS[case](lib, T).requires_grad
