@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TapeModel } from "../src/core/graph-model";
-import { type Box, DAGRE_LIMIT, type LayoutInput, computeLayout } from "../src/core/layout";
+import { type Box, DAGRE_COST, DAGRE_LIMIT, type LayoutInput, computeLayout, layoutEngine } from "../src/core/layout";
 import { fixture } from "./fixtures";
 import { mlpTape, syntheticTape } from "./synthetic";
 
@@ -123,6 +123,29 @@ describe("layout", () => {
     expect(r.engine).toBe("layered");
     expect(inp.nodes).toHaveLength(2000);
     checkLayout(inp, r);
+  });
+
+  // dagre's time grows with (nodes + clusters) x ranks: a 170-layer MLP, 682 nodes (under DAGRE_LIMIT)
+  // and 342 ranks, took 5-20 s; the linear layout takes well under one.
+  it("routes a deep MLP under DAGRE_LIMIT to the linear layout and a small one to dagre", () => {
+    const deep = new TapeModel(mlpTape(170)), small = new TapeModel(mlpTape(12));
+    const inp = input(deep, new Set(deep.containers.keys()));
+    expect(inp.nodes).toHaveLength(682);
+    expect(inp.nodes.length).toBeLessThan(DAGRE_LIMIT);
+    expect((inp.nodes.length + inp.clusters.length) * 342).toBeGreaterThan(DAGRE_COST);
+    expect(layoutEngine(inp)).toBe("layered");
+    const r = computeLayout(inp);
+    expect(r.engine).toBe("layered");
+    checkLayout(inp, r);
+    expect(layoutEngine(input(small, new Set(small.containers.keys())))).toBe("dagre");
+    // a wide graph of as many nodes but few ranks stays with dagre
+    const nodes = [{ id: "x", width: 120, height: 40, cluster: null }, { id: "y", width: 120, height: 40, cluster: null }];
+    const edges: LayoutInput["edges"] = [];
+    for (let i = 0; i < 340; i++) {
+      nodes.push({ id: `a${i}`, width: 120, height: 40, cluster: null }, { id: `b${i}`, width: 120, height: 40, cluster: null });
+      edges.push({ source: "x", target: `a${i}`, label: "" }, { source: `a${i}`, target: `b${i}`, label: "" }, { source: `b${i}`, target: "y", label: "" });
+    }
+    expect(layoutEngine({ nodes, clusters: [], edges })).toBe("dagre");
   });
 
   it("switches to the linear layered layout above DAGRE_LIMIT nodes", () => {

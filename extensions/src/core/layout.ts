@@ -28,13 +28,30 @@ export interface LayoutResult {
  */
 export const DAGRE_LIMIT = 800;
 
+/**
+ * Above this cost, (drawn nodes + clusters) x ranks, use the linear layout: dagre's ordering sweeps
+ * every rank, and each cluster adds border nodes on every rank it spans, so its time grows with that
+ * product rather than with the node count. On the shared 2-core machine (load ~2) a 40-layer MLP
+ * (cost 19,844) took ~0.5 s, a 50-layer one (30,804) 0.6-1.2 s, a 170-layer one (349,524, 682 nodes)
+ * 5.5 s; a wide graph of 602 nodes and 32 ranks (19,264) 0.2 s (benchmarks/RESULTS.md, 2026-12-04).
+ */
+export const DAGRE_COST = 25_000;
+
 const LABEL_W = 7, LABEL_H = 14;
+
+/** The engine computeLayout uses for `input`: dagre where it is fast (DAGRE_LIMIT, DAGRE_COST). */
+export function layoutEngine(input: LayoutInput): LayoutResult["engine"] {
+  if (input.nodes.length > DAGRE_LIMIT) return "layered";
+  // the main path is a longest chain: its length is the number of ranks
+  const ranks = mainPath(input).path.length;
+  return (input.nodes.length + input.clusters.length) * ranks > DAGRE_COST ? "layered" : "dagre";
+}
 
 export function computeLayout(input: LayoutInput): LayoutResult {
   const t0 = Date.now();
   let r: LayoutResult;
   try {
-    r = input.nodes.length > DAGRE_LIMIT ? layered(input) : withDagre(input);
+    r = layoutEngine(input) === "dagre" ? withDagre(input) : layered(input);
   } catch {
     // A deep chain under the limit can still exhaust a worker's smaller stack.
     r = layered(input);
