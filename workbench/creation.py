@@ -55,6 +55,17 @@ def _is_sequence(x):
     return isinstance(x, collections.abc.Sequence) and not isinstance(x, (str, bytes, Tensor))
 
 
+def _check_no_text_dimension(data):
+    """PyTorch sizes a nested sequence by walking its first elements, and a string met on that walk reads as
+    one more dimension: ``ValueError: too many dimensions 'str'`` (``['a']``, ``[['a'], [1]]``). A string
+    anywhere else is found by the dtype inference (``TypeError: new(): invalid data type 'str'``)."""
+    x = data
+    while _is_sequence(x) and len(x):
+        x = x[0]
+        if isinstance(x, str):
+            raise ValueError(f"too many dimensions 'str': workbench.tensor takes numbers, not text ({x!r})")
+
+
 def _infer_dtype(data):
     """PyTorch's dtype for data (its ``infer_scalar_type``): a Tensor, NumPy array or NumPy scalar keeps its
     own dtype; a Python bool is bool, an int int64, a float the default dtype, a complex its complex; a
@@ -81,8 +92,6 @@ def _infer_dtype(data):
             return _dt.get_default_dtype()
         found = None
         for x in data:
-            if isinstance(x, str):  # PyTorch's error: text is read as one more dimension
-                raise ValueError(f"too many dimensions 'str': workbench.tensor takes numbers, not text ({x!r})")
             d = _infer_dtype(x)
             found = d if found is None else _dt.promote_types(found, d)
             if found is _dt.complex128:  # nothing promotes further
@@ -132,6 +141,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
                                                           and not isinstance(data, Tensor)):
             dt = _dt.from_numpy_dtype(np.dtype(data.dtype))
         else:
+            _check_no_text_dimension(data)
             dt = _infer_dtype(data)
     if dev.type == "cuda" and not isinstance(data, (list, tuple, Tensor)) and hasattr(data, "dtype"):
         cp = _backend.cupy()

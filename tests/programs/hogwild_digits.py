@@ -43,7 +43,7 @@ if __name__ == "__main__":
     model = MLP()
     model.share_memory()
     before = accuracy(model, X, y)
-    procs = [mp.Process(target=train, args=(rank, model, X, y, 6)) for rank in range(2)]
+    procs = [mp.Process(target=train, args=(rank, model, X, y, 12)) for rank in range(2)]
     for p in procs:
         p.start()
     for p in procs:
