@@ -2,6 +2,7 @@
 import copy
 import gc
 import inspect
+import tracemalloc
 import weakref
 
 import numpy as np
@@ -487,3 +488,97 @@ def test_the_replay_lists_its_steps():
     steps = wb.compiler.explain(step).programs[0].steps
     kinds = [k for k, op, scope in steps]
     assert kinds[0] == "opaque" and kinds[-1] == "opaque" and "backward" in kinds and kinds.count("acc") == 2
+
+
+def _peak_mib(f, *args):
+    """The peak of NumPy's traced allocations during f(*args), above what was held before."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        f(*args)
+        return (tracemalloc.get_traced_memory()[1] - base) / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def test_replay_drops_each_intermediate_after_its_last_use():
+    n = 1 << 18  # 1 MiB of float32 per intermediate
+
+    def chain(x):
+        for _ in range(12):
+            x = (x * 1.0001).sin()
+        return x.sum()
+
+    c = wb.compile(chain)
+    x = _input((n,))
+    c(x)
+    assert _bits(c(x)) == _bits(chain(x)) and wb.compiler.explain(c).replays == 1
+    assert _peak_mib(c, x) < 3.5  # two 1 MiB arrays live at a time, as eager; all 24 if kept to the end
+
+
+def test_replayed_training_step_peaks_no_higher_than_eager():
+    # forward ctxs (saved activations) are dropped once their backward ran, gradients once accumulated
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(256, 512), nn.Tanh(), nn.Linear(512, 512), nn.Tanh(), nn.Linear(512, 10))
+    m2 = copy.deepcopy(m1)
+
+    def make(m):
+        o = wb.optim.Adam(m.parameters())
+
+        def step(x):
+            o.zero_grad()
+            loss = m(x).square().mean()
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    eager, compiled = make(m1), wb.compile(make(m2))
+    x = _input((512, 256))
+    for _ in range(2):
+        assert _bits(eager(x)) == _bits(compiled(x))
+    e, c = _peak_mib(eager, x), _peak_mib(compiled, x)
+    assert c <= e * 1.02, (e, c)
+    assert wb.compiler.explain(compiled).replays == 2
+
+
+def test_replay_outputs_are_fresh_each_call_and_never_reused():
+    # every replay hands out arrays of its own: an earlier call's outputs (and their grads) stay as they were
+    lin = nn.Linear(4, 3)
+
+    def f(x):
+        h = lin(x)
+        y = h.tanh()
+        return y, h, (y * 2).sum()
+
+    c = wb.compile(f)
+    xs = [_input((2, 4), seed=k) for k in range(4)]
+    outs = [c(x) for x in xs]
+    assert wb.compiler.explain(c).replays == 3
+    for x, got in zip(xs, outs):
+        assert [_bits(t) for t in got] == [_bits(t) for t in f(x)]
+    ids = {id(t._data) for got in outs for t in got}
+    assert len(ids) == 3 * len(outs)
+    outs[1][2].backward()  # the replay's graph of call 1 is still whole after calls 2 and 3
+    g1 = lin.weight.grad.clone()
+    lin.weight.grad = None
+    f(xs[1])[2].backward()
+    assert _bits(lin.weight.grad) == _bits(g1)
+
+
+def test_module_replay_keeps_what_its_backward_reads_and_drops_the_rest():
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.LayerNorm(128), nn.Linear(128, 8))
+    m2 = copy.deepcopy(m1)
+    cm = wb.compile(m2)
+    xs = [_input((32, 64), seed=k) for k in range(3)]
+    pending = [cm(x).square().sum() for x in xs]  # three replays' graphs alive at once, backwards later
+    for x, loss in zip(xs, pending):
+        l1 = m1(x).square().sum()
+        assert _bits(l1) == _bits(loss)
+    for x, loss in zip(reversed(xs), reversed(pending)):
+        m1.zero_grad()
+        m2.zero_grad()
+        m1(x).square().sum().backward()
+        loss.backward()
+        assert [_bits(p.grad) for p in m1.parameters()] == [_bits(p.grad) for p in m2.parameters()]
