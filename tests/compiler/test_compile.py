@@ -582,3 +582,99 @@ def test_module_replay_keeps_what_its_backward_reads_and_drops_the_rest():
         m1(x).square().sum().backward()
         loss.backward()
         assert [_bits(p.grad) for p in m1.parameters()] == [_bits(p.grad) for p in m2.parameters()]
+
+
+def _planned_steps(compiled):
+    from workbench.compiler.program import PlannedStep
+    return [v for p in wb.compiler.explain(compiled).programs for v in p._globals.values()
+            if isinstance(v, PlannedStep)]
+
+
+SGD_CHANGES = {
+    "none": lambda m, o, k: None,
+    "lr": lambda m, o, k: o.param_groups[0].__setitem__("lr", 0.05 * k) if k >= 3 else None,
+    "momentum": lambda m, o, k: o.param_groups[0].__setitem__("momentum", 0.5) if k == 4 else None,
+    "step-hook": lambda m, o, k: o.register_step_post_hook(lambda *a: m.hits.append(k)) if k == 4 else None,
+    "param-data": lambda m, o, k: setattr(m[0].weight, "data", m[0].weight.data * 0.5) if k == 4 else None,
+    "load-state": lambda m, o, k: o.load_state_dict(copy.deepcopy(o.state_dict())) if k == 4 else None,
+    "frozen": lambda m, o, k: m[2].bias.requires_grad_(False) if k == 4 else None,  # retraces; no grad
+}
+
+
+@pytest.mark.parametrize("kw", [{"momentum": 0.9}, {"momentum": 0.9, "nesterov": True},
+                                {"momentum": 0.9, "dampening": 0.2}, {}, {"momentum": 0.9, "weight_decay": 1e-2}],
+                         ids=["momentum", "nesterov", "dampening", "plain", "weight-decay"])
+@pytest.mark.parametrize("change", sorted(SGD_CHANGES))
+def test_replayed_sgd_step_plan_matches_eager_through_changes(change, kw):
+    # the replay's optimizer.step() runs SGD's plan (its steady-state path, resolved once); whatever changes
+    # between calls (hyper-parameters, hooks, a parameter's array, the state) makes it fall back to step()
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))  # large enough for the fused loops
+    m2 = copy.deepcopy(m1)
+    o1, o2 = wb.optim.SGD(m1.parameters(), lr=0.1, **kw), wb.optim.SGD(m2.parameters(), lr=0.1, **kw)
+    for m in (m1, m2):
+        m.hits = []
+
+    def make(m, o):
+        def step(x):
+            o.zero_grad()
+            loss = m(x).square().mean()
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
+    x = _input((16, 64))
+    for k in range(8):
+        SGD_CHANGES[change](m1, o1, k)
+        SGD_CHANGES[change](m2, o2, k)
+        assert _bits(eager(x)) == _bits(compiled(x))
+        assert _state(m1, o1) == _state(m2, o2), k
+        assert o1._step_count == o2._step_count and m1.hits == m2.hits
+    assert wb.compiler.explain(compiled).replays >= 6
+    planned = [s.plan is not None for s in _planned_steps(compiled)]  # newest program first
+    if "weight_decay" in kw or change == "step-hook":  # step() takes paths the plan does not cover
+        assert planned and not any(planned)
+    else:
+        assert planned == ([False, True] if change == "frozen" else [True])
+
+
+def test_replayed_sgd_step_with_a_scheduler_reads_each_calls_lr():
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))
+    m2 = copy.deepcopy(m1)
+    o1, o2 = (wb.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (m1, m2))
+    s1, s2 = (wb.optim.lr_scheduler.StepLR(o, 2, 0.5) for o in (o1, o2))
+
+    def make(m, o, s):
+        def step(x):
+            o.zero_grad()
+            loss = m(x).square().mean()
+            loss.backward()
+            o.step()
+            s.step()
+            return loss
+        return step
+
+    eager, compiled = make(m1, o1, s1), wb.compile(make(m2, o2, s2))
+    x = _input((16, 64))
+    for k in range(7):
+        assert _bits(eager(x)) == _bits(compiled(x))
+        assert _state(m1, o1) == _state(m2, o2) and o1.param_groups[0]["lr"] == o2.param_groups[0]["lr"]
+    assert [s.plan is not None for s in _planned_steps(compiled)] == [True]
+
+
+def test_zero_grad_does_not_excuse_a_raw_change_of_a_parameter():
+    # only optimizer.step() may change parameters without a recorded op; zero_grad() changes none
+    model = nn.Linear(3, 2)
+    opt = wb.optim.SGD(model.parameters(), lr=0.1)
+
+    def f(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        model.weight._data *= 0.5  # raw array code (as an extension's kernel would): not an op the replay repeats
+
+    c = wb.compile(f)
+    c(_input((2, 3)))
+    assert "changed in place outside any recorded op" in wb.compiler.explain(c).reasons[0]

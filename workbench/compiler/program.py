@@ -91,6 +91,23 @@ def accumulate(t, g, steal):
     return d
 
 
+class PlannedStep:
+    """``optimizer.step()`` in a replay: the optimizer's plan (``Optimizer._plan``) while it serves, else
+    ``step()`` itself, after which the plan is made again (a first step creates the state a plan needs)."""
+
+    __slots__ = ("step", "opt", "plan")
+
+    def __init__(self, step, opt):
+        self.step, self.opt, self.plan = step, opt, None
+
+    def __call__(self):
+        plan = self.plan
+        if plan is None or not plan():
+            self.plan = None
+            self.step(self.opt)
+            self.plan = self.opt._plan()
+
+
 def set_grad(t, value):
     t._grad = value
 
@@ -321,6 +338,9 @@ class Program:
             lines.append(f"    _SETGRAD({self._bind(ev.info, 'L')}, {val})")
         elif ev.kind == "opaque":
             fn, a, k = ev.fn
+            if ev.info == "step" and len(a) == 1 and not k and not outs:  # optimizer.step(), no closure
+                lines.append(f"    {self._bind(PlannedStep(fn, a[0]), 'O')}()")
+                return self._drop(i, ctx, lines)
             fname = self._bind(fn, "O")
             an = self._bind(a, "A")
             kn = self._bind(k, "A")
@@ -333,6 +353,9 @@ class Program:
                     "__index__": "int"}[ev.fn]
             lines.append(f"    h{i} = {conv}({self._ref_src(ev.ins[0])}.reshape(()).item())")
             ctx["host_vars"][i] = f"h{i}"
+        self._drop(i, ctx, lines)
+
+    def _drop(self, i, ctx, lines):
         dead = ctx["dead"].get(i)
         if dead:
             lines.append(f"    del {', '.join(dead)}")
