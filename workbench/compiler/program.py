@@ -71,12 +71,6 @@ def _unit_ctx_class(xp, node):
                                               "_out_meta": node._out_meta, "_materialize": node._materialize})
 
 
-def backward_unit(ctx, grads):
-    """A backward formula run on the replayed forward's ctx: the gradients' arrays (None where none)."""
-    res = _engine._call_backward(ctx, [None if g is None else _make(g) for g in grads])
-    return tuple([None if r is None else r._data for r in res])
-
-
 def accumulate(t, g, steal):
     """Leaf accumulation as the engine does it (without hooks, which a replayable trace has none of)."""
     before = t._grad
@@ -126,7 +120,8 @@ class Program:
         self.steps = []
         self._names = {}
         self._globals = {"Tensor": Tensor, "STATE": STATE, "np": np, "_ACC": accumulate, "_SETGRAD": set_grad,
-                         "_OUT": make_output, "_BW": backward_unit, "_asarray": _backend.numpy.asarray}
+                         "_OUT": make_output, "_BW": _engine._call_backward, "_mk": _make,
+                         "_asarray": _backend.numpy.asarray}
         self.guard_src = self._guard_source(args, kwargs, arg_paths)
         self.guard = self._compile(self.guard_src, "guard")
         self.run = None
@@ -322,10 +317,16 @@ class Program:
                 if need and units.get(id(ev)) is None:
                     lines.append(f"    del _c{i}")
         elif ev.kind == "backward":
+            # the formula on the replayed forward's ctx, as the engine calls it (gradients as tensors); the
+            # arrays of the gradients it returned at trace time
             k = events.index(ev.fn)
+            grads = ", ".join("None" if r == ("c", None) else f"_mk({self._ref_src(r)})" for r in ev.ins)
+            lines.append(f"    _r = _BW(_c{k}, [{grads}])")
             it = iter(outs)
-            targets = [f"s{next(it)}" if present else "_" for present in ev.multi]
-            lines.append(f"    {', '.join(targets)}, = _BW(_c{k}, ({args_src}{',' if len(ev.ins) == 1 else ''}))")
+            got = [f"s{next(it)}" for present in ev.multi if present]
+            if got:
+                lines.append(f"    {', '.join(got)}, = {', '.join(f'_r[{j}]._data' for j, p in enumerate(ev.multi) if p)},")
+            lines.append("    del _r")
         elif ev.kind == "write":
             lines.append(f"    {self._ref_src(ev.ins[0])}[...] = {self._ref_src(ev.ins[1])}")
         elif ev.kind == "acc":
