@@ -122,8 +122,9 @@ class SGD(Optimizer):
                         sgd_update_(xp, x, g, lr, t1)
                         p._vbox[0] += 1
                     continue
-                for (p, x, x1, _bt, b1, fma, dmom, dc), g in zip(entries, gs):
-                    _fused.sgd_step(x1, g.reshape(-1), b1, dmom, dc, damp != 0, nesterov, x.dtype.type(-lr), fma)
+                alpha = f.datas[0].dtype.type(-lr)  # a flat group has one dtype
+                for (p, _x, x1, _bt, b1, fma, dmom, dc), g in zip(entries, gs):
+                    _fused.sgd_step(x1, g.reshape(-1), b1, dmom, dc, damp != 0, nesterov, alpha, fma)
                     p._vbox[0] += 1
             self._step_count += 1
             return True
