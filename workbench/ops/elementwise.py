@@ -11,6 +11,7 @@ import math
 
 from .. import _backend
 from .._backend import dtypes as _dt, fused as _fused, pointwise as _pw
+from .._broadcast import broadcasting
 from ..autograd.function import Function, binary_operator, unary_operator
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
@@ -1122,6 +1123,7 @@ def _check_same_dtype(op, a, b):
                            "(the two tensors must have the same dtype; convert one with .to(other.dtype))")
 
 
+@broadcasting
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other|, elementwise.  >>> wb.isclose(wb.tensor([1.0]), wb.tensor([1.0 + 1e-9]))  ->  tensor([True])"""
     if isinstance(other, Tensor):

@@ -10,6 +10,7 @@ import math
 
 from .. import _backend
 from .._backend import dtypes as _dt
+from .._broadcast import broadcasting
 from .._core import Tensor
 from ..autograd.function import Function
 from ..creation import zeros_like
@@ -31,18 +32,21 @@ def _integers(op, input, other):
     return input._data.astype(dt.np, copy=False), other._data.astype(dt.np, copy=False)
 
 
+@broadcasting
 def gcd(input, other, *, out=None):
     """Elementwise greatest common divisor of integer tensors (gcd(0, 0) = 0).  >>> wb.gcd(wb.tensor([4]), wb.tensor([6]))  ->  tensor([2])"""
     a, b = _integers("gcd", input, other)
     return _out(Tensor._make(_backend.xp_of(a).gcd(a, b)), out)
 
 
+@broadcasting
 def lcm(input, other, *, out=None):
     """Elementwise least common multiple of integer tensors.  >>> wb.lcm(wb.tensor([4]), wb.tensor([6]))  ->  tensor([12])"""
     a, b = _integers("lcm", input, other)
     return _out(Tensor._make(_backend.xp_of(a).lcm(a, b)), out)
 
 
+@broadcasting
 def heaviside(input, values, *, out=None):
     """The step function: 0 where input < 0, 1 where input > 0, ``values`` where input == 0 (no gradient).
 
