@@ -17,7 +17,7 @@ from ..autograd.grad_mode import STATE
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, cast, dtype_error, float_np, result_dtype, to_float
+from ._util import _out, cast, check_operands, dtype_error, float_np, result_dtype, to_float
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _ndarray = _backend.ndarray
@@ -124,6 +124,8 @@ def sub(input, other, *, alpha=1, out=None):
 
 def rsub(input, other, alpha=1):
     """other - alpha * input.  >>> wb.rsub(wb.tensor([1., 2.]), 5)  ->  tensor([4., 3.])"""
+    if not isinstance(input, Tensor):
+        check_operands("rsub", ("input", "other"), (input, other), ("other",))
     if alpha.__class__ is not int or alpha != 1:
         alpha = _alpha("rsub", input, other, alpha)
     return Sub.apply(other, input) if alpha is None or alpha == 1 else Sub.apply(other, input, alpha)
@@ -766,12 +768,14 @@ def relu(input):
 
 
 # --- binary math ---------------------------------------------------------------------------------
-def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None, refuse=""):
+def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None, refuse="", numbers=()):
     """Build a binary primitive: fwd(xp, a, b) on operands promoted to one dtype, bwd(g, a, b, y) -> (ga, gb).
 
     Either operand may be a Python number. kind: "any"; "float" computes integer operands in the default
     float dtype (atan2...); "nograd" has no gradient. refuse: the NumPy dtype kinds ("b", "iu", "f", "c")
-    of the promoted type that PyTorch has no kernel for (NotImplementedError, as PyTorch).
+    of the promoted type that PyTorch has no kernel for (NotImplementedError, as PyTorch). numbers: the
+    operands ("input", "other") PyTorch also takes as a Python number (its Scalar overloads); a number
+    elsewhere is its TypeError.
     """
 
     def forward(ctx, a, b):
@@ -799,11 +803,17 @@ def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None, refus
                                                   "backward": staticmethod(backward)})
 
     def public(input, other, *, out=None):
+        if input.__class__ is not Tensor or other.__class__ is not Tensor:
+            check_operands(name, _OPERANDS, (input, other), numbers)
         return _out(cls.apply(input, other), out)
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc
     return cls, public
+
+
+_OPERANDS = ("input", "other")
+_EITHER, _OTHER = ("input", "other"), ("other",)  # which operands may be a Python number (PyTorch's Scalar overloads)
 
 
 def _nograd(g, a, b, y):
@@ -825,10 +835,10 @@ def _fmod_fwd(xp, a, b):
 
 
 Remainder, remainder = _binary(
-    "remainder", _remainder_fwd, lambda g, a, b, y: (g, -g * _floor_div(a, b)), refuse="bc", doc=
+    "remainder", _remainder_fwd, lambda g, a, b, y: (g, -g * _floor_div(a, b)), refuse="bc", numbers=_EITHER, doc=
     "Python's modulo: the result takes the divisor's sign.  >>> wb.remainder(wb.tensor([-3, 3]), 2)  ->  tensor([1, 1])")
 Fmod, fmod = _binary(
-    "fmod", _fmod_fwd, lambda g, a, b, y: (g, -g * (a / b).trunc()), refuse="bc", doc=
+    "fmod", _fmod_fwd, lambda g, a, b, y: (g, -g * (a / b).trunc()), refuse="bc", numbers=_OTHER, doc=
     "C's fmod: the result takes the dividend's sign.  >>> wb.fmod(wb.tensor([-3, 3]), 2)  ->  tensor([-1, 1])")
 Atan2, atan2 = _binary(
     "atan2", lambda xp, a, b: xp.arctan2(a, b),
@@ -840,7 +850,7 @@ Hypot, hypot = _binary(
 Copysign, copysign = _binary(
     "copysign", lambda xp, a, b: xp.copysign(a, b),
     lambda g, a, b, y: (where(a == 0, 0.0, g * (y / a)), g * 0 if isinstance(b, Tensor) else None), "float",
-    refuse="c", doc=
+    refuse="c", numbers=_OTHER, doc=
     "|input| with the sign of other.  >>> wb.copysign(wb.tensor([3.]), -1.)  ->  tensor([-3.])", save_y=True)
 
 
@@ -855,7 +865,7 @@ def _xlogy_bwd(g, x, y, out):
     return gx, g * x / y
 
 
-Xlogy, xlogy = _binary("xlogy", _xlogy_fwd, _xlogy_bwd, "float", refuse="c", doc=
+Xlogy, xlogy = _binary("xlogy", _xlogy_fwd, _xlogy_bwd, "float", refuse="c", numbers=_EITHER, doc=
                        "input * log(other), 0 where input == 0.  >>> wb.xlogy(wb.tensor([0., 2.]), 1.)  ->  tensor([0., 0.])")
 
 
@@ -932,11 +942,15 @@ class Minimum(Function):
 
 def maximum(input, other, *, out=None):
     """Elementwise max (NaN propagates).  >>> wb.maximum(wb.tensor([1., 4.]), wb.tensor([3., 2.]))  ->  tensor([3., 4.])"""
+    if input.__class__ is not Tensor or other.__class__ is not Tensor:
+        check_operands("maximum", _OPERANDS, (input, other))
     return _out(Maximum.apply(input, other), out)
 
 
 def minimum(input, other, *, out=None):
     """Elementwise min (NaN propagates).  >>> wb.minimum(wb.tensor([1., 4.]), wb.tensor([3., 2.]))  ->  tensor([1., 2.])"""
+    if input.__class__ is not Tensor or other.__class__ is not Tensor:
+        check_operands("minimum", _OPERANDS, (input, other))
     return _out(Minimum.apply(input, other), out)
 
 
@@ -997,11 +1011,15 @@ clip = clamp
 
 def clamp_min(input, min):
     """max(input, min).  >>> wb.clamp_min(wb.tensor([-1., 5.]), 0)  ->  tensor([0., 5.])"""
+    if not isinstance(input, Tensor):
+        check_operands("clamp_min", ("input", "min"), (input, min), ("min",))
     return Clamp.apply(input, min, None)
 
 
 def clamp_max(input, max):
     """min(input, max).  >>> wb.clamp_max(wb.tensor([-1., 5.]), 0)  ->  tensor([-1., 0.])"""
+    if not isinstance(input, Tensor):
+        check_operands("clamp_max", ("input", "max"), (input, max), ("max",))
     return Clamp.apply(input, None, max)
 
 
@@ -1020,6 +1038,8 @@ def _compare(name, ufunc):
                                                   "backward": staticmethod(lambda ctx, g: (None, None))})
 
     def public(input, other, *, out=None):
+        if input.__class__ is not Tensor:
+            check_operands(name, _OPERANDS, (input, other), _OTHER)
         return _out(cls.apply(input, other), out)
 
     public.__name__ = public.__qualname__ = name
@@ -1126,8 +1146,8 @@ def _check_same_dtype(op, a, b):
 @broadcasting
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other|, elementwise.  >>> wb.isclose(wb.tensor([1.0]), wb.tensor([1.0 + 1e-9]))  ->  tensor([True])"""
-    if isinstance(other, Tensor):
-        _check_same_dtype("isclose", input, other)
+    check_operands("isclose", _OPERANDS, (input, other))
+    _check_same_dtype("isclose", input, other)
     a, b = input._data, _t(other)
     xp = _backend.xp_of(a)
     if a.dtype.kind in "biu" and (not _isarr(b) or b.dtype.kind in "biu"):
@@ -1211,7 +1231,7 @@ def _bitwise(name, ufunc, kernel, refuse="fc"):
              "bitwise_right_shift": 0}[name]
     return _binary(name, fwd, _nograd, "nograd",
                    f"Elementwise {ufunc} of integer or bool tensors.  >>> wb.{name}(wb.tensor([12]), wb.tensor([10]))  "
-                   f"->  tensor([{shown}])", kernel=kernel, refuse=refuse)
+                   f"->  tensor([{shown}])", kernel=kernel, refuse=refuse, numbers=_EITHER)
 
 
 BitwiseAnd, bitwise_and = _bitwise("bitwise_and", "bitwise_and", "bitwise_and_cpu")

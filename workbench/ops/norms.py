@@ -5,7 +5,7 @@
 tensor(5.)
 """
 from .linalg import vector_norm
-from ._util import _out, wrap_dim
+from ._util import _out, check_operands, wrap_dim
 
 
 def dist(input, other, p=2):
@@ -15,6 +15,7 @@ def dist(input, other, p=2):
     >>> wb.dist(wb.tensor([1.0, 2.0]), wb.tensor([1.0, 5.0]), p=1)
     tensor(3.)
     """
+    check_operands("dist", ("input", "other"), (input, other))
     return vector_norm(input - other, ord=p)
 
 

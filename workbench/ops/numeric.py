@@ -14,7 +14,7 @@ from .._broadcast import broadcasting
 from .._core import Tensor
 from ..autograd.function import Function
 from ..creation import zeros_like
-from ._util import _out, _outs, cast, dtype_error, float_np, no_derivative, result_dtype
+from ._util import _out, _outs, cast, check_operands, dtype_error, float_np, no_derivative, result_dtype
 from .reduce import return_type
 
 _LN2 = math.log(2.0)
@@ -22,9 +22,8 @@ _np = _backend.numpy
 
 
 def _integers(op, input, other):
+    check_operands(op, ("input", "other"), (input, other))
     for t in (input, other):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): argument 'other' must be Tensor, not {type(t).__name__}")
         if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype is _dt.bool_:
             raise NotImplementedError(f'"{op}_cpu" not implemented for \'{t.dtype}\': {op} takes integer tensors; '
                                       "convert them first, e.g. x.long()")
@@ -54,6 +53,7 @@ def heaviside(input, values, *, out=None):
     >>> wb.heaviside(wb.tensor([-1.5, 0.0, 2.0]), wb.tensor([0.5]))
     tensor([0.0000, 0.5000, 1.0000])
     """
+    check_operands("heaviside", ("input", "values"), (input, values))
     if input.dtype is not values.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes ({input.dtype} and "
                            f"{values.dtype}); convert values with values.to(input.dtype)")
@@ -79,6 +79,7 @@ def angle(input, *, out=None):
 
 
 def _parts(op, a, b, first, second):
+    check_operands(op, (first, second), (a, b))
     if a.dtype not in (_dt.float16, _dt.float32, _dt.float64) or b.dtype not in (_dt.float16, _dt.float32, _dt.float64):
         raise RuntimeError(f"{op}(): expected both inputs to be Half, Float or Double tensors but got {a.dtype} and "
                            f"{b.dtype}")
