@@ -293,7 +293,7 @@ class Neg(Function):
 
 def neg(input, *, out=None):
     """-input.  >>> wb.neg(wb.tensor([1., -2.]))  ->  tensor([-1., 2.])"""
-    return _out(Neg.apply(input), out)
+    return _out(Neg.apply(input), out, "same")
 
 
 negative = neg
@@ -406,6 +406,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
     """
 
     save_x, save_y = "x" in saves, "y" in saves
+    out_dtype = "same" if ints == "keep" else "cast"  # PyTorch's float ops cast into out; floor, sign... do not
     ufunc = None
     if isinstance(fwd, str):  # the name of a ufunc of numpy and cupy: also the no-grad fast path's forward
         ufunc = getattr(_backend.numpy, fwd)
@@ -445,7 +446,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
         if _AUTOCAST[0]:
             input, = _autocast_cast(name, input)
         r = cls.apply(input)  # looked up per call: workbench.profiler times apply by swapping it
-        return r if out is None else _out(r, out)
+        return r if out is None else _out(r, out, out_dtype)
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc
@@ -568,7 +569,7 @@ class Round(Function):
 
 def round(input, *, decimals=0, out=None):
     """Round half to even, to ``decimals`` places.  >>> wb.round(wb.tensor([0.5, 1.5, 1.234]), decimals=1)  ->  tensor([0.5000, 1.5000, 1.2000])"""
-    return _out(Round.apply(input, decimals), out)
+    return _out(Round.apply(input, decimals), out, "same")
 
 
 class Logit(Function):
@@ -616,7 +617,7 @@ class Abs(Function):
 
 def abs(input, *, out=None):
     """|input|.  >>> wb.abs(wb.tensor([-1., 2.]))  ->  tensor([1., 2.])"""
-    return _out(Abs.apply(input), out)
+    return _out(Abs.apply(input), out, "same")
 
 
 absolute = abs
@@ -644,7 +645,7 @@ def _sign(xp, x):
 
 def sign(input, *, out=None):
     """-1, 0 or 1 by sign.  >>> wb.sign(wb.tensor([-2., 0., 3.]))  ->  tensor([-1., 0., 1.])"""
-    return _out(Sign.apply(input), out)
+    return _out(Sign.apply(input), out, "same")
 
 
 class Sgn(Function):
@@ -670,7 +671,7 @@ class Sgn(Function):
 
 def sgn(input, *, out=None):
     """sign for real inputs, input / |input| for complex ones.  >>> wb.sgn(wb.tensor([-2., 3.]))  ->  tensor([-1., 1.])"""
-    return _out(Sgn.apply(input), out)
+    return _out(Sgn.apply(input), out, "same")
 
 
 class Conj(Function):
@@ -1003,7 +1004,7 @@ def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max] (numbers or tensors).  >>> wb.clamp(wb.tensor([-1., 5.]), 0, 2)  ->  tensor([0., 2.])"""
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    return _out(Clamp.apply(input, min, max), out)
+    return _out(Clamp.apply(input, min, max), out, "same")
 
 
 clip = clamp
@@ -1092,7 +1093,7 @@ def where(condition, input=None, other=None, *, out=None):
         xp = _backend.xp_of(condition._data)
         with _backend.on_device(condition.device):
             input = Tensor._make(xp.asarray(input, dtype=result_dtype(input, other)))
-    return _out(Where.apply(condition, input, other), out)
+    return _out(Where.apply(condition, input, other), out, "same")
 
 
 def isnan(input):
@@ -1246,7 +1247,7 @@ def bitwise_not(input, *, out=None):
     d = input._data
     if d.dtype.kind not in "biu":
         raise dtype_error("bitwise_not_cpu", d.dtype)
-    return _out(Tensor._make(_backend.xp_of(d).invert(d)), out)
+    return _out(Tensor._make(_backend.xp_of(d).invert(d)), out, "same")
 
 
 def _invert(self):

@@ -388,7 +388,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     if input.ndim == 0:
         return _out(reshape(Gather.apply(reshape(input, (1,)), reshape(index, (-1,)), 0), tuple(index.shape)), out)
     r = Gather.apply(input, index, d)
-    return r if out is None else _out(r, out)
+    return r if out is None else _out(r, out, "same")
 
 
 def _src_part(src, index):
@@ -589,7 +589,7 @@ def index_select(input, dim, index, *, out=None):
     d = _check_index_op("index_select", input, dim, index)
     if input.ndim == 0:
         return _out(IndexSelect.apply(reshape(input, (1,)), _dim_key(input, 0, index)).reshape(index.shape), out)
-    return _out(IndexSelect.apply(input, _dim_key(input, d, index)), out)
+    return _out(IndexSelect.apply(input, _dim_key(input, d, index)), out, "same")
 
 
 def index_add(input, dim, index, source, *, alpha=1):

@@ -36,7 +36,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     norms = vector_norm(input, ord=p, dim=others, keepdim=True) if others else input.abs()
     # PyTorch's factor: maxnorm / (norm + 1e-7) where the norm is too large, else 1
     factor = (maxnorm / (norms + 1e-7)).where(norms > maxnorm, norms.new_ones(()))
-    return _out(input * factor, out)
+    return _out(input * factor, out, "same")
 
 
 __all__ = ["dist", "renorm"]

@@ -59,7 +59,7 @@ def heaviside(input, values, *, out=None):
                            f"{values.dtype}); convert values with values.to(input.dtype)")
     xp = _backend.xp_of(input._data)
     y = Tensor._make(xp.heaviside(input._data, values._data).astype(input._data.dtype, copy=False))
-    return _out(no_derivative("heaviside", y, input, values), out)
+    return _out(no_derivative("heaviside", y, input, values), out, "same")
 
 
 def angle(input, *, out=None):
