@@ -35,18 +35,25 @@ def _numba():
     return _NUMBA[0]
 
 
+_F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)  # native byte order (NumPy's singletons)
+
+
 def usable(*arrays, min_size=MIN_SIZE):
     """Whether the loops serve these arrays: C-contiguous NumPy float32/float64 of one dtype, the first at
     least ``min_size`` elements, and Numba importable and not switched off."""
     a = arrays[0]
-    return (ENABLED[0] and a.size >= min_size and type(a) is numpy.ndarray and a.dtype.char in "fd"
-            and all(type(b) is numpy.ndarray and b.dtype == a.dtype and b.flags.c_contiguous for b in arrays)
-            and _numba() is not None)
+    if not (ENABLED[0] and a.__class__ is numpy.ndarray and a.size >= min_size
+            and ((dt := a.dtype) is _F32 or dt is _F64) and a.flags.c_contiguous and (_NUMBA[0] if _NUMBA else _numba()) is not None):
+        return False
+    for b in arrays[1:]:  # a loop, not all() over a generator: this runs before every loop call
+        if not (b.__class__ is numpy.ndarray and b.dtype is dt and b.flags.c_contiguous):
+            return False
+    return True
 
 
 def usable32(*arrays, min_size=MIN_SIZE):
     """``usable``, and float32: the loops built on ``_exp`` (a float32 polynomial)."""
-    return arrays[0].dtype.char == "f" and usable(*arrays, min_size=min_size)
+    return arrays[0].dtype is _F32 and usable(*arrays, min_size=min_size)
 
 
 _HELPERS = []  # scalar functions the loops call: compiled (and inlined into them) before the first loop compiles
