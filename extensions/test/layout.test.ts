@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TapeModel } from "../src/core/graph-model";
-import { type Box, DAGRE_COST, DAGRE_LIMIT, type LayoutInput, computeLayout, layoutEngine } from "../src/core/layout";
+import { type Box, DAGRE_COST, DAGRE_LIMIT, type LayoutInput, computeLayout, layoutEngine, sound } from "../src/core/layout";
 import { fixture } from "./fixtures";
 import { mlpTape, syntheticTape } from "./synthetic";
 
@@ -103,6 +103,51 @@ describe("layout", () => {
       }
     });
     expect(crossed.slice(0, 5)).toEqual([]);
+  });
+
+  // Real models (tests/viz/repeated.py): a GRU cell applied at 8 time steps, a weight-tied model
+  // with a layer called twice, two ResNet blocks, a transformer encoder layer; fully expanded, with
+  // the header labels the viewer draws.
+  const real = (name: "gru_loop" | "tied" | "resnet" | "transformer") => {
+    const m = new TapeModel(fixture(name));
+    const inp = input(m, new Set(m.containers.keys()));
+    inp.clusters = inp.clusters.map((c) => ({ ...c, label: 100 }));
+    return { m, inp, r: computeLayout(inp) };
+  };
+
+  it.each(["gru_loop", "tied", "resnet", "transformer"] as const)("keeps every node of %s in its own boxes, none overlapping", (name) => {
+    const { inp, r } = real(name);
+    checkLayout(inp, r);
+    expect(sound(inp, r)).toBe(true);
+  });
+
+  it("stacks the calls of a GRU cell in a loop in one column, not a staircase", () => {
+    const { inp, r } = real("gru_loop");
+    const calls = inp.clusters.filter((c) => c.id.startsWith("m:cell|")).map((c) => r.boxes[c.id]).sort((a, b) => a.y - b.y);
+    expect(calls).toHaveLength(8);
+    // one vertical line runs through every call's box (dagre's staircase: 8 boxes side by side, 9,200 px)
+    const left = Math.max(...calls.map((b) => b.x - b.width / 2)), right = Math.min(...calls.map((b) => b.x + b.width / 2));
+    expect(left, calls.map((b) => Math.round(b.x)).join(" ")).toBeLessThan(right);
+    expect(r.width).toBeLessThan(3 * Math.max(...calls.map((b) => b.width)));
+  });
+
+  it.each(["resnet", "transformer"] as const)("runs each residual skip of %s as one straight column beside the main path", (name) => {
+    const { m, inp, r } = real(name);
+    const skips = inp.edges.map((e, i) => ({ e, pts: r.edges[i].points }))
+      .filter(({ e }) => m.nodes.get(e.target)?.op === "add" && r.boxes[e.target].y - r.boxes[e.source].y > 300);
+    expect(skips.length).toBeGreaterThan(0);
+    for (const { e, pts } of skips) {
+      const run = pts.slice(1, -1);
+      expect(new Set(run.map((p) => Math.round(p.x))).size, `${e.source} -> ${e.target}: ${JSON.stringify(run)}`).toBe(1);
+      // beside the nodes it passes, not through them
+      const x = run[0].x, y0 = run[0].y, y1 = run[run.length - 1].y;
+      for (const n of inp.nodes) {
+        const b = r.boxes[n.id];
+        if (n.id !== e.source && n.id !== e.target && b.y + b.height / 2 > y0 && b.y - b.height / 2 < y1) {
+          expect(Math.abs(b.x - x) * 2, `${e.source} -> ${e.target} through ${n.id}`).toBeGreaterThanOrEqual(b.width);
+        }
+      }
+    }
   });
 
   it("lays out the 2,000-node tape with its block list opened", () => {
