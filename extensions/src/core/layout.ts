@@ -77,7 +77,46 @@ function withDagre(input: LayoutInput): LayoutResult {
   let r = dagreOnce(input, main, true);
   if (!sound(input, r)) r = dagreOnce(input, main, false);
   straightenSkips(input, r);
+  clearHeaders(input, r);
   return r;
+}
+
+/**
+ * dagre brings an edge into a box wherever its virtual nodes are; where that is through the header
+ * label at the box's top left, the edge turns at the top edge just right of the label instead, and ends
+ * on its target right of the label too where the target reaches that far.
+ */
+function clearHeaders(input: LayoutInput, r: LayoutResult) {
+  const GAP = 6;
+  const parent = new Map(input.clusters.map((c) => [c.id, c.parent]));
+  const cluster = new Map(input.nodes.map((n) => [n.id, n.cluster]));
+  const heads = new Map(input.clusters.map((c) => [c.id, c.label ?? 0]));
+  const boxesOf = (id: string) => {
+    const out: string[] = [];
+    for (let c = cluster.get(id) ?? null; c; c = parent.get(c) ?? null) out.push(c);
+    return out;
+  };
+  input.edges.forEach((e, i) => {
+    const from = new Set(boxesOf(e.source));
+    let pts = r.edges[i].points;
+    for (const c of boxesOf(e.target).reverse()) {  // outer box first: the edge enters it first
+      const label = heads.get(c) ?? 0;
+      if (from.has(c) || !label) continue;
+      const b = r.boxes[c], top = b.y - b.height / 2, left = b.x - b.width / 2, hx = left + label + GAP;
+      const j = pts.findIndex((p, k) => k > 0 && pts[k - 1].y < top && p.y >= top);
+      if (j < 0) continue;
+      const p = pts[j - 1], q = pts[j], x = p.x + ((top - p.y) / (q.y - p.y)) * (q.x - p.x);
+      if (x < left || x >= hx - 0.5) continue;
+      // the bends after it that are still in the header's rows go
+      const rest = pts.slice(j, -1).filter((p) => !(p.y <= top + 20 + GAP && p.x < hx));
+      pts = [...pts.slice(0, j), { x: hx, y: top }, ...rest, pts[pts.length - 1]];
+      const t = r.boxes[e.target], end = pts[pts.length - 1];
+      if (!rest.length && end.x < hx && t.x + t.width / 2 - GAP > hx && end.y <= t.y - t.height / 2 + 1) {
+        pts[pts.length - 1] = { x: hx, y: end.y };
+      }
+    }
+    r.edges[i].points = pts;
+  });
 }
 
 function dagreOnce(input: LayoutInput, main: ReturnType<typeof mainPath>, core: boolean): LayoutResult {
@@ -182,23 +221,46 @@ function straightenSkips(input: LayoutInput, r: LayoutResult) {
     const from = boxesOf(e.source), to = boxesOf(e.target), ends = new Set([...from, ...to]);
     const blockers: Box[] = [];
     for (const n of input.nodes) if (n.id !== e.source && n.id !== e.target) blockers.push(r.boxes[n.id]);
-    for (const c of input.clusters) {
-      const b = r.boxes[c.id];
-      if (!ends.has(c.id)) blockers.push(b);
-      else if (c.label) blockers.push({ x: b.x - b.width / 2 + c.label / 2, y: b.y - b.height / 2 + 10, width: c.label, height: 20 });  // its header
-    }
+    for (const c of input.clusters) if (!ends.has(c.id)) blockers.push(r.boxes[c.id]);
+    // the boxes the edge enters, outer first: it goes in right of each one's header label
+    const entered = input.clusters.filter((c) => to.has(c.id) && !from.has(c.id) && c.label)
+      .map((c) => { const b = r.boxes[c.id]; return { top: b.y - b.height / 2, left: b.x - b.width / 2, hx: b.x - b.width / 2 + c.label! + 2 * GAP }; })
+      .filter((h) => h.top > y0 && h.top < y1).sort((p, q) => p.top - q.top);
     const across = blockers.filter((b) => b.y + b.height / 2 > y0 && b.y - b.height / 2 < y1);
     // inside every box that holds both ends: the run does not leave the block it belongs to
     const within = [...from].filter((c) => to.has(c)).map((c) => r.boxes[c]);
-    const free = (x: number) => !across.some((b) => Math.abs(b.x - x) * 2 < b.width + 2 * GAP) &&
-      within.every((b) => Math.abs(b.x - x) * 2 < b.width - 2 * GAP);
+    const a = pts[0], z = pts[pts.length - 1];
+    const clear = (p: Point, q: Point) => {
+      for (let k = 1; k < 8; k++) {
+        const t = k / 8, x = p.x + t * (q.x - p.x), y = p.y + t * (q.y - p.y);
+        if (blockers.some((b) => Math.abs(b.x - x) * 2 < b.width && Math.abs(b.y - y) * 2 < b.height)) return false;
+      }
+      return true;
+    };
+    // the run at x, stepping round the header of each box it enters there
+    const route = (x: number): Point[] | null => {
+      const out: Point[] = [a, { x, y: y0 }];
+      for (const h of entered) if (x >= h.left - GAP && x < h.hx) out.push({ x, y: h.top - 2 * GAP }, { x: h.hx, y: h.top }, { x: h.hx, y: h.top + 20 + GAP }, { x, y: h.top + 20 + 3 * GAP });
+      out.push({ x, y: y1 }, z);
+      for (let k = 1; k < out.length; k++) if (out[k].x !== out[k - 1].x && !clear(out[k - 1], out[k])) return null;
+      return out;
+    };
+    // the legs no longer sideways than dagre's own (a run moved far out would end in a long crosswise leg)
+    const reach0 = Math.max(120, 2 * Math.abs(inner[0].x - a.x)), reach1 = Math.max(120, 2 * Math.abs(inner[inner.length - 1].x - z.x));
+    const free = (x: number) => Math.abs(x - a.x) <= reach0 && Math.abs(x - z.x) <= reach1 &&
+      !across.some((b) => Math.abs(b.x - x) * 2 < b.width + 2 * GAP) && within.every((b) => Math.abs(b.x - x) * 2 < b.width - 2 * GAP);
     // where it runs now, or just beside what is in the way
-    const xs = inner.map((p) => p.x).sort((a, b) => a - b), mid = xs[Math.floor(xs.length / 2)];
-    const candidates = [...xs, ...across.flatMap((b) => [b.x - b.width / 2 - GAP - 1, b.x + b.width / 2 + GAP + 1])];
-    const x = [...new Set(candidates)].sort((a, b) => Math.abs(a - mid) - Math.abs(b - mid)).find(free);
-    if (x === undefined) return;
-    // the middle point is where the viewer puts the edge's label: halfway down the run
-    r.edges[i].points = [pts[0], { x, y: y0 }, { x, y: (y0 + y1) / 2 }, { x, y: y1 }, pts[pts.length - 1]];
+    const xs = inner.map((p) => p.x).sort((p, q) => p - q), mid = xs[Math.floor(xs.length / 2)];
+    const candidates = [...new Set([...xs, ...across.flatMap((b) => [b.x - b.width / 2 - GAP - 1, b.x + b.width / 2 + GAP + 1])])]
+      .sort((p, q) => Math.abs(p - mid) - Math.abs(q - mid));
+    for (const x of candidates) {
+      const path = free(x) ? route(x) : null;
+      if (!path) continue;
+      // the middle point is where the viewer puts the edge's label: halfway down the run
+      const k = path.length - 2;
+      r.edges[i].points = [...path.slice(0, k), { x, y: (path[k - 1].y + y1) / 2 }, ...path.slice(k)];
+      return;
+    }
   });
 }
 
