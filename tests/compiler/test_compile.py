@@ -678,3 +678,32 @@ def test_zero_grad_does_not_excuse_a_raw_change_of_a_parameter():
     c = wb.compile(f)
     c(_input((2, 3)))
     assert "changed in place outside any recorded op" in wb.compiler.explain(c).reasons[0]
+
+
+def test_an_sgd_subclass_with_its_own_step_is_replayed_with_that_step():
+    class Clipped(wb.optim.SGD):  # a step() of its own: SGD's plan must not stand in for it
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.grad.clamp_(-0.01, 0.01)
+            return super().step(closure)
+
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))
+    m2 = copy.deepcopy(m1)
+    o1, o2 = (Clipped(m.parameters(), lr=0.1, momentum=0.9) for m in (m1, m2))
+
+    def make(m, o):
+        def step(x):
+            o.zero_grad()
+            m(x).square().mean().backward()
+            o.step()
+        return step
+
+    eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
+    x = _input((16, 64))
+    for _ in range(5):
+        eager(x)
+        compiled(x)
+        assert _state(m1, o1) == _state(m2, o2)
+    assert [s.plan for s in _planned_steps(compiled)] == [None]
