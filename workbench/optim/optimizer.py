@@ -170,6 +170,15 @@ class Optimizer:
         """
         zero_grads(chain.from_iterable(group["params"] for group in self.param_groups), set_to_none)
 
+    def _plan(self):
+        """None, or a function that does what the next ``step()`` (no closure) would, with the checks ``step()``
+        makes on every call (which parameters have gradients, their state, the path their update takes) made
+        once here: it returns False, having changed nothing, where ``step()`` would now do something else.
+        A compiled training step's replay calls it in place of ``step()`` (``workbench.compiler``), when the
+        class that defines the ``step()`` in use defines this too; optimizers with a steady state worth it
+        override this, the others keep the plain ``step()``."""
+        return None
+
     def _closure(self, closure):
         if closure is None:
             return None
