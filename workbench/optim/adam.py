@@ -87,11 +87,11 @@ class Adam(Optimizer):
             fp = _FlatPlan.of(self, group, keys, also=("step",))
             if fp is None:
                 return None
-            steps = [extra[0]._data for _p, _x, _ts, extra, _v in fp.entries]
+            steps = [e[3][0]._data for e in fp.entries]
             if any(s != steps[0] for s in steps[1:]):
                 return None
             entries = []
-            for p, x, ts, _extra, _versions in fp.entries:
+            for p, x, ts, *_rest in fp.entries:
                 m, v = ts[0]._data, ts[1]._data
                 mx = ts[2]._data if amsgrad else None
                 ok, fma = _loop_args(x, p._grad._data, m, v, *(() if mx is None else (mx,)))

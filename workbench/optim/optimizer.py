@@ -465,7 +465,8 @@ class _FlatPlan:
         if (f is None or f.group is not group or f.fresh or not _same(f.params, params)
                 or not _fused.usable(f.grad)):
             return None
-        entries = []  # per parameter: (p, its array, its state tensors, the extra entries' tensors and versions)
+        entries = []  # per parameter: p, its array, its state tensors, the extra entries' tensors, and the
+        # (key, tensor) and (key, tensor, version) pairs grads() checks
         for i, p in enumerate(params):
             st = opt.state.get(p)
             if p._grad is None or p._data is not f.datas[i] or st is None:
@@ -476,24 +477,25 @@ class _FlatPlan:
             extra = tuple(st.get(k) for k in also)
             if any(t is None for t in extra):
                 return None
-            entries.append((p, f.datas[i], ts, extra, tuple(t._vbox[0] for t in extra)))
+            entries.append((p, f.datas[i], ts, extra, tuple(zip(keys, ts)),
+                            tuple(zip(also, extra, [t._vbox[0] for t in extra]))))
         return cls(opt, group, f, keys, also, entries)
 
     def grads(self):
         if not _same(self.group["params"], self.params) or self.cache.get(id(self.group)) is not self.f:
             return None
         state, dt, gs = self.opt.state, self.dtype, []
-        for p, x, ts, extra, versions in self.entries:
+        for p, x, _ts, _extra, held, kept in self.entries:
             g, st = p._grad, state.get(p)
             if g is None or p._data is not x or st is None:
                 return None
             g = g._data
             if g.__class__ is not x.__class__ or g.dtype is not dt or not g.flags.c_contiguous:
                 return None
-            for t, k in zip(ts, self.keys):
+            for k, t in held:
                 if st.get(k) is not t:
                     return None
-            for t, k, v in zip(extra, self.also, versions):
+            for k, t, v in kept:
                 if st.get(k) is not t or t._vbox[0] != v:
                     return None
             gs.append(g.reshape(-1))

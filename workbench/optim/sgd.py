@@ -87,7 +87,7 @@ class SGD(Optimizer):
             if fp is None:
                 return None
             entries = []
-            for p, x, (bt,), _extra, _versions in fp.entries:
+            for p, x, (bt,), *_rest in fp.entries:
                 ok, fma = _loop_args(x, p._grad._data, bt._data)
                 if not ok:
                     return None
