@@ -2,6 +2,7 @@
 import copy
 import gc
 import inspect
+import tracemalloc
 import weakref
 
 import numpy as np
@@ -487,3 +488,265 @@ def test_the_replay_lists_its_steps():
     steps = wb.compiler.explain(step).programs[0].steps
     kinds = [k for k, op, scope in steps]
     assert kinds[0] == "opaque" and kinds[-1] == "opaque" and "backward" in kinds and kinds.count("acc") == 2
+
+
+def _peak_mib(f, *args):
+    """The peak of NumPy's traced allocations during f(*args), above what was held before."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        f(*args)
+        return (tracemalloc.get_traced_memory()[1] - base) / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def test_replay_drops_each_intermediate_after_its_last_use():
+    n = 1 << 18  # 1 MiB of float32 per intermediate
+
+    def chain(x):
+        for _ in range(12):
+            x = (x * 1.0001).sin()
+        return x.sum()
+
+    c = wb.compile(chain)
+    x = _input((n,))
+    c(x)
+    assert _bits(c(x)) == _bits(chain(x)) and wb.compiler.explain(c).replays == 1
+    assert _peak_mib(c, x) < 3.5  # two 1 MiB arrays live at a time, as eager; all 24 if kept to the end
+
+
+def test_replayed_training_step_peaks_no_higher_than_eager():
+    # forward ctxs (saved activations) are dropped once their backward ran, gradients once accumulated
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(256, 512), nn.Tanh(), nn.Linear(512, 512), nn.Tanh(), nn.Linear(512, 10))
+    m2 = copy.deepcopy(m1)
+
+    def make(m):
+        o = wb.optim.Adam(m.parameters())
+
+        def step(x):
+            o.zero_grad()
+            loss = m(x).square().mean()
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    eager, compiled = make(m1), wb.compile(make(m2))
+    x = _input((512, 256))
+    for _ in range(2):
+        assert _bits(eager(x)) == _bits(compiled(x))
+    e, c = _peak_mib(eager, x), _peak_mib(compiled, x)
+    assert c <= e * 1.02, (e, c)
+    assert wb.compiler.explain(compiled).replays == 2
+
+
+def test_replay_outputs_are_fresh_each_call_and_never_reused():
+    # every replay hands out arrays of its own: an earlier call's outputs (and their grads) stay as they were
+    lin = nn.Linear(4, 3)
+
+    def f(x):
+        h = lin(x)
+        y = h.tanh()
+        return y, h, (y * 2).sum()
+
+    c = wb.compile(f)
+    xs = [_input((2, 4), seed=k) for k in range(4)]
+    outs = [c(x) for x in xs]
+    assert wb.compiler.explain(c).replays == 3
+    for x, got in zip(xs, outs):
+        assert [_bits(t) for t in got] == [_bits(t) for t in f(x)]
+    ids = {id(t._data) for got in outs for t in got}
+    assert len(ids) == 3 * len(outs)
+    outs[1][2].backward()  # the replay's graph of call 1 is still whole after calls 2 and 3
+    g1 = lin.weight.grad.clone()
+    lin.weight.grad = None
+    f(xs[1])[2].backward()
+    assert _bits(lin.weight.grad) == _bits(g1)
+
+
+def test_module_replay_keeps_what_its_backward_reads_and_drops_the_rest():
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.LayerNorm(128), nn.Linear(128, 8))
+    m2 = copy.deepcopy(m1)
+    cm = wb.compile(m2)
+    xs = [_input((32, 64), seed=k) for k in range(3)]
+    pending = [cm(x).square().sum() for x in xs]  # three replays' graphs alive at once, backwards later
+    for x, loss in zip(xs, pending):
+        l1 = m1(x).square().sum()
+        assert _bits(l1) == _bits(loss)
+    for x, loss in zip(reversed(xs), reversed(pending)):
+        m1.zero_grad()
+        m2.zero_grad()
+        m1(x).square().sum().backward()
+        loss.backward()
+        assert [_bits(p.grad) for p in m1.parameters()] == [_bits(p.grad) for p in m2.parameters()]
+
+
+def _planned_steps(compiled):
+    from workbench.compiler.program import PlannedStep
+    return [v for p in wb.compiler.explain(compiled).programs for v in p._globals.values()
+            if isinstance(v, PlannedStep)]
+
+
+SGD_CHANGES = {
+    "none": lambda m, o, k: None,
+    "lr": lambda m, o, k: o.param_groups[0].__setitem__("lr", 0.05 * k) if k >= 3 else None,
+    "momentum": lambda m, o, k: o.param_groups[0].__setitem__("momentum", 0.5) if k == 4 else None,
+    "step-hook": lambda m, o, k: o.register_step_post_hook(lambda *a: m.hits.append(k)) if k == 4 else None,
+    "param-data": lambda m, o, k: setattr(m[0].weight, "data", m[0].weight.data * 0.5) if k == 4 else None,
+    "load-state": lambda m, o, k: o.load_state_dict(copy.deepcopy(o.state_dict())) if k == 4 else None,
+    "frozen": lambda m, o, k: m[2].bias.requires_grad_(False) if k == 4 else None,  # retraces; no grad
+}
+
+
+@pytest.mark.parametrize("kw", [{"momentum": 0.9}, {"momentum": 0.9, "nesterov": True},
+                                {"momentum": 0.9, "dampening": 0.2}, {}, {"momentum": 0.9, "weight_decay": 1e-2}],
+                         ids=["momentum", "nesterov", "dampening", "plain", "weight-decay"])
+@pytest.mark.parametrize("change", sorted(SGD_CHANGES))
+def test_replayed_sgd_step_plan_matches_eager_through_changes(change, kw):
+    # the replay's optimizer.step() runs SGD's plan (its steady-state path, resolved once); whatever changes
+    # between calls (hyper-parameters, hooks, a parameter's array, the state) makes it fall back to step()
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))  # large enough for the fused loops
+    m2 = copy.deepcopy(m1)
+    o1, o2 = wb.optim.SGD(m1.parameters(), lr=0.1, **kw), wb.optim.SGD(m2.parameters(), lr=0.1, **kw)
+    for m in (m1, m2):
+        m.hits = []
+
+    def make(m, o):
+        def step(x):
+            o.zero_grad()
+            loss = m(x).square().mean()
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
+    x = _input((16, 64))
+    for k in range(8):
+        SGD_CHANGES[change](m1, o1, k)
+        SGD_CHANGES[change](m2, o2, k)
+        assert _bits(eager(x)) == _bits(compiled(x))
+        assert _state(m1, o1) == _state(m2, o2), k
+        assert o1._step_count == o2._step_count and m1.hits == m2.hits
+    assert wb.compiler.explain(compiled).replays >= 6
+    planned = [s.plan is not None for s in _planned_steps(compiled)]  # newest program first
+    if "weight_decay" in kw or change == "step-hook":  # step() takes paths the plan does not cover
+        assert planned and not any(planned)
+    else:
+        assert planned == ([False, True] if change == "frozen" else [True])
+
+
+def test_replayed_sgd_step_with_a_scheduler_reads_each_calls_lr():
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))
+    m2 = copy.deepcopy(m1)
+    o1, o2 = (wb.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (m1, m2))
+    s1, s2 = (wb.optim.lr_scheduler.StepLR(o, 2, 0.5) for o in (o1, o2))
+
+    def make(m, o, s):
+        def step(x):
+            o.zero_grad()
+            loss = m(x).square().mean()
+            loss.backward()
+            o.step()
+            s.step()
+            return loss
+        return step
+
+    eager, compiled = make(m1, o1, s1), wb.compile(make(m2, o2, s2))
+    x = _input((16, 64))
+    for k in range(7):
+        assert _bits(eager(x)) == _bits(compiled(x))
+        assert _state(m1, o1) == _state(m2, o2) and o1.param_groups[0]["lr"] == o2.param_groups[0]["lr"]
+    assert [s.plan is not None for s in _planned_steps(compiled)] == [True]
+
+
+def test_zero_grad_does_not_excuse_a_raw_change_of_a_parameter():
+    # only optimizer.step() may change parameters without a recorded op; zero_grad() changes none
+    model = nn.Linear(3, 2)
+    opt = wb.optim.SGD(model.parameters(), lr=0.1)
+
+    def f(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        model.weight._data *= 0.5  # raw array code (as an extension's kernel would): not an op the replay repeats
+
+    c = wb.compile(f)
+    c(_input((2, 3)))
+    assert "changed in place outside any recorded op" in wb.compiler.explain(c).reasons[0]
+
+
+def test_an_sgd_subclass_with_its_own_step_is_replayed_with_that_step():
+    class Clipped(wb.optim.SGD):  # a step() of its own: SGD's plan must not stand in for it
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.grad.clamp_(-0.01, 0.01)
+            return super().step(closure)
+
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))
+    m2 = copy.deepcopy(m1)
+    o1, o2 = (Clipped(m.parameters(), lr=0.1, momentum=0.9) for m in (m1, m2))
+
+    def make(m, o):
+        def step(x):
+            o.zero_grad()
+            m(x).square().mean().backward()
+            o.step()
+        return step
+
+    eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
+    x = _input((16, 64))
+    for _ in range(5):
+        eager(x)
+        compiled(x)
+        assert _state(m1, o1) == _state(m2, o2)
+    assert [s.plan for s in _planned_steps(compiled)] == [None]
+
+
+ADAM_CHANGES = dict(SGD_CHANGES, betas=lambda m, o, k: o.param_groups[0].__setitem__("betas", (0.8, 0.99))
+                    if k == 4 else None,
+                    step_count=lambda m, o, k: o.state[m[0].weight]["step"].add_(1) if k == 4 else None)
+del ADAM_CHANGES["momentum"]
+
+
+@pytest.mark.parametrize("opt_cls,kw", [(wb.optim.Adam, {}), (wb.optim.Adam, {"amsgrad": True}),
+                                        (wb.optim.AdamW, {"weight_decay": 0.1}), (wb.optim.Adam, {"weight_decay": 0.1})],
+                         ids=["adam", "amsgrad", "adamw", "adam-l2"])
+@pytest.mark.parametrize("change", sorted(ADAM_CHANGES))
+def test_replayed_adam_step_plan_matches_eager_through_changes(change, opt_cls, kw):
+    wb.manual_seed(0)
+    m1 = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))
+    m2 = copy.deepcopy(m1)
+    o1, o2 = opt_cls(m1.parameters(), lr=1e-2, **kw), opt_cls(m2.parameters(), lr=1e-2, **kw)
+    for m in (m1, m2):
+        m.hits = []
+
+    def make(m, o):
+        def step(x):
+            o.zero_grad()
+            loss = m(x).square().mean()
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
+    x = _input((16, 64))
+    for k in range(8):
+        ADAM_CHANGES[change](m1, o1, k)
+        ADAM_CHANGES[change](m2, o2, k)
+        assert _bits(eager(x)) == _bits(compiled(x))
+        assert _state(m1, o1) == _state(m2, o2), k
+        assert o1._step_count == o2._step_count and m1.hits == m2.hits
+    planned = [s.plan is not None for s in _planned_steps(compiled)]
+    if kw.get("weight_decay") and opt_cls is wb.optim.Adam or change in ("step-hook", "step_count"):
+        # L2 decay and a hook take paths the plan does not cover; so do step counts that differ (from then on)
+        assert planned and not any(planned)
+    else:
+        assert planned == ([False, True] if change == "frozen" else [True])

@@ -72,3 +72,50 @@ def test_linear_bias_gradient_sums_in_float32(dtype):
         layer(lib.full((4000, 3), 0.6, dtype=getattr(lib, dtype))).sum().backward()
         out.append(layer.bias.grad.float().numpy())
     np.testing.assert_array_equal(out[1], out[0])  # 4000 each (a 16-bit running sum stalls at 256 / 2048)
+
+
+def _ulps(got, ref, dtype):
+    """|got - ref| in units in the last place of the 16-bit ref (its float32 spacing, scaled)."""
+    spacing = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64) * (2.0 ** (23 - (7 if dtype == "bfloat16"
+                                                                                           else 10)))
+    return np.abs(got - ref) / np.maximum(spacing, np.float64(2.0 ** -24))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("params", ["same", "float32"])
+def test_group_norm_16bit_affine_rounds_once(dtype, params):
+    # PyTorch computes x * (rstd * w) + (b - mean * rstd * w) in float32 and rounds once: rounding the normalized
+    # value, then its product with w, then the sum with b, is off by hundreds of units where y * w cancels b
+    rng = np.random.default_rng(1)
+    x, w, b = rng.standard_normal((4, 6, 5, 7)) * 3 + 1, rng.standard_normal(6), rng.standard_normal(6)
+    res = {}
+    for lib in (torch, wb):
+        d = getattr(lib, dtype)
+        pd = d if params == "same" else lib.float32
+        t = [lib.tensor(x, dtype=lib.float32).to(d)] + [lib.tensor(v, dtype=lib.float32).to(pd) for v in (w, b)]
+        y = lib.nn.functional.group_norm(t[0], 3, t[1], t[2])
+        assert str(y.dtype).endswith(dtype)
+        res[lib] = y.double().numpy()
+    xr = torch.tensor(x, dtype=torch.float32).to(getattr(torch, dtype)).double()
+    wr = torch.tensor(w, dtype=torch.float32).to(getattr(torch, dtype) if params == "same" else torch.float32).double()
+    br = torch.tensor(b, dtype=torch.float32).to(getattr(torch, dtype) if params == "same" else torch.float32).double()
+    ref = torch.nn.functional.group_norm(xr, 3, wr, br).to(getattr(torch, dtype)).double().numpy()  # rounded once
+    assert _ulps(res[torch], ref, dtype).max() <= 1  # PyTorch's float32 arithmetic, then one rounding
+    assert _ulps(res[wb], ref, dtype).max() <= 1
+
+
+@pytest.mark.parametrize("dts", [("float32", "float64", "float64"), ("float64", "float32", "float32"),
+                                 ("float16", "float32", "float16"), ("float32", "float32", "float64"),
+                                 ("float16", "bfloat16", "bfloat16"), ("float16", None, "float32")])
+def test_group_norm_parameter_dtypes_as_pytorch(dts):
+    xd, wd, bd = dts
+    out = []
+    for lib in (torch, wb):
+        x = lib.ones(2, 4, 3, dtype=getattr(lib, xd))
+        w = None if wd is None else lib.ones(4, dtype=getattr(lib, wd))
+        b = None if bd is None else lib.zeros(4, dtype=getattr(lib, bd))
+        try:
+            out.append(str(lib.nn.functional.group_norm(x, 2, w, b).dtype).split(".")[-1])
+        except RuntimeError as e:
+            out.append(str(e).split(":")[-1].strip()[:20] if "mixed" in str(e) else "RuntimeError")
+    assert out[1] == out[0]

@@ -28,6 +28,7 @@ FNS = {
     "hardsigmoid": lambda F, x: F.hardsigmoid(x),
     "clamp": lambda F, x: x.clamp(-0.5, 0.7),
 }
+OTHERS = {"hardswish": lambda F, x: F.hardswish(x)}  # not piecewise-linear: its own test, below
 
 # below relu's loop cut, between it and the piecewise loops' (fused.MIN_SIZE), and above both
 SIZES = [len(X) * len(G), elementwise._RELU_LOOP_MIN + 5, (1 << 15) + 7]
@@ -48,7 +49,7 @@ def _run(lib, name, x, g, device, create_graph=False):
     F = lib.nn.functional
     kw = {"device": device} if lib is wb else {}
     xt = lib.tensor(x, requires_grad=True, **kw)
-    y = FNS[name](F, xt)
+    y = (FNS.get(name) or OTHERS[name])(F, xt)
     (dx,) = lib.autograd.grad(y, xt, lib.tensor(g, **kw), create_graph=create_graph)
     return y.detach().cpu().numpy(), dx.detach().cpu().numpy()
 
@@ -89,3 +90,22 @@ def test_gradchecks(name):
     f = lambda t: FNS[name](wb.nn.functional, t)  # noqa: E731
     assert wb.autograd.gradcheck(f, (xw,))
     assert wb.autograd.gradgradcheck(f, (xw,))
+
+
+def test_hardswish_edges_match_pytorch(device):
+    """hardswish's gradient is PyTorch's selects (its vector loop's): 0 up to -3 whatever g (an inf x too), g
+    from 3 on (+inf: g, not inf * 0 = NaN), g * (x / 3 + 0.5) between, so NaN for a NaN x; on the NumPy form
+    and the loop alike, and when backward builds a graph. PyTorch's NaN-x gradient depends on the dtype and
+    on where the element falls (its scalar tail loop gives g): that is compared with NaN, not with PyTorch."""
+    for n in SIZES:
+        for dtype in (np.float32, np.float64):
+            x, g = _case(n, dtype)
+            with np.errstate(all="ignore"):
+                y, dx = _run(wb, "hardswish", x, g, device)
+                _, dx2 = _run(wb, "hardswish", x[:112], g[:112], device, create_graph=True)
+            yt, dxt = _run(torch, "hardswish", x, g, "cpu")
+            _assert_bitwise(y, yt)
+            keep = ~np.isnan(x)
+            _assert_bitwise(dx[keep], dxt[keep])
+            _assert_bitwise(dx2[keep[:112]], dxt[:112][keep[:112]])
+            assert np.isnan(dx[~keep]).all() and np.isnan(dx2[~keep[:112]]).all()

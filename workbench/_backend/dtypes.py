@@ -229,20 +229,38 @@ def _combine(higher, lower):
     return higher
 
 
+def as_number(x):
+    """The Python number PyTorch reads a NumPy scalar operand as: a NumPy integer as an int, a NumPy bool
+    as a float (PyTorch's argument parser takes np.bool_, which is no Python bool, through ``float``), a
+    NumPy float as a float, a NumPy complex as a complex (PyTorch keeps only the real part of a complex64,
+    a silent loss of data not copied here). Anything else comes back as it is.
+
+    >>> as_number(np.True_), as_number(np.int8(3)), as_number(np.float32(0.5))
+    (1.0, 3, 0.5)
+    """
+    if isinstance(x, np.generic):
+        k = x.dtype.kind
+        if k in "iu":
+            return int(x)
+        if k == "c":
+            return complex(x)
+        if k in "bfV":  # V: ml_dtypes' bfloat16
+            return float(x)
+    return x
+
+
 def scalar_dtype(x):
-    """The dtype PyTorch gives a scalar operand ('wrapped number'): bool, int64 (NumPy integers too), the
-    default float (NumPy floats too, and a NumPy bool, which PyTorch reads as a number, not as a bool), or
-    its complex. A NumPy complex64 stays complex here, where PyTorch reads its real part only."""
+    """The dtype PyTorch gives a scalar operand ('wrapped number'): bool, int64, the default float or its
+    complex; a NumPy scalar as the number ``as_number`` reads it as."""
+    x = as_number(x)
     t = type(x)
-    if t is bool or isinstance(x, bool):
+    if t is bool:
         return bool_
-    if isinstance(x, np.bool_):
-        return get_default_dtype()
-    if t is int or isinstance(x, (int, np.integer)):
+    if t is int or isinstance(x, int):
         return int64
-    if t is float or isinstance(x, (float, np.floating)):
+    if t is float or isinstance(x, float):
         return get_default_dtype()
-    if t is complex or isinstance(x, (complex, np.complexfloating)):
+    if t is complex or isinstance(x, complex):
         return get_default_dtype().to_complex()
     raise TypeError(f"unsupported scalar type {t.__name__}")
 

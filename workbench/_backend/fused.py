@@ -169,10 +169,10 @@ def hardswish(x, out, zero, three, six):  # x * clip(x + 3, 0, 6) / 6 in x's dty
 
 
 @_loop
-def hardswish_grad(g, x, out, three, half):  # 0 up to -3, x / 3 + 0.5 between, 1 from 3 on (PyTorch's ends)
-    for i in range(x.size):
+def hardswish_grad(g, x, out, three, half):  # PyTorch's: 0 up to -3, g from 3 on, g * (x / 3 + 0.5) between
+    for i in range(x.size):                    # (so NaN for a NaN x)
         v = x[i]
-        out[i] = g[i] * (v / three + half) if -three < v < three else (g[i] if v >= three else 0.0)
+        out[i] = 0.0 if v <= -three else (g[i] if v >= three else g[i] * (v / three + half))
 
 
 @_loop

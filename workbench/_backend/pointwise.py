@@ -173,14 +173,12 @@ def hardswish(xp, out, x):  # x * clip(x + 3, 0, 6) / 6, in that order
     out /= 6
 
 
-def hardswish_grad(xp, out, g, x):  # 0 up to -3, x / 3 + 0.5 between, 1 from 3 on (PyTorch's ends)
+def hardswish_grad(xp, out, g, x):  # PyTorch's selects: 0 up to -3, g from 3 on, g * (x / 3 + 0.5) between
     xp.divide(x, 3, out=out)
     out += 0.5
-    m = xp.greater(x, -3)
-    m &= xp.less(x, 3)
-    out *= m
-    out += xp.greater_equal(x, 3)
     out *= g
+    xp.copyto(out, g, where=xp.greater_equal(x, 3))  # selects, not masks: at x = +-inf the slope term is inf or NaN
+    xp.copyto(out, out.dtype.type(0), where=xp.less_equal(x, -3))
 
 
 # --- smooth activations -----------------------------------------------------------------------------

@@ -28,6 +28,7 @@ _ndarray = _backend.ndarray
 _numpy = _backend.numpy
 _new = object.__new__
 _np_generic = _numpy.generic
+_as_number = _backend.dtypes.as_number
 
 
 class _Differentiable(dict):
@@ -291,12 +292,14 @@ def _apply_raw(cls, *args):
                 if a._rg:
                     req = True
                 datas.append(d)
+            elif isinstance(a, _np_generic):  # a NumPy scalar: the Python number PyTorch reads it as
+                datas.append(_as_number(a))
             else:
                 datas.append(a)
         xp = _numpy
         if dev_check:  # a CuPy array is involved: resolve the module, and insist on one device
             xp, args = _resolve_xp(cls, args)
-            datas = [a._data if isinstance(a, Tensor) else a for a in args]
+            datas = [a._data if isinstance(a, Tensor) else _as_number(a) for a in args]
         if req and STATE.enabled:
             return _record_raw(cls, args, datas, xp)
         out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)

@@ -5,7 +5,11 @@ same for every tensor read from outside, grad mode, each called module's train/e
 parameter identity). The program calls, in the recorded order, the very array functions eager ran
 (a primitive's ufunc or its forward on arrays, the engine's sums, leaf accumulation, in-place writes),
 with the arrays in local variables: no module dispatch, no Tensor per intermediate, no tape. Same
-functions on the same arrays in the same order: the results are eager's, bit for bit.
+functions on the same arrays in the same order: the results are eager's, bit for bit. Each local (an
+array, a forward's ctx with what it saved for backward) is deleted right after the last step that reads
+it, so the replay holds no more memory than eager, which frees a tensor when its last reference goes and
+a node's saved arrays when its backward ran; kept to the end of the program, every intermediate of a
+step would stay alive at once and each new array would land in memory the cache has not seen.
 """
 from .. import _backend
 from ..autograd import engine as _engine
@@ -67,12 +71,6 @@ def _unit_ctx_class(xp, node):
                                               "_out_meta": node._out_meta, "_materialize": node._materialize})
 
 
-def backward_unit(ctx, grads):
-    """A backward formula run on the replayed forward's ctx: the gradients' arrays (None where none)."""
-    res = _engine._call_backward(ctx, [None if g is None else _make(g) for g in grads])
-    return tuple([None if r is None else r._data for r in res])
-
-
 def accumulate(t, g, steal):
     """Leaf accumulation as the engine does it (without hooks, which a replayable trace has none of)."""
     before = t._grad
@@ -85,6 +83,28 @@ def accumulate(t, g, steal):
     d += g.astype(d.dtype, copy=False)
     before._vbox[0] += 1
     return d
+
+
+class PlannedStep:
+    """``optimizer.step()`` in a replay: the optimizer's plan (``Optimizer._plan``) while it serves, else
+    ``step()`` itself, after which the plan is made again (a first step creates the state a plan needs).
+    Only a plan of the class that defines the ``step()`` in use: a subclass with a ``step()`` of its own
+    runs that."""
+
+    __slots__ = ("step", "opt", "plan", "planned")
+
+    def __init__(self, step, opt):
+        self.step, self.opt, self.plan = step, opt, None
+        mro = type(opt).__mro__
+        self.planned = next(c for c in mro if "step" in c.__dict__) is next(c for c in mro if "_plan" in c.__dict__)
+
+    def __call__(self):
+        plan = self.plan
+        if plan is None or not plan():
+            self.plan = None
+            self.step(self.opt)
+            if self.planned:
+                self.plan = self.opt._plan()
 
 
 def set_grad(t, value):
@@ -105,7 +125,8 @@ class Program:
         self.steps = []
         self._names = {}
         self._globals = {"Tensor": Tensor, "STATE": STATE, "np": np, "_ACC": accumulate, "_SETGRAD": set_grad,
-                         "_OUT": make_output, "_BW": backward_unit, "_asarray": _backend.numpy.asarray}
+                         "_OUT": make_output, "_BW": _engine._call_backward, "_mk": _make,
+                         "_asarray": _backend.numpy.asarray}
         self.guard_src = self._guard_source(args, kwargs, arg_paths)
         self.guard = self._compile(self.guard_src, "guard")
         self.run = None
@@ -224,8 +245,19 @@ class Program:
                 stolen = any(ev.kind == "acc" and ev.ins[1] == ("s", s) for ev in events)
                 lines.append(f"    s{s} = {cn}.copy()" if s in written or s in out_slots or stolen
                              else f"    s{s} = {cn}")
+        ctx_uses = {}  # index of a forward event whose ctx a backward unit reads -> index of that backward
+        for i, ev in enumerate(events):
+            if ev.kind == "backward":
+                ctx_uses[events.index(ev.fn)] = i
+        dead = {}  # event index -> the locals it is the last to read (dropped after it, as eager drops them)
+        for s, i in uses.items():
+            dead.setdefault(i, []).append(f"s{s}")
+        for i, ev in enumerate(events):
+            dead.setdefault(i, []).extend(f"s{o}" for o in ev.outs if o not in uses)
+        for k, i in ctx_uses.items():
+            dead.setdefault(i, []).append(f"_c{k}")
         host_vars = {}
-        ctx = {"uses": uses, "units": units, "events": events, "host_vars": host_vars,
+        ctx = {"uses": uses, "units": units, "events": events, "host_vars": host_vars, "dead": dead,
                "grad_mode": bool(STATE.enabled), "in_backward": False}
         for i in range(stop):
             self._event_lines(i, events[i], ctx, lines)
@@ -269,15 +301,11 @@ class Program:
                 _, xp, nig = info
                 need = [e for e in ev.extract if e[0] in uses]
                 unit_node = units.get(id(ev))
-                if unit_node is not None:
-                    ctxc = self._bind(_unit_ctx_class(xp, unit_node), "X")
+                if unit_node is not None or need:
+                    ctxc = self._bind(_unit_ctx_class(xp, unit_node) if unit_node is not None
+                                      else _ctx_class(xp, tuple(nig)), "X")
                     lines.append(f"    _c{i} = {ctxc}()")
-                    lines.append(f"    _c = _c{i}")
-                    call = f"{self._bind(ev.fn, 'F')}(_c{', ' if args_src else ''}{args_src})"
-                elif need:
-                    ctxc = self._bind(_ctx_class(xp, tuple(nig)), "X")
-                    lines.append(f"    _c = {ctxc}()")
-                    call = f"{self._bind(ev.fn, 'F')}(_c{', ' if args_src else ''}{args_src})"
+                    call = f"{self._bind(ev.fn, 'F')}(_c{i}{', ' if args_src else ''}{args_src})"
                 else:
                     ctxc = self._bind(_ctx_class(xp, tuple(nig)), "X")
                     call = f"{self._bind(ev.fn, 'F')}({ctxc}(){', ' if args_src else ''}{args_src})"
@@ -289,15 +317,21 @@ class Program:
             if info != "ufunc" and info[0] == "ctx":
                 for slot, where, key, sub in ev.extract:
                     if slot in uses:
-                        src = f"_c._saved[{key}]" if where == "saved" else f"_c.{key}"
+                        src = f"_c{i}._saved[{key}]" if where == "saved" else f"_c{i}.{key}"
                         lines.append(f"    s{slot} = {src}" + (f"[{sub}]" if sub is not None else ""))
+                if need and units.get(id(ev)) is None:
+                    lines.append(f"    del _c{i}")
         elif ev.kind == "backward":
+            # the formula on the replayed forward's ctx, as the engine calls it (gradients as tensors); the
+            # arrays of the gradients it returned at trace time
             k = events.index(ev.fn)
-            lines.append(f"    _r = _BW(_c{k}, ({args_src}{',' if len(ev.ins) == 1 else ''}))")
+            grads = ", ".join("None" if r == ("c", None) else f"_mk({self._ref_src(r)})" for r in ev.ins)
+            lines.append(f"    _r = _BW(_c{k}, [{grads}])")
             it = iter(outs)
-            for j, present in enumerate(ev.multi):
-                if present:
-                    lines.append(f"    s{next(it)} = _r[{j}]")
+            got = [f"s{next(it)}" for present in ev.multi if present]
+            if got:
+                lines.append(f"    {', '.join(got)}, = {', '.join(f'_r[{j}]._data' for j, p in enumerate(ev.multi) if p)},")
+            return self._drop(i, ctx, lines, ["_r"])
         elif ev.kind == "write":
             lines.append(f"    {self._ref_src(ev.ins[0])}[...] = {self._ref_src(ev.ins[1])}")
         elif ev.kind == "acc":
@@ -310,6 +344,9 @@ class Program:
             lines.append(f"    _SETGRAD({self._bind(ev.info, 'L')}, {val})")
         elif ev.kind == "opaque":
             fn, a, k = ev.fn
+            if ev.info == "step" and len(a) == 1 and not k and not outs:  # optimizer.step(), no closure
+                lines.append(f"    {self._bind(PlannedStep(fn, a[0]), 'O')}()")
+                return self._drop(i, ctx, lines)
             fname = self._bind(fn, "O")
             an = self._bind(a, "A")
             kn = self._bind(k, "A")
@@ -322,6 +359,12 @@ class Program:
                     "__index__": "int"}[ev.fn]
             lines.append(f"    h{i} = {conv}({self._ref_src(ev.ins[0])}.reshape(()).item())")
             ctx["host_vars"][i] = f"h{i}"
+        self._drop(i, ctx, lines)
+
+    def _drop(self, i, ctx, lines, also=()):
+        dead = [*also, *ctx["dead"].get(i, ())]
+        if dead:
+            lines.append(f"    del {', '.join(dead)}")
 
     # --- a grad-mode call: one node on the tape, and the backward program ----------------------
     def _source_src(self, src):

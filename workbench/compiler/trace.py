@@ -563,13 +563,14 @@ def _hook_opaque(orig, T, name, kind):
             r = orig(*args, **kwargs)
         finally:
             T.suspended -= 1
-        if kind == "optimizer":
+        is_step = kind == "optimizer" and orig.__name__ == "step"
+        if is_step:  # what step() changes (zero_grad changes none of the parameters)
             for group in args[0].param_groups:
                 for p in group["params"]:
                     T.covered.add(id(p._data))
 
         def rec():
-            ev = T.add(Event("opaque", (orig, args, kwargs), [], [], name, "", None))
+            ev = T.add(Event("opaque", (orig, args, kwargs), [], [], name, "", "step" if is_step else None))
             if isinstance(r, Tensor):  # a closure's loss, a gradient norm: the replay hands out its own
                 ev.outs = T.outputs([r._data])
         _guarded(T, rec)

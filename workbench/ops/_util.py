@@ -22,7 +22,7 @@ def _key(x):
     if t is bool or t is int or t is float or t is complex:
         return t
     if isinstance(x, _np_generic):
-        return type(x.item())
+        return type(_dt.as_number(x))
     try:
         return (x.dtype, x.ndim == 0)
     except AttributeError:  # a list, None, a string...: PyTorch's TypeError, not ours
@@ -74,10 +74,10 @@ def cast(x, npd):
     """x (array or scalar) as dtype npd: arrays are converted, Python scalars stay weak."""
     if x.__class__ is _ndarray:
         return x if x.dtype == npd else x.astype(npd)
-    if hasattr(x, "dtype") and not isinstance(x, _np_generic):
-        return x if x.dtype == npd else x.astype(npd)
     if isinstance(x, _np_generic):
-        return x.item()
+        x = _dt.as_number(x)
+    elif hasattr(x, "dtype"):
+        return x if x.dtype == npd else x.astype(npd)
     if type(x) is int and npd.kind in "iu":
         bits = 8 * npd.itemsize
         lo = -(1 << (bits - 1)) if npd.kind == "i" else 0

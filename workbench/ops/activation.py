@@ -33,12 +33,13 @@ def _check_floating(name, x):
         raise RuntimeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
 
 
-def _pointwise(name, fwd, deriv, fast=None, fast_grad=None):
-    """A primitive y = fwd(xp, x, *params) whose gradient is g * deriv(x, *params) (Tensor ops).
+def _pointwise(name, fwd, deriv, fast=None, fast_grad=None, grad=None):
+    """A primitive y = fwd(xp, x, *params) whose gradient is g * deriv(x, *params) (Tensor ops), or
+    grad(g, x, *params) where that is given (a select on g: where the slope is 0, an inf or NaN g gives 0).
 
     fast(xp, x, *params) and fast_grad(xp, g, x, *params): the same on float32/float64 arrays in a few
     in-place passes (``_backend.pointwise``), or None where they do not serve those params; fast_grad
-    runs when backward builds no graph, deriv stays the differentiable form (gradgradcheck's).
+    runs when backward builds no graph, deriv (or grad) stays the differentiable form (gradgradcheck's).
     """
 
     def forward(ctx, x, *params):
@@ -56,7 +57,8 @@ def _pointwise(name, fwd, deriv, fast=None, fast_grad=None):
             d = fast_grad(ctx.xp, g._data, x._data, *ctx.params)
             if d is not None:
                 return (Tensor._make(d),) + (None,) * len(ctx.params)
-        return (g * deriv(x, *ctx.params),) + (None,) * len(ctx.params)
+        d = grad(g, x, *ctx.params) if grad is not None else g * deriv(x, *ctx.params)
+        return (d,) + (None,) * len(ctx.params)
 
     cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
                                                   "forward": staticmethod(forward),
@@ -380,9 +382,9 @@ def softsign(input):
 
 # PyTorch's hardsigmoid backward multiplies by 1/6 rounded to float32, in every dtype; match it
 _ONE_SIXTH_F32 = 0.1666666716337204
-_Hardswish = _pointwise("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6,
-                        lambda x: _like(x >= 3, x) + _like(x > -3, x) * _like(x < 3, x) * (x / 3 + 0.5),  # PyTorch's ends
-                        _on_x(_pw.hardswish), _on_gx(_pw.hardswish_grad))
+_Hardswish = _pointwise("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6, None,
+                        _on_x(_pw.hardswish), _on_gx(_pw.hardswish_grad),
+                        grad=lambda g, x: where(x <= -3, 0.0, where(x >= 3, g, g * (x / 3 + 0.5))))  # PyTorch's selects
 _Hardsigmoid = _piecewise("hardsigmoid", _pw.hardsigmoid, _ONE_SIXTH_F32)
 
 

@@ -47,6 +47,8 @@ class Add(Function):
             a, b = cast(a, rd), cast(b, rd)
         if alpha != 1:
             b = b * alpha
+            if getattr(b, "dtype", None) != a.dtype and _is_bool(a):  # bool + alpha * bool stays bool
+                b = b.astype(bool) if _isarr(b) else bool(b)
         ctx.alpha = alpha
         return ctx.xp.add(a, b)
 
@@ -57,13 +59,29 @@ class Add(Function):
         return g, g * ctx.alpha, None
 
 
+def _alpha(op, a, b, alpha):
+    """alpha as a Python number after PyTorch's checks of it against the result's dtype (alpha_check),
+    or None where it is 1 (then no argument of the op)."""
+    rd = result_dtype(_t(a), _t(b))
+    alpha = _dt.as_number(alpha)
+    if type(alpha) is bool and rd != bool:
+        raise RuntimeError(f"{op}: Boolean alpha only supported for Boolean results.")
+    if rd.kind in "biu" and type(alpha) not in (bool, int):
+        raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
+    if rd.kind != "c" and type(alpha) is complex:
+        raise RuntimeError(f"{op}: For non-complex input tensors, argument alpha must not be a complex number.")
+    return None if alpha == 1 else alpha
+
+
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcast.  >>> wb.add(wb.tensor([1, 2]), 1)  ->  tensor([2, 3])"""
     if not isinstance(input, Tensor):
         input, other = other, input
         if alpha != 1:
             raise TypeError("add(scalar, tensor, alpha=) is not supported; put the tensor first")
-    r = Add.apply(input, other, alpha) if alpha != 1 else Add.apply(input, other)
+    if alpha.__class__ is not int or alpha != 1:
+        alpha = _alpha("add", input, other, alpha)
+    r = Add.apply(input, other) if alpha is None or alpha == 1 else Add.apply(input, other, alpha)
     return r if out is None else _out(r, out)
 
 
@@ -77,6 +95,9 @@ class Sub(Function):
             ctx.alpha = alpha  # floating arrays of one dtype: nothing to promote or refuse
             return ctx.xp.subtract(a, b * alpha if alpha != 1 else b)
         rd = result_dtype(a, b)
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                               "`^` or `logical_xor()` operator instead.")
         if _is_bool(a) or _is_bool(b):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                                "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -94,13 +115,17 @@ class Sub(Function):
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other.  >>> wb.sub(wb.tensor([3., 4.]), 1)  ->  tensor([2., 3.])"""
-    r = Sub.apply(input, other, alpha) if alpha != 1 else Sub.apply(input, other)
+    if alpha.__class__ is not int or alpha != 1:
+        alpha = _alpha("sub", input, other, alpha)
+    r = Sub.apply(input, other) if alpha is None or alpha == 1 else Sub.apply(input, other, alpha)
     return r if out is None else _out(r, out)
 
 
 def rsub(input, other, alpha=1):
     """other - alpha * input.  >>> wb.rsub(wb.tensor([1., 2.]), 5)  ->  tensor([4., 3.])"""
-    return Sub.apply(other, input, alpha) if alpha != 1 else Sub.apply(other, input)
+    if alpha.__class__ is not int or alpha != 1:
+        alpha = _alpha("rsub", input, other, alpha)
+    return Sub.apply(other, input) if alpha is None or alpha == 1 else Sub.apply(other, input, alpha)
 
 
 def _as(d, dt):

@@ -11,7 +11,7 @@ tensor([0., 4.])
 
 _NAMES = ("abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ as_strided_ asin_ asinh_ "
           "atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ detach detach_ exp2_ exp_ "
-          "expm1_ fill_ fix_ floor_ frac_ gcd_ is_inference lcm_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ "
+          "expm1_ fill_ fix_ floor_ frac_ gcd_ is_inference lcm_ ldexp_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ "
           "reciprocal_ relu_ round_ rsqrt_ sigmoid_ sin_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ xlogy_ zero_").split()
 
 

@@ -79,7 +79,7 @@ class Normalize(Function):
         if bw is not None:
             y += bw.reshape(w_shape)
         ctx.save_for_backward(x, w, mean, rstd)
-        ctx.b_shape = b.shape if b is not None else None
+        ctx.b_shape, ctx.b_dtype = (b.shape, b.dtype) if b is not None else (None, None)
         mean, var = (xp.squeeze(a, axes).astype(x.dtype, copy=False) for a in (mean, var))
         ctx.mark_non_differentiable(mean, var)
         return y.astype(x.dtype, copy=False), mean, var
@@ -148,7 +148,7 @@ def _widen(*arrays):
 def _normalize_grads(ctx, g, x, w, mean, rstd, nig):
     """Normalize's first derivatives on arrays: _affine_grads' formulas in place, three temporaries."""
     axes, red = ctx.axes, ctx.red_axes
-    dtype, g_dtype, w_dtype = x.dtype, g.dtype, None if w is None else w.dtype
+    dtype, w_dtype = x.dtype, None if w is None else w.dtype
     half = _dt.is_half(dtype)
     if half:
         x, g, w = _widen(x, g, w)
@@ -158,7 +158,7 @@ def _normalize_grads(ctx, g, x, w, mean, rstd, nig):
     if nig[1] or nig[2]:
         if nig[2]:
             gb = g.sum(axis=red).reshape(ctx.b_shape)
-            gb = Tensor._make(gb.astype(g_dtype) if half else gb)
+            gb = Tensor._make(gb.astype(ctx.b_dtype) if half else gb)  # a float32 bias of a 16-bit input: float32
         if nig[1]:
             gw = (g * xhat).sum(axis=red).reshape(w.shape)
             gw = Tensor._make(gw.astype(w_dtype) if half else gw)
@@ -178,6 +178,24 @@ def _check_channels(op, x, t, what):
     if t is not None and t.numel() != x.shape[1]:
         raise RuntimeError(f"{op}: expected {what} to have {x.shape[1]} elements (the input's channel dim), "
                            f"got {list(t.shape)}")
+
+
+def _check_param_dtypes(op, x, *params):
+    """PyTorch's CPU rule for a norm's weight and bias: the input's dtype, or float32 (both) for a 16-bit input."""
+    ps = [t for t in params if t is not None]
+    if not ps or all(t.dtype is x.dtype for t in ps):
+        return
+    if ps[0].dtype is not x.dtype:  # mixed: PyTorch reads the first parameter given
+        if any(t.dtype is not _dt.float32 for t in ps):
+            raise RuntimeError(f"{op}: mixed dtype (CPU): expect parameter to have scalar type of Float (input "
+                               f"{x.dtype}, parameters {', '.join(str(t.dtype) for t in ps)}); cast them with .float()")
+        if not _dt.is_half(x._data.dtype):
+            raise RuntimeError(f"{op}: mixed dtype (CPU): all inputs must share same datatype (input {x.dtype}, "
+                               f"parameters float32); cast them with .to(input.dtype)")
+        return
+    bad = next(t for t in ps if t.dtype is not x.dtype)
+    raise RuntimeError(f"{op}: expected scalar type {x.dtype} but found {bad.dtype} (weight and bias take the "
+                       "input's dtype); cast it with .to(input.dtype)")
 
 
 def _update_running(running, new, momentum):
@@ -285,6 +303,15 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                          f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
     _check_channels("group_norm", input, weight, "weight")
     _check_channels("group_norm", input, bias, "bias")
+    _check_param_dtypes("group_norm", input, weight, bias)
+    if _dt.is_half(input._data.dtype) and (weight is not None or bias is not None):
+        # 16-bit floats: the affine inside Normalize, with the statistics in float32 and rounded once, as
+        # PyTorch's (rounding y, then y * w, then + b is off by hundreds of units where y * w cancels b)
+        g = (1, num_groups, c // num_groups, 1)
+        y, _, _ = Normalize.apply(input.reshape(n, num_groups, c // num_groups, -1),
+                                  None if weight is None else weight.reshape(g), None if bias is None else bias.reshape(g),
+                                  (2, 3), g, eps)
+        return y.reshape(tuple(input.shape))
     x = input.reshape(n, num_groups, -1)
     y, _, _ = Normalize.apply(x, None, None, (2,), (1, 1, 1), eps)
     y = y.reshape(tuple(input.shape))

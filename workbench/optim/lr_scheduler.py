@@ -89,13 +89,14 @@ class LRScheduler:
         if hasattr(opt.step, "_wrapped_by_lr_sched"):
             return
         func = opt.step.__func__
+        own = func is getattr(type(opt), "step", None)  # the class's: looked up per call (a compile trace swaps it)
         opt_ref = ref(opt)
 
         @wraps(func)
         def wrapper(*args, **kwargs):
             o = opt_ref()
             o._opt_called = True
-            return func.__get__(o, o.__class__)(*args, **kwargs)
+            return (type(o).step if own else func).__get__(o, o.__class__)(*args, **kwargs)
 
         wrapper._wrapped_by_lr_sched = True
         opt.step = wrapper

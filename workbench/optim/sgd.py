@@ -4,8 +4,9 @@ from .._backend import blas
 from .._backend import fused as _fused
 from ..tensor import Tensor
 from .flags import check_flags
-from ._functional import momentum_, sgd_step_, sgd_update_
-from .optimizer import Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scratch
+from ._functional import _loop_args, momentum_, sgd_step_, sgd_update_
+from .optimizer import (Optimizer, _check_args, _flat_group, _FlatPlan, _params_with_grad, _real, _same,
+                        _scratch)
 
 
 class SGD(Optimizer):
@@ -65,6 +66,76 @@ class SGD(Optimizer):
                 p._vbox[0] += 1
         return loss
 
+    def _plan(self):
+        """``Optimizer._plan``: each group's steady-state path with its per-parameter arguments resolved once.
+        With momentum, ``_flat_step``'s first branch (the compiled loop per parameter on its own gradient, once
+        the buffers exist, ``_FlatPlan``); without, ``step()``'s per-parameter ``sgd_update_``. None where a
+        group takes another path (weight decay, maximize, a parameter without a gradient, complex ones...)."""
+        if self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks:
+            return None
+        groups = []
+        for group in self.param_groups:
+            mom, damp = group["momentum"], group["dampening"]
+            hyper = (mom, damp, group["weight_decay"], group["nesterov"], group["maximize"])
+            params = list(group["params"])
+            if hyper[2] != 0 or hyper[4] or any(p._grad is None or p._data.dtype.kind != "f" for p in params):
+                return None
+            if mom == 0:
+                groups.append((group, hyper, params, None,
+                               [(p, p._data, _scratch(self, p._data)[0], _backend.xp_of(p._data)) for p in params]))
+                continue
+            fp = _FlatPlan.of(self, group, ("momentum_buffer",))
+            if fp is None:
+                return None
+            entries = []
+            for p, x, (bt,), *_rest in fp.entries:
+                ok, fma = _loop_args(x, p._grad._data, bt._data)
+                if not ok:
+                    return None
+                entries.append((p, x.reshape(-1), bt._data.reshape(-1), fma))
+            dt = fp.dtype.type
+            groups.append((group, hyper, params, (fp, dt(mom), dt(1 - damp), damp != 0), entries))
+        param_groups, n_groups = self.param_groups, len(self.param_groups)
+
+        def plan():
+            if (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks or not _fused.ENABLED[0]
+                    or self.param_groups is not param_groups or len(param_groups) != n_groups):
+                return False
+            todo = []
+            for group, hyper, params, flat, entries in groups:  # check everything before changing anything
+                if (group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
+                        group["maximize"]) != hyper:
+                    return False
+                if flat is None:
+                    if not _same(group["params"], params):
+                        return False
+                    gs = []
+                    for p, x, _t1, _xp in entries:
+                        g = p._grad
+                        if g is None or p._data is not x:
+                            return False
+                        gs.append(g._data)
+                else:
+                    gs = flat[0].grads()
+                    if gs is None:
+                        return False
+                todo.append((float(group["lr"]), hyper[3], flat, entries, gs))
+            for lr, nesterov, flat, entries, gs in todo:
+                if flat is None:
+                    for (p, x, t1, xp), g in zip(entries, gs):
+                        sgd_update_(xp, x, g, lr, t1)
+                        p._vbox[0] += 1
+                    continue
+                fp, dmom, dc, damped = flat
+                alpha = fp.dtype.type(-lr)
+                for (p, x1, b1, fma), g in zip(entries, gs):
+                    _fused.sgd_step(x1, g, b1, dmom, dc, damped, nesterov, alpha, fma)
+                    p._vbox[0] += 1
+            self._step_count += 1
+            return True
+
+        return plan
+
     @staticmethod
     def _flat_step(f, lr, mom, damp, wd, nesterov, maximize):
         """The momentum loop above over all of a group's parameters at once (``_Flat``): the same
@@ -100,3 +171,4 @@ class SGD(Optimizer):
         else:
             momentum_(xp, b, g, mom, damp, nesterov, f.tmp)
         f.scatter(f.tmp_views if nesterov else f.views["momentum_buffer"], -lr)
+

@@ -109,6 +109,12 @@ spec("floor_divide", lambda a, b: a // b, np.floor_divide, [S(X * 3, POS)],
 spec("atan2", wb.atan2, np.arctan2, [S(X, Y), S(X, ROW)], torch_op=lambda a, b: a.atan2(b))
 spec("hypot", wb.hypot, np.hypot, [S(X, Y)], torch_op=lambda a, b: a.hypot(b))
 spec("copysign", wb.copysign, np.copysign, [S(X, Y), S(X, -1.0)], torch_op=lambda a, b: a.copysign(b))
+spec("ldexp", wb.ldexp, lambda a, b: a * np.exp2(b), [S(X, Y), S(X, ROW)], torch_op=lambda a, b: a.ldexp(b))
+spec("ldexp_int_exponent", wb.ldexp, lambda a, b: a * np.exp2(b), [S(X, np.arange(-6, 6).reshape(3, 4))],
+     no_torch="PyTorch's backward takes 2**other in integers, 0 for a negative exponent (tests/ops/test_float_parts.py "
+              "compares the values, and the gradients for positive exponents)")
+spec("nextafter", wb.nextafter, np.nextafter, [S(X, Y), S(X, ROW)], torch_op=lambda a, b: a.nextafter(b))
+spec("frexp", wb.frexp, np.frexp, [S(X * 5)], torch_op=lambda a: tuple(a.frexp()), output_index=0)
 spec("xlogy", wb.xlogy, lambda a, b: a * np.log(b), [S(X, POS), S(X, 2.0)], torch_op=lambda a, b: a.xlogy(b))
 spec("logaddexp", wb.logaddexp, np.logaddexp, [S(X, Y), S(X * 400, ROW)], torch_op=lambda a, b: a.logaddexp(b))
 spec("logaddexp2", wb.logaddexp2, np.logaddexp2, [S(X, Y)], torch_op=lambda a, b: a.logaddexp2(b))
