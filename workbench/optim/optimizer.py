@@ -9,6 +9,8 @@ from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 
+import numpy
+
 from .. import _backend
 from .._backend import blas
 from .._backend import fused as _fused
@@ -365,7 +367,23 @@ class _Flat:
     PyTorch's: ``optimizer.state[p][key]`` is a tensor shaped like ``p``.
     """
 
-    __slots__ = ("group", "params", "datas", "views", "bufs", "grad", "tmp", "tmp_views", "grad_views", "fresh")
+    __slots__ = ("group", "params", "datas", "flats", "views", "bufs", "grad", "tmp", "tmp_views", "grad_views",
+                 "fresh")
+
+    def flat_grads(self):
+        """The gradients as a tuple of flat arrays, for a loop over the whole group (``fused.sgd_steps``), or
+        None where one is not a C-contiguous NumPy array of the parameters' dtype or the parameters' own
+        arrays are not writable flat (``flats`` is then None)."""
+        if self.flats is None:
+            return None
+        dt = self.datas[0].dtype
+        gs = []
+        for p in self.params:
+            g = p._grad._data
+            if g.__class__ is not numpy.ndarray or g.dtype != dt or not g.flags.c_contiguous:
+                return None
+            gs.append(g.reshape(-1))
+        return tuple(gs)
 
     def gather(self, xp):
         """The gradients, end to end, in ``self.grad``."""
@@ -420,6 +438,8 @@ def _flat_group(opt, group, keys):
     n = sum(sizes)
     f = _Flat()
     f.group, f.params, f.datas, f.fresh = group, ps, [p._data for p in ps], fresh
+    f.flats = (tuple(x.reshape(-1) for x in f.datas) if all(
+        x.__class__ is numpy.ndarray and x.flags.c_contiguous and x.flags.writeable for x in f.datas) else None)
     offsets = [0]
     for s in sizes:
         offsets.append(offsets[-1] + s)

@@ -1,5 +1,6 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov, weight decay and maximize."""
 from .. import _backend
+from .._backend import blas
 from .._backend import fused as _fused
 from ..tensor import Tensor
 from .flags import check_flags
@@ -141,7 +142,16 @@ class SGD(Optimizer):
         operations in the same order, so the results are the per-parameter loop's bit for bit."""
         xp = _backend.xp_of(f.grad)
         if not f.fresh and _fused.usable(f.grad) and not maximize and wd == 0:  # the loops serve the group
-            # each parameter in one pass of the compiled loop on its own gradient (no gather, no write-back)
+            # each parameter in one pass of the compiled loop on its own gradient (no gather, no write-back),
+            # all in one call where the arrays allow
+            gs = f.flat_grads()
+            if gs is not None:
+                dt = f.grad.dtype.type
+                _fused.sgd_steps(f.flats, gs, f.bufs["momentum_buffer"], dt(mom), dt(1 - damp), damp != 0, nesterov,
+                                 dt(-lr), blas.MIN_SIZE if blas.available() else f.grad.size + 1)
+                for p in f.params:
+                    p._vbox[0] += 1
+                return
             for p, b, t in zip(f.params, f.views["momentum_buffer"], f.tmp_views):
                 sgd_step_(xp, p._data, p._grad._data, b, lr, mom, damp, nesterov, t)
                 p._vbox[0] += 1
