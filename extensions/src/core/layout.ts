@@ -470,7 +470,11 @@ function layered(input: LayoutInput): LayoutResult {
   })(root, 16);
   const edges = input.edges.map((e) => {
     const a = boxes[e.source], b = boxes[e.target];
-    return { points: a && b ? [{ x: a.x, y: a.y }, { x: b.x, y: b.y }] : [] };
+    // from border to border, so the arrowhead at the target shows (centre to centre, it was under the
+    // node), through the middle, where the viewer puts the edge's label
+    if (!a || !b) return { points: [] };
+    const p = border(a, b), q = border(b, a);
+    return { points: [p, { x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 }, q] };
   });
   return { boxes, edges, width: maxAcross + 16, height: along, engine: "layered", ms: 0 };
 }
