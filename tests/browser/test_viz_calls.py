@@ -51,6 +51,11 @@ def _check_gru(page, stage):
     _open(v, "cell ×8")
     v.locator(".wb-box", has_text="cell · call 8/8").first.wait_for(timeout=30_000)
     assert _boxes(v, "cell") == [f"▸ cell · call {k}/8" for k in range(1, 9)]
+    # the opened series is brought into view from its first call (it has no box of its own to show)
+    page.wait_for_timeout(600)  # the pan animates
+    view = v.locator(".wb-graph").bounding_box()
+    first = v.locator(".wb-box", has_text="cell · call 1/8").first.bounding_box()
+    assert view["y"] <= first["y"] and first["y"] + first["height"] <= view["y"] + view["height"], (view, first)
     # the parameters the calls share: drawn once each, next to the calls
     params = [t for t in v.locator(".wb-node .wb-t-title").all_text_contents() if t.startswith("cell.")]
     assert sorted(params) == ["cell.bias_hh", "cell.bias_ih", "cell.weight_hh", "cell.weight_ih"]

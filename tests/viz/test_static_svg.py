@@ -231,7 +231,9 @@ def test_a_module_called_in_a_loop_has_a_box_per_call_and_its_parameters_once():
     params = [t.text for g in root.iter(SVG + "g") if g.get("class") == "wb-param" for t in g.iter(SVG + "text")][::2]
     assert sorted(params) == ["cell.bias_hh", "cell.bias_ih", "cell.weight_hh", "cell.weight_ih", "head.bias", "head.weight"]
     # collapsed (the default budget), one box per call in a column, then the head
-    units, _, hidden, _ = layout(snap)
+    units, edges, hidden, _ = layout(snap)
+    # every edge runs down, also from a shared parameter recorded after the first call's first op
+    assert all(a.rank < b.rank for a, b, _, _ in edges), [(a.label, b.label) for a, b, _, _ in edges if a.rank >= b.rank]
     calls = sorted((u for u in units if u.label.startswith("▸ cell")), key=lambda u: u.rank)
     assert [u.label for u in calls] == [f"▸ cell · call {k}/8" for k in range(1, 9)] and hidden == 0
     assert [u.rank for u in calls] == list(range(calls[0].rank, calls[0].rank + 8))

@@ -263,8 +263,12 @@ def _rank(g):
         else:
             c.r0, c.h = 0, 1
     preds, succs = {id(c): [] for c in g.items}, {id(c): [] for c in g.items}
+    # forward order is topological for nodes, not for boxes (a box's index is its first member's): a
+    # parameter recorded after the first op of the call using it still goes above that call; only an
+    # edge from a source can be taken against that order without making a cycle
+    fed = {id(b) for _, b in g.pairs}
     for a, b in g.pairs:
-        if a.index < b.index:
+        if a.index < b.index or (id(a) not in fed and a is not b):
             preds[id(b)].append(a)
             succs[id(a)].append(b)
     items = sorted(g.items, key=lambda c: c.index)

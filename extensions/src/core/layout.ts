@@ -53,14 +53,11 @@ export function computeLayout(input: LayoutInput): LayoutResult {
   const t0 = Date.now();
   let r: LayoutResult;
   try {
-    r = layoutEngine(input) === "dagre" ? withDagre(input) : layered(input);
-    if (r.engine === "dagre") {
-      // dagre places each node under its inputs' median, and where it cannot hold the main path in
-      // one column, a chain of boxes (a GRU cell applied at each time step) drifts one box-width
-      // sideways per box: the linear layout, which cannot drift, is used when dagre's is far wider
-      const l = layered(input);
-      if (r.width > DRIFT * l.width) r = l;
-    }
+    r = layered(input);
+    // dagre places each node under its inputs' median, and where it cannot hold the main path in one
+    // column, a chain of boxes (a GRU cell applied at each time step) drifts one box-width sideways
+    // per box: the linear layout, which cannot drift, is kept when dagre's is far wider
+    if (layoutEngine(input) === "dagre") r = withDagre(input, DRIFT * r.width) ?? r;
   } catch {
     // A deep chain under the limit can still exhaust a worker's smaller stack.
     r = layered(input);
@@ -69,13 +66,16 @@ export function computeLayout(input: LayoutInput): LayoutResult {
   return r;
 }
 
-function withDagre(input: LayoutInput): LayoutResult {
+/** dagre's layout, or null where it is wider than `widest`. */
+function withDagre(input: LayoutInput, widest = Infinity): LayoutResult | null {
   // dagre's corePath (the main path in one column) can align a path node across another node's
   // alignment: two nodes then overlap, or a node lands outside its box (a GRU cell in a loop, a tied
   // weight). Such a layout is not used; dagre's own placement is.
   const main = mainPath(input);
   let r = dagreOnce(input, main, true);
+  if (r.width > widest) return null;
   if (!sound(input, r)) r = dagreOnce(input, main, false);
+  if (r.width > widest) return null;
   straightenSkips(input, r);
   clearHeaders(input, r);
   return r;
@@ -470,7 +470,11 @@ function layered(input: LayoutInput): LayoutResult {
   })(root, 16);
   const edges = input.edges.map((e) => {
     const a = boxes[e.source], b = boxes[e.target];
-    return { points: a && b ? [{ x: a.x, y: a.y }, { x: b.x, y: b.y }] : [] };
+    // from border to border, so the arrowhead at the target shows (centre to centre, it was under the
+    // node), through the middle, where the viewer puts the edge's label
+    if (!a || !b) return { points: [] };
+    const p = border(a, b), q = border(b, a);
+    return { points: [p, { x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 }, q] };
   });
   return { boxes, edges, width: maxAcross + 16, height: along, engine: "layered", ms: 0 };
 }

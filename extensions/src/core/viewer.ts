@@ -5,7 +5,7 @@ import { containerDetails, nodeDetails, stepDetails } from "./details";
 import { h, s } from "./dom";
 import { fmt, health, inlineValues } from "./format";
 import { TapeModel, type VisibleGraph, scopeKey, shapeText } from "./graph-model";
-import type { LayoutInput, LayoutResult } from "./layout";
+import type { Box, LayoutInput, LayoutResult } from "./layout";
 import { type LayoutFn, workerLayout } from "./layout-client";
 import { Minimap } from "./minimap";
 import { type ColourScale, type Domain, type Measure, type Tint, colourScale, legend, measureFor, measuresOf, aggregate, tintCss, tintRgba, topN, topTable } from "./overlay";
@@ -718,11 +718,22 @@ class Viewer {
     const c = this.model.containers.get(id)!;
     await this.#relayout();
     this.#say(`${c.path || c.label} ${opening ? "opened" : "closed"}`);
-    const b = this.#layout?.boxes[this.#visible.repOf(id)];
+    const b = this.#layout?.boxes[this.#visible.repOf(id)] ?? this.#around(id);
     // an opened module grows around its old centre: show it whole (or its top, where its inputs come
     // in), not only its centre, or its first nodes stay clipped above the canvas
     if (b && opening) this.#pz.showBox(b);
     else if (b) this.#pz.reveal(b.x, b.y);
+  }
+
+  /** The box around what an open series draws (its calls' boxes; it has none of its own). */
+  #around(id: string): Box | undefined {
+    const L = this.#layout;
+    if (!L) return undefined;
+    const bs = [...this.model.containers.values()].filter((c) => c.parent === id).map((c) => L.boxes[c.id]).filter((b) => b);
+    if (!bs.length) return undefined;
+    const x0 = Math.min(...bs.map((b) => b.x - b.width / 2)), x1 = Math.max(...bs.map((b) => b.x + b.width / 2));
+    const y0 = Math.min(...bs.map((b) => b.y - b.height / 2)), y1 = Math.max(...bs.map((b) => b.y + b.height / 2));
+    return { x: (x0 + x1) / 2, y: (y0 + y1) / 2, width: x1 - x0, height: y1 - y0 };
   }
 
   /** Opens what holds the node, selects it and brings it into view (`centre`: in the middle, focus stays where it is). */
