@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TapeModel, moduleId } from "../src/core/graph-model";
+import { TapeModel, moduleId, scopeKey } from "../src/core/graph-model";
 import { fixture } from "./fixtures";
 import { syntheticTape } from "./synthetic";
 import type { Snapshot } from "../src/core/types";
@@ -87,7 +87,7 @@ describe("graph model: calls and series", () => {
     expect(m.ancestors("a")).toEqual(["m:rnn", "m:rnn.layer0", "s:rnn.layer0.step", "m:rnn.layer0.step|rnn.layer0.step#2"]);
     expect(m.containers.get("s:rnn.layer0.step")!.label).toBe("step ×3");
     expect(m.containers.get("s:rnn.layer0.step")!.type).toBe("GRU step · series of 3 calls");
-    expect(m.containers.get("m:rnn.layer0.step|rnn.layer0.step#3")!.label).toBe("step #2");
+    expect(m.containers.get("m:rnn.layer0.step|rnn.layer0.step#3")!.label).toBe("rnn.layer0.step · call 2/3");
     expect(m.ancestors("d")).toEqual(["s:cell", "m:cell|cell#5"]);
     expect(m.containers.get("s:cell")!.label).toBe("cell ×2");
     // The parameter is not inside any one call.
@@ -97,5 +97,27 @@ describe("graph model: calls and series", () => {
     expect(closed.items.map((i) => i.id)).toEqual(["w", "s:rnn.layer0.step", "s:cell", "o"]);
     const open = m.visible(new Set(["m:rnn", "m:rnn.layer0", "s:rnn.layer0.step"]));
     expect(open.items.filter((i) => i.type === "box").map((i) => i.id)).toHaveLength(4);
+  });
+
+  it("draws an open series as its calls side by side in the parent, with the shared parameters once", () => {
+    // cell called twice at top level with a tanh between the calls, its weight shared by both
+    const tied = { ...snap, nodes: [node("w", "cell", undefined, "param"), node("d", "cell", [5]), node("t", "", undefined),
+      node("e", "cell", [6]), node("o", "", undefined, "output")],
+    edges: [["w", "d"], ["d", "t"], ["t", "e"], ["w", "e"], ["e", "o"]].map(([source, target]) => ({ source, target, index: 0, shape: [2], dtype: "float32" })),
+    } as unknown as Snapshot;
+    const m = new TapeModel(tied);
+    expect(m.ancestors("w")).toEqual(["s:cell"]);
+    const v = m.visible(new Set(["s:cell", "m:cell|cell#5", "m:cell|cell#6"]));
+    // no cluster around both calls (it would have to hold the tanh between them)
+    expect(v.clusters).toEqual([{ id: "m:cell|cell#5", parent: null }, { id: "m:cell|cell#6", parent: null }]);
+    expect(Object.fromEntries(v.items.map((i) => [i.id, i.cluster]))).toEqual({ w: null, d: "m:cell|cell#5", t: null, e: "m:cell|cell#6", o: null });
+    // one parameter node feeds both calls: the same id, drawn once
+    expect(v.edges.filter((e) => e.source === "w").map((e) => e.target)).toEqual(["d", "e"]);
+    expect(m.where("e")).toBe("cell · call 2/2");
+    expect(m.where("w")).toBe("cell");
+    expect(scopeKey(m.nodes.get("e")!)).toBe("cell#6");
+    expect(scopeKey(m.nodes.get("w")!)).toBe("cell");
+    // collapsed, the series is one box again
+    expect(m.visible(new Set()).items.map((i) => i.id)).toEqual(["s:cell", "t", "o"]);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TapeModel } from "../src/core/graph-model";
-import { type Box, DAGRE_COST, DAGRE_LIMIT, type LayoutInput, computeLayout, layoutEngine } from "../src/core/layout";
+import { type Box, DAGRE_COST, DAGRE_LIMIT, type LayoutInput, computeLayout, layoutEngine, sound } from "../src/core/layout";
 import { fixture } from "./fixtures";
 import { mlpTape, syntheticTape } from "./synthetic";
 
@@ -78,14 +78,8 @@ describe("layout", () => {
     expect(Math.max(...xs) - Math.min(...xs), `x along the chain: ${xs.join(" ")}`).toBeLessThanOrEqual(1);
   });
 
-  // An open box's header label sits at its top left (the viewer draws it there, 20 px tall).
-  it.each([[12, "dagre"], [210, "layered"]])("keeps edges entering a box off its header label (%i layers, %s)", (layers, engine) => {
-    const m = new TapeModel(mlpTape(layers));
-    const inp = input(m, new Set(m.containers.keys()));
-    inp.clusters = inp.clusters.map((c) => ({ ...c, label: 100 }));
-    const r = computeLayout(inp);
-    expect(r.engine).toBe(engine);
-    checkLayout(inp, r);
+  /** Edges that run across the header label (100 px wide, 20 tall, at the top left) of a box they enter. */
+  function headerCrossings(inp: LayoutInput, r: ReturnType<typeof computeLayout>): string[] {
     const cluster = new Map(inp.nodes.map((n) => [n.id, n.cluster]));
     const crossed: string[] = [];
     inp.edges.forEach((e, i) => {
@@ -102,7 +96,67 @@ describe("layout", () => {
         if (Math.max(x0, x1) >= left && Math.min(x0, x1) <= left + 100) crossed.push(`${e.source} -> ${e.target} across ${c}`);
       }
     });
-    expect(crossed.slice(0, 5)).toEqual([]);
+    return crossed.slice(0, 5);
+  }
+
+  // An open box's header label sits at its top left (the viewer draws it there, 20 px tall).
+  it.each([[12, "dagre"], [210, "layered"]])("keeps edges entering a box off its header label (%i layers, %s)", (layers, engine) => {
+    const m = new TapeModel(mlpTape(layers));
+    const inp = input(m, new Set(m.containers.keys()));
+    inp.clusters = inp.clusters.map((c) => ({ ...c, label: 100 }));
+    const r = computeLayout(inp);
+    expect(r.engine).toBe(engine);
+    checkLayout(inp, r);
+    expect(headerCrossings(inp, r)).toEqual([]);
+  });
+
+  // Real models (tests/viz/repeated.py): a GRU cell applied at 8 time steps, a weight-tied model
+  // with a layer called twice, two ResNet blocks, a transformer encoder layer; fully expanded, with
+  // the header labels the viewer draws.
+  const real = (name: "gru_loop" | "tied" | "resnet" | "transformer") => {
+    const m = new TapeModel(fixture(name));
+    const inp = input(m, new Set(m.containers.keys()));
+    inp.clusters = inp.clusters.map((c) => ({ ...c, label: 100 }));
+    return { m, inp, r: computeLayout(inp) };
+  };
+
+  it.each(["gru_loop", "tied", "resnet", "transformer"] as const)("keeps every node of %s in its own boxes, none overlapping", (name) => {
+    const { inp, r } = real(name);
+    checkLayout(inp, r);
+    expect(sound(inp, r)).toBe(true);
+    expect(headerCrossings(inp, r)).toEqual([]);
+  });
+
+  it("stacks the calls of a GRU cell in a loop in one column, not a staircase", () => {
+    const { inp, r } = real("gru_loop");
+    const calls = inp.clusters.filter((c) => c.id.startsWith("m:cell|")).map((c) => r.boxes[c.id]).sort((a, b) => a.y - b.y);
+    expect(calls).toHaveLength(8);
+    // one vertical line runs through every call's box (dagre's staircase: 8 boxes side by side, 9,200 px)
+    const left = Math.max(...calls.map((b) => b.x - b.width / 2)), right = Math.min(...calls.map((b) => b.x + b.width / 2));
+    expect(left, calls.map((b) => Math.round(b.x)).join(" ")).toBeLessThan(right);
+    expect(r.width).toBeLessThan(3 * Math.max(...calls.map((b) => b.width)));
+  });
+
+  it.each(["resnet", "transformer"] as const)("runs each residual skip of %s as one straight column beside the main path", (name) => {
+    const { m, inp, r } = real(name);
+    const skips = inp.edges.map((e, i) => ({ e, pts: r.edges[i].points }))
+      .filter(({ e }) => m.nodes.get(e.target)?.op === "add" && r.boxes[e.target].y - r.boxes[e.source].y > 300);
+    expect(skips.length).toBeGreaterThan(0);
+    for (const { e, pts } of skips) {
+      // one x from its first bend to its last, but for a step round the header of a box it enters
+      const run = pts.slice(1, -1), x = run[0].x, y0 = run[0].y, y1 = run[run.length - 1].y;
+      let straight = 0;
+      for (let k = 1; k < run.length; k++) if (run[k].x === x && run[k - 1].x === x) straight += run[k].y - run[k - 1].y;
+      expect(run[run.length - 1].x, JSON.stringify(run)).toBe(x);
+      expect(straight / (y1 - y0), `${e.source} -> ${e.target}: ${JSON.stringify(run)}`).toBeGreaterThan(0.9);
+      // beside the nodes it passes, not through them
+      for (const n of inp.nodes) {
+        const b = r.boxes[n.id];
+        if (n.id !== e.source && n.id !== e.target && b.y + b.height / 2 > y0 && b.y - b.height / 2 < y1) {
+          expect(Math.abs(b.x - x) * 2, `${e.source} -> ${e.target} through ${n.id}`).toBeGreaterThanOrEqual(b.width);
+        }
+      }
+    }
   });
 
   it("lays out the 2,000-node tape with its block list opened", () => {

@@ -1,5 +1,6 @@
 """Real models' structure in a real JupyterLab: a GRU's tape groups by layer, then time step; a module
-called in a loop is one series box ("cell ×200") that opens call by call; a composite op is one box."""
+called in a loop is one series box ("cell ×200") that opens into one box per call ("cell · call 3/200");
+a composite op is one box."""
 import pytest
 
 from nbhelp import open_and_run, page_errors, wait_idle
@@ -72,12 +73,13 @@ def test_gru_and_unrolled_loop_group_by_call(lab, page):
     assert _count(gru, "step ×12", 1) == 1
     assert "series of 12 calls" in gru.locator(".wb-box", has_text="step ×12").text_content()
     _open(gru, "step ×12")
-    assert _count(gru, "step #", 12) == 12
+    assert _count(gru, "rnn.layer0.step · call ", 12) == 12
+    assert gru.locator(".wb-box", has_text="rnn.layer0.step · call 12/12").count() == 1
 
     loop = _viewer(page, "unrolled loop")
     loop.scroll_into_view_if_needed()
     assert loop.locator(".wb-box").count() == 1
     assert "cell ×200" in loop.locator(".wb-box").first.text_content()
     _open(loop, "cell ×200")
-    assert _count(loop, "cell #", 20) >= 20  # one box per call (the view may cull)
+    assert _count(loop, "cell · call ", 20) >= 20  # one box per call (the view may cull)
     assert page_errors(page) == []

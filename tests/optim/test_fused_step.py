@@ -1,5 +1,5 @@
-"""Adam's and SGD-momentum's one-pass parameter updates (``fused.adam_step``, ``fused.sgd_step``) against the
-NumPy form they replace (ufunc passes and BLAS's axpy), bit for bit, and against PyTorch: parameters above
+"""Adam's and SGD-momentum's one-pass parameter updates (``fused.adam_step``, ``fused.sgd_step``, and
+``sgd_steps``, a whole group's in one call) against the NumPy form they replace (ufunc passes and BLAS's axpy), bit for bit, and against PyTorch: parameters above
 ``fused.MIN_SIZE`` (where the loops serve), per parameter and as a whole group (``optimizer._Flat``, whose
 small parameters then take the loop too), float32 and float64, with non-finite gradient entries, every option
 that changes the arithmetic (amsgrad, lerp's two forms, dampening, Nesterov from the first step, decoupled
@@ -57,12 +57,12 @@ def _run(lib, name, cfg, grads, per_param):
 
 @pytest.fixture
 def calls(monkeypatch):
-    """How often each loop ran."""
+    """How often each loop ran (``sgd_steps``, a whole group's SGD loop in one call, counts as ``sgd_step``)."""
     n = {"adam_step": 0, "sgd_step": 0}
-    for name in n:
+    for name, counter in (("adam_step", "adam_step"), ("sgd_step", "sgd_step"), ("sgd_steps", "sgd_step")):
         loop = getattr(fused, name)
 
-        def counted(*args, _loop=loop, _name=name):
+        def counted(*args, _loop=loop, _name=counter):
             n[_name] += 1
             return _loop(*args)
         monkeypatch.setattr(fused, name, counted)
@@ -97,3 +97,37 @@ def test_loop_matches_pytorch(name, cfg, loop, group_loop, calls):
     want = _run(torch, name, cfg, grads, False)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_sgd_group_loop_takes_one_call_and_falls_back_per_parameter(monkeypatch):
+    """A group whose gradients are all C-contiguous takes ``sgd_steps`` (one call); a non-contiguous gradient
+    sends it back to one ``sgd_step`` per parameter; both give the NumPy form's bits."""
+    got = []
+    for name in ("sgd_step", "sgd_steps"):
+        loop = getattr(fused, name)
+        monkeypatch.setattr(fused, name, lambda *a, _loop=loop, _name=name: got.append(_name) or _loop(*a))
+    grads = _grads(3, np.float32)
+    cfg = {"lr": 0.1, "momentum": 0.9, "nesterov": True}
+
+    def run(transposed):
+        rng = np.random.default_rng(1)
+        ps = [wb.nn.Parameter(wb.tensor(rng.standard_normal(s).astype(np.float32))) for s in SHAPES]
+        opt = wb.optim.SGD(ps, **cfg)
+        for g in grads:
+            for p, gi in zip(ps, g):
+                # the 2-D parameters' gradients as F-ordered arrays (a transposed view's layout)
+                p.grad = wb.tensor(np.asfortranarray(gi) if transposed and gi.ndim == 2 else gi.copy())
+            opt.step()
+        return [p.detach().numpy().copy() for p in ps]
+
+    with np.errstate(all="ignore"):
+        one_call = run(False)
+        assert got == ["sgd_steps"] * 2  # the first step fills the buffers (NumPy), then one call a step
+        got.clear()
+        per_param = run(True)
+        assert got == ["sgd_step"] * 2  # the 1-D one; the F-ordered gradients take the NumPy form
+        monkeypatch.setattr(fused, "ENABLED", [False])
+        want = run(False)
+    for a, b, c in zip(one_call, per_param, want):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, c)

@@ -3,7 +3,9 @@ import pytest
 from xml.etree import ElementTree
 
 import workbench as wb
+import repeated
 from models import MLP, mse
+from workbench.viz import align
 from workbench.viz.static_svg import layout, render_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -144,8 +146,13 @@ def _deep_snapshot(layers=12):
     return wb.viz.snapshot(mse(deep(wb.randn(4, 4)).tanh(), wb.zeros(4, 4)), deep)
 
 
-@pytest.mark.parametrize("make", [_mlp_snapshot, _gru_snapshot, _nan_snapshot, _compare_view, _deep_snapshot],
-                         ids=["mlp", "gru", "nan", "compare", "deep"])
+def _repeated(make):
+    return lambda: wb.viz.snapshot(*make())
+
+
+@pytest.mark.parametrize("make", [_mlp_snapshot, _gru_snapshot, _nan_snapshot, _compare_view, _deep_snapshot,
+                                  _repeated(repeated.gru_loop), _repeated(repeated.tied)],
+                         ids=["mlp", "gru", "nan", "compare", "deep", "gru-8-steps", "weight-tied"])
 def test_no_label_overlaps_another(make):
     boxes = _text_boxes(make().svg(standalone=True))
     assert len(boxes) > 10
@@ -188,32 +195,48 @@ def _within(scope, path):
     return scope == path or scope.startswith(path + ".")
 
 
-@pytest.mark.parametrize("make", [_compare_view, _deep_snapshot, _mlp_snapshot], ids=["compare", "deep", "mlp"])
+@pytest.mark.parametrize("make", [_compare_view, _deep_snapshot, _mlp_snapshot, _repeated(repeated.gru_loop),
+                                  _repeated(repeated.tied), _repeated(repeated.resnet)],
+                         ids=["compare", "deep", "mlp", "gru-8-steps", "weight-tied", "resnet"])
 def test_module_boxes_nest_and_hold_their_own_nodes_only(make):
-    root = ElementTree.fromstring(make().svg(standalone=True))
-    boxes = {}
-    for g in root.iter(SVG + "g"):
-        if g.get("class") == "wb-scope":
-            boxes[g.find(SVG + "text").text.split(" (")[0]] = _rect(g.find(SVG + "rect"))
-    nodes = []
-    for g in root.iter(SVG + "g"):
-        title = g.find(SVG + "title")
-        if title is not None and g.get("class", "").startswith("wb-") and g.get("class") != "wb-scope":
-            scope = next((t[7:] for t in title.text.split("\n") if t.startswith("scope: ")), "")
-            nodes.append((scope, _rect(g.find(SVG + "rect"))))
-    assert len(boxes) >= 2 and len(nodes) > 10
+    # every node inside its own boxes and outside all others, every box inside the boxes around it and
+    # apart from the rest; a module called more than once has one box per call (align.boxes)
+    snap = make().to_dict()
+    chains = {n["id"]: [b[0] for b in c if b[1] == "module"] for n, c in zip(snap["nodes"], align.boxes(snap))}
+    root = ElementTree.fromstring(render_svg(snap, budget=400, standalone=True))
+    boxes = {g.get("data-box"): _rect(g.find(SVG + "rect")) for g in root.iter(SVG + "g") if g.get("class") == "wb-scope"}
+    nodes = {g.get("data-node"): _rect(g.find(SVG + "rect")) for g in root.iter(SVG + "g") if g.get("data-node")}
+    assert len(boxes) >= 2 and len(nodes) == len(snap["nodes"])
+    assert set(boxes) == {b for c in chains.values() for b in c}
+    around = {b: set(c[:c.index(b)]) for c in chains.values() for b in c}
     for p, a in boxes.items():
         for q, b in boxes.items():
-            if p == q or _within(p, q):  # p inside q: its box inside q's
-                assert p == q or _inside(a, b), f"{p} is not inside {q}"
-            elif not _within(q, p):  # neither holds the other: apart
+            if q in around[p]:
+                assert _inside(a, b), f"{p} is not inside {q}"
+            elif p != q and p not in around[q]:
                 assert _disjoint(a, b), f"the boxes of {p} and {q} overlap"
-    for scope, r in nodes:
+    for nid, r in nodes.items():
         for path, b in boxes.items():
-            if _within(scope, path):
-                assert _inside(r, b), f"a node of {scope} is outside the box of {path}"
+            if path in chains[nid]:
+                assert _inside(r, b), f"node {nid} is outside the box of {path}"
             else:
-                assert _disjoint(r, b), f"a node of {scope or '(top level)'} is inside the box of {path}"
+                assert _disjoint(r, b), f"node {nid} ({chains[nid] or 'top level'}) is inside the box of {path}"
+
+
+def test_a_module_called_in_a_loop_has_a_box_per_call_and_its_parameters_once():
+    snap = wb.viz.snapshot(*repeated.gru_loop(8)).to_dict()
+    root = ElementTree.fromstring(render_svg(snap, budget=400, standalone=True))
+    labels = [g.find(SVG + "text").text for g in root.iter(SVG + "g") if g.get("class") == "wb-scope"]
+    assert [t for t in labels if t.startswith("cell")] == [f"cell · call {k}/8 (GRUCell)" for k in range(1, 9)]
+    params = [t.text for g in root.iter(SVG + "g") if g.get("class") == "wb-param" for t in g.iter(SVG + "text")][::2]
+    assert sorted(params) == ["cell.bias_hh", "cell.bias_ih", "cell.weight_hh", "cell.weight_ih", "head.bias", "head.weight"]
+    # collapsed (the default budget), one box per call in a column, then the head
+    units, edges, hidden, _ = layout(snap)
+    # every edge runs down, also from a shared parameter recorded after the first call's first op
+    assert all(a.rank < b.rank for a, b, _, _ in edges), [(a.label, b.label) for a, b, _, _ in edges if a.rank >= b.rank]
+    calls = sorted((u for u in units if u.label.startswith("▸ cell")), key=lambda u: u.rank)
+    assert [u.label for u in calls] == [f"▸ cell · call {k}/8" for k in range(1, 9)] and hidden == 0
+    assert [u.rank for u in calls] == list(range(calls[0].rank, calls[0].rank + 8))
 
 
 def _path_points(d, n=24):

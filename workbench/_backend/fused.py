@@ -35,18 +35,25 @@ def _numba():
     return _NUMBA[0]
 
 
+_F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)  # native byte order (NumPy's singletons)
+
+
 def usable(*arrays, min_size=MIN_SIZE):
     """Whether the loops serve these arrays: C-contiguous NumPy float32/float64 of one dtype, the first at
     least ``min_size`` elements, and Numba importable and not switched off."""
     a = arrays[0]
-    return (ENABLED[0] and a.size >= min_size and type(a) is numpy.ndarray and a.dtype.char in "fd"
-            and all(type(b) is numpy.ndarray and b.dtype == a.dtype and b.flags.c_contiguous for b in arrays)
-            and _numba() is not None)
+    if not (ENABLED[0] and a.__class__ is numpy.ndarray and a.size >= min_size
+            and ((dt := a.dtype) is _F32 or dt is _F64) and a.flags.c_contiguous and (_NUMBA[0] if _NUMBA else _numba()) is not None):
+        return False
+    for b in arrays[1:]:  # a loop, not all() over a generator: this runs before every loop call
+        if not (b.__class__ is numpy.ndarray and b.dtype is dt and b.flags.c_contiguous):
+            return False
+    return True
 
 
 def usable32(*arrays, min_size=MIN_SIZE):
     """``usable``, and float32: the loops built on ``_exp`` (a float32 polynomial)."""
-    return arrays[0].dtype.char == "f" and usable(*arrays, min_size=min_size)
+    return arrays[0].dtype is _F32 and usable(*arrays, min_size=min_size)
 
 
 _HELPERS = []  # scalar functions the loops call: compiled (and inlined into them) before the first loop compiles
@@ -116,6 +123,25 @@ class _sums_loop(_loop):
     inf still propagate."""
 
     fastmath = {"reassoc"}
+
+
+# --- layout (2-D arrays) ---------------------------------------------------------------------------------
+@_loop
+def transpose_add(yt, b, bias, out):  # out[i, j] = yt[j, i], + b[j] with ``bias``: linear's product computed
+    n, m = yt.shape                   # transposed (``blas.transposed_product_pays``) put back in rows, with its
+    for i in range(m):                # bias added in the same pass (the sum rounded as NumPy's y += b)
+        for j in range(n):
+            out[i, j] = yt[j, i] + b[j] if bias else yt[j, i]
+
+
+@_loop
+def col_sums(g, out):  # out[j] = sum of g[:, j], rows added in order from 0.0: NumPy's g.sum(0) on C rows of >= 2
+    rows, cols = g.shape  # columns, bit for bit (one column would be a contiguous, pairwise sum), at half its
+    for j in range(cols):  # cost on the digits MLP's bias gradients (a call, not a reduction's setup)
+        out[j] = 0.0
+    for i in range(rows):
+        for j in range(cols):
+            out[j] += g[i, j]
 
 
 # --- rectifiers and piecewise-linear activations (flat arrays) -----------------------------------------
@@ -724,14 +750,33 @@ def adam_step(x, g, m, v, mx, w, hi, b2, c2, bc2, eps, amsgrad, alpha, fused):
         x[i] = _add_scaled(x[i], mi / (numpy.sqrt(vi) / bc2 + eps), alpha, fused)
 
 
+@_helper
+def _sgd_pass(x, g, b, mom, c, damped, nesterov, alpha, fused):
+    for i in range(g.size):
+        gi = g[i]
+        bi = b[i] * mom + (gi * c if damped else gi)
+        b[i] = bi
+        x[i] = _add_scaled(x[i], bi * mom + gi if nesterov else bi, alpha, fused)
+
+
 @_loop
 def sgd_step(x, g, b, mom, c, damped, nesterov, alpha, fused):
     """One SGD-momentum update of the flat parameter x in place, in one pass: b <- b mom + g (times c = 1 -
     dampening when ``damped``), the direction b, or with ``nesterov`` b mom + g, and x <- x + alpha direction
     (``_add_scaled``); each operation rounded in the arrays' dtype in the NumPy form's order
     (``optim._functional.sgd_step_``)."""
-    for i in range(g.size):
-        gi = g[i]
-        bi = b[i] * mom + (gi * c if damped else gi)
-        b[i] = bi
-        x[i] = _add_scaled(x[i], bi * mom + gi if nesterov else bi, alpha, fused)
+    _sgd_pass(x, g, b, mom, c, damped, nesterov, alpha, fused)
+
+
+@_loop
+def sgd_steps(xs, gs, b, mom, c, damped, nesterov, alpha, fuse_from):
+    """``sgd_step`` for a whole group in one call: xs and gs are tuples of the flat parameters and their
+    gradients, b their momentum buffers end to end; a parameter of ``fuse_from`` elements or more fuses its
+    multiply-add (where ``sgd_step_`` would take BLAS's axpy). On the digits MLP the six calls' overhead was
+    as much as their arithmetic."""
+    start = 0
+    for k in range(len(xs)):
+        x, g = xs[k], gs[k]
+        n = g.size
+        _sgd_pass(x, g, b[start:start + n], mom, c, damped, nesterov, alpha, n >= fuse_from)
+        start += n

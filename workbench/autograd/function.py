@@ -482,7 +482,7 @@ def _new_node(cls, xp):
 _NO_EDGE = (None, 0)
 _TRUE1, _FALSE1 = (True,), (False,)
 _RANGES = tuple(tuple(range(n)) for n in range(9))
-_RANGES1, _RANGES2 = _RANGES[1], _RANGES[2]
+_RANGES1, _RANGES2, _RANGES3 = _RANGES[1], _RANGES[2], _RANGES[3]
 
 
 def _edge(a):
@@ -557,6 +557,11 @@ def _record_raw(cls, args, datas, xp):
         node.next_functions = ((gf, a._output_nr) if gf is not None else _edge(a),
                                (gfb, b._output_nr) if gfb is not None else _edge(b))
         node._tensor_pos = _RANGES2
+    elif n == 3 and isinstance(a, _Tensor) and isinstance(b := args[1], _Tensor) and isinstance(c := args[2], _Tensor):
+        # three tensors (or parameters): linear with a bias, addmm, where
+        node.needs_input_grad = (True if a._rg else False, True if b._rg else False, True if c._rg else False)
+        node.next_functions = (_edge(a), _edge(b), _edge(c))
+        node._tensor_pos = _RANGES3
     else:
         _edges(node, args)
     out = cls.forward(node, *datas)

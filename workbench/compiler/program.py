@@ -87,19 +87,24 @@ def accumulate(t, g, steal):
 
 class PlannedStep:
     """``optimizer.step()`` in a replay: the optimizer's plan (``Optimizer._plan``) while it serves, else
-    ``step()`` itself, after which the plan is made again (a first step creates the state a plan needs)."""
+    ``step()`` itself, after which the plan is made again (a first step creates the state a plan needs).
+    Only a plan of the class that defines the ``step()`` in use: a subclass with a ``step()`` of its own
+    runs that."""
 
-    __slots__ = ("step", "opt", "plan")
+    __slots__ = ("step", "opt", "plan", "planned")
 
     def __init__(self, step, opt):
         self.step, self.opt, self.plan = step, opt, None
+        mro = type(opt).__mro__
+        self.planned = next(c for c in mro if "step" in c.__dict__) is next(c for c in mro if "_plan" in c.__dict__)
 
     def __call__(self):
         plan = self.plan
         if plan is None or not plan():
             self.plan = None
             self.step(self.opt)
-            self.plan = self.opt._plan()
+            if self.planned:
+                self.plan = self.opt._plan()
 
 
 def set_grad(t, value):
@@ -326,7 +331,7 @@ class Program:
             got = [f"s{next(it)}" for present in ev.multi if present]
             if got:
                 lines.append(f"    {', '.join(got)}, = {', '.join(f'_r[{j}]._data' for j, p in enumerate(ev.multi) if p)},")
-            lines.append("    del _r")
+            return self._drop(i, ctx, lines, ["_r"])
         elif ev.kind == "write":
             lines.append(f"    {self._ref_src(ev.ins[0])}[...] = {self._ref_src(ev.ins[1])}")
         elif ev.kind == "acc":
@@ -356,8 +361,8 @@ class Program:
             ctx["host_vars"][i] = f"h{i}"
         self._drop(i, ctx, lines)
 
-    def _drop(self, i, ctx, lines):
-        dead = ctx["dead"].get(i)
+    def _drop(self, i, ctx, lines, also=()):
+        dead = [*also, *ctx["dead"].get(i, ())]
         if dead:
             lines.append(f"    del {', '.join(dead)}")
 

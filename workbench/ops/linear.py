@@ -1,5 +1,9 @@
 """Linear and bilinear maps: ``y = x W^T + b`` as one primitive whose backward is two matmuls."""
+import numpy as _numpy
+
+from .._backend import blas
 from .._backend import dtypes as _dt
+from .._backend import fused as _fused
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
@@ -27,9 +31,12 @@ class Linear(Function):
         ctx.save_for_backward(x if nig[1] else None, w if nig[0] else None)
         ctx.x_shape = x.shape
         # one 2-D GEMM over all leading dims (a stacked matmul would loop over them)
-        y = gemm(x.reshape(-1, x.shape[-1]) if x.ndim > 2 else x, w.T)
-        if b is not None:
-            y += b
+        x2 = x.reshape(-1, x.shape[-1]) if x.ndim > 2 else x
+        y = _product_by_rows(x2, w, b) if x2.ndim == 2 else None
+        if y is None:
+            y = gemm(x2, w.T)
+            if b is not None:
+                y += b
         return y.reshape(x.shape[:-1] + (w.shape[0],)) if x.ndim > 2 else y
 
     @staticmethod
@@ -50,6 +57,20 @@ class Linear(Function):
         return gx, gw, gb
 
 
+def _product_by_rows(x, w, b):
+    """float32 x @ w.T + b computed as (w @ x.T), moved back into rows with the bias added in one pass, where
+    OpenBLAS runs that orientation faster (``blas.transposed_product_pays``: a small batch against a wide layer)
+    and the loops serve; else None. The result is C-contiguous, as PyTorch's, and the product as written's bits."""
+    (m, k), n = x.shape, w.shape[0]
+    if not (x.dtype.char == "f" and blas.transposed_product_pays(m, n, k) and _fused.usable(x, w, min_size=1)
+            and (b is None or b.shape == (n,) and _fused.usable(b, min_size=1))):
+        return None
+    yt = w @ x.T
+    y = _numpy.empty((m, n), x.dtype)
+    _fused.transpose_add(yt, yt[0] if b is None else b, b is not None, y)
+    return y
+
+
 def _linear_grads_raw(g, x, w, nig, x_shape):
     g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
     gx = Tensor._make(gemm(g2, w._data).reshape(x_shape)) if nig[0] else None
@@ -62,6 +83,10 @@ def _bias_grad(g2):
     # a 16-bit gradient summed over the batch in float32 and rounded once (PyTorch's; its own sum stalls)
     if _dt.is_half(g2.dtype):
         return g2.sum(0, dtype="float32").astype(g2.dtype)
+    if g2.shape[1] >= 2 and _fused.usable(g2, min_size=1):  # the same sums as NumPy's, in one call
+        out = _numpy.empty(g2.shape[1], g2.dtype)
+        _fused.col_sums(g2, out)
+        return out
     return g2.sum(0)
 
 

@@ -174,9 +174,10 @@ def _rows(input, op):
 
 def _check_class_targets(op, input, target):
     """Raises unless target holds class indices of the shape input's logits need."""
-    want = (tuple(input.shape[:1]) + tuple(input.shape[2:])) if input.ndim > 1 else ()
-    if tuple(target.shape) != want:
-        raise RuntimeError(f"{op}: expected target of shape {list(want)} for input of shape {list(input.shape)}, "
+    shape = input._data.shape  # raw tuples: this runs on every loss call
+    want = shape[:1] + shape[2:] if len(shape) > 1 else ()
+    if target._data.shape != want:
+        raise RuntimeError(f"{op}: expected target of shape {list(want)} for input of shape {list(shape)}, "
                            f"got {list(target.shape)}")
     if target.dtype.is_floating_point:
         raise RuntimeError(f"{op}: expected target of dtype int64 (class indices), got {target.dtype}; for class "
@@ -227,7 +228,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if tuple(target.shape) == tuple(input.shape) and target.dtype.is_floating_point:
+    if target._data.shape == input._data.shape and target.dtype.is_floating_point:
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     check_no_requires_grad("nll_loss_forward", weight=weight)  # class indices: PyTorch's nll_loss underneath
     _check_class_targets("cross_entropy", input, target)

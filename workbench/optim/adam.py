@@ -1,10 +1,10 @@
 """Adam and AdamW (amsgrad, maximize, L2 or decoupled weight decay)."""
 from .. import _backend
 from .._backend import fused as _fused
-from ._functional import adam_direction_, adam_step_, weight_decay_
+from ._functional import _loop_args, adam_direction_, adam_step_, weight_decay_
 from .flags import check_flags
-from .optimizer import (Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scalar_step, _scratch,
-                         _zeros_like)
+from .optimizer import (Optimizer, _check_args, _flat_group, _FlatPlan, _params_with_grad, _real, _scalar_step,
+                         _scratch, _zeros_like)
 
 
 class Adam(Optimizer):
@@ -65,6 +65,78 @@ class Adam(Optimizer):
                            loop=x.size >= _fused.MIN_SIZE)
                 p._vbox[0] += 1
         return loss
+
+    def _hyper(self, group):
+        return (tuple(float(b) for b in group["betas"]), group["eps"], group["weight_decay"], group["amsgrad"],
+                group["decoupled_weight_decay"], group["maximize"])
+
+    def _plan(self):
+        """``Optimizer._plan``: each group's ``_flat_step`` first branch (the compiled loop per parameter on its own
+        gradient, ``_FlatPlan``) with its arguments resolved once; the step counts, bias corrections and
+        decoupled decay as ``step()`` does them. None where a group takes another path (maximize, L2 weight
+        decay, step counts that differ, the first step...)."""
+        if self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks:
+            return None
+        groups = []
+        for group in self.param_groups:
+            hyper = self._hyper(group)
+            (beta1, beta2), eps, wd, amsgrad, decoupled, maximize = hyper
+            if maximize or (wd != 0 and not decoupled):
+                return None
+            keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+            fp = _FlatPlan.of(self, group, keys, also=("step",))
+            if fp is None:
+                return None
+            steps = [e[3][0]._data for e in fp.entries]
+            if any(s != steps[0] for s in steps[1:]):
+                return None
+            entries = []
+            for p, x, ts, *_rest in fp.entries:
+                m, v = ts[0]._data, ts[1]._data
+                mx = ts[2]._data if amsgrad else None
+                ok, fma = _loop_args(x, p._grad._data, m, v, *(() if mx is None else (mx,)))
+                if not ok:
+                    return None
+                entries.append((p, x.reshape(-1), m.reshape(-1), v.reshape(-1), (v if mx is None else mx).reshape(-1),
+                                fma))
+            dt = fp.dtype.type
+            weight = 1 - beta1
+            hi = weight >= 0.5  # adam_step_'s scalars
+            consts = (dt(1.0 - weight if hi else weight), hi, dt(beta2), dt(1 - beta2), dt(eps), amsgrad)
+            groups.append((group, hyper, fp, steps, consts, entries))
+        param_groups, n_groups = self.param_groups, len(self.param_groups)
+
+        def plan():
+            if (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks or not _fused.ENABLED[0]
+                    or self.param_groups is not param_groups or len(param_groups) != n_groups):
+                return False
+            todo = []
+            for group, hyper, fp, steps, consts, entries in groups:  # check everything before changing anything
+                if self._hyper(group) != hyper:
+                    return False
+                gs = fp.grads()
+                if gs is None:
+                    return False
+                todo.append((float(group["lr"]), hyper, fp, steps, consts, entries, gs))
+            for lr, ((beta1, beta2), _eps, wd, _ams, decoupled, _mx), fp, steps, consts, entries, gs in todo:
+                for s in steps:
+                    s += 1
+                step = float(steps[0])
+                step_size = lr / (1 - beta1 ** step)
+                bc2_sqrt = (1 - beta2 ** step) ** 0.5
+                if wd != 0 and decoupled:
+                    for p in fp.params:
+                        p._data *= 1 - lr * wd
+                w, hi, b2, c2, deps, amsgrad = consts
+                dt = fp.dtype.type
+                bc2, alpha = dt(bc2_sqrt), dt(-step_size)
+                for (p, x1, m1, v1, mx1, fma), g in zip(entries, gs):
+                    _fused.adam_step(x1, g, m1, v1, mx1, w, hi, b2, c2, bc2, deps, amsgrad, alpha, fma)
+                    p._vbox[0] += 1
+            self._step_count += 1
+            return True
+
+        return plan
 
     def _flat_step(self, f, lr, beta1, beta2, eps, wd, amsgrad, decoupled, maximize):
         """The loop above over all of a group's parameters at once (``_Flat``), the same operations in

@@ -9,8 +9,11 @@ from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 
+import numpy
+
 from .. import _backend
 from .._backend import blas
+from .._backend import fused as _fused
 from ..autograd.grad_mode import enable_grad
 from ..nn.module import _tensor_typename, zero_grads
 from ..tensor import Tensor
@@ -174,8 +177,9 @@ class Optimizer:
         """None, or a function that does what the next ``step()`` (no closure) would, with the checks ``step()``
         makes on every call (which parameters have gradients, their state, the path their update takes) made
         once here: it returns False, having changed nothing, where ``step()`` would now do something else.
-        A compiled training step's replay calls it in place of ``step()`` (``workbench.compiler``); optimizers
-        with a steady state worth it override this, the others keep the plain ``step()``."""
+        A compiled training step's replay calls it in place of ``step()`` (``workbench.compiler``), when the
+        class that defines the ``step()`` in use defines this too; optimizers with a steady state worth it
+        override this, the others keep the plain ``step()``."""
         return None
 
     def _closure(self, closure):
@@ -363,7 +367,23 @@ class _Flat:
     PyTorch's: ``optimizer.state[p][key]`` is a tensor shaped like ``p``.
     """
 
-    __slots__ = ("group", "params", "datas", "views", "bufs", "grad", "tmp", "tmp_views", "grad_views", "fresh")
+    __slots__ = ("group", "params", "datas", "flats", "views", "bufs", "grad", "tmp", "tmp_views", "grad_views",
+                 "fresh")
+
+    def flat_grads(self):
+        """The gradients as a tuple of flat arrays, for a loop over the whole group (``fused.sgd_steps``), or
+        None where one is not a C-contiguous NumPy array of the parameters' dtype or the parameters' own
+        arrays are not writable flat (``flats`` is then None)."""
+        if self.flats is None:
+            return None
+        dt = self.datas[0].dtype
+        gs = []
+        for p in self.params:
+            g = p._grad._data
+            if g.__class__ is not numpy.ndarray or g.dtype != dt or not g.flags.c_contiguous:
+                return None
+            gs.append(g.reshape(-1))
+        return tuple(gs)
 
     def gather(self, xp):
         """The gradients, end to end, in ``self.grad``."""
@@ -418,6 +438,8 @@ def _flat_group(opt, group, keys):
     n = sum(sizes)
     f = _Flat()
     f.group, f.params, f.datas, f.fresh = group, ps, [p._data for p in ps], fresh
+    f.flats = (tuple(x.reshape(-1) for x in f.datas) if all(
+        x.__class__ is numpy.ndarray and x.flags.c_contiguous and x.flags.writeable for x in f.datas) else None)
     offsets = [0]
     for s in sizes:
         offsets.append(offsets[-1] + s)
@@ -439,6 +461,69 @@ def _flat_group(opt, group, keys):
     f.tmp_views, f.grad_views = views(f.tmp), views(f.grad)
     cache[id(group)] = f
     return f
+
+
+# --- plans (Optimizer._plan): a group's steady-state flat path, its checks made once -------------------------
+class _FlatPlan:
+    """A group whose next ``step()`` would take the flat path of ``_flat_group``'s cached ``_Flat`` ``f``: every
+    parameter with a gradient, the state ``keys`` in f's buffers, the loops serving (``usable``). ``grads()``
+    is what a plan calls each time: the gradients' flat arrays, or None (then step() must run) where anything
+    ``_flat_group`` and the loops check changed: the group's parameters, their arrays, their state tensors
+    (``also``: more state entries kept as they are, and their version counters), a gradient's dtype or
+    layout."""
+
+    __slots__ = ("opt", "group", "params", "f", "keys", "also", "entries", "dtype", "cache")
+
+    def __init__(self, opt, group, f, keys, also, entries):
+        self.opt, self.group, self.params, self.f, self.keys, self.also = opt, group, f.params, f, keys, also
+        self.entries, self.dtype, self.cache = entries, f.datas[0].dtype, opt.__dict__["_flat_cache"]
+
+    @classmethod
+    def of(cls, opt, group, keys, also=()):
+        f = opt.__dict__.get("_flat_cache", {}).get(id(group))
+        params = group["params"]
+        if (f is None or f.group is not group or f.fresh or not _same(f.params, params)
+                or not _fused.usable(f.grad)):
+            return None
+        entries = []  # per parameter: p, its array, its state tensors, the extra entries' tensors, and the
+        # (key, tensor) and (key, tensor, version) pairs grads() checks
+        for i, p in enumerate(params):
+            st = opt.state.get(p)
+            if p._grad is None or p._data is not f.datas[i] or st is None:
+                return None
+            ts = tuple(st.get(k) for k in keys)
+            if any(t is None or t._data is not f.views[k][i] for t, k in zip(ts, keys)):
+                return None
+            extra = tuple(st.get(k) for k in also)
+            if any(t is None for t in extra):
+                return None
+            entries.append((p, f.datas[i], ts, extra, tuple(zip(keys, ts)),
+                            tuple(zip(also, extra, [t._vbox[0] for t in extra]))))
+        return cls(opt, group, f, keys, also, entries)
+
+    def grads(self):
+        if not _same(self.group["params"], self.params) or self.cache.get(id(self.group)) is not self.f:
+            return None
+        state, dt, gs = self.opt.state, self.dtype, []
+        for p, x, _ts, _extra, held, kept in self.entries:
+            g, st = p._grad, state.get(p)
+            if g is None or p._data is not x or st is None:
+                return None
+            g = g._data
+            if g.__class__ is not x.__class__ or g.dtype is not dt or not g.flags.c_contiguous:
+                return None
+            for k, t in held:
+                if st.get(k) is not t:
+                    return None
+            for k, t, v in kept:
+                if st.get(k) is not t or t._vbox[0] != v:
+                    return None
+            gs.append(g.reshape(-1))
+        return gs
+
+
+def _same(a, b):
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _check_args(should_be=None, **args):

@@ -1,10 +1,12 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov, weight decay and maximize."""
 from .. import _backend
+from .._backend import blas
 from .._backend import fused as _fused
 from ..tensor import Tensor
 from .flags import check_flags
 from ._functional import _loop_args, momentum_, sgd_step_, sgd_update_
-from .optimizer import Optimizer, _check_args, _flat_group, _params_with_grad, _real, _scratch
+from .optimizer import (Optimizer, _check_args, _flat_group, _FlatPlan, _params_with_grad, _real, _same,
+                        _scratch)
 
 
 class SGD(Optimizer):
@@ -67,8 +69,8 @@ class SGD(Optimizer):
     def _plan(self):
         """``Optimizer._plan``: each group's steady-state path with its per-parameter arguments resolved once.
         With momentum, ``_flat_step``'s first branch (the compiled loop per parameter on its own gradient, once
-        the buffers exist); without, ``step()``'s per-parameter ``sgd_update_``. None where a group takes
-        another path (weight decay, maximize, a parameter without a gradient, complex parameters...)."""
+        the buffers exist, ``_FlatPlan``); without, ``step()``'s per-parameter ``sgd_update_``. None where a
+        group takes another path (weight decay, maximize, a parameter without a gradient, complex ones...)."""
         if self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks:
             return None
         groups = []
@@ -78,74 +80,61 @@ class SGD(Optimizer):
             params = list(group["params"])
             if hyper[2] != 0 or hyper[4] or any(p._grad is None or p._data.dtype.kind != "f" for p in params):
                 return None
-            entries = []
             if mom == 0:
-                for p in params:
-                    entries.append((p, p._data, _scratch(self, p._data)[0]))
-                groups.append((group, params, hyper, None, _backend.xp_of(params[0]._data) if params else None,
-                               entries))
+                groups.append((group, hyper, params, None,
+                               [(p, p._data, _scratch(self, p._data)[0], _backend.xp_of(p._data)) for p in params]))
                 continue
-            f = self.__dict__.get("_flat_cache", {}).get(id(group))
-            if (f is None or f.group is not group or f.fresh or not _same(f.params, params) or not _fused.usable(f.grad)
-                    or not self._plan_entries(f, params, entries)):
+            fp = _FlatPlan.of(self, group, ("momentum_buffer",))
+            if fp is None:
                 return None
-            groups.append((group, params, hyper, f, None, entries))
-        param_groups, n_groups, state = self.param_groups, len(self.param_groups), self.state
+            entries = []
+            for p, x, (bt,), *_rest in fp.entries:
+                ok, fma = _loop_args(x, p._grad._data, bt._data)
+                if not ok:
+                    return None
+                entries.append((p, x.reshape(-1), bt._data.reshape(-1), fma))
+            dt = fp.dtype.type
+            groups.append((group, hyper, params, (fp, dt(mom), dt(1 - damp), damp != 0), entries))
+        param_groups, n_groups = self.param_groups, len(self.param_groups)
 
         def plan():
             if (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks or not _fused.ENABLED[0]
                     or self.param_groups is not param_groups or len(param_groups) != n_groups):
                 return False
             todo = []
-            for group, params, hyper, f, xp, entries in groups:  # check everything before changing anything
-                if ((group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
-                     group["maximize"]) != hyper or not _same(group["params"], params)):
+            for group, hyper, params, flat, entries in groups:  # check everything before changing anything
+                if (group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
+                        group["maximize"]) != hyper:
                     return False
-                gs = []
-                for e in entries:
-                    p, g = e[0], e[0]._grad
-                    if g is None or p._data is not e[1]:
+                if flat is None:
+                    if not _same(group["params"], params):
                         return False
-                    g = g._data
-                    if f is not None:  # what _flat_group and _loop_args check each step
-                        st = state.get(p)
-                        if (st is None or st.get("momentum_buffer") is not e[3] or g.__class__ is not e[1].__class__
-                                or g.dtype is not e[1].dtype or not g.flags.c_contiguous):
+                    gs = []
+                    for p, x, _t1, _xp in entries:
+                        g = p._grad
+                        if g is None or p._data is not x:
                             return False
-                    gs.append(g)
-                if f is not None and self.__dict__["_flat_cache"].get(id(group)) is not f:
-                    return False
-                todo.append((float(group["lr"]), hyper, f, xp, entries, gs))
-            for lr, (mom, damp, _wd, nesterov, _mx), f, xp, entries, gs in todo:
-                if f is None:
-                    for (p, x, t1), g in zip(entries, gs):
+                        gs.append(g._data)
+                else:
+                    gs = flat[0].grads()
+                    if gs is None:
+                        return False
+                todo.append((float(group["lr"]), hyper[3], flat, entries, gs))
+            for lr, nesterov, flat, entries, gs in todo:
+                if flat is None:
+                    for (p, x, t1, xp), g in zip(entries, gs):
                         sgd_update_(xp, x, g, lr, t1)
                         p._vbox[0] += 1
                     continue
-                alpha = f.datas[0].dtype.type(-lr)  # a flat group has one dtype
-                for (p, _x, x1, _bt, b1, fma, dmom, dc), g in zip(entries, gs):
-                    _fused.sgd_step(x1, g.reshape(-1), b1, dmom, dc, damp != 0, nesterov, alpha, fma)
+                fp, dmom, dc, damped = flat
+                alpha = fp.dtype.type(-lr)
+                for (p, x1, b1, fma), g in zip(entries, gs):
+                    _fused.sgd_step(x1, g, b1, dmom, dc, damped, nesterov, alpha, fma)
                     p._vbox[0] += 1
             self._step_count += 1
             return True
 
         return plan
-
-    def _plan_entries(self, f, params, entries):
-        # per parameter, what _flat_step's first branch hands sgd_step_ (and sgd_step_ the loop), if it serves
-        group = f.group
-        mom, damp = group["momentum"], group["dampening"]
-        for p, x, b in zip(params, f.datas, f.views["momentum_buffer"]):
-            st = self.state.get(p)
-            bt = None if st is None else st.get("momentum_buffer")
-            if p._data is not x or bt is None or bt._data is not b:
-                return False
-            ok, fma = _loop_args(x, p._grad._data, b)
-            if not ok:
-                return False
-            dt = x.dtype.type
-            entries.append((p, x, x.reshape(-1), bt, b.reshape(-1), fma, dt(mom), dt(1 - damp)))
-        return True
 
     @staticmethod
     def _flat_step(f, lr, mom, damp, wd, nesterov, maximize):
@@ -153,7 +142,16 @@ class SGD(Optimizer):
         operations in the same order, so the results are the per-parameter loop's bit for bit."""
         xp = _backend.xp_of(f.grad)
         if not f.fresh and _fused.usable(f.grad) and not maximize and wd == 0:  # the loops serve the group
-            # each parameter in one pass of the compiled loop on its own gradient (no gather, no write-back)
+            # each parameter in one pass of the compiled loop on its own gradient (no gather, no write-back),
+            # all in one call where the arrays allow
+            gs = f.flat_grads()
+            if gs is not None:
+                dt = f.grad.dtype.type
+                _fused.sgd_steps(f.flats, gs, f.bufs["momentum_buffer"], dt(mom), dt(1 - damp), damp != 0, nesterov,
+                                 dt(-lr), blas.MIN_SIZE if blas.available() else f.grad.size + 1)
+                for p in f.params:
+                    p._vbox[0] += 1
+                return
             for p, b, t in zip(f.params, f.views["momentum_buffer"], f.tmp_views):
                 sgd_step_(xp, p._data, p._grad._data, b, lr, mom, damp, nesterov, t)
                 p._vbox[0] += 1
@@ -174,6 +172,3 @@ class SGD(Optimizer):
             momentum_(xp, b, g, mom, damp, nesterov, f.tmp)
         f.scatter(f.tmp_views if nesterov else f.views["momentum_buffer"], -lr)
 
-
-def _same(a, b):
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))

@@ -32,7 +32,7 @@ same name in that scope. Keys are unique within a snapshot.
 """
 import re
 
-__all__ = ["node_keys", "match", "scopes"]
+__all__ = ["node_keys", "match", "scopes", "boxes", "scope_key"]
 
 _POSITIONAL = re.compile(r"leaf\d+")  # the snapshot's name for a leaf no variable holds
 
@@ -76,6 +76,73 @@ def scopes(snap):
             seen = counter.setdefault((scope, "/" + name), {})
             group = f"{scope}/{name}#{seen.setdefault(gid, len(seen))}"
         out.append((chain, group))
+    return out
+
+
+def scope_key(node):
+    """A node's module scope with the call of each part (the snapshot's call ids), ``"cell#5.lin#6"``;
+    a part without a call record is bare. One call of a module is one scope: the debugger's step over
+    runs through the rest of this call, not into the next call of the same module.
+
+    >>> scope_key({"scope": "cell.lin", "calls": [5, 6]}), scope_key({"scope": "cell", "calls": None})
+    ('cell#5.lin#6', 'cell')
+    """
+    scope = node.get("scope") or ""
+    calls = node.get("calls") or ()
+    if not scope or not calls:
+        return scope
+    return ".".join(p if k >= len(calls) or calls[k] is None else f"{p}#{calls[k]}" for k, p in enumerate(scope.split(".")))
+
+
+def boxes(snap):
+    """Per node of a tape.v1 dict: the module boxes drawn around it, outermost first, as
+    ``(id, kind, path, label)``; the rule of the viewer's graph model (``graph-model.ts``), same ids.
+
+    Every call of a module is a box of its own (kind ``"module"``). A module called more than once
+    within one call of its parent (an RNN cell in a loop, a block applied twice, a shared embedding)
+    gets a ``"series"`` box holding its calls, ``cell ×5``, each labelled with its path and index,
+    ``cell · call 3/5``; its parameters, shared by every call, sit in the series box once. A node
+    inside a composite op (softmax) ends with that call's box, kind ``"group"``.
+
+    >>> n = lambda calls: {"kind": "op", "scope": "cell", "calls": calls}
+    >>> [b[-1][3] for b in boxes({"nodes": [n([4]), n([9]), {"kind": "param", "scope": "cell"}]})]
+    ['cell · call 1/2', 'cell · call 2/2', 'cell ×2']
+    """
+    def raw_chain(n):
+        parts = n["scope"].split(".") if n.get("scope") else []
+        calls = n.get("calls") or ()
+        raw, out = "", []
+        for k in range(len(parts)):
+            p = ".".join(parts[:k + 1])
+            cid = calls[k] if k < len(calls) else None
+            under = f"{raw}/{p}"
+            raw = f"{under}@{'*' if cid is None else cid}"
+            out.append((p, cid, under))
+        return out
+
+    chains = [raw_chain(n) for n in snap["nodes"]]
+    calls_under = {}
+    for chain in chains:
+        for _, cid, under in chain:
+            if cid is not None:
+                calls_under.setdefault(under, set()).add(cid)
+    out = []
+    for n, chain in zip(snap["nodes"], chains):
+        c, ctx = [], ""
+        for p, cid, under in chain:
+            calls = sorted(calls_under.get(under, ()))
+            last = p.rsplit(".", 1)[-1]
+            if len(calls) > 1:
+                c.append((f"s:{p}{ctx}", "series", p, f"{last} ×{len(calls)}"))
+                if cid is None:  # a parameter of the repeated module: shared by every call
+                    break
+                ctx += f"|{p}#{cid}"
+                c.append((f"m:{p}{ctx}", "module", p, f"{p} · call {calls.index(cid) + 1}/{len(calls)}"))
+            else:
+                c.append((f"m:{p}{ctx}", "module", p, p))
+        if n.get("group"):  # the composite op's call, innermost
+            c.append((f"g:{n['scope']}\0{n['group']}{ctx}", "group", n["scope"], n["group"].split("#")[0]))
+        out.append(c)
     return out
 
 

@@ -17,6 +17,7 @@ from ..nn.module import CallScope
 from ..profiler.flops import node_flops
 from ..tensor import Tensor
 from . import recorder
+from .align import scope_key
 from .recorder import site_dict, site_text
 from .summary import summarize, summarize_array
 
@@ -82,7 +83,7 @@ class _Builder:
         self.ids = {}  # Node or ConstInput -> id
         self.nodes = []
         self.edges = []
-        self.scopes = {}  # id -> scope (for step over)
+        self.scopes = {}  # id -> call-qualified scope (for step over)
         self.labels = {}  # op id -> the caller's variable name for its output (classroom text)
         self.params = {}
         self.names = _caller_names_safe() if frames else {}
@@ -241,7 +242,7 @@ class _Builder:
             d["grad"] = summarize(t._grad)
         if acc._times is not None:
             d["backward_us"] = acc._times[1]
-        self.scopes[i] = d["scope"]
+        self.scopes[i] = scope_key(d)
         self.nodes.append(d)
 
     def _add_const(self, c, exports, consumer):
@@ -288,7 +289,7 @@ class _Builder:
             calls = self._calls(consumer.scope)
             if calls is not None:
                 d["calls"] = calls
-        self.scopes[i] = d["scope"]
+        self.scopes[i] = scope_key(d)
         self.nodes.append(d)
 
     def _input_shapes(self, n, consts):
@@ -337,7 +338,7 @@ class _Builder:
                 t = ref()
                 if nr == 0 and t is not None and t._grad is not None:
                     d["grad"] = summarize(t._grad)
-        self.scopes[i] = d["scope"]
+        self.scopes[i] = scope_key(d)
         self.nodes.append(d)
 
     def _calls(self, scope):

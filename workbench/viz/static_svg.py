@@ -12,7 +12,7 @@ its nodes' aggregate), a legend under the title and, in the HTML form, a top-N t
 import hashlib
 from html import escape
 
-from . import measures
+from . import align, measures
 
 NODE_H = 38
 RANK_GAP = 46
@@ -70,7 +70,7 @@ def _bad(summary):
 
 
 class _Unit:
-    __slots__ = ("key", "label", "sub", "kind", "members", "index", "rank", "x", "y", "w", "nan", "inf",
+    __slots__ = ("key", "boxes", "label", "sub", "kind", "members", "index", "rank", "x", "y", "w", "nan", "inf",
                  "cut", "tip", "value", "added", "removed", "badges", "parent", "r0", "h", "rx")
 
     def __init__(self, key, index):
@@ -84,36 +84,42 @@ class _Unit:
         self.value = None
 
 
-def _unit_key(node, depth, collapse):
-    if not collapse:
+def _unit_key(node, chain, depth):
+    """The unit a node is drawn in when module boxes collapse at ``depth`` (0: none, the node itself).
+
+    ``chain`` is the node's boxes (``align.boxes``): it goes into its box at that depth, or its innermost
+    one when it is not as deep, except a series box (a parameter shared by a module's calls stays a node,
+    fed to every call's box)."""
+    if not depth:
         return node["id"]
-    scope = node["scope"]
-    if scope:
-        parts = scope.split(".")
-        return "m:" + ".".join(parts[:depth])
+    if chain:
+        box = chain[min(depth, len(chain)) - 1]
+        if len(chain) >= depth or box[1] != "series":
+            return box[0]
     if node["group"]:
         return "g:" + node["group"]
     return node["id"]
 
 
-def _choose_units(nodes, budget):
+def _choose_units(nodes, chains, budget):
     if len(nodes) <= budget:
-        return lambda n: _unit_key(n, 0, False), False
-    max_depth = max((n["scope"].count(".") + 1 for n in nodes if n["scope"]), default=0)
+        return 0
+    max_depth = max(map(len, chains), default=0)
     best, count = 1, 0
     for depth in range(max_depth, 0, -1):
-        count = len({_unit_key(n, depth, True) for n in nodes})
+        count = len({_unit_key(n, c, depth) for n, c in zip(nodes, chains)})
         if count <= budget:
             best = depth
             break
     if count < 8 and best < max_depth:  # one or two giant boxes say little: show the next level, cut off
         best += 1
-    return lambda n: _unit_key(n, best, True), True
+    return best
 
 
 def layout(snap, budget=60, top=22):
     """Units (nodes or collapsed boxes) with rank/x/y, the unit edges, how many nodes were left out, and the
-    dashed boxes of the module scopes (``(label, x0, y0, x1, y1)``, outer before inner).
+    dashed boxes of the module scopes (``(label, x0, y0, x1, y1, id)``, outer before inner; ``id`` as in
+    ``align.boxes``, one box per call of a module).
 
     Module scopes are laid out as nested blocks (a compound layered layout): a scope's nodes are ranked
     among themselves, and a scope takes a band of consecutive ranks in its parent, so sibling scopes stack
@@ -126,16 +132,19 @@ def layout(snap, budget=60, top=22):
     (1, 0, [])
     """
     nodes = snap["nodes"]
-    key_of, collapsed = _choose_units(nodes, budget)
+    chains = [[b for b in c if b[1] != "group"] for c in align.boxes(snap)]  # composite ops: collapsed only
+    depth = _choose_units(nodes, chains, budget)
     types = {m["path"]: m["type"] for m in snap.get("modules", ())}
+    info = {b[0]: b for c in chains for b in c}
     noted = {n.get("node") for n in snap.get("notes") or ()}
     units = {}
     owner = {}
-    for i, n in enumerate(nodes):
-        k = key_of(n)
+    for i, (n, chain) in enumerate(zip(nodes, chains)):
+        k = _unit_key(n, chain, depth)
         u = units.get(k)
         if u is None:
             u = units[k] = _Unit(k, i)
+            u.boxes = chain
         u.members.append(n)
         owner[n["id"]] = u
     ordered = sorted(units.values(), key=lambda u: u.index)
@@ -146,7 +155,7 @@ def layout(snap, budget=60, top=22):
         ordered = keep
     drawn = {id(u) for u in ordered}
     for u in ordered:
-        _describe(u, types, noted)
+        _describe(u, types, noted, info)
     # unit edges, first shape label wins; edges to hidden units are dropped
     edges = {}
     for e in snap["edges"]:
@@ -156,7 +165,7 @@ def layout(snap, budget=60, top=22):
         k = (id(a), id(b))
         if k not in edges:  # scalars carry no edge label, as in the viewer
             edges[k] = (a, b, _shape(e["shape"]) if e["shape"] else "")
-    root = _scope_tree(ordered, types, collapsed)
+    root = _scope_tree(ordered, types, depth > 0)
     for a, b, _label in edges.values():
         level, pa, pb = _split(a, b)
         level.pairs.append((pa, pb))
@@ -196,21 +205,29 @@ class _Group:
         self.r0, self.h, self.rx, self.w = 0, 1, 0.0, 0.0
 
 
+def _box_label(box, types):
+    """What a module box says: its path (a call: path and index; a series: ``cell ×8``) and class."""
+    _id, _kind, path, label = box
+    return f"{label} ({types[path]})" if path in types else label
+
+
 def _scope_tree(units, types, collapsed):
-    """The module scopes of the drawn nodes as a tree of ``_Group``; collapsed boxes stay at the top."""
+    """The module boxes of the drawn nodes as a tree of ``_Group``; collapsed boxes stay at the top.
+
+    A series of calls is no box when open: its calls are boxes side by side with what runs between them
+    (a box takes consecutive ranks, so one around every call would force them onto one band), and the
+    parameters the calls share are drawn once, in the box around the series."""
     root = _Group("", "", None, 0)
     groups = {"": root}
     for u in units:
         g = root
-        scope = u.members[0]["scope"] if len(u.members) == 1 and u.kind not in ("module", "group") else ""
-        if scope and not collapsed:
-            parts = scope.split(".")
-            for i in range(1, len(parts) + 1):
-                path = ".".join(parts[:i])
-                child = groups.get(path)
+        if not collapsed:
+            for box in u.boxes:
+                if box[1] == "series":
+                    continue
+                child = groups.get(box[0])
                 if child is None:
-                    label = f"{path} ({types[path]})" if path in types else path
-                    child = groups[path] = _Group(path, label, g, u.index)
+                    child = groups[box[0]] = _Group(box[0], _box_label(box, types), g, u.index)
                     g.items.append(child)
                 g = child
         g.items.append(u)
@@ -246,8 +263,12 @@ def _rank(g):
         else:
             c.r0, c.h = 0, 1
     preds, succs = {id(c): [] for c in g.items}, {id(c): [] for c in g.items}
+    # forward order is topological for nodes, not for boxes (a box's index is its first member's): a
+    # parameter recorded after the first op of the call using it still goes above that call; only an
+    # edge from a source can be taken against that order without making a cycle
+    fed = {id(b) for _, b in g.pairs}
     for a, b in g.pairs:
-        if a.index < b.index:
+        if a.index < b.index or (id(a) not in fed and a is not b):
             preds[id(b)].append(a)
             succs[id(a)].append(b)
     items = sorted(g.items, key=lambda c: c.index)
@@ -383,7 +404,7 @@ def _absolute(g, x, ys, boxes):
     if g.parent is not None:
         r1 = g.r0_abs + g.h - 1
         boxes.append((g.label, x, ys[g.r0_abs] - 14 - NEST_TOP * g.k_top, x + g.w,
-                      ys[r1] + NODE_H + 6 + NEST_BOTTOM * g.k_bottom))
+                      ys[r1] + NODE_H + 6 + NEST_BOTTOM * g.k_bottom, g.path))
         x += GPAD
     for c in g.items:
         if isinstance(c, _Group):
@@ -398,11 +419,14 @@ def compare_counts(cmp):
     return f"{c['added']} added, {c['removed']} removed, {c['changed']} changed by > {cmp['factor']:g}×"
 
 
-def _describe(u, types, noted):
+_BOX_KEYS = ("m:", "s:", "g:")  # a unit that is a collapsed box: a module call, a series of calls, a composite op
+
+
+def _describe(u, types, noted, info):
     m = u.members
     u.added = sum(n.get("diff") == "added" for n in m)
     u.removed = sum(n.get("diff") == "removed" for n in m)
-    if len(m) == 1 and not u.key.startswith(("m:", "g:")):
+    if len(m) == 1 and not u.key.startswith(_BOX_KEYS):
         n = m[0]
         u.kind = n["kind"]
         # the viewer's words: the node's name (MulBackward0, a parameter's path), then "mul → 8×3"
@@ -417,7 +441,8 @@ def _describe(u, types, noted):
         u.sub = sub
         u.cut = n["cut"]
         u.nan, u.inf = map(sum, zip(_bad(v), _bad(g)))
-        tip = [n["name"], f"op: {n['op']}" if n["op"] else "", f"scope: {n['scope']}" if n["scope"] else ""]
+        where = u.boxes[-1][3] if u.boxes and u.boxes[-1][2] == n["scope"] else n["scope"]  # "cell · call 3/8"
+        tip = [n["name"], f"op: {n['op']}" if n["op"] else "", f"scope: {where}" if where else ""]
         if n["site"]:
             f = n["site"]["file"]
             tip.append(f"{f}, line {n['site']['line']}" if f.startswith("Cell In[") else
@@ -426,12 +451,16 @@ def _describe(u, types, noted):
             tip.append("cut: " + n["cut"]["detail"])
         u.tip = "\n".join(t for t in tip if t)
     else:
-        path = u.key[2:]
-        if u.key.startswith("m:"):
+        box = info.get(u.key)
+        if box is not None:
+            _id, series, path, label = box
             u.kind = "module"
-            u.label = f"▸ {path}"
+            u.label = f"▸ {label}"
             kind = types.get(path, "module")
+            if series == "series":
+                kind += f" · series of {label.rsplit('×', 1)[1]} calls"
         else:
+            path = u.key[2:]
             u.kind = "group"
             u.label = "▸ " + path.split("#", 1)[0].rsplit("\0", 1)[-1]
             kind = "composite op"
@@ -445,7 +474,7 @@ def _describe(u, types, noted):
         u.tip = f"{u.label}: {len(m)} nodes collapsed"
     # the badges sit on the top edge, right of its middle where the incoming arrows end: a box is
     # wide enough to hold them there
-    only = len(m) == 1 and not u.key.startswith(("m:", "g:"))
+    only = len(m) == 1 and not u.key.startswith(_BOX_KEYS)
     badges = [("⚑ origin", NAN_COLOR)] if any(n["id"] in noted for n in m) else []
     if u.nan:
         badges.append(("NaN", NAN_COLOR))
@@ -546,7 +575,7 @@ def render_svg(snap, budget=60, standalone=False):
     pieces = [_pieces(a, b, lanes) for a, b, _label, lanes in edges]
     points = [p for ps in pieces for piece in ps for p in _sample(piece)]
     taken = text_boxes(units)
-    for path, x0, y0, x1, y1 in boxes:
+    for path, x0, y0, x1, y1, box_id in boxes:
         # the label in the box's top margin, where no edge runs through it (an edge into the box mostly)
         lw = SCOPE_CHAR_W * len(path)
         spots = [x0 + 4, x1 - 4 - lw] + sorted(px + 5 for px, py in points if y0 <= py <= y0 + 13 and x0 < px < x1)
@@ -554,7 +583,7 @@ def render_svg(snap, budget=60, standalone=False):
                                                                       for px, py in points)]
         lx = free[0] if free else x0 + 4
         taken.append((lx, y0 + 1, lx + lw, y0 + 12))
-        out.append(f'<g class="wb-scope"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
+        out.append(f'<g class="wb-scope" data-box="{_x(box_id)}"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
                    f'rx="8" fill="{FILL["module"]}" fill-opacity="0.5" stroke="currentColor" stroke-opacity="0.25" '
                    f'stroke-dasharray="4 3"/><text x="{lx:.1f}" y="{y0 + 10:.1f}" font-size="9" '
                    f'fill="currentColor" fill-opacity="0.72">{_x(path)}</text></g>')
@@ -591,7 +620,7 @@ def render_svg(snap, budget=60, standalone=False):
         origin = any(m["id"] in noted for m in u.members)  # where the note says the NaN started
         bad = u.nan or u.inf or origin
         stroke = NAN_COLOR if u.nan or origin else INF_COLOR if u.inf else "currentColor"
-        only = len(u.members) == 1 and not u.key.startswith(("m:", "g:"))
+        only = len(u.members) == 1 and not u.key.startswith(_BOX_KEYS)
         added, removed = only and u.added, only and u.removed
         dash = ' stroke-dasharray="5 3"' if u.cut or removed or u.kind in ("module", "group") else ""
         if added and not bad:
@@ -606,6 +635,7 @@ def render_svg(snap, budget=60, standalone=False):
         diff += " wb-na" if dim < 1 else ""
         fade = ' opacity="0.7"' if removed else ""
         gid = f' id="{anchor[id(u)]}"' if id(u) in anchor else ""
+        gid += f' data-node="{_x(u.members[0]["id"])}"' if only else ""
         out.append(f'<g{gid} class="wb-{_x(u.kind)}{diff}"{fade}><title>{_x(tip)}</title>'
                    f'<rect x="{u.x:.1f}" y="{u.y:.1f}" width="{u.w:.1f}" height="{NODE_H}" rx="6" '
                    f'fill="{fill}" stroke="{stroke}" stroke-opacity="{1 if bad or added else 0.6}"'

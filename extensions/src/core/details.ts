@@ -64,12 +64,13 @@ function dl(rows: [string, string | Node | null][]): HTMLElement {
 
 export const siteText = (n: TapeNode) => (n.site ? siteLine(n.site) : null);
 
-export function nodeDetails(n: TapeNode, grad: Summary | null): HTMLElement {
+/** `where`: the node's module call as its box says ("cell · call 3/8"), its scope by default. */
+export function nodeDetails(n: TapeNode, grad: Summary | null, where = n.scope): HTMLElement {
   return h("section", { "aria-label": "selected node" },
     h("h3", {}, n.param ?? n.name, " ", h("span", { class: "wb-muted" }, n.kind)),
     dl([
       ["op", n.op],
-      ["scope", n.scope || "(top level)"],
+      ["scope", where || "(top level)"],
       ["group", n.group ? n.group.split("#")[0] : null],
       ["param", n.param],
       ["source", siteText(n)],

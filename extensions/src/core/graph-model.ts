@@ -10,7 +10,7 @@ export interface Container {
   kind: "module" | "series" | "group";
   /** Module path, or the scope of a group. */
   path: string;
-  /** What the box says: "encoder.0", "step #3", "step ×200", "softmax". */
+  /** What the box says: "encoder.0", "rnn.layer0.step · call 3/200", "step ×200", "softmax". */
   label: string;
   /** What it is: the module's class, "composite op", or "GRU · series of 200 calls". */
   type: string;
@@ -23,7 +23,7 @@ export interface VisibleItem {
   id: string;
   /** "node": a tape node; "box": a collapsed container. */
   type: "node" | "box";
-  /** Innermost expanded container that draws around this item, if any. */
+  /** Innermost expanded container that draws around this item, if any (never a series: see `visible`). */
   cluster: string | null;
 }
 
@@ -53,6 +53,16 @@ export const moduleId = (path: string) => `m:${path}`;
 const groupId = (scope: string, group: string) => `g:${scope}\u0000${group}`;
 
 export const shapeText = (shape: number[]) => (shape.length ? shape.join("×") : "scalar");
+
+/**
+ * A node's module scope with the call of each part, "cell#5.lin#6" (a part without a call record is
+ * bare): one call of a module is one scope, so step over runs through the rest of this call, not into
+ * the next call of the same module (workbench/viz/align.py `scope_key`).
+ */
+export const scopeKey = (n: TapeNode) => {
+  if (!n.scope || !n.calls) return n.scope;
+  return n.scope.split(".").map((p, k) => (n.calls![k] ?? null) === null ? p : `${p}#${n.calls![k]}`).join(".");
+};
 
 /** The static part of the model: containers and each node's chain of containers (outermost first). */
 export class TapeModel {
@@ -105,7 +115,7 @@ export class TapeModel {
           const order = [...calls].sort((a, b) => a - b).indexOf(cid);
           ctx = `${ctx}|${p}#${cid}`;
           const mid = `m:${p}${ctx}`;
-          add(mid, "module", p, `${last(p)} #${order + 1}`, type, sid);
+          add(mid, "module", p, `${p} · call ${order + 1}/${calls.size}`, type, sid);
           c.push(mid);
         } else {
           const mid = moduleId(p) + ctx;
@@ -126,6 +136,14 @@ export class TapeModel {
     for (const [id, c] of this.containers) if (c.members.length === 0) this.containers.delete(id);
   }
 
+  /** Where a node ran, as its box says: "cell · call 3/8" inside one call of a repeated module, else its scope. */
+  where(id: string): string {
+    const n = this.nodes.get(id);
+    if (!n) return "";
+    const box = [...(this.chain.get(id) ?? [])].reverse().map((c) => this.containers.get(c)!).find((c) => c.kind !== "group");
+    return box && box.kind === "module" && box.path === n.scope ? box.label : n.scope;
+  }
+
   /** Container ids from outermost to innermost that hold `id` (a node or a container). */
   ancestors(id: string): string[] {
     const c = this.chain.get(id);
@@ -135,7 +153,12 @@ export class TapeModel {
     return out;
   }
 
-  /** What is drawn when exactly the containers in `expanded` are open. */
+  /**
+   * What is drawn when exactly the containers in `expanded` are open. An open series draws no box of
+   * its own: its calls are boxes beside whatever runs between them in the parent (one box around them
+   * all would have to hold those nodes too, and the second call's input would run back up into it), and
+   * the parameters its calls share are drawn once, in the parent.
+   */
   visible(expanded: ReadonlySet<string>): VisibleGraph {
     const rep = new Map<string, string>();
     const items: VisibleItem[] = [];
@@ -152,6 +175,7 @@ export class TapeModel {
           }
           return;
         }
+        if (this.containers.get(cid)!.kind === "series") continue;
         if (!seen.has(cid)) {
           seen.add(cid);
           clusters.push({ id: cid, parent: cluster });

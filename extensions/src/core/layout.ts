@@ -38,6 +38,8 @@ export const DAGRE_LIMIT = 800;
 export const DAGRE_COST = 25_000;
 
 const LABEL_W = 7, LABEL_H = 14;
+/** dagre's layout is dropped for the linear one when it is this many times wider (a staircase). */
+const DRIFT = 2;
 
 /** The engine computeLayout uses for `input`: dagre where it is fast (DAGRE_LIMIT, DAGRE_COST). */
 export function layoutEngine(input: LayoutInput): LayoutResult["engine"] {
@@ -51,7 +53,11 @@ export function computeLayout(input: LayoutInput): LayoutResult {
   const t0 = Date.now();
   let r: LayoutResult;
   try {
-    r = layoutEngine(input) === "dagre" ? withDagre(input) : layered(input);
+    r = layered(input);
+    // dagre places each node under its inputs' median, and where it cannot hold the main path in one
+    // column, a chain of boxes (a GRU cell applied at each time step) drifts one box-width sideways
+    // per box: the linear layout, which cannot drift, is kept when dagre's is far wider
+    if (layoutEngine(input) === "dagre") r = withDagre(input, DRIFT * r.width) ?? r;
   } catch {
     // A deep chain under the limit can still exhaust a worker's smaller stack.
     r = layered(input);
@@ -60,7 +66,60 @@ export function computeLayout(input: LayoutInput): LayoutResult {
   return r;
 }
 
-function withDagre(input: LayoutInput): LayoutResult {
+/** dagre's layout, or null where it is wider than `widest`. */
+function withDagre(input: LayoutInput, widest = Infinity): LayoutResult | null {
+  // dagre's corePath (the main path in one column) can align a path node across another node's
+  // alignment: two nodes then overlap, or a node lands outside its box (a GRU cell in a loop, a tied
+  // weight). Such a layout is not used; dagre's own placement is.
+  const main = mainPath(input);
+  let r = dagreOnce(input, main, true);
+  if (r.width > widest) return null;
+  if (!sound(input, r)) r = dagreOnce(input, main, false);
+  if (r.width > widest) return null;
+  straightenSkips(input, r);
+  clearHeaders(input, r);
+  return r;
+}
+
+/**
+ * dagre brings an edge into a box wherever its virtual nodes are; where that is through the header
+ * label at the box's top left, the edge turns at the top edge just right of the label instead, and ends
+ * on its target right of the label too where the target reaches that far.
+ */
+function clearHeaders(input: LayoutInput, r: LayoutResult) {
+  const GAP = 6;
+  const parent = new Map(input.clusters.map((c) => [c.id, c.parent]));
+  const cluster = new Map(input.nodes.map((n) => [n.id, n.cluster]));
+  const heads = new Map(input.clusters.map((c) => [c.id, c.label ?? 0]));
+  const boxesOf = (id: string) => {
+    const out: string[] = [];
+    for (let c = cluster.get(id) ?? null; c; c = parent.get(c) ?? null) out.push(c);
+    return out;
+  };
+  input.edges.forEach((e, i) => {
+    const from = new Set(boxesOf(e.source));
+    let pts = r.edges[i].points;
+    for (const c of boxesOf(e.target).reverse()) {  // outer box first: the edge enters it first
+      const label = heads.get(c) ?? 0;
+      if (from.has(c) || !label) continue;
+      const b = r.boxes[c], top = b.y - b.height / 2, left = b.x - b.width / 2, hx = left + label + GAP;
+      const j = pts.findIndex((p, k) => k > 0 && pts[k - 1].y < top && p.y >= top);
+      if (j < 0) continue;
+      const p = pts[j - 1], q = pts[j], x = p.x + ((top - p.y) / (q.y - p.y)) * (q.x - p.x);
+      if (x < left || x >= hx - 0.5) continue;
+      // the bends after it that are still in the header's rows go
+      const rest = pts.slice(j, -1).filter((p) => !(p.y <= top + 20 + GAP && p.x < hx));
+      pts = [...pts.slice(0, j), { x: hx, y: top }, ...rest, pts[pts.length - 1]];
+      const t = r.boxes[e.target], end = pts[pts.length - 1];
+      if (!rest.length && end.x < hx && t.x + t.width / 2 - GAP > hx && end.y <= t.y - t.height / 2 + 1) {
+        pts[pts.length - 1] = { x: hx, y: end.y };
+      }
+    }
+    r.edges[i].points = pts;
+  });
+}
+
+function dagreOnce(input: LayoutInput, main: ReturnType<typeof mainPath>, core: boolean): LayoutResult {
   const GAP = 6;
   const heads = new Map(input.clusters.map((c) => [c.id, c.label ?? 0]));
   const parent = new Map(input.clusters.map((c) => [c.id, c.parent]));
@@ -92,10 +151,9 @@ function withDagre(input: LayoutInput): LayoutResult {
     // dagre rejects edges that touch a cluster; the caller only sends edges between drawn items.
     g.setEdge(e.source, e.target, { width: e.label.length * LABEL_W, height: LABEL_H, labelpos: "c" });
   });
-  const main = mainPath(input);
   // an ordering constraint only: weight 0, not drawn, not returned
   for (const [v, leaf] of main.after) g.setEdge(v, leaf, { weight: 0, minlen: 1 });
-  dagre.layout(g, { corePath: main.path });
+  dagre.layout(g, core ? { corePath: main.path } : {});
   const boxes: Record<string, Box> = {};
   for (const id of g.nodes()) {
     const n = g.node(id) as unknown as Box;
@@ -111,6 +169,99 @@ function withDagre(input: LayoutInput): LayoutResult {
   });
   const gr = g.graph() as { width?: number; height?: number };
   return { boxes, edges, width: gr.width ?? 0, height: gr.height ?? 0, engine: "dagre", ms: 0 };
+}
+
+const overlap = (a: Box, b: Box, slack = 0.5) =>
+  Math.abs(a.x - b.x) * 2 < a.width + b.width - slack && Math.abs(a.y - b.y) * 2 < a.height + b.height - slack;
+const contains = (outer: Box, a: Box, slack = 0.5) =>
+  a.x - a.width / 2 >= outer.x - outer.width / 2 - slack && a.x + a.width / 2 <= outer.x + outer.width / 2 + slack &&
+  a.y - a.height / 2 >= outer.y - outer.height / 2 - slack && a.y + a.height / 2 <= outer.y + outer.height / 2 + slack;
+
+/** No two nodes overlap, and every node is inside its own boxes and outside all others. */
+export function sound(input: LayoutInput, r: LayoutResult): boolean {
+  const parent = new Map(input.clusters.map((c) => [c.id, c.parent]));
+  const nodes = [...input.nodes].sort((a, b) => r.boxes[a.id].y - r.boxes[b.id].y);
+  for (let i = 0; i < nodes.length; i++) {
+    const a = r.boxes[nodes[i].id];
+    for (let j = i + 1; j < nodes.length && r.boxes[nodes[j].id].y - a.y < a.height; j++) if (overlap(a, r.boxes[nodes[j].id])) return false;
+  }
+  for (const n of input.nodes) {
+    const own = new Set<string>();
+    for (let c = n.cluster; c; c = parent.get(c) ?? null) own.add(c);
+    for (const c of input.clusters) {
+      const inside = own.has(c.id);
+      if (inside ? !contains(r.boxes[c.id], r.boxes[n.id]) : overlap(r.boxes[c.id], r.boxes[n.id])) return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * A long edge (a residual skip, a weight used further down) runs through dagre's virtual nodes, and
+ * these step sideways wherever the edge passes the top or bottom of a box (each box has border nodes
+ * on its ranks): the skip of a ResNet block zig-zagged beside every layer of the block. Each such
+ * edge is redrawn as one straight vertical run between its first and last bend, at the x of one of
+ * its bends, the one nearest their median where the run crosses no node and no box that holds
+ * neither end of the edge, so it reads as a column parallel to the main path.
+ */
+function straightenSkips(input: LayoutInput, r: LayoutResult) {
+  const parent = new Map(input.clusters.map((c) => [c.id, c.parent]));
+  const cluster = new Map(input.nodes.map((n) => [n.id, n.cluster]));
+  const boxesOf = (id: string) => {
+    const out = new Set<string>();
+    for (let c = cluster.get(id) ?? null; c; c = parent.get(c) ?? null) out.add(c);
+    return out;
+  };
+  const GAP = 4;
+  input.edges.forEach((e, i) => {
+    const pts = r.edges[i].points;
+    if (pts.length < 4) return;
+    const inner = pts.slice(1, -1), y0 = inner[0].y, y1 = inner[inner.length - 1].y;
+    if (y1 - y0 < 1 || inner.every((p) => Math.abs(p.x - inner[0].x) < 0.5)) return;
+    const from = boxesOf(e.source), to = boxesOf(e.target), ends = new Set([...from, ...to]);
+    const blockers: Box[] = [];
+    for (const n of input.nodes) if (n.id !== e.source && n.id !== e.target) blockers.push(r.boxes[n.id]);
+    for (const c of input.clusters) if (!ends.has(c.id)) blockers.push(r.boxes[c.id]);
+    // the boxes the edge enters, outer first: it goes in right of each one's header label
+    const entered = input.clusters.filter((c) => to.has(c.id) && !from.has(c.id) && c.label)
+      .map((c) => { const b = r.boxes[c.id]; return { top: b.y - b.height / 2, left: b.x - b.width / 2, hx: b.x - b.width / 2 + c.label! + 2 * GAP }; })
+      .filter((h) => h.top > y0 && h.top < y1).sort((p, q) => p.top - q.top);
+    const across = blockers.filter((b) => b.y + b.height / 2 > y0 && b.y - b.height / 2 < y1);
+    // inside every box that holds both ends: the run does not leave the block it belongs to
+    const within = [...from].filter((c) => to.has(c)).map((c) => r.boxes[c]);
+    const a = pts[0], z = pts[pts.length - 1];
+    const clear = (p: Point, q: Point) => {
+      for (let k = 1; k < 8; k++) {
+        const t = k / 8, x = p.x + t * (q.x - p.x), y = p.y + t * (q.y - p.y);
+        if (blockers.some((b) => Math.abs(b.x - x) * 2 < b.width && Math.abs(b.y - y) * 2 < b.height)) return false;
+      }
+      return true;
+    };
+    // the run at x, stepping round the header of each box it enters there
+    const route = (x: number): Point[] | null => {
+      const out: Point[] = [a, { x, y: y0 }];
+      for (const h of entered) if (x >= h.left - GAP && x < h.hx) out.push({ x, y: h.top - 2 * GAP }, { x: h.hx, y: h.top }, { x: h.hx, y: h.top + 20 + GAP }, { x, y: h.top + 20 + 3 * GAP });
+      out.push({ x, y: y1 }, z);
+      for (let k = 1; k < out.length; k++) if (out[k].x !== out[k - 1].x && !clear(out[k - 1], out[k])) return null;
+      return out;
+    };
+    // the legs no longer sideways than dagre's own (a run moved far out would end in a long crosswise leg)
+    const reach0 = Math.max(120, 2 * Math.abs(inner[0].x - a.x)), reach1 = Math.max(120, 2 * Math.abs(inner[inner.length - 1].x - z.x));
+    const free = (x: number) => Math.abs(x - a.x) <= reach0 && Math.abs(x - z.x) <= reach1 &&
+      !across.some((b) => Math.abs(b.x - x) * 2 < b.width + 2 * GAP) && within.every((b) => Math.abs(b.x - x) * 2 < b.width - 2 * GAP);
+    // where it runs now, or just beside what is in the way
+    const xs = inner.map((p) => p.x).sort((p, q) => p - q), mid = xs[Math.floor(xs.length / 2)];
+    const candidates = [...new Set([...xs, ...across.flatMap((b) => [b.x - b.width / 2 - GAP - 1, b.x + b.width / 2 + GAP + 1])])]
+      .sort((p, q) => Math.abs(p - mid) - Math.abs(q - mid));
+    for (const x of candidates) {
+      const path = free(x) ? route(x) : null;
+      if (!path) continue;
+      // the middle point is where the viewer puts the edge's label: halfway down the run
+      const k = path.length - 2;
+      r.edges[i].points = [...path.slice(0, k), { x, y: (path[k - 1].y + y1) / 2 }, ...path.slice(k)];
+      return;
+    }
+  });
 }
 
 type Point = { x: number; y: number };
@@ -230,7 +381,11 @@ function layered(input: LayoutInput): LayoutResult {
   for (const g of postorder) {
     const items = [...g.items].sort((x, y) => x.index - y.index);
     const preds = new Map<Item, Item[]>(), succs = new Map<Item, Item[]>();
-    for (const [a, b] of g.pairs) if (a.index < b.index) {
+    // forward order is topological for nodes, not for boxes (a box's index is its first member's):
+    // a parameter recorded after the first op of the call that uses it still goes above that call.
+    // Only an edge from a source can be taken against that order without making a cycle.
+    const hasInput = new Set(g.pairs.map(([, b]) => b));
+    for (const [a, b] of g.pairs) if (a.index < b.index || (!hasInput.has(a) && a !== b)) {
       (preds.get(b) ?? preds.set(b, []).get(b)!).push(a);
       (succs.get(a) ?? succs.set(a, []).get(a)!).push(b);
     }
@@ -315,7 +470,11 @@ function layered(input: LayoutInput): LayoutResult {
   })(root, 16);
   const edges = input.edges.map((e) => {
     const a = boxes[e.source], b = boxes[e.target];
-    return { points: a && b ? [{ x: a.x, y: a.y }, { x: b.x, y: b.y }] : [] };
+    // from border to border, so the arrowhead at the target shows (centre to centre, it was under the
+    // node), through the middle, where the viewer puts the edge's label
+    if (!a || !b) return { points: [] };
+    const p = border(a, b), q = border(b, a);
+    return { points: [p, { x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 }, q] };
   });
   return { boxes, edges, width: maxAcross + 16, height: along, engine: "layered", ms: 0 };
 }

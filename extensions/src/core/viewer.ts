@@ -4,8 +4,8 @@ import { type DebugController, ReplayController } from "./debug-controller";
 import { containerDetails, nodeDetails, stepDetails } from "./details";
 import { h, s } from "./dom";
 import { fmt, health, inlineValues } from "./format";
-import { TapeModel, type VisibleGraph, shapeText } from "./graph-model";
-import type { LayoutInput, LayoutResult } from "./layout";
+import { TapeModel, type VisibleGraph, scopeKey, shapeText } from "./graph-model";
+import type { Box, LayoutInput, LayoutResult } from "./layout";
 import { type LayoutFn, workerLayout } from "./layout-client";
 import { Minimap } from "./minimap";
 import { type ColourScale, type Domain, type Measure, type Tint, colourScale, legend, measureFor, measuresOf, aggregate, tintCss, tintRgba, topN, topTable } from "./overlay";
@@ -127,7 +127,7 @@ class Viewer {
     this.#cmp = compareView(snapshot);
     this.#layoutFn = opts.layout ?? workerLayout;
     this.#ctrl = opts.controller !== undefined ? opts.controller
-      : snapshot.trace ? new ReplayController(new Stepper(snapshot.trace.steps, (id) => this.model.nodes.get(id)?.scope ?? "")) : null;
+      : snapshot.trace ? new ReplayController(new Stepper(snapshot.trace.steps, (id) => { const n = this.model.nodes.get(id); return n ? scopeKey(n) : ""; })) : null;
 
     this.#search = h("input", { class: "wb-search", type: "search", placeholder: "Search nodes  ( / )", title: "Search by op, scope or parameter (/)", "aria-label": "Search nodes by op, scope or parameter",
       role: "combobox", "aria-expanded": "false", "aria-autocomplete": "list", spellcheck: "false" });
@@ -288,7 +288,7 @@ class Viewer {
     this.#legend.replaceChildren(legend(m, sc, vals.size));
     const describe = (id: string) => {
       const n = this.model.nodes.get(id);
-      return { name: n ? n.param ?? n.name : id, where: n ? n.scope : "" };
+      return { name: n ? n.param ?? n.name : id, where: n ? this.model.where(id) : "" };
     };
     // Closed or opened by the user, it stays so while the step slider recolours; a compare view opens
     // it closed, so the selected node's a | b table below is in view without scrolling.
@@ -718,11 +718,22 @@ class Viewer {
     const c = this.model.containers.get(id)!;
     await this.#relayout();
     this.#say(`${c.path || c.label} ${opening ? "opened" : "closed"}`);
-    const b = this.#layout?.boxes[this.#visible.repOf(id)];
+    const b = this.#layout?.boxes[this.#visible.repOf(id)] ?? this.#around(id);
     // an opened module grows around its old centre: show it whole (or its top, where its inputs come
     // in), not only its centre, or its first nodes stay clipped above the canvas
     if (b && opening) this.#pz.showBox(b);
     else if (b) this.#pz.reveal(b.x, b.y);
+  }
+
+  /** The box around what an open series draws (its calls' boxes; it has none of its own). */
+  #around(id: string): Box | undefined {
+    const L = this.#layout;
+    if (!L) return undefined;
+    const bs = [...this.model.containers.values()].filter((c) => c.parent === id).map((c) => L.boxes[c.id]).filter((b) => b);
+    if (!bs.length) return undefined;
+    const x0 = Math.min(...bs.map((b) => b.x - b.width / 2)), x1 = Math.max(...bs.map((b) => b.x + b.width / 2));
+    const y0 = Math.min(...bs.map((b) => b.y - b.height / 2)), y1 = Math.max(...bs.map((b) => b.y + b.height / 2));
+    return { x: (x0 + x1) / 2, y: (y0 + y1) / 2, width: x1 - x0, height: y1 - y0 };
   }
 
   /** Opens what holds the node, selects it and brings it into view (`centre`: in the middle, focus stays where it is). */
@@ -812,7 +823,7 @@ class Viewer {
     const sel = this.#selected;
     const node = sel ? this.model.nodes.get(sel) : undefined;
     const cont = sel ? this.model.containers.get(sel) : undefined;
-    if (node) parts.push(...[this.#cmp?.panel(node.id), nodeDetails(node, this.#gradOf(node.id))].filter((p): p is HTMLElement => !!p));
+    if (node) parts.push(...[this.#cmp?.panel(node.id), nodeDetails(node, this.#gradOf(node.id), this.model.where(node.id))].filter((p): p is HTMLElement => !!p));
     else if (cont) parts.push(containerDetails(cont, this.model, (id) => void this.#reveal(id)));
     else if (!v?.current && this.#help) {
       parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",
@@ -868,7 +879,7 @@ class Viewer {
     this.#resultIds = hits.slice(0, 50).map((n) => n.id);
     this.#activeResult = this.#resultIds.length ? 0 : -1;
     this.#results.replaceChildren(...hits.slice(0, 50).map((n, i) => h("li", { role: "option", "data-id": n.id, "aria-selected": i === 0 ? "true" : "false" },
-      n.param ?? n.name, h("span", { class: "wb-muted" }, n.scope || n.op))));
+      n.param ?? n.name, h("span", { class: "wb-muted" }, this.model.where(n.id) || n.op))));
     this.#results.hidden = !q || hits.length === 0;
     this.#search.setAttribute("aria-expanded", String(!this.#results.hidden));
     this.#say(q ? `${hits.length}${hits.length === 500 ? "+" : ""} nodes match “${q}”` : "");

@@ -7,6 +7,7 @@ import { h } from "../core/dom";
 import { ensureStyle } from "../core/style";
 import { type MonitorMessage, renderMonitor } from "../monitor/monitor";
 import type { BufferLike } from "../monitor/buffers";
+import { scopeKey } from "../core/graph-model";
 import { LiveController } from "./live-debugger";
 import type { WidgetModel } from "./model";
 
@@ -29,7 +30,7 @@ function renderGraph(model: WidgetModel, el: HTMLElement, live: boolean): () => 
       return;
     }
     if (live) {
-      const scopes = new Map(snap.nodes.map((n) => [n.id, n.scope]));
+      const scopes = new Map(snap.nodes.map((n) => [n.id, scopeKey(n)]));
       ctrl = new LiveController(model, snap.trace?.steps ?? [], (id) => scopes.get(id) ?? "");
     }
     viewer = renderTape(el, snap, { controller: live ? ctrl : undefined, height: (model.get("height") as number) || undefined,
