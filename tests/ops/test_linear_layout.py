@@ -3,7 +3,9 @@ back into rows by ``fused.transpose_add``, with the bias added in the same pass)
 ``blas.transposed_product_pays`` says OpenBLAS runs it faster: it is taken exactly there (not in float64, where
 OpenBLAS's edge kernels round differently), gives the bits of the product as written (``x @ w.T``, then
 ``+= b``), keeps signed zeros and non-finite values, returns a C-contiguous result as PyTorch's does, and
-matches PyTorch's values and gradients (with and without a bias, 2-D and batched input)."""
+matches PyTorch's values and gradients (with and without a bias, 2-D and batched input). Also the bias gradient's
+one-call column sums (``fused.col_sums``): NumPy's ``g.sum(0)`` bit for bit where taken (C rows of >= 2
+columns), NumPy's own sum elsewhere."""
 import numpy as np
 import pytest
 import torch
@@ -100,3 +102,38 @@ def test_without_the_loops_the_product_is_as_written(monkeypatch, calls):
     want += b
     np.testing.assert_array_equal(F.linear(wb.tensor(x), wb.tensor(w), wb.tensor(b)).numpy(), want)
     assert calls == []
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 256), (64, 10), (1000, 17), (5000, 2), (1, 3), (3, 2, 300)])
+def test_bias_gradient_is_numpys_column_sum_bit_for_bit(shape, dtype, monkeypatch):
+    got = []
+    loop = fused.col_sums
+    monkeypatch.setattr(fused, "col_sums", lambda *a: got.append(1) or loop(*a))
+    rng = np.random.default_rng(2)
+    n = shape[-1]
+    g = (rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8, shape)).astype(dtype)
+    g[..., 0] = -0.0  # a column of -0.0 sums to 0.0 (from NumPy's 0.0 start), as before
+    x = wb.tensor(rng.standard_normal(shape[:-1] + (4,)).astype(dtype))
+    w = wb.tensor(rng.standard_normal((n, 4)).astype(dtype))
+    b = wb.tensor(np.zeros(n, dtype), requires_grad=True)
+    F.linear(x, w, b).backward(wb.tensor(g))
+    assert got == [1]
+    want = g.reshape(-1, n).sum(0)
+    np.testing.assert_array_equal(b.grad.numpy(), want)
+    np.testing.assert_array_equal(np.signbit(b.grad.numpy()), np.signbit(want))
+
+
+def test_bias_gradient_keeps_numpys_sum_for_one_column_and_views(monkeypatch):
+    got = []
+    loop = fused.col_sums
+    monkeypatch.setattr(fused, "col_sums", lambda *a: got.append(1) or loop(*a))
+    rng = np.random.default_rng(3)
+    for g in (rng.standard_normal((5000, 1)).astype(np.float32),  # one column: NumPy's pairwise sum
+              rng.standard_normal((300, 8)).astype(np.float32).T.copy().T):  # F-ordered
+        n = g.shape[1]
+        b = wb.tensor(np.zeros(n, np.float32), requires_grad=True)
+        F.linear(wb.tensor(np.ones((g.shape[0], 2), np.float32)), wb.tensor(np.ones((n, 2), np.float32)),
+                 b).backward(wb.tensor(g))
+        np.testing.assert_array_equal(b.grad.numpy(), g.sum(0))
+    assert got == []

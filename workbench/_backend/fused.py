@@ -134,6 +134,16 @@ def transpose_add(yt, b, bias, out):  # out[i, j] = yt[j, i], + b[j] with ``bias
             out[i, j] = yt[j, i] + b[j] if bias else yt[j, i]
 
 
+@_loop
+def col_sums(g, out):  # out[j] = sum of g[:, j], rows added in order from 0.0: NumPy's g.sum(0) on C rows of >= 2
+    rows, cols = g.shape  # columns, bit for bit (one column would be a contiguous, pairwise sum), at half its
+    for j in range(cols):  # cost on the digits MLP's bias gradients (a call, not a reduction's setup)
+        out[j] = 0.0
+    for i in range(rows):
+        for j in range(cols):
+            out[j] += g[i, j]
+
+
 # --- rectifiers and piecewise-linear activations (flat arrays) -----------------------------------------
 @_loop
 def relu(x, out):  # PyTorch's clamp_min(x, 0): x < 0 ? 0 : x (NaN and -0.0 kept)
