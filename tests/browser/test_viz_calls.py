@@ -1,6 +1,7 @@
 """A module called more than once in one forward, in a real JupyterLab (dark theme): a GRU cell applied
 at 8 time steps is one series box ("cell ×8") that opens into one box per call ("cell · call 3/8"), the
-parameters every call shares are one node each (search finds one), a node's details name its call;
+parameters every call shares are one node each (search finds one), a node's details name its call and
+give breadcrumbs that close its boxes;
 the same after reopening without a kernel, and in nbconvert's HTML (the static drawing, one box per
 call). A weight-tied model, two ResNet blocks and a transformer layer are drawn alongside. Screenshots go
 to $WORKBENCH_SCREENSHOTS when set."""
@@ -80,7 +81,15 @@ def _check_gru(page, stage):
     sec = v.locator(".wb-panel section[aria-label='selected node']")
     sec.wait_for(timeout=10_000)
     assert "cell · call 3/8" in sec.inner_text()
+    # where it is, as breadcrumbs: each closes its box; the series' closes all eight calls at once
+    nav = sec.locator("nav.wb-crumbs")
+    assert nav.inner_text() == "cell ×8 › cell · call 3/8"
     _shoot(v, f"gru-call3-{stage}")
+    v.locator(".wb-status").evaluate("el => { el.textContent = ''; }")
+    nav.locator("button", has_text="cell ×8").click()
+    v.locator(".wb-status").filter(has_text="closed").wait_for(timeout=30_000)
+    v.locator(".wb-box", has_text="cell ×8").first.wait_for(timeout=30_000)
+    assert _boxes(v, "cell") == ["▸ cell ×8"]
 
 
 def _check_others(page, stage):

@@ -483,6 +483,7 @@ _NO_EDGE = (None, 0)
 _TRUE1, _FALSE1 = (True,), (False,)
 _RANGES = tuple(tuple(range(n)) for n in range(9))
 _RANGES1, _RANGES2, _RANGES3 = _RANGES[1], _RANGES[2], _RANGES[3]
+_TRUE_FALSE, _FALSE_FALSE = (True, False), (False, False)
 
 
 def _edge(a):
@@ -557,6 +558,12 @@ def _record_raw(cls, args, datas, xp):
         node.next_functions = ((gf, a._output_nr) if gf is not None else _edge(a),
                                (gfb, b._output_nr) if gfb is not None else _edge(b))
         node._tensor_pos = _RANGES2
+    elif n == 2 and a.__class__ is _Tensor and not isinstance(args[1], _Tensor):
+        # a tensor and a plain argument (reshape's shape, a reduction's dim): one edge
+        gf = a.grad_fn
+        node.needs_input_grad = _TRUE_FALSE if a._rg else _FALSE_FALSE
+        node.next_functions = ((gf, a._output_nr) if gf is not None else _edge(a),)
+        node._tensor_pos = _RANGES1
     elif n == 3 and isinstance(a, _Tensor) and isinstance(b := args[1], _Tensor) and isinstance(c := args[2], _Tensor):
         # three tensors (or parameters): linear with a bias, addmm, where
         node.needs_input_grad = (True if a._rg else False, True if b._rg else False, True if c._rg else False)

@@ -64,10 +64,29 @@ function dl(rows: [string, string | Node | null][]): HTMLElement {
 
 export const siteText = (n: TapeNode) => (n.site ? siteLine(n.site) : null);
 
+/**
+ * The boxes around a node, outermost first ("cell ×8 › cell · call 3/8"), each a button that closes it
+ * (or opens it, when closed): how a series opened into its calls is closed again with the mouse.
+ */
+export function crumbs(model: TapeModel, id: string, isOpen: (box: string) => boolean, toggle: (box: string) => void): HTMLElement | null {
+  const chain = model.ancestors(id);
+  if (!chain.length) return null;
+  const nav = h("nav", { class: "wb-crumbs", "aria-label": "inside" });
+  chain.forEach((c, i) => {
+    const box = model.containers.get(c)!, open = isOpen(c);
+    const b = h("button", { type: "button", class: "wb-link", title: `${open ? "close" : "open"} ${box.label}` }, box.label);
+    b.addEventListener("click", () => toggle(c));
+    if (i) nav.append(" › ");
+    nav.append(b);
+  });
+  return nav;
+}
+
 /** `where`: the node's module call as its box says ("cell · call 3/8"), its scope by default. */
-export function nodeDetails(n: TapeNode, grad: Summary | null, where = n.scope): HTMLElement {
+export function nodeDetails(n: TapeNode, grad: Summary | null, where = n.scope, inside: HTMLElement | null = null): HTMLElement {
   return h("section", { "aria-label": "selected node" },
     h("h3", {}, n.param ?? n.name, " ", h("span", { class: "wb-muted" }, n.kind)),
+    inside,
     dl([
       ["op", n.op],
       ["scope", where || "(top level)"],
@@ -118,7 +137,8 @@ export function containerDetails(c: Container, model: TapeModel, reveal: (id: st
   );
 }
 
-export function stepDetails(step: StepRecord, total: number, model: TapeModel, classroom: boolean, pausedReason: string | null): HTMLElement {
+export function stepDetails(step: StepRecord, total: number, model: TapeModel, classroom: boolean, pausedReason: string | null,
+  inside: HTMLElement | null = null): HTMLElement {
   const n = model.nodes.get(step.node);
   const label = (id: string) => {
     const t = model.nodes.get(id);
@@ -126,6 +146,7 @@ export function stepDetails(step: StepRecord, total: number, model: TapeModel, c
   };
   const sec = h("section", { class: "wb-step-current", "aria-label": "current backward step" },
     h("h3", {}, `Step ${step.index + 1} / ${total} · ${n ? n.name : step.node}`),
+    inside,
   );
   // classroom mode: the chain rule of this step comes first, the numbers below it
   if (classroom && step.derivation) sec.append(h("pre", { class: "wb-derivation", "aria-label": "derivation" }, step.derivation));

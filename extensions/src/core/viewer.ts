@@ -1,7 +1,7 @@
 // The tape viewer: toolbar, SVG graph, details panel, debugger controls, status line.
 import { type CompareView, compareView } from "./compare";
 import { type DebugController, ReplayController } from "./debug-controller";
-import { containerDetails, nodeDetails, stepDetails } from "./details";
+import { containerDetails, crumbs, nodeDetails, stepDetails } from "./details";
 import { h, s } from "./dom";
 import { fmt, health, inlineValues } from "./format";
 import { TapeModel, type VisibleGraph, scopeKey, shapeText } from "./graph-model";
@@ -819,11 +819,12 @@ class Viewer {
     // The top-N table stays first and keeps its element (open/closed, focus) while the selection below changes.
     const parts: Node[] = this.#topEl ? [this.#topEl] : [];
     const v = this.#ctrl?.view();
-    if (v?.current) parts.push(stepDetails(v.current, v.total, this.model, this.#classroom, v.pausedReason));
+    const inside = (id: string) => crumbs(this.model, id, (c) => this.#expanded.has(c), (c) => void this.#toggle(c));
+    if (v?.current) parts.push(stepDetails(v.current, v.total, this.model, this.#classroom, v.pausedReason, inside(v.current.node)));
     const sel = this.#selected;
     const node = sel ? this.model.nodes.get(sel) : undefined;
     const cont = sel ? this.model.containers.get(sel) : undefined;
-    if (node) parts.push(...[this.#cmp?.panel(node.id), nodeDetails(node, this.#gradOf(node.id), this.model.where(node.id))].filter((p): p is HTMLElement => !!p));
+    if (node) parts.push(...[this.#cmp?.panel(node.id), nodeDetails(node, this.#gradOf(node.id), this.model.where(node.id), inside(node.id))].filter((p): p is HTMLElement => !!p));
     else if (cont) parts.push(containerDetails(cont, this.model, (id) => void this.#reveal(id)));
     else if (!v?.current && this.#help) {
       parts.push(h("p", { class: "wb-muted" }, "Select a node to see its values, gradient and source line. ",
