@@ -50,7 +50,7 @@ def _shapes_in(msg):
 
 def broadcast_error(exc, operands):
     """PyTorch's RuntimeError for ``exc``, the ValueError the array library raised on operands that do not
-    broadcast, or None when ``exc`` is about something else.
+    broadcast (or on other shapes its kernel cannot take), or None when ``exc`` is about something else.
 
     ``operands``: the op's arguments in PyTorch's order (tensors, arrays, numbers, anything: what has a shape
     takes part). When they do broadcast, the shapes that failed were the op's own (an output, a step inside
@@ -65,7 +65,8 @@ def broadcast_error(exc, operands):
     """
     msg = str(exc)
     if "broadcast" not in msg:
-        return None
+        # NumPy's other shape errors inside a kernel (a gufunc's core dimensions, a reshape): PyTorch's type
+        return RuntimeError(msg) if "core dimension" in msg or msg.startswith("cannot reshape array") else None
     try:
         infer_size([a.shape for a in operands if hasattr(a, "shape")])
     except RuntimeError as e:

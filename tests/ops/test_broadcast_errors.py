@@ -2,8 +2,9 @@
 
 The translation happens where ops enter (a primitive's ``apply``, the Tensor operators, copy_, the few ops that
 compute on arrays themselves: ``workbench._broadcast``), so every elementwise op gets it, on every device. The
-sweep runs every op spec with one operand's first non-1 dimension grown by one, and wherever PyTorch answers
-with its broadcasting error, workbench must give the same type and message.
+sweep runs every op spec with one operand's first non-1 dimension grown by one: wherever PyTorch answers
+with its broadcasting error, workbench must give the same type and message, and wherever PyTorch refuses the
+shapes otherwise (a loss's target, pooling indices, a solve's matrices), an error of the same type.
 """
 import warnings
 
@@ -176,12 +177,24 @@ def _call(op, lib, args, kwargs):
     return None
 
 
+# where PyTorch's error is not its contract: Python asserts in multi_head_attention_forward (workbench raises a
+# RuntimeError), a storage quirk of stft on a window longer than n_fft's frame (workbench computes the frames)
+NOT_A_CONTRACT = {"F.multi_head_attention_forward": "PyTorch checks the shapes with Python asserts",
+                  "stft": "PyTorch's setStorage error on a grown window is an implementation artefact"}
+
+
 @pytest.mark.parametrize("spec,args,kwargs", list(_sweep_cases()))
 def test_op_spec_sweep_grown_operand(spec, args, kwargs):
     theirs = _call(spec.torch_op, torch, args, kwargs)
-    if theirs is None or not _first_line(theirs).startswith(BROADCAST_MESSAGES):
-        pytest.skip("PyTorch raises no broadcasting error here")
+    if theirs is None:
+        pytest.skip("the grown operand still broadcasts (or the op takes any shape there)")
+    if spec.name in NOT_A_CONTRACT:
+        pytest.skip(NOT_A_CONTRACT[spec.name])
     ours = _call(spec.op, wb, args, kwargs)
+    if not _first_line(theirs).startswith(BROADCAST_MESSAGES):  # another shape check: the same kind of error
+        base = next(k for k in (IndexError, ValueError, TypeError, RuntimeError, Exception) if isinstance(theirs, k))
+        assert isinstance(ours, base), f"workbench raised {ours!r}; PyTorch {theirs!r}"
+        return
     assert type(ours) is type(theirs), f"workbench raised {type(ours).__name__}: {ours}; PyTorch {theirs!r}"
     if spec.name in ORDER_OF_THEIR_OWN:
         assert _first_line(ours).startswith(_first_line(theirs)[:20]), ours

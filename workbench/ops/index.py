@@ -572,6 +572,10 @@ def _check_index_op(op, input, dim, index, source=None):
         if want:
             want[d] = index.numel()
         if list(source.shape) != want and not (source.ndim == 0 and index.numel() == 1 and input.ndim <= 1):
+            if op == "index_copy" and source.ndim == input.ndim and source.ndim and source.shape[d] != index.numel():
+                # PyTorch's index_copy says IndexError here (index_add a RuntimeError)
+                raise IndexError(f"{op}_(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
+                                 f"({source.shape[d]})")
             raise RuntimeError(f"{op}(): source of shape {list(source.shape)} does not match the expected shape "
                                f"{want} (input {list(input.shape)} with dim {d} of size {index.numel()})")
     return d
