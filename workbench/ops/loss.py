@@ -976,7 +976,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     check_no_requires_grad("soft_margin_loss", target=target)
-    return _reduce(-_Logsigmoid.apply(target * input), reduction)
+    return _reduce(-_Logsigmoid.apply(input * target), reduction)
 
 
 @composite("multilabel_soft_margin_loss")
