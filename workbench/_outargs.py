@@ -1,6 +1,7 @@
 """PyTorch's ``out=`` arguments: writing a computed result into tensors the caller passed.
 
-A tensor given as ``out=`` receives the result (resized when it is empty, as PyTorch does); a tuple
+A tensor given as ``out=`` receives the result (resized to the result's shape, as PyTorch does: with its
+deprecation warning when out had elements); a tuple
 result goes into a tuple of tensors, every one checked before any is written, so a bad ``out=`` changes
 nothing. Neither the result nor ``out`` may need autograd (PyTorch's rule).
 
@@ -16,6 +17,7 @@ result's dtype (matmul's, where's, amax's kernels); "any": anything, cast (reduc
 """
 import functools
 import inspect
+import warnings
 
 from .autograd.grad_mode import STATE
 
@@ -40,10 +42,13 @@ def _check_out(r, out, rule="cast"):
     if STATE.enabled and (out._rg or r._rg):
         raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one of "
                            "the arguments requires grad. Call it under workbench.no_grad() or drop out=.")
-    if out._data.shape != r._data.shape and out._data.size:
-        raise RuntimeError(f"out= has shape {list(out.shape)} but the result has shape {list(r.shape)}; "
-                           "pass an empty tensor or one of the result's shape")
     _check_dtype(r, out, rule)
+    if out._data.shape != r._data.shape and out._data.size:
+        warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, which "
+                      f"does not match the required output shape {list(r.shape)}. This behavior is deprecated, and in "
+                      "a future PyTorch release outputs will not be resized unless they have zero elements. You can "
+                      "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+                      UserWarning, stacklevel=4)
 
 
 def _write_out(r, out):

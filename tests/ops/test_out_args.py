@@ -58,11 +58,20 @@ def test_tuple_result_goes_into_out(name, fn, n, field):
 
 def test_a_bad_out_tuple_writes_nothing():
     Q = wb.full((3, 3), 7.0, dtype=wb.float64)
-    with pytest.raises(RuntimeError, match="out="):
-        wb.linalg.qr(wb.tensor(A), out=(Q, wb.empty(2, dtype=wb.float64)))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype double, but got long int"):
+        wb.linalg.qr(wb.tensor(A), out=(Q, wb.empty(2, dtype=wb.int64)))
     assert (Q == 7).all()
     with pytest.raises(TypeError, match="tuple of 2"):
         wb.linalg.qr(wb.tensor(A), out=Q)
+
+
+def test_a_wrong_shape_out_is_resized_with_pytorchs_warning():
+    for m in (wb, torch):
+        o = m.ones(4, 3)
+        with pytest.warns(UserWarning, match=r"resized since it had shape \[4, 3\], which does not match the required "
+                                              r"output shape \[2, 3\]"):
+            r = m.exp(m.zeros(2, 3), out=o)
+        assert r is o and tuple(o.shape) == (2, 3) and (o == 1).all()
 
 
 def test_out_refuses_autograd_as_pytorch():
