@@ -17,6 +17,7 @@ import functools
 import math
 
 from .. import _backend
+from .._broadcast import broadcast_error
 from .._core import _INFERENCE_BOX
 from .._core import Tensor as _Tensor  # hot paths bind it to a local (Tensor = _Tensor)
 from . import graph
@@ -259,61 +260,67 @@ class Function:
 
 def _apply_raw(cls, *args):
     """``apply`` of primitives (bound in __init_subclass__): forward on raw arrays, the hot path of every op."""
-    Tensor = _Tensor
-    n = len(args)
-    a = args[0] if n else None
-    b = args[1] if n == 2 else a
-    bt = b.__class__ is Tensor
-    if n and n <= 2 and a.__class__ is Tensor and a._data.__class__ is _ndarray and (
-            bt and b._data.__class__ is _ndarray or b.__class__ is float or b.__class__ is int):
-        # fast path for the usual call: one NumPy tensor, or two, or a tensor and a Python number
-        # (no argument scan)
-        req = a._rg or bt and b._rg
-        db = b._data if bt else b
-        if req and STATE.enabled:
-            return _record_raw(cls, args, [a._data, db] if n == 2 else [a._data], _numpy)
-        xp = _numpy
-        uf = cls._ufunc
-        da = a._data
-        if uf is not None and da.dtype.kind in "fc" and (not bt or db.dtype is da.dtype):
-            # floating operands of one dtype (or with a Python number): the ufunc is the whole forward
-            out = uf(da, db) if n == 2 else uf(da)
-        else:
-            out = cls.forward(_NUMPY_CTX[2](), da, db) if n == 2 else cls.forward(_NUMPY_CTX[1](), da)
-    else:
-        req = False
-        dev_check = False
-        datas = []
-        for a in args:
-            if a.__class__ is Tensor or isinstance(a, Tensor):
-                d = a._data
-                if d.__class__ is not _ndarray:
-                    dev_check = True
-                if a._rg:
-                    req = True
-                datas.append(d)
-            elif isinstance(a, _np_generic):  # a NumPy scalar: the Python number PyTorch reads it as
-                datas.append(_as_number(a))
+    try:
+        Tensor = _Tensor
+        n = len(args)
+        a = args[0] if n else None
+        b = args[1] if n == 2 else a
+        bt = b.__class__ is Tensor
+        if n and n <= 2 and a.__class__ is Tensor and a._data.__class__ is _ndarray and (
+                bt and b._data.__class__ is _ndarray or b.__class__ is float or b.__class__ is int):
+            # fast path for the usual call: one NumPy tensor, or two, or a tensor and a Python number
+            # (no argument scan)
+            req = a._rg or bt and b._rg
+            db = b._data if bt else b
+            if req and STATE.enabled:
+                return _record_raw(cls, args, [a._data, db] if n == 2 else [a._data], _numpy)
+            xp = _numpy
+            uf = cls._ufunc
+            da = a._data
+            if uf is not None and da.dtype.kind in "fc" and (not bt or db.dtype is da.dtype):
+                # floating operands of one dtype (or with a Python number): the ufunc is the whole forward
+                out = uf(da, db) if n == 2 else uf(da)
             else:
-                datas.append(a)
-        xp = _numpy
-        if dev_check:  # a CuPy array is involved: resolve the module, and insist on one device
-            xp, args = _resolve_xp(cls, args)
-            datas = [a._data if isinstance(a, Tensor) else _as_number(a) for a in args]
-        if req and STATE.enabled:
-            return _record_raw(cls, args, datas, xp)
-        out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
-    if out.__class__ is tuple:
-        res = _plain_tuple(out, cls, args)
-    elif cls._view:
-        res = _view_of(cls, args, out, xp)
-    else:  # the common case, one fresh array
-        return _plain(out, req, cls, args)
-    if req and not BACKWARD_ACTIVE[0]:  # grad mode is off but an input requires grad: a cut
-        _tag_cut(res, cls, args)
-    if INFERENCE_ACTIVE[0] and STATE.inference:
-        _mark_inference(res)
-    return res
+                out = cls.forward(_NUMPY_CTX[2](), da, db) if n == 2 else cls.forward(_NUMPY_CTX[1](), da)
+        else:
+            req = False
+            dev_check = False
+            datas = []
+            for a in args:
+                if a.__class__ is Tensor or isinstance(a, Tensor):
+                    d = a._data
+                    if d.__class__ is not _ndarray:
+                        dev_check = True
+                    if a._rg:
+                        req = True
+                    datas.append(d)
+                elif isinstance(a, _np_generic):  # a NumPy scalar: the Python number PyTorch reads it as
+                    datas.append(_as_number(a))
+                else:
+                    datas.append(a)
+            xp = _numpy
+            if dev_check:  # a CuPy array is involved: resolve the module, and insist on one device
+                xp, args = _resolve_xp(cls, args)
+                datas = [a._data if isinstance(a, Tensor) else _as_number(a) for a in args]
+            if req and STATE.enabled:
+                return _record_raw(cls, args, datas, xp)
+            out = cls.forward(_NUMPY_CTX[n]() if xp is _numpy and n < 9 else _no_grad_ctx(xp, n), *datas)
+        if out.__class__ is tuple:
+            res = _plain_tuple(out, cls, args)
+        elif cls._view:
+            res = _view_of(cls, args, out, xp)
+        else:  # the common case, one fresh array
+            return _plain(out, req, cls, args)
+        if req and not BACKWARD_ACTIVE[0]:  # grad mode is off but an input requires grad: a cut
+            _tag_cut(res, cls, args)
+        if INFERENCE_ACTIVE[0] and STATE.inference:
+            _mark_inference(res)
+        return res
+    except ValueError as e:  # NumPy's broadcasting error: PyTorch's RuntimeError (free until raised)
+        err = broadcast_error(e, args)
+        if err is None:
+            raise
+        raise err from None
 
 
 def _plain(out, rg, cls, args):
@@ -358,24 +365,30 @@ def binary_operator(cls, general, reflected=False):
     Tensor = _Tensor
 
     def operator(self, other):
-        a = self._data
-        if other.__class__ is Tensor:
-            b = other._data
-            rg = self._rg or other._rg
-            ok = b.__class__ is _ndarray and b.dtype is a.dtype
-        else:
-            b = other
-            rg = self._rg
-            ok = other.__class__ is float or other.__class__ is int
-        if ok and a.__class__ is _ndarray and a.dtype.kind in "fc":
-            if not (rg and STATE.enabled):
-                # the operands go to _plain in the ufunc's order (the compiler's trace replays that call)
-                if reflected:
-                    return _plain(uf(b, a), rg, cls, (other, self))
-                return _plain(uf(a, b), rg, cls, (self, other))
-            if not reflected and b.__class__ is _ndarray:  # two tensors, recorded: what cls.apply would do
-                return _record_raw(cls, (self, other), [a, b], _numpy)
-        return general(self, other)
+        try:
+            a = self._data
+            if other.__class__ is Tensor:
+                b = other._data
+                rg = self._rg or other._rg
+                ok = b.__class__ is _ndarray and b.dtype is a.dtype
+            else:
+                b = other
+                rg = self._rg
+                ok = other.__class__ is float or other.__class__ is int
+            if ok and a.__class__ is _ndarray and a.dtype.kind in "fc":
+                if not (rg and STATE.enabled):
+                    # the operands go to _plain in the ufunc's order (the compiler's trace replays that call)
+                    if reflected:
+                        return _plain(uf(b, a), rg, cls, (other, self))
+                    return _plain(uf(a, b), rg, cls, (self, other))
+                if not reflected and b.__class__ is _ndarray:  # two tensors, recorded: what cls.apply would do
+                    return _record_raw(cls, (self, other), [a, b], _numpy)
+            return general(self, other)
+        except ValueError as e:  # NumPy's broadcasting error: PyTorch's RuntimeError (free until raised)
+            err = broadcast_error(e, (self, other))  # PyTorch names self first, reflected or not
+            if err is None:
+                raise
+            raise err from None
 
     operator._wb_general = general  # what workbench.profiler calls instead, so the op goes through apply
     return operator
@@ -470,6 +483,7 @@ _NO_EDGE = (None, 0)
 _TRUE1, _FALSE1 = (True,), (False,)
 _RANGES = tuple(tuple(range(n)) for n in range(9))
 _RANGES1, _RANGES2, _RANGES3 = _RANGES[1], _RANGES[2], _RANGES[3]
+_TRUE_FALSE, _FALSE_FALSE = (True, False), (False, False)
 
 
 def _edge(a):
@@ -544,6 +558,12 @@ def _record_raw(cls, args, datas, xp):
         node.next_functions = ((gf, a._output_nr) if gf is not None else _edge(a),
                                (gfb, b._output_nr) if gfb is not None else _edge(b))
         node._tensor_pos = _RANGES2
+    elif n == 2 and a.__class__ is _Tensor and not isinstance(args[1], _Tensor):
+        # a tensor and a plain argument (reshape's shape, a reduction's dim): one edge
+        gf = a.grad_fn
+        node.needs_input_grad = _TRUE_FALSE if a._rg else _FALSE_FALSE
+        node.next_functions = ((gf, a._output_nr) if gf is not None else _edge(a),)
+        node._tensor_pos = _RANGES1
     elif n == 3 and isinstance(a, _Tensor) and isinstance(b := args[1], _Tensor) and isinstance(c := args[2], _Tensor):
         # three tensors (or parameters): linear with a bias, addmm, where
         node.needs_input_grad = (True if a._rg else False, True if b._rg else False, True if c._rg else False)

@@ -167,6 +167,31 @@ def _check_float(op, *ts):
                            "Cast them with .to(dtype) first.")
 
 
+def check_operands(op, names, args, numbers=()):
+    """PyTorch's TypeError where ``op`` got a non-tensor (a Python number) for an operand it takes only as a Tensor.
+
+    ``names``: the operands' parameter names, in order; ``numbers``: those PyTorch also takes as a Scalar (its
+    ``.Scalar`` overloads), where a number is fine. The rule is declared where each op is defined; an op
+    without Scalar overloads names the argument, as PyTorch's parser does, one with them lists what it takes.
+
+    >>> import workbench as wb
+    >>> check_operands("maximum", ("input", "other"), (wb.ones(1), 2.0))
+    Traceback (most recent call last):
+    ...
+    TypeError: maximum(): argument 'other' (position 2) must be Tensor, not float
+    """
+    for k, (name, a) in enumerate(zip(names, args)):
+        if isinstance(a, Tensor) or name in numbers:
+            continue
+        if not numbers:
+            raise TypeError(f"{op}(): argument '{name}' (position {k + 1}) must be Tensor, not {type(a).__name__}")
+        got = ", ".join("Tensor" if isinstance(x, Tensor) else type(x).__name__ for x in args)
+        takes = [", ".join(f"Tensor {n}" for n in names)] + [
+            ", ".join(f"{'Number' if n == s else 'Tensor'} {n}" for n in names) for s in names if s in numbers]
+        raise TypeError(f"{op}() received an invalid combination of arguments - got ({got}), but expected one of: "
+                        + "; ".join(f"({t})" for t in takes))
+
+
 def _shape_args(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         return tuple(shape[0])

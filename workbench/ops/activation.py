@@ -16,7 +16,7 @@ from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
-from ._util import _uniform, _uniform_array, array_step
+from ._util import _out, _uniform, _uniform_array, array_step
 from .elementwise import relu as _relu, where
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
@@ -828,10 +828,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     else:
         norm = (input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
     y = input / norm.clamp(min=eps).expand_as(input)
-    if out is not None:
-        out.copy_(y.detach())
-        return out
-    return y
+    return _out(y, out)  # PyTorch's torch.div(input, denom, out=out)
 
 
 # --- dropout ---------------------------------------------------------------------------------------

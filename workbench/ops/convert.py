@@ -3,6 +3,7 @@ import warnings
 
 from .. import _backend
 from .._backend import dtypes as _dt
+from .._broadcast import broadcast_error
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
@@ -182,9 +183,8 @@ class CopyFrom(Function):
         out = ctx.xp.empty_like(dst)
         try:
             out[...] = s.astype(dst.dtype, copy=False) if s.dtype != dst.dtype and s.dtype.kind != "c" else s
-        except ValueError:
-            raise RuntimeError(f"The size of tensor a ({list(dst.shape)}) must match the size of tensor b "
-                               f"({list(src.shape)}) (in copy_)") from None
+        except ValueError as e:
+            raise broadcast_error(e, (dst, src)) or e from None
         return out
 
     @staticmethod
@@ -210,9 +210,8 @@ def copy_(self, src, non_blocking=False):
             s = _backend.to_device(s, self.device)
         try:
             self._data[...] = s
-        except ValueError:
-            raise RuntimeError(f"The size of tensor a ({list(self.shape)}) must match the size of tensor b "
-                               f"({list(src.shape)}) (in copy_)") from None
+        except ValueError as e:
+            raise broadcast_error(e, (self, src)) or e from None
         self._bump("copy_")
         return self
     return self._inplace("copy_", lambda x, s: CopyFrom.apply(x, s), src)

@@ -11,12 +11,13 @@ import math
 
 from .. import _backend
 from .._backend import dtypes as _dt, fused as _fused, pointwise as _pw
+from .._broadcast import broadcasting
 from ..autograd.function import Function, binary_operator, unary_operator
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, cast, dtype_error, float_np, result_dtype, to_float
+from ._util import _out, cast, check_operands, dtype_error, float_np, result_dtype, to_float
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _ndarray = _backend.ndarray
@@ -123,6 +124,8 @@ def sub(input, other, *, alpha=1, out=None):
 
 def rsub(input, other, alpha=1):
     """other - alpha * input.  >>> wb.rsub(wb.tensor([1., 2.]), 5)  ->  tensor([4., 3.])"""
+    if not isinstance(input, Tensor):
+        check_operands("rsub", ("input", "other"), (input, other), ("other",))
     if alpha.__class__ is not int or alpha != 1:
         alpha = _alpha("rsub", input, other, alpha)
     return Sub.apply(other, input) if alpha is None or alpha == 1 else Sub.apply(other, input, alpha)
@@ -290,7 +293,7 @@ class Neg(Function):
 
 def neg(input, *, out=None):
     """-input.  >>> wb.neg(wb.tensor([1., -2.]))  ->  tensor([-1., 2.])"""
-    return _out(Neg.apply(input), out)
+    return _out(Neg.apply(input), out, "same")
 
 
 negative = neg
@@ -403,6 +406,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
     """
 
     save_x, save_y = "x" in saves, "y" in saves
+    out_dtype = "same" if ints == "keep" else "cast"  # PyTorch's float ops cast into out; floor, sign... do not
     ufunc = None
     if isinstance(fwd, str):  # the name of a ufunc of numpy and cupy: also the no-grad fast path's forward
         ufunc = getattr(_backend.numpy, fwd)
@@ -442,7 +446,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
         if _AUTOCAST[0]:
             input, = _autocast_cast(name, input)
         r = cls.apply(input)  # looked up per call: workbench.profiler times apply by swapping it
-        return r if out is None else _out(r, out)
+        return r if out is None else _out(r, out, out_dtype)
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc
@@ -565,7 +569,7 @@ class Round(Function):
 
 def round(input, *, decimals=0, out=None):
     """Round half to even, to ``decimals`` places.  >>> wb.round(wb.tensor([0.5, 1.5, 1.234]), decimals=1)  ->  tensor([0.5000, 1.5000, 1.2000])"""
-    return _out(Round.apply(input, decimals), out)
+    return _out(Round.apply(input, decimals), out, "same")
 
 
 class Logit(Function):
@@ -613,7 +617,7 @@ class Abs(Function):
 
 def abs(input, *, out=None):
     """|input|.  >>> wb.abs(wb.tensor([-1., 2.]))  ->  tensor([1., 2.])"""
-    return _out(Abs.apply(input), out)
+    return _out(Abs.apply(input), out, "same")
 
 
 absolute = abs
@@ -641,7 +645,7 @@ def _sign(xp, x):
 
 def sign(input, *, out=None):
     """-1, 0 or 1 by sign.  >>> wb.sign(wb.tensor([-2., 0., 3.]))  ->  tensor([-1., 0., 1.])"""
-    return _out(Sign.apply(input), out)
+    return _out(Sign.apply(input), out, "same")
 
 
 class Sgn(Function):
@@ -667,7 +671,7 @@ class Sgn(Function):
 
 def sgn(input, *, out=None):
     """sign for real inputs, input / |input| for complex ones.  >>> wb.sgn(wb.tensor([-2., 3.]))  ->  tensor([-1., 1.])"""
-    return _out(Sgn.apply(input), out)
+    return _out(Sgn.apply(input), out, "same")
 
 
 class Conj(Function):
@@ -765,12 +769,14 @@ def relu(input):
 
 
 # --- binary math ---------------------------------------------------------------------------------
-def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None, refuse=""):
+def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None, refuse="", numbers=()):
     """Build a binary primitive: fwd(xp, a, b) on operands promoted to one dtype, bwd(g, a, b, y) -> (ga, gb).
 
     Either operand may be a Python number. kind: "any"; "float" computes integer operands in the default
     float dtype (atan2...); "nograd" has no gradient. refuse: the NumPy dtype kinds ("b", "iu", "f", "c")
-    of the promoted type that PyTorch has no kernel for (NotImplementedError, as PyTorch).
+    of the promoted type that PyTorch has no kernel for (NotImplementedError, as PyTorch). numbers: the
+    operands ("input", "other") PyTorch also takes as a Python number (its Scalar overloads); a number
+    elsewhere is its TypeError.
     """
 
     def forward(ctx, a, b):
@@ -798,11 +804,17 @@ def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None, refus
                                                   "backward": staticmethod(backward)})
 
     def public(input, other, *, out=None):
+        if input.__class__ is not Tensor or other.__class__ is not Tensor:
+            check_operands(name, _OPERANDS, (input, other), numbers)
         return _out(cls.apply(input, other), out)
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc
     return cls, public
+
+
+_OPERANDS = ("input", "other")
+_EITHER, _OTHER = ("input", "other"), ("other",)  # which operands may be a Python number (PyTorch's Scalar overloads)
 
 
 def _nograd(g, a, b, y):
@@ -824,10 +836,10 @@ def _fmod_fwd(xp, a, b):
 
 
 Remainder, remainder = _binary(
-    "remainder", _remainder_fwd, lambda g, a, b, y: (g, -g * _floor_div(a, b)), refuse="bc", doc=
+    "remainder", _remainder_fwd, lambda g, a, b, y: (g, -g * _floor_div(a, b)), refuse="bc", numbers=_EITHER, doc=
     "Python's modulo: the result takes the divisor's sign.  >>> wb.remainder(wb.tensor([-3, 3]), 2)  ->  tensor([1, 1])")
 Fmod, fmod = _binary(
-    "fmod", _fmod_fwd, lambda g, a, b, y: (g, -g * (a / b).trunc()), refuse="bc", doc=
+    "fmod", _fmod_fwd, lambda g, a, b, y: (g, -g * (a / b).trunc()), refuse="bc", numbers=_OTHER, doc=
     "C's fmod: the result takes the dividend's sign.  >>> wb.fmod(wb.tensor([-3, 3]), 2)  ->  tensor([-1, 1])")
 Atan2, atan2 = _binary(
     "atan2", lambda xp, a, b: xp.arctan2(a, b),
@@ -839,7 +851,7 @@ Hypot, hypot = _binary(
 Copysign, copysign = _binary(
     "copysign", lambda xp, a, b: xp.copysign(a, b),
     lambda g, a, b, y: (where(a == 0, 0.0, g * (y / a)), g * 0 if isinstance(b, Tensor) else None), "float",
-    refuse="c", doc=
+    refuse="c", numbers=_OTHER, doc=
     "|input| with the sign of other.  >>> wb.copysign(wb.tensor([3.]), -1.)  ->  tensor([-3.])", save_y=True)
 
 
@@ -854,7 +866,7 @@ def _xlogy_bwd(g, x, y, out):
     return gx, g * x / y
 
 
-Xlogy, xlogy = _binary("xlogy", _xlogy_fwd, _xlogy_bwd, "float", refuse="c", doc=
+Xlogy, xlogy = _binary("xlogy", _xlogy_fwd, _xlogy_bwd, "float", refuse="c", numbers=_EITHER, doc=
                        "input * log(other), 0 where input == 0.  >>> wb.xlogy(wb.tensor([0., 2.]), 1.)  ->  tensor([0., 0.])")
 
 
@@ -931,11 +943,15 @@ class Minimum(Function):
 
 def maximum(input, other, *, out=None):
     """Elementwise max (NaN propagates).  >>> wb.maximum(wb.tensor([1., 4.]), wb.tensor([3., 2.]))  ->  tensor([3., 4.])"""
+    if input.__class__ is not Tensor or other.__class__ is not Tensor:
+        check_operands("maximum", _OPERANDS, (input, other))
     return _out(Maximum.apply(input, other), out)
 
 
 def minimum(input, other, *, out=None):
     """Elementwise min (NaN propagates).  >>> wb.minimum(wb.tensor([1., 4.]), wb.tensor([3., 2.]))  ->  tensor([1., 2.])"""
+    if input.__class__ is not Tensor or other.__class__ is not Tensor:
+        check_operands("minimum", _OPERANDS, (input, other))
     return _out(Minimum.apply(input, other), out)
 
 
@@ -988,7 +1004,7 @@ def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max] (numbers or tensors).  >>> wb.clamp(wb.tensor([-1., 5.]), 0, 2)  ->  tensor([0., 2.])"""
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    return _out(Clamp.apply(input, min, max), out)
+    return _out(Clamp.apply(input, min, max), out, "same")
 
 
 clip = clamp
@@ -996,11 +1012,15 @@ clip = clamp
 
 def clamp_min(input, min):
     """max(input, min).  >>> wb.clamp_min(wb.tensor([-1., 5.]), 0)  ->  tensor([0., 5.])"""
+    if not isinstance(input, Tensor):
+        check_operands("clamp_min", ("input", "min"), (input, min), ("min",))
     return Clamp.apply(input, min, None)
 
 
 def clamp_max(input, max):
     """min(input, max).  >>> wb.clamp_max(wb.tensor([-1., 5.]), 0)  ->  tensor([-1., 0.])"""
+    if not isinstance(input, Tensor):
+        check_operands("clamp_max", ("input", "max"), (input, max), ("max",))
     return Clamp.apply(input, None, max)
 
 
@@ -1019,6 +1039,8 @@ def _compare(name, ufunc):
                                                   "backward": staticmethod(lambda ctx, g: (None, None))})
 
     def public(input, other, *, out=None):
+        if input.__class__ is not Tensor:
+            check_operands(name, _OPERANDS, (input, other), _OTHER)
         return _out(cls.apply(input, other), out)
 
     public.__name__ = public.__qualname__ = name
@@ -1071,7 +1093,7 @@ def where(condition, input=None, other=None, *, out=None):
         xp = _backend.xp_of(condition._data)
         with _backend.on_device(condition.device):
             input = Tensor._make(xp.asarray(input, dtype=result_dtype(input, other)))
-    return _out(Where.apply(condition, input, other), out)
+    return _out(Where.apply(condition, input, other), out, "same")
 
 
 def isnan(input):
@@ -1122,10 +1144,11 @@ def _check_same_dtype(op, a, b):
                            "(the two tensors must have the same dtype; convert one with .to(other.dtype))")
 
 
+@broadcasting
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other|, elementwise.  >>> wb.isclose(wb.tensor([1.0]), wb.tensor([1.0 + 1e-9]))  ->  tensor([True])"""
-    if isinstance(other, Tensor):
-        _check_same_dtype("isclose", input, other)
+    check_operands("isclose", _OPERANDS, (input, other))
+    _check_same_dtype("isclose", input, other)
     a, b = input._data, _t(other)
     xp = _backend.xp_of(a)
     if a.dtype.kind in "biu" and (not _isarr(b) or b.dtype.kind in "biu"):
@@ -1209,7 +1232,7 @@ def _bitwise(name, ufunc, kernel, refuse="fc"):
              "bitwise_right_shift": 0}[name]
     return _binary(name, fwd, _nograd, "nograd",
                    f"Elementwise {ufunc} of integer or bool tensors.  >>> wb.{name}(wb.tensor([12]), wb.tensor([10]))  "
-                   f"->  tensor([{shown}])", kernel=kernel, refuse=refuse)
+                   f"->  tensor([{shown}])", kernel=kernel, refuse=refuse, numbers=_EITHER)
 
 
 BitwiseAnd, bitwise_and = _bitwise("bitwise_and", "bitwise_and", "bitwise_and_cpu")
@@ -1224,7 +1247,7 @@ def bitwise_not(input, *, out=None):
     d = input._data
     if d.dtype.kind not in "biu":
         raise dtype_error("bitwise_not_cpu", d.dtype)
-    return _out(Tensor._make(_backend.xp_of(d).invert(d)), out)
+    return _out(Tensor._make(_backend.xp_of(d).invert(d)), out, "same")
 
 
 def _invert(self):

@@ -12,6 +12,7 @@ import warnings
 
 from .. import _backend, creation
 from .._backend import dtypes as _dt
+from .._broadcast import infer_size
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
@@ -20,7 +21,7 @@ from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, no_derivative, ufunc_at, wrap_dim
 from .elementwise import where
-from .views import Expand, broadcast_shapes, broadcast_tensors, reshape
+from .views import Expand, broadcast_tensors, reshape
 
 
 def _named(name, fields):
@@ -387,7 +388,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     if input.ndim == 0:
         return _out(reshape(Gather.apply(reshape(input, (1,)), reshape(index, (-1,)), 0), tuple(index.shape)), out)
     r = Gather.apply(input, index, d)
-    return r if out is None else _out(r, out)
+    return r if out is None else _out(r, out, "same")
 
 
 def _src_part(src, index):
@@ -571,6 +572,10 @@ def _check_index_op(op, input, dim, index, source=None):
         if want:
             want[d] = index.numel()
         if list(source.shape) != want and not (source.ndim == 0 and index.numel() == 1 and input.ndim <= 1):
+            if op == "index_copy" and source.ndim == input.ndim and source.ndim and source.shape[d] != index.numel():
+                # PyTorch's index_copy says IndexError here (index_add a RuntimeError)
+                raise IndexError(f"{op}_(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
+                                 f"({source.shape[d]})")
             raise RuntimeError(f"{op}(): source of shape {list(source.shape)} does not match the expected shape "
                                f"{want} (input {list(input.shape)} with dim {d} of size {index.numel()})")
     return d
@@ -588,7 +593,7 @@ def index_select(input, dim, index, *, out=None):
     d = _check_index_op("index_select", input, dim, index)
     if input.ndim == 0:
         return _out(IndexSelect.apply(reshape(input, (1,)), _dim_key(input, 0, index)).reshape(index.shape), out)
-    return _out(IndexSelect.apply(input, _dim_key(input, d, index)), out)
+    return _out(IndexSelect.apply(input, _dim_key(input, d, index)), out, "same")
 
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -656,11 +661,7 @@ def masked_fill(input, mask, value):
             value = value.to(input.dtype)
     else:
         value = Tensor._make(_backend.xp_of(input._data).asarray(value).astype(input._data.dtype))
-
-    if tuple(broadcast_shapes(mask.shape, input.shape)) != tuple(input.shape):
-        raise RuntimeError(f"masked_fill: the mask of shape {list(mask.shape)} must be broadcastable to the input "
-                           f"shape {list(input.shape)}")
-    return where(mask, value, input)
+    return where(mask, value, input)  # broadcast as PyTorch's: mask first, then input
 
 
 def _check_mask(mask, op):
@@ -679,7 +680,7 @@ def masked_select(input, mask):
     """
 
     _check_mask(mask, "masked_select")
-    x, m = broadcast_tensors(input, mask)
+    m, x = broadcast_tensors(mask, input)  # PyTorch's order
     return GetItem.apply(x, _on(m._data, x))
 
 
@@ -695,6 +696,7 @@ def masked_scatter(input, mask, source):
         raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got {input.dtype} "
                            f"and {source.dtype}")
     xp = _backend.xp_of(input._data)
+    infer_size([mask.shape, input.shape])  # PyTorch's error, in its order, for a mask that does not broadcast
     m = xp.broadcast_to(_on(mask._data, input), input._data.shape)
     k = int(m.sum())
     if k > source.numel():

@@ -139,8 +139,14 @@ def cat(tensors, dim=0, *, out=None):
     r = Cat.apply(*ts, dim % nd if type(dim) is int and -nd <= dim < nd else wrap_dim(dim, nd))
     if out is None:
         return r
-
+    _check_cat_out(r, out)
     return _out(r, out)
+
+
+def _check_cat_out(r, out):
+    # out= takes the cast rule, and PyTorch's cat (stack's too) says so with a TypeError
+    if r.dtype.category > out.dtype.category:
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {out.dtype._scalar_name}")
 
 
 concat = concatenate = cat
@@ -156,7 +162,7 @@ def stack(tensors, dim=0, *, out=None):
     r = Stack.apply(*ts, wrap_dim(dim, ts[0].ndim + 1))
     if out is None:
         return r
-
+    _check_cat_out(r, out)
     return _out(r, out)
 
 

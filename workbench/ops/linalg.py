@@ -246,7 +246,7 @@ def tensordot(a, b, dims=2, out=None):
     am = a.permute(*(fa + da)).reshape(-1, k)
     bm = b.permute(*(db + fb)).reshape(k, -1)
     r = matmul(am, bm).reshape(tuple(a.shape[d] for d in fa) + tuple(b.shape[d] for d in fb))
-    return _out(r, out)
+    return _out(r, out, "same")
 
 
 def kron(input, other, *, out=None):
@@ -295,7 +295,7 @@ def cross(input, other, dim=None, *, out=None):
         if 3 not in sizes:
             raise RuntimeError(f"no dimension of size 3 in input (shape {sizes})")
         dim = sizes.index(3)
-    return _out(_cross(input, other, dim, "cross"), out)
+    return _out(_cross(input, other, dim, "cross"), out, "same")
 
 
 def linalg_cross(input, other, *, dim=-1, out=None):
@@ -306,7 +306,7 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     tensor([0., 0., 1.])
     """
 
-    return _out(_cross(input, other, dim, "linalg.cross"), out)
+    return _out(_cross(input, other, dim, "linalg.cross"), out, "same")
 
 
 # --- helpers for the decompositions -------------------------------------------------------------------
@@ -381,7 +381,7 @@ def inv(A, *, out=None):
         A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.inv")
-    return _out(Inv.apply(A), out)
+    return _out(Inv.apply(A), out, "same")
 
 
 class Det(Function):
@@ -415,7 +415,7 @@ def det(A, *, out=None):
     """The determinant of a square matrix (or batch).  >>> wb.linalg.det(wb.eye(2) * 2)  ->  tensor(4.)"""
 
     _check_matrix(A, "linalg.det")
-    return _out(Det.apply(A), out)
+    return _out(Det.apply(A), out, "same")
 
 
 class Slogdet(Function):
@@ -438,7 +438,7 @@ class Slogdet(Function):
         return glog.unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
 
 
-@writes_out
+@writes_out(dtype="same")
 def slogdet(A, *, out=None):
     """(sign, log|det|) of a square matrix: stable where det over- or underflows.
 
@@ -501,7 +501,7 @@ def solve(A, B, *, left=True, out=None):
             raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
                                f"({A.shape[-2]}x{n} and {B.shape[-1]}x1)")
         X = Solve.apply(A if left else A.mT, B.unsqueeze(-1)).squeeze(-1)
-        return _out(X, out)
+        return _out(X, out, "same")
     if B.ndim < 2:
         raise RuntimeError("linalg.solve: The input tensor B must have at least 1 dimension.")
     k = B.shape[-2] if left else B.shape[-1]
@@ -509,8 +509,8 @@ def solve(A, B, *, left=True, out=None):
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{n} and {B.shape[-2]}x{B.shape[-1]})")
     if left:
-        return _out(Solve.apply(A, B), out)
-    return _out(Solve.apply(A.mT, B.mT).mT, out)
+        return _out(Solve.apply(A, B), out, "same")
+    return _out(Solve.apply(A.mT, B.mT).mT, out, "same")
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
@@ -529,8 +529,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if unitriangular:
         T = T - T.diagonal(0, -2, -1).diag_embed() + _eye_like(A)
     if left:
-        return _out(Solve.apply(T, B), out)
-    return _out(Solve.apply(T.mT, B.mT).mT, out)
+        return _out(Solve.apply(T, B), out, "same")
+    return _out(Solve.apply(T.mT, B.mT).mT, out, "same")
 
 
 # --- factorizations ---------------------------------------------------------------------------------
@@ -571,7 +571,7 @@ def linalg_cholesky(A, *, upper=False, out=None):
 
     _check_matrix(A, "linalg.cholesky")
     L = Cholesky.apply(A)
-    return _out(_mH(L) if upper else L, out)
+    return _out(_mH(L) if upper else L, out, "same")
 
 
 class QRSquare(Function):
@@ -601,7 +601,7 @@ class QRSquare(Function):
         return _mH(Solve.apply(R, _mH(gA))), None
 
 
-@writes_out
+@writes_out(dtype="same")
 def linalg_qr(A, mode="reduced", *, out=None):
     """A = Q @ R with Q orthonormal columns and R upper triangular; mode 'reduced', 'complete' or 'r'.
 
@@ -677,7 +677,7 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
     return U @ gA @ Vh
 
 
-@writes_out
+@writes_out(dtype="same")
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U @ diag(S) @ Vh, singular values descending (a named tuple U, S, Vh).
 
@@ -697,7 +697,7 @@ def svdvals(A, *, driver=None, out=None):
         A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.svdvals", square=False)
-    return _out(SVD.apply(A, False)[1], out)
+    return _out(SVD.apply(A, False)[1], out, "same")
 
 
 class Eigh(Function):
@@ -727,7 +727,7 @@ def _uplo(UPLO, op):
     return UPLO
 
 
-@writes_out
+@writes_out(dtype="same")
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of a Hermitian matrix (its UPLO triangle is read).
 
@@ -747,7 +747,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
         A, = _autocast_cast("linalg", A)
 
     _check_matrix(A, "linalg.eigvalsh")
-    return _out(Eigh.apply(A, _uplo(UPLO, "linalg.eigvalsh"))[0], out)
+    return _out(Eigh.apply(A, _uplo(UPLO, "linalg.eigvalsh"))[0], out, "same")
 
 
 def _complex_np(npd):
@@ -781,7 +781,7 @@ class Eig(Function):
         return gA.real if ctx.real_input else gA
 
 
-@writes_out
+@writes_out(dtype="same")
 def eig(A, *, out=None):
     """Complex eigenvalues and eigenvectors (unit columns) of a general square matrix, with PyTorch's
     gradient (defined when the loss does not depend on the eigenvectors' phases).
@@ -796,7 +796,7 @@ def eig(A, *, out=None):
     return EigResult(*Eig.apply(A))
 
 
-@writes_out
+@writes_out(dtype="same")
 def eigvals(A, *, out=None):
     """Complex eigenvalues of a general square matrix.  >>> wb.linalg.eigvals(wb.eye(2)).real  ->  tensor([1., 1.])"""
     if _AUTOCAST[0]:
@@ -869,7 +869,7 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
-@writes_out
+@writes_out(dtype="same")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The number of singular values above max(atol, rtol * s_max).  >>> wb.linalg.matrix_rank(wb.eye(3))  ->  tensor(3)"""
     if _AUTOCAST[0]:
@@ -934,7 +934,7 @@ def matrix_power(A, n, *, out=None):
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
     n = int(n)
     if n == 0:
-        return _out(_eye_like(A).expand(*A.shape).clone() + A * 0, out)
+        return _out(_eye_like(A).expand(*A.shape).clone() + A * 0, out, "same")
     base = inv(A) if n < 0 else A
     n = abs(n)
     result = None
@@ -944,7 +944,7 @@ def matrix_power(A, n, *, out=None):
         n >>= 1
         if n:
             base = base @ base
-    return _out(result, out)
+    return _out(result, out, "same")
 
 
 def multi_dot(tensors, *, out=None):
@@ -977,7 +977,7 @@ def multi_dot(tensors, *, out=None):
         r = r.squeeze(0)
     if last_vec:
         r = r.squeeze(-1)
-    return _out(r, out)
+    return _out(r, out, "same")
 
 
 class VectorNorm(Function):
@@ -1064,7 +1064,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if ord < 0 and x.numel() == 0:
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
                            "operation does not have an identity")
-    return _out(VectorNorm.apply(x, ord, dims, bool(keepdim)), out)
+    return _out(VectorNorm.apply(x, ord, dims, bool(keepdim)), out, "same")
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
@@ -1086,14 +1086,14 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
     if ord == "fro":
-        return _out(vector_norm(A, 2, (d0, d1), keepdim), out)
+        return _out(vector_norm(A, 2, (d0, d1), keepdim), out, "same")
     if ord in ("nuc", 2, -2):
         M = A.movedim((d0, d1), (-2, -1))
         S = svdvals(M)
         r = S.sum(-1) if ord == "nuc" else vector_norm(S, float("inf") if ord == 2 else float("-inf"), -1)
         if keepdim:
             r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
-        return _out(r, out)
+        return _out(r, out, "same")
     if ord in (1, -1, float("inf"), float("-inf")):
         big = ord in (1, float("inf"))
         sum_dim, max_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
@@ -1101,7 +1101,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         r = vector_norm(s, float("inf") if big else float("-inf"), max_dim, keepdim=True)
         if not keepdim:
             r = r.squeeze((d0, d1))
-        return _out(r, out)
+        return _out(r, out, "same")
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported (use 'fro', 'nuc', inf, -inf, 1, -1, 2, -2)")
 
 
@@ -1151,11 +1151,11 @@ def cond(A, p=None, *, out=None):
     if p in (None, 2, -2):
         S = svdvals(A)
         r = S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
-        return _out(r, out)
+        return _out(r, out, "same")
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    return _out(matrix_norm(A, p) * matrix_norm(inv(A), p), out)
+    return _out(matrix_norm(A, p) * matrix_norm(inv(A), p), out, "same")
 
 
 class VecDot(Function):
@@ -1191,9 +1191,9 @@ def vecdot(x, y, *, dim=-1, out=None):
         x, y = _autocast_cast("vecdot", x, y)
     dx, dy = x._data, y._data
     if dx.shape == dy.shape and dx.dtype == dy.dtype and dx.dtype.kind == "f" and dx.itemsize >= 4 and dx.ndim:
-        return _out(VecDot.apply(x, None if y is x else y, wrap_dim(dim, dx.ndim)), out)
+        return _out(VecDot.apply(x, None if y is x else y, wrap_dim(dim, dx.ndim)), out, "same")
     xx = x.conj() if x.is_complex() else x
-    return _out((xx * y).sum(dim), out)
+    return _out((xx * y).sum(dim), out, "same")
 
 
 def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
@@ -1254,7 +1254,7 @@ CholeskyExResult = _named("cholesky_ex", ["L", "info"])
 SolveExResult = _named("solve_ex", ["result", "info"])
 
 
-@writes_out
+@writes_out(dtype="same")
 def inv_ex(A, *, check_errors=False, out=None):
     """inv with an ``info`` tensor (non-zero for singular matrices, whose result is NaN) instead of an error.
 
@@ -1268,7 +1268,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     return InvExResult(*_with_info(A, Inv.apply, _singular_info, check_errors))
 
 
-@writes_out
+@writes_out(dtype="same")
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """cholesky with an ``info`` tensor (the order of the failing minor, 0 on success) instead of an error.
 
@@ -1283,7 +1283,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return CholeskyExResult(_mH(L) if upper else L, info)
 
 
-@writes_out
+@writes_out(dtype="same")
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """solve with an ``info`` tensor (non-zero for singular A, whose result is NaN) instead of an error.
 
@@ -1335,7 +1335,7 @@ def tensorinv(A, ind=2, *, out=None):
     if p != q:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {q} != {p}")
-    return _out(inv(A.reshape(p, q)).reshape(hi + lo), out)
+    return _out(inv(A.reshape(p, q)).reshape(hi + lo), out, "same")
 
 
 def tensorsolve(A, B, dims=None, *, out=None):
@@ -1360,7 +1360,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {m} != {n} (A {list(A.shape)}, B "
                            f"{list(B.shape)})")
-    return _out(solve(A.reshape(n, m), B.reshape(n)).reshape(rest), out)
+    return _out(solve(A.reshape(n, m), B.reshape(n)).reshape(rest), out, "same")
 
 
 def _powers(x, N):
@@ -1440,7 +1440,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
         B, L = _autocast_cast("linalg", B, L)
 
     Lo = _mH(L) if upper else L
-    return _out(Solve.apply(_mH(Lo), Solve.apply(Lo, B)), out)
+    return _out(Solve.apply(_mH(Lo), Solve.apply(Lo, B)), out, "same")
 
 
 def cholesky_inverse(L, upper=False, *, out=None):
@@ -1455,7 +1455,7 @@ def cholesky_inverse(L, upper=False, *, out=None):
         L, = _autocast_cast("linalg", L)
 
     Lo = _mH(L) if upper else L
-    return _out(inv(Lo @ _mH(Lo)), out)
+    return _out(inv(Lo @ _mH(Lo)), out, "same")
 
 
 def chain_matmul(*matrices, out=None):
@@ -1554,7 +1554,7 @@ LUResult = _named("lu", ["P", "L", "U"])
 LUFactorResult = _named("lu_factor", ["LU", "pivots"])
 
 
-@writes_out
+@writes_out(dtype="same")
 def linalg_lu(A, *, pivot=True, out=None):
     """A = P @ L @ U with partial pivoting: P a permutation, L unit lower and U upper trapezoidal.
 
@@ -1584,7 +1584,7 @@ def linalg_lu(A, *, pivot=True, out=None):
     return LUResult(P, cat([L1, L2], -2), U)
 
 
-@writes_out
+@writes_out(dtype="same")
 def lu_factor(A, *, pivot=True, out=None):
     """The LU factors packed in one matrix (L's unit diagonal implied), and 1-based pivots (int32).
 
@@ -1612,7 +1612,7 @@ def _lu_info(LU):
     return Tensor._make(xp.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype("int32"))
 
 
-@writes_out
+@writes_out(dtype="same")
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """lu_factor with an ``info`` tensor: the first zero pivot (1-based) of a singular matrix, else 0.
 
@@ -1641,7 +1641,7 @@ def _pivots_to_perm(xp, piv, m):
     return perm.reshape(batch + (m,))
 
 
-@writes_out
+@writes_out(dtype="same")
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) from lu_factor's packed factors and pivots.
 
@@ -1682,13 +1682,13 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
         raise RuntimeError(f"linalg.lu_solve: Expected LU to be batches of square matrices, got shape "
                            f"{list(LU.shape)}")
     if not left:  # X A = B  <=>  A^H X^H = B^H
-        return _out(_mH(linalg_lu_solve(LU, pivots, _mH(B), adjoint=not adjoint)), out)
+        return _out(_mH(linalg_lu_solve(LU, pivots, _mH(B), adjoint=not adjoint)), out, "same")
     P, L, U = lu_unpack(LU, pivots)
     if adjoint:  # A^H = U^H L^H P^T
         X = P @ solve_triangular(_mH(L), solve_triangular(_mH(U), B, upper=False), upper=True, unitriangular=True)
     else:
         X = solve_triangular(U, solve_triangular(L, _mH(P) @ B, upper=False, unitriangular=True), upper=True)
-    return _out(X, out)
+    return _out(X, out, "same")
 
 
 # --- the legacy top-level spellings --------------------------------------------------------------
@@ -1699,7 +1699,7 @@ def inverse(input, *, out=None):
     return inv(input, out=out)
 
 
-@writes_out
+@writes_out(dtype="same")
 def svd(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: (U, S, V) with V (not V^H); reduced when some=True.  >>> wb.svd(wb.eye(2)).S  ->  tensor([1., 1.])"""
     if _AUTOCAST[0]:
@@ -1713,7 +1713,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     return TorchSVDResult(U, S, _mH(Vh))
 
 
-@writes_out
+@writes_out(dtype="same")
 def qr(input, some=True, *, out=None):
     """torch.qr (deprecated in PyTorch): reduced QR when some=True, complete otherwise.  >>> wb.qr(wb.eye(2)).R  ->  tensor([[1., 0.], [0., 1.]])"""
     if _AUTOCAST[0]:
@@ -1737,7 +1737,7 @@ def cholesky(input, upper=False, *, out=None):
 TriangularSolveResult = _named("triangular_solve", ["solution", "cloned_coefficient"])
 
 
-@writes_out
+@writes_out(dtype="same")
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """Solve A X = b with triangular A (deprecated in PyTorch: use linalg.solve_triangular).
 
@@ -1781,7 +1781,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
     warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
                   "removed in a future PyTorch release.", UserWarning, stacklevel=2)
     LU, piv = lu_factor(A, pivot=pivot)
-    return _outs((LU, piv, _lu_info(LU)) if get_infos else (LU, piv), out)
+    return _outs((LU, piv, _lu_info(LU)) if get_infos else (LU, piv), out, "same")
 
 
 __all__ = ["einsum", "tensordot", "kron", "cross", "det", "logdet", "slogdet", "inverse", "pinverse",

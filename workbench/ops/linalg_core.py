@@ -66,7 +66,7 @@ def matmul(input, other, *, out=None):
     """
     if _AUTOCAST[0]:
         input, other = _autocast_cast("matmul", input, other)
-    return _out(Matmul.apply(input, other), out)
+    return _out(Matmul.apply(input, other), out, "same")
 
 
 def mm(input, mat2, *, out=None):
@@ -115,7 +115,7 @@ def mv(input, vec, *, out=None):
     if input.shape[1] != vec.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({input.shape[0]}x{input.shape[1]}), "
                            f"vec ({vec.shape[0]})")
-    return _out(Matmul.apply(input, vec), out)  # its own kernel: not lowered by CPU autocast, as PyTorch's mv
+    return _out(Matmul.apply(input, vec), out, "same")  # its own kernel: not lowered by CPU autocast, as PyTorch's mv
 
 
 def dot(input, tensor, *, out=None):
@@ -131,7 +131,7 @@ def dot(input, tensor, *, out=None):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
                            f"[{tensor.shape[0]}] to have the same number of elements, but got {input.shape[0]} and "
                            f"{tensor.shape[0]} elements respectively")
-    return _out(Matmul.apply(input, tensor), out)  # its own kernel: not lowered by CPU autocast, as PyTorch's dot
+    return _out(Matmul.apply(input, tensor), out, "same")  # its own kernel: not lowered by CPU autocast, as PyTorch's dot
 
 
 def vdot(input, other, *, out=None):

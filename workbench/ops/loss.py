@@ -176,9 +176,15 @@ def _check_class_targets(op, input, target):
     """Raises unless target holds class indices of the shape input's logits need."""
     shape = input._data.shape  # raw tuples: this runs on every loss call
     want = shape[:1] + shape[2:] if len(shape) > 1 else ()
-    if target._data.shape != want:
-        raise RuntimeError(f"{op}: expected target of shape {list(want)} for input of shape {list(shape)}, "
-                           f"got {list(target.shape)}")
+    if target._data.shape != want:  # PyTorch's words, and its ValueError for the batch size
+        ts = target._data.shape
+        if len(shape) == 1:
+            if target.numel() == 1:  # PyTorch takes a target of shape [1] here too; workbench a 0-d one only
+                raise RuntimeError(f"{op}: a 1-D input takes a 0-d target (class index), got shape {list(ts)}")
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.numel()}")
+        if not ts or ts[0] != shape[0]:
+            raise ValueError(f"Expected input batch_size ({shape[0]}) to match target batch_size ({ts[0] if ts else 0}).")
+        raise RuntimeError(f"Expected target size {list(want)}, got {list(ts)}")
     if target.dtype.is_floating_point:
         raise RuntimeError(f"{op}: expected target of dtype int64 (class indices), got {target.dtype}; for class "
                            "probabilities pass a floating target of the input's shape")
@@ -976,7 +982,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     check_no_requires_grad("soft_margin_loss", target=target)
-    return _reduce(-_Logsigmoid.apply(target * input), reduction)
+    return _reduce(-_Logsigmoid.apply(input * target), reduction)
 
 
 @composite("multilabel_soft_margin_loss")
@@ -1017,6 +1023,12 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     check_no_requires_grad("multi_margin_loss", weight=weight)
     x = input if input.ndim == 2 else input.reshape(1, -1)
     n, c = x.shape
+    if target.numel() != n or target.ndim > 1:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{n}], but got {list(target.shape)}. Input has "
+                           f"shape {list(input.shape)}.")
+    if weight is not None and (weight.ndim != 1 or weight.numel() != c):
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
     xp = _xp(input)
     t = target._data.reshape(-1)
     picked = TakeRows.apply(x.reshape(-1), xp.arange(n) * c + t, True).unsqueeze(1)
@@ -1070,6 +1082,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         input, = _autocast_cast("multilabel_margin_loss", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
     x = input if input.ndim == 2 else input.reshape(1, -1)
     t = target._data.reshape(x.shape)
     xp = _xp(input)
@@ -1118,6 +1132,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
         off = offsets._data.astype("int64")
+        if off.size and int(off[0]) != 0:
+            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                               f"position 0. However, got {int(off[0])}")
         if include_last_offset:
             off = off[:-1]
         b = off.shape[0]
@@ -1125,6 +1142,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         bag_of = xp.searchsorted(off, xp.arange(idx.shape[0]), side="right") - 1
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must "
+                         f"have the same shape as the input ({input.shape})")
     emb = embedding(Tensor._make(flat), weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
     keep = xp.ones(flat.shape, dtype=weight._data.dtype)
     if padding_idx is not None:
@@ -1291,6 +1311,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError(f"ctc_loss: Expected input_lengths to have values in [1, {t_max}]")
     tg = targets._data.astype("int64") if isinstance(targets, Tensor) else xp.asarray(targets).astype("int64")
     s_max = int(tgt_len.max()) if n else 0
+    want = n if tg.ndim == 2 else int(tgt_len.sum()) if tg.ndim == 1 else None  # 1-D: the concatenated targets
+    if want is not None and tg.shape[0] != want:
+        raise RuntimeError(f"Expected tensor to have size {want} at dimension 0, but got size {tg.shape[0]} for "
+                           "argument #2 'targets' (while checking arguments for ctc_loss_cpu)")
     lab = xp.zeros((n, s_max), dtype="int64")
     if tg.ndim == 2 or (not batched and tg.ndim == 1 and n == 1 and tg.shape[0] >= s_max):
         tg2 = tg.reshape(n, -1) if tg.ndim == 2 else tg[None]

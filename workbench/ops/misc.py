@@ -2,7 +2,7 @@
 from ..autograd.function import Function
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, cast, dtype_error, result_dtype, result_dtype_n
+from ._util import _out, cast, check_operands, dtype_error, result_dtype, result_dtype_n
 
 
 # --- fused updates -------------------------------------------------------------------------------
@@ -49,6 +49,7 @@ def lerp(input, end, weight, *, out=None):
     >>> wb.lerp(wb.tensor([0.0, 10.0]), wb.tensor([10.0, 20.0]), 0.5)
     tensor([ 5., 15.])
     """
+    check_operands("lerp", ("input", "end", "weight"), (input, end, weight), ("weight",))
     return _out(Lerp.apply(input, end, weight), out)
 
 

@@ -5,7 +5,7 @@
 tensor(5.)
 """
 from .linalg import vector_norm
-from ._util import _out, wrap_dim
+from ._util import _out, check_operands, wrap_dim
 
 
 def dist(input, other, p=2):
@@ -15,6 +15,7 @@ def dist(input, other, p=2):
     >>> wb.dist(wb.tensor([1.0, 2.0]), wb.tensor([1.0, 5.0]), p=1)
     tensor(3.)
     """
+    check_operands("dist", ("input", "other"), (input, other))
     return vector_norm(input - other, ord=p)
 
 
@@ -35,7 +36,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     norms = vector_norm(input, ord=p, dim=others, keepdim=True) if others else input.abs()
     # PyTorch's factor: maxnorm / (norm + 1e-7) where the norm is too large, else 1
     factor = (maxnorm / (norms + 1e-7)).where(norms > maxnorm, norms.new_ones(()))
-    return _out(input * factor, out)
+    return _out(input * factor, out, "same")
 
 
 __all__ = ["dist", "renorm"]

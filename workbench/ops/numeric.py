@@ -10,10 +10,11 @@ import math
 
 from .. import _backend
 from .._backend import dtypes as _dt
+from .._broadcast import broadcasting
 from .._core import Tensor
 from ..autograd.function import Function
 from ..creation import zeros_like
-from ._util import _out, _outs, cast, dtype_error, float_np, no_derivative, result_dtype
+from ._util import _out, _outs, cast, check_operands, dtype_error, float_np, no_derivative, result_dtype
 from .reduce import return_type
 
 _LN2 = math.log(2.0)
@@ -21,9 +22,8 @@ _np = _backend.numpy
 
 
 def _integers(op, input, other):
+    check_operands(op, ("input", "other"), (input, other))
     for t in (input, other):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): argument 'other' must be Tensor, not {type(t).__name__}")
         if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype is _dt.bool_:
             raise NotImplementedError(f'"{op}_cpu" not implemented for \'{t.dtype}\': {op} takes integer tensors; '
                                       "convert them first, e.g. x.long()")
@@ -31,18 +31,21 @@ def _integers(op, input, other):
     return input._data.astype(dt.np, copy=False), other._data.astype(dt.np, copy=False)
 
 
+@broadcasting
 def gcd(input, other, *, out=None):
     """Elementwise greatest common divisor of integer tensors (gcd(0, 0) = 0).  >>> wb.gcd(wb.tensor([4]), wb.tensor([6]))  ->  tensor([2])"""
     a, b = _integers("gcd", input, other)
     return _out(Tensor._make(_backend.xp_of(a).gcd(a, b)), out)
 
 
+@broadcasting
 def lcm(input, other, *, out=None):
     """Elementwise least common multiple of integer tensors.  >>> wb.lcm(wb.tensor([4]), wb.tensor([6]))  ->  tensor([12])"""
     a, b = _integers("lcm", input, other)
     return _out(Tensor._make(_backend.xp_of(a).lcm(a, b)), out)
 
 
+@broadcasting
 def heaviside(input, values, *, out=None):
     """The step function: 0 where input < 0, 1 where input > 0, ``values`` where input == 0 (no gradient).
 
@@ -50,12 +53,13 @@ def heaviside(input, values, *, out=None):
     >>> wb.heaviside(wb.tensor([-1.5, 0.0, 2.0]), wb.tensor([0.5]))
     tensor([0.0000, 0.5000, 1.0000])
     """
+    check_operands("heaviside", ("input", "values"), (input, values))
     if input.dtype is not values.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes ({input.dtype} and "
                            f"{values.dtype}); convert values with values.to(input.dtype)")
     xp = _backend.xp_of(input._data)
     y = Tensor._make(xp.heaviside(input._data, values._data).astype(input._data.dtype, copy=False))
-    return _out(no_derivative("heaviside", y, input, values), out)
+    return _out(no_derivative("heaviside", y, input, values), out, "same")
 
 
 def angle(input, *, out=None):
@@ -75,6 +79,7 @@ def angle(input, *, out=None):
 
 
 def _parts(op, a, b, first, second):
+    check_operands(op, (first, second), (a, b))
     if a.dtype not in (_dt.float16, _dt.float32, _dt.float64) or b.dtype not in (_dt.float16, _dt.float32, _dt.float64):
         raise RuntimeError(f"{op}(): expected both inputs to be Half, Float or Double tensors but got {a.dtype} and "
                            f"{b.dtype}")

@@ -207,6 +207,9 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_size):
     k, s, p, _ = _pool_args(op, input, nd, kernel_size, stride, 0)
     p = ntuple(padding, nd, "padding", op)
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
     batched = input.ndim == nd + 2
     x = input if batched else input.unsqueeze(0)
     idx = indices._data if batched else indices._data[None]

@@ -20,7 +20,7 @@ from ..creation import full
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, norm_dims, to_float, wrap_dim
+from ._util import _out, _outs, norm_dims, to_float, wrap_dim
 from .elementwise import isnan, maximum, minimum, where
 from .index import IndexBackward
 from .join import cat
@@ -361,6 +361,8 @@ class Cumsum(Function):
 
 def cumsum(input, dim, *, dtype=None, out=None):
     """Running sum along ``dim``.  >>> wb.cumsum(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 3, 6])"""
+    if dtype is None and out is not None:  # PyTorch's reductions compute in out's dtype
+        dtype = out.dtype
     if _AUTOCAST[0] and dtype is None:
         input, = _autocast_cast("cumsum", input)
     return _out(Cumsum.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
@@ -404,6 +406,8 @@ class Cumprod(Function):
 
 def cumprod(input, dim, *, dtype=None, out=None):
     """Running product along ``dim`` (gradient exact with zeros).  >>> wb.cumprod(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 2, 6])"""
+    if dtype is None and out is not None:  # in out's dtype, as cumsum
+        dtype = out.dtype
     if _AUTOCAST[0] and dtype is None:
         input, = _autocast_cast("cumprod", input)
     return _out(Cumprod.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
@@ -615,12 +619,12 @@ class Amin(_Extreme):
 
 def amax(input, dim=(), keepdim=False, *, out=None):
     """Maximum over ``dim`` (all dims by default); ties share the gradient.  >>> wb.amax(wb.tensor([[1, 5], [7, 2]]), 1)  ->  tensor([5, 7])"""
-    return _out(Amax.apply(input, _dims(input, dim, "amax"), keepdim), out)
+    return _out(Amax.apply(input, _dims(input, dim, "amax"), keepdim), out, "same")
 
 
 def amin(input, dim=(), keepdim=False, *, out=None):
     """Minimum over ``dim`` (all dims by default); ties share the gradient.  >>> wb.amin(wb.tensor([[1, 5], [7, 2]]), 1)  ->  tensor([1, 2])"""
-    return _out(Amin.apply(input, _dims(input, dim, "amin"), keepdim), out)
+    return _out(Amin.apply(input, _dims(input, dim, "amin"), keepdim), out, "same")
 
 
 class _Spread(Function):
@@ -672,10 +676,8 @@ def _max_min(name, cls, ext, binary):
                 raise TypeError(f"{name}() received an invalid combination of arguments: keepdim needs dim")
             return ext.apply(input)
         r = _pick(cls, name, input, dim, keepdim)
-        if out is not None:
-            _out(r.values, out[0])
-            _out(r.indices, out[1])
-            return getattr(return_types, name)(*out)
+        if out is not None:  # both checked before either is written; the values' dtype is the input's
+            return getattr(return_types, name)(*_outs(tuple(r), out, "same"))
         return r
 
     fn.__name__ = fn.__qualname__ = name
@@ -948,7 +950,7 @@ def _logical_reduce(name):
         r = xp.asarray(getattr(xp, name)(x, axis=dims, keepdims=keepdim))
         if x.dtype == _np.uint8:  # PyTorch keeps uint8 for uint8 inputs
             r = r.astype(_np.uint8)
-        return _out(Tensor._make(r), out)
+        return _out(Tensor._make(r), out, "same")  # a bool out only, as PyTorch
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Whether {'all' if name == 'all' else 'any'} elements (over ``dim``) are nonzero, a bool tensor.  "

@@ -25,7 +25,7 @@ from .._core import Tensor
 from ..autograd.function import Function
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, cast, dtype_error, result_dtype, to_float
+from ._util import _out, cast, check_operands, dtype_error, result_dtype, to_float
 
 _np = _backend.numpy
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -723,6 +723,7 @@ def gammainc(input, other, *, out=None):
     >>> wb.special.gammainc(wb.tensor([1.0]), wb.tensor([1.0]))
     tensor([0.6321])
     """
+    check_operands("special_gammainc", ("input", "other"), (input, other))
     return _out(Gammainc.apply(input, other), out)
 
 
@@ -733,6 +734,7 @@ def gammaincc(input, other, *, out=None):
     >>> wb.special.gammaincc(wb.tensor([1.0]), wb.tensor([1.0]))
     tensor([0.3679])
     """
+    check_operands("special_gammaincc", ("input", "other"), (input, other))
     return _out(Gammaincc.apply(input, other), out)
 
 

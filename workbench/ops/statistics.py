@@ -80,7 +80,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     tensor([[0.7500],
             [2.2500]])
     """
-    return _out(_quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False), out)
+    return _out(_quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False), out, "same")
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
@@ -90,7 +90,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
     >>> wb.nanquantile(wb.tensor([1., float("nan"), 3.]), 0.5)
     tensor(2.)
     """
-    return _out(_quantile("nanquantile", input, q, dim, keepdim, interpolation, ignore_nan=True), out)
+    return _out(_quantile("nanquantile", input, q, dim, keepdim, interpolation, ignore_nan=True), out, "same")
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):

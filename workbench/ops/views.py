@@ -6,6 +6,7 @@ every as_strided-style view is one storage-map primitive (``StorageMap``). Writi
 """
 from .. import _backend
 from .._backend import dtypes as _dt
+from .._broadcast import infer_size
 from .._core import Size, Tensor
 from ..autograd.function import Function, _NoGradCtx
 from ..autograd.grad_mode import STATE
@@ -593,20 +594,20 @@ moveaxis = movedim
 
 def broadcast_shapes(*shapes):
     """The shape all ``shapes`` broadcast to.  >>> wb.broadcast_shapes((2, 1), (3,))  ->  workbench.Size([2, 3])"""
-    out = []
-    for shp in shapes:
-        shp = (shp,) if isinstance(shp, int) else tuple(shp)
-        for i, s in enumerate(reversed(shp)):
+    common = [1] * max([1 if isinstance(s, int) else len(s) for s in shapes], default=0)
+    for k, given in enumerate(shapes):
+        shp = (given,) if isinstance(given, int) else tuple(given)
+        for i in range(-1, -1 - len(shp), -1):
+            s = shp[i]
             if s < 0:
                 raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shp)}")
-            if i >= len(out):
-                out.append(s)
-            elif out[i] == 1:
-                out[i] = s
-            elif s != 1 and s != out[i]:
-                raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape. "
-                                   f"Mismatch is between {list(shapes)}: size {s} vs {out[i]} at dim -{i + 1}")
-    return Size(reversed(out))
+            if s == common[i] or s == 1:
+                continue
+            if common[i] != 1:  # PyTorch's words (torch._refs._broadcast_shapes)
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {s} at {i}! Mismatching argument "
+                                   f"at index {k} had {given}; but expected shape should be broadcastable to {common}")
+            common[i] = s
+    return Size(common)
 
 
 def broadcast_tensors(*tensors):
@@ -618,7 +619,7 @@ def broadcast_tensors(*tensors):
     """
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
-    shape = tuple(broadcast_shapes(*[t.shape for t in tensors]))
+    shape = infer_size([t.shape for t in tensors])
     return tuple(t if tuple(t.shape) == shape else Expand.apply(t, shape) for t in tensors)
 
 

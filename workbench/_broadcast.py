@@ -1,0 +1,100 @@
+"""PyTorch's broadcasting rule and its errors.
+
+PyTorch broadcasts an op's operands in argument order (TensorIterator's ``compute_shape``: ``infer_size`` of
+the shape so far and the next operand), and raises a RuntimeError naming the first dimension, from the right,
+where two sizes differ and neither is 1. NumPy and CuPy raise a ValueError instead ("operands could not be
+broadcast together with shapes (2,3) (4,3)"), from inside whichever ufunc met the shapes. The ops leave the
+broadcasting to the array library (no shape check on the success path); where they enter, a failed
+broadcast is turned into PyTorch's error by ``broadcast_error``, only when it happens.
+
+>>> infer_size([(5, 2, 3), (4, 3)])
+Traceback (most recent call last):
+...
+RuntimeError: The size of tensor a (2) must match the size of tensor b (4) at non-singleton dimension 1
+"""
+import functools
+import re
+
+_SHAPE = re.compile(r"\(([\d,\s]*)\)")
+
+
+def _infer2(a, b):
+    n = max(len(a), len(b))
+    out = [1] * n
+    for i in range(n - 1, -1, -1):
+        off = n - 1 - i
+        sa = a[len(a) - 1 - off] if len(a) - 1 - off >= 0 else 1
+        sb = b[len(b) - 1 - off] if len(b) - 1 - off >= 0 else 1
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                               f"non-singleton dimension {i}")
+        out[i] = sb if sa == 1 else sa
+    return tuple(out)
+
+
+def infer_size(shapes):
+    """The shape ``shapes`` (tuples, in the op's argument order) broadcast to, or PyTorch's RuntimeError.
+
+    >>> infer_size([(2, 1), (3,)])
+    (2, 3)
+    """
+    out = ()
+    for s in shapes:
+        out = _infer2(out, tuple(s))
+    return out
+
+
+def _shapes_in(msg):
+    return [tuple(int(d) for d in g.replace(",", " ").split()) for g in _SHAPE.findall(msg)]
+
+
+def broadcast_error(exc, operands):
+    """PyTorch's RuntimeError for ``exc``, the ValueError the array library raised on operands that do not
+    broadcast (or on other shapes its kernel cannot take), or None when ``exc`` is about something else.
+
+    ``operands``: the op's arguments in PyTorch's order (tensors, arrays, numbers, anything: what has a shape
+    takes part). When they do broadcast, the shapes that failed were the op's own (an output, a step inside
+    it), read from the message: an output that is too small for the result gives PyTorch's in-place error.
+
+    >>> import numpy as np
+    >>> try:
+    ...     np.ones((2, 3)) + np.ones((4, 3))
+    ... except ValueError as e:
+    ...     print(broadcast_error(e, (np.ones((2, 3)), np.ones((4, 3)))))
+    The size of tensor a (2) must match the size of tensor b (4) at non-singleton dimension 0
+    """
+    msg = str(exc)
+    if "broadcast" not in msg:
+        # NumPy's other shape errors inside a kernel (a gufunc's core dimensions, a reshape): PyTorch's type
+        return RuntimeError(msg) if "core dimension" in msg or msg.startswith("cannot reshape array") else None
+    try:
+        infer_size([a.shape for a in operands if hasattr(a, "shape")])
+    except RuntimeError as e:
+        return e
+    found = _shapes_in(msg)
+    if len(found) == 2 and ("output operand" in msg or "input array from" in msg):
+        out, shape = found if "output operand" in msg else found[::-1]
+        return RuntimeError(f"output with shape {list(out)} doesn't match the broadcast shape {list(shape)}")
+    try:
+        infer_size(found)
+    except RuntimeError as e:
+        return e
+    return RuntimeError(msg)
+
+
+def broadcasting(fn):
+    """Decorate a public op that computes on its operands' arrays itself (no primitive's ``apply`` around it,
+    which translates the error for every other op): NumPy's broadcasting error becomes PyTorch's, operands in
+    the op's argument order."""
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as e:
+            err = broadcast_error(e, args)
+            if err is None:
+                raise
+            raise err from None
+
+    return op
