@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { scopeKey } from "../src/core/graph-model";
 import { Stepper } from "../src/core/stepper";
+import type { StepRecord, TapeNode } from "../src/core/types";
 import { fixture } from "./fixtures";
 import { item, key, mount } from "./helpers";
 
@@ -18,6 +20,19 @@ describe("Stepper", () => {
     for (let i = 0; i < 5; i++) s.step();
     expect(s.step()).toMatchObject({ position: 7, pausedReason: "end" });
     expect(s.step()).toMatchObject({ position: 7, pausedReason: "end" });
+  });
+
+  it("steps over one call of a module, not into its next call", () => {
+    // backward through two calls of "cell" (ids 7 then 3), each with two ops, then the loss's input
+    const node = (id: string, calls: number[] | undefined) => ({ id, scope: calls ? "cell" : "", calls } as unknown as TapeNode);
+    const nodes = new Map([node("b2", [7]), node("a2", [7]), node("b1", [3]), node("a1", [3]), node("x", undefined)].map((n) => [n.id, n]));
+    const steps = ["b2", "a2", "b1", "a1", "x"].map((id, index) => ({ index, node: id, grad_outputs: [], grad_inputs: [], leaves: [] }) as unknown as StepRecord);
+    const s = new Stepper(steps, (id) => scopeKey(nodes.get(id)!));
+    s.step();
+    expect(s.stepOver().position).toBe(2);  // the rest of call 7 only
+    // call 7 is done: the next step (into call 3) runs, and nothing after it (by the path alone, all of call 3 would)
+    expect(s.stepOver().position).toBe(3);
+    expect(s.stepOver().position).toBe(4);  // inside call 3: the rest of it
   });
 
   it("steps over a whole module scope at once", () => {
