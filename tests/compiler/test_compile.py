@@ -601,17 +601,14 @@ SGD_CHANGES = {
 }
 
 
-@pytest.mark.parametrize("kw", [{"momentum": 0.9}, {"momentum": 0.9, "nesterov": True},
-                                {"momentum": 0.9, "dampening": 0.2}, {}, {"momentum": 0.9, "weight_decay": 1e-2}],
-                         ids=["momentum", "nesterov", "dampening", "plain", "weight-decay"])
-@pytest.mark.parametrize("change", sorted(SGD_CHANGES))
-def test_replayed_sgd_step_plan_matches_eager_through_changes(change, kw):
-    # the replay's optimizer.step() runs SGD's plan (its steady-state path, resolved once); whatever changes
-    # between calls (hyper-parameters, hooks, a parameter's array, the state) makes it fall back to step()
+def _eager_vs_replayed_plan(make_opt, change):
+    """Eight training steps, eager and compiled, on twin models with ``change(model, optimizer, k)`` applied
+    to both before step k: outputs, parameters, grads, optimizer state, step counts and hook hits must be
+    the same bits. Returns the compiled step."""
     wb.manual_seed(0)
     m1 = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))  # large enough for the fused loops
     m2 = copy.deepcopy(m1)
-    o1, o2 = wb.optim.SGD(m1.parameters(), lr=0.1, **kw), wb.optim.SGD(m2.parameters(), lr=0.1, **kw)
+    o1, o2 = make_opt(m1.parameters()), make_opt(m2.parameters())
     for m in (m1, m2):
         m.hits = []
 
@@ -627,11 +624,22 @@ def test_replayed_sgd_step_plan_matches_eager_through_changes(change, kw):
     eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
     x = _input((16, 64))
     for k in range(8):
-        SGD_CHANGES[change](m1, o1, k)
-        SGD_CHANGES[change](m2, o2, k)
+        change(m1, o1, k)
+        change(m2, o2, k)
         assert _bits(eager(x)) == _bits(compiled(x))
         assert _state(m1, o1) == _state(m2, o2), k
         assert o1._step_count == o2._step_count and m1.hits == m2.hits
+    return compiled
+
+
+@pytest.mark.parametrize("kw", [{"momentum": 0.9}, {"momentum": 0.9, "nesterov": True},
+                                {"momentum": 0.9, "dampening": 0.2}, {}, {"momentum": 0.9, "weight_decay": 1e-2}],
+                         ids=["momentum", "nesterov", "dampening", "plain", "weight-decay"])
+@pytest.mark.parametrize("change", sorted(SGD_CHANGES))
+def test_replayed_sgd_step_plan_matches_eager_through_changes(change, kw):
+    # the replay's optimizer.step() runs SGD's plan (its steady-state path, resolved once); whatever changes
+    # between calls (hyper-parameters, hooks, a parameter's array, the state) makes it fall back to step()
+    compiled = _eager_vs_replayed_plan(lambda ps: wb.optim.SGD(ps, lr=0.1, **kw), SGD_CHANGES[change])
     assert wb.compiler.explain(compiled).replays >= 6
     planned = [s.plan is not None for s in _planned_steps(compiled)]  # newest program first
     if "weight_decay" in kw or change == "step-hook":  # step() takes paths the plan does not cover
@@ -720,30 +728,7 @@ del ADAM_CHANGES["momentum"]
                          ids=["adam", "amsgrad", "adamw", "adam-l2"])
 @pytest.mark.parametrize("change", sorted(ADAM_CHANGES))
 def test_replayed_adam_step_plan_matches_eager_through_changes(change, opt_cls, kw):
-    wb.manual_seed(0)
-    m1 = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))
-    m2 = copy.deepcopy(m1)
-    o1, o2 = opt_cls(m1.parameters(), lr=1e-2, **kw), opt_cls(m2.parameters(), lr=1e-2, **kw)
-    for m in (m1, m2):
-        m.hits = []
-
-    def make(m, o):
-        def step(x):
-            o.zero_grad()
-            loss = m(x).square().mean()
-            loss.backward()
-            o.step()
-            return loss
-        return step
-
-    eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
-    x = _input((16, 64))
-    for k in range(8):
-        ADAM_CHANGES[change](m1, o1, k)
-        ADAM_CHANGES[change](m2, o2, k)
-        assert _bits(eager(x)) == _bits(compiled(x))
-        assert _state(m1, o1) == _state(m2, o2), k
-        assert o1._step_count == o2._step_count and m1.hits == m2.hits
+    compiled = _eager_vs_replayed_plan(lambda ps: opt_cls(ps, lr=1e-2, **kw), ADAM_CHANGES[change])
     planned = [s.plan is not None for s in _planned_steps(compiled)]
     if kw.get("weight_decay") and opt_cls is wb.optim.Adam or change in ("step-hook", "step_count"):
         # L2 decay and a hook take paths the plan does not cover; so do step counts that differ (from then on)

@@ -7,6 +7,18 @@ from .optimizer import (Optimizer, _check_args, _flat_group, _FlatPlan, _params_
                          _scratch, _zeros_like)
 
 
+def _advance(steps, params, lr, beta1, beta2, wd, decoupled):
+    """One step of a flat group's shared count (``steps``: its parameters' step arrays, all equal) and
+    AdamW's decoupled decay; returns the step size and sqrt of the second bias correction."""
+    for s in steps:
+        s += 1
+    step = float(steps[0])
+    if wd != 0 and decoupled:
+        for p in params:
+            p._data *= 1 - lr * wd
+    return lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5
+
+
 class Adam(Optimizer):
     """Adam: m, v running moments of g and g**2; p -= lr * m_hat / (sqrt(v_hat) + eps).
 
@@ -107,8 +119,7 @@ class Adam(Optimizer):
         param_groups, n_groups = self.param_groups, len(self.param_groups)
 
         def plan():
-            if (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks or not _fused.ENABLED[0]
-                    or self.param_groups is not param_groups or len(param_groups) != n_groups):
+            if not self._plan_holds(param_groups, n_groups):
                 return False
             todo = []
             for group, hyper, fp, steps, consts, entries in groups:  # check everything before changing anything
@@ -119,14 +130,7 @@ class Adam(Optimizer):
                     return False
                 todo.append((float(group["lr"]), hyper, fp, steps, consts, entries, gs))
             for lr, ((beta1, beta2), _eps, wd, _ams, decoupled, _mx), fp, steps, consts, entries, gs in todo:
-                for s in steps:
-                    s += 1
-                step = float(steps[0])
-                step_size = lr / (1 - beta1 ** step)
-                bc2_sqrt = (1 - beta2 ** step) ** 0.5
-                if wd != 0 and decoupled:
-                    for p in fp.params:
-                        p._data *= 1 - lr * wd
+                step_size, bc2_sqrt = _advance(steps, fp.params, lr, beta1, beta2, wd, decoupled)
                 w, hi, b2, c2, deps, amsgrad = consts
                 dt = fp.dtype.type
                 bc2, alpha = dt(bc2_sqrt), dt(-step_size)
@@ -150,14 +154,7 @@ class Adam(Optimizer):
         if any(s != steps[0] for s in steps[1:]):
             return False
         xp = _backend.xp_of(f.grad)
-        for s in steps:
-            s += 1
-        step = float(steps[0])
-        step_size = lr / (1 - beta1 ** step)
-        bc2_sqrt = (1 - beta2 ** step) ** 0.5
-        if wd != 0 and decoupled:
-            for p in f.params:
-                p._data *= 1 - lr * wd
+        step_size, bc2_sqrt = _advance(steps, f.params, lr, beta1, beta2, wd, decoupled)
         if _fused.usable(f.grad) and not maximize and (wd == 0 or decoupled):  # the loops serve the group
             # each parameter in one pass of the compiled loop on its own gradient (no gather, no write-back)
             mxs = f.views["max_exp_avg_sq"] if amsgrad else [None] * len(f.params)

@@ -182,6 +182,11 @@ class Optimizer:
         override this, the others keep the plain ``step()``."""
         return None
 
+    def _plan_holds(self, param_groups, n_groups):
+        """What every plan checks first: no step hooks, the loops on, and the same list of groups as planned."""
+        return not (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks or not _fused.ENABLED[0]
+                    or self.param_groups is not param_groups or len(param_groups) != n_groups)
+
     def _closure(self, closure):
         if closure is None:
             return None

@@ -98,8 +98,7 @@ class SGD(Optimizer):
         param_groups, n_groups = self.param_groups, len(self.param_groups)
 
         def plan():
-            if (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks or not _fused.ENABLED[0]
-                    or self.param_groups is not param_groups or len(param_groups) != n_groups):
+            if not self._plan_holds(param_groups, n_groups):
                 return False
             todo = []
             for group, hyper, params, flat, entries in groups:  # check everything before changing anything
