@@ -20,10 +20,11 @@ pytestmark = pytest.mark.skipif(fused._numba() is None or not fused.ENABLED[0]
                                 reason="numba is not installed, WORKBENCH_NUMBA=0, or OpenBLAS's kernels here were "
                                        "not measured (the product stays as written)")
 
-# (rows, in, out): the digits MLP's hidden layer, a thin batch against a wide layer, odd sizes, in > 384
+# (rows, in, out): the digits MLP's two hidden layers, a thin batch against a wide layer, odd sizes, in > 384
 # (OpenBLAS splits such sums into blocks), and shapes the rule leaves as written
-TAKEN = [(64, 256, 256), (8, 64, 512), (33, 130, 257), (16, 520, 300)]
-LEFT = [(64, 64, 256), (128, 256, 512), (64, 256, 128), (1, 1, 256)]
+TAKEN = [(64, 256, 256), (64, 64, 256), (8, 64, 512), (33, 130, 257), (16, 520, 300), (128, 256, 512),
+         (64, 256, 128)]
+LEFT = [(64, 32, 256), (4, 64, 256), (8, 8, 128), (256, 256, 512), (64, 256, 64), (1, 1, 256)]
 
 
 @pytest.fixture

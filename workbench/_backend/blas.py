@@ -109,11 +109,14 @@ def transposed_product_pays(m, n, k):
 
     OpenBLAS packs the operand that spans the output's rows transposed: for ``x @ w.T`` that is the weight, for
     ``w @ x.T`` the (smaller) batch. Measured with one thread on its SkylakeX kernels (NumPy's wheels on an
-    AMD EPYC Zen 4): the digits MLP's 64 x 256 by 256 x 256 product takes 112 us as written and 92 us
-    transposed, 102-106 with the move back and the bias. The transposed form pays for a batch of at most 64 rows
-    against 4x as many and at least 256 outputs, over at least 2x as many inputs; below that the move back
-    costs more than the packing saves, and from 128 rows on the two orientations run alike. There, in float32,
-    both give the same bits (400 random shapes in the rule, and tests/ops/test_linear_layout.py); in float64
-    the edge kernels sum differently (1 ulp), so float64 keeps the product as written, as do other kernels
-    (not measured)."""
-    return m <= 64 and n >= 256 and n >= 4 * m and k >= 2 * m and core() in TRANSPOSED_PRODUCT_CORES
+    AMD EPYC Zen 4), with the bias added, as written / transposed and moved back: the digits MLP's layers
+    64 x 64 by 64 x 256 33.6 / 30.9 us and 64 x 256 by 256 x 256 112 / 97 us; 8 x 64 by 64 x 256 0.77x, 64 x 256 by
+    256 x 128 0.82x, 128 x 256 by 256 x 256 0.95x. The transposed form pays for a batch of 8 to 128 rows against at
+    least 2x as many (and 128) outputs, over at least as many inputs as rows, from 2**17 multiply-adds; a
+    narrower sum (64 x 32 by 32 x 256) runs alike, and for fewer rows or fewer multiply-adds the move back costs
+    more than the packing saves (4 x 64 by 64 x 256: 1.05x, 8 x 8 by 8 x 128: 1.17x). There, in float32, both give
+    the same bits (400 random shapes in the rule, and tests/ops/test_linear_layout.py); in float64 the edge
+    kernels sum differently (1 ulp), so float64 keeps the product as written, as do other kernels (not
+    measured)."""
+    return (8 <= m <= 128 and n >= 2 * m and n >= 128 and k >= m and m * n * k >= 1 << 17
+            and core() in TRANSPOSED_PRODUCT_CORES)
