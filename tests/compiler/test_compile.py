@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from workbench._backend import fused
 from workbench.autograd import graph
 
 nn = wb.nn
@@ -646,6 +647,18 @@ def test_replayed_sgd_step_plan_matches_eager_through_changes(change, kw):
         assert planned and not any(planned)
     else:
         assert planned == ([False, True] if change == "frozen" else [True])
+
+
+def test_replayed_sgd_momentum_plan_updates_a_group_in_one_call(monkeypatch):
+    # as eager's _flat_step: the whole group through fused.sgd_steps, not one loop call per parameter
+    calls = {"steps": 0, "step": 0}
+    steps, step1 = fused.sgd_steps, fused.sgd_step
+    monkeypatch.setattr(fused, "sgd_steps", lambda *a: calls.__setitem__("steps", calls["steps"] + 1) or steps(*a))
+    monkeypatch.setattr(fused, "sgd_step", lambda *a: calls.__setitem__("step", calls["step"] + 1) or step1(*a))
+    compiled = _eager_vs_replayed_plan(lambda ps: wb.optim.SGD(ps, lr=0.1, momentum=0.9), lambda m, o, k: None)
+    replays = wb.compiler.explain(compiled).replays
+    assert replays >= 6 and calls["step"] == 0
+    assert calls["steps"] == 7 + replays  # eager: steps 2-8; each replay: one call for the one group
 
 
 def test_replayed_sgd_step_with_a_scheduler_reads_each_calls_lr():

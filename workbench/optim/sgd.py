@@ -94,7 +94,11 @@ class SGD(Optimizer):
                     return None
                 entries.append((p, x.reshape(-1), bt._data.reshape(-1), fma))
             dt = fp.dtype.type
-            groups.append((group, hyper, params, (fp, dt(mom), dt(1 - damp), damp != 0), entries))
+            whole = None  # the group in one call (fused.sgd_steps, as _flat_step), where its arrays are flat
+            if fp.f.flats is not None:
+                whole = (fp.f.flats, fp.f.bufs["momentum_buffer"],
+                         blas.MIN_SIZE if blas.available() else fp.f.grad.size + 1)
+            groups.append((group, hyper, params, (fp, dt(mom), dt(1 - damp), damp != 0, whole), entries))
         param_groups, n_groups = self.param_groups, len(self.param_groups)
 
         def plan():
@@ -125,8 +129,14 @@ class SGD(Optimizer):
                         sgd_update_(xp, x, g, lr, t1)
                         p._vbox[0] += 1
                     continue
-                fp, dmom, dc, damped = flat
+                fp, dmom, dc, damped, whole = flat
                 alpha = fp.dtype.type(-lr)
+                if whole is not None:
+                    xs, buf, fuse_from = whole
+                    _fused.sgd_steps(xs, tuple(gs), buf, dmom, dc, damped, nesterov, alpha, fuse_from)
+                    for p, *_rest in entries:
+                        p._vbox[0] += 1
+                    continue
                 for (p, x1, b1, fma), g in zip(entries, gs):
                     _fused.sgd_step(x1, g, b1, dmom, dc, damped, nesterov, alpha, fma)
                     p._vbox[0] += 1
