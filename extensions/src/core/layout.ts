@@ -119,16 +119,21 @@ function clearHeaders(input: LayoutInput, r: LayoutResult) {
   });
 }
 
-function dagreOnce(input: LayoutInput, main: ReturnType<typeof mainPath>, core: boolean): LayoutResult {
-  const GAP = 6;
-  const heads = new Map(input.clusters.map((c) => [c.id, c.label ?? 0]));
+/** For a node id, the set of boxes (clusters) that hold it, its own and every one around that. */
+function boxAncestry(input: LayoutInput): (id: string) => Set<string> {
   const parent = new Map(input.clusters.map((c) => [c.id, c.parent]));
   const cluster = new Map(input.nodes.map((n) => [n.id, n.cluster]));
-  const boxesOf = (id: string) => {
+  return (id: string) => {
     const out = new Set<string>();
     for (let c = cluster.get(id) ?? null; c; c = parent.get(c) ?? null) out.add(c);
     return out;
   };
+}
+
+function dagreOnce(input: LayoutInput, main: ReturnType<typeof mainPath>, core: boolean): LayoutResult {
+  const GAP = 6;
+  const heads = new Map(input.clusters.map((c) => [c.id, c.label ?? 0]));
+  const boxesOf = boxAncestry(input);
   const g = new dagre.graphlib.Graph({ compound: true, multigraph: false });
   // Top to bottom: inputs at the top, the loss at the bottom, the way the forward code reads.
   g.setGraph({ rankdir: "TB", nodesep: 24, ranksep: 36, edgesep: 12, marginx: 16, marginy: 16 });
@@ -179,15 +184,14 @@ const contains = (outer: Box, a: Box, slack = 0.5) =>
 
 /** No two nodes overlap, and every node is inside its own boxes and outside all others. */
 export function sound(input: LayoutInput, r: LayoutResult): boolean {
-  const parent = new Map(input.clusters.map((c) => [c.id, c.parent]));
+  const boxesOf = boxAncestry(input);
   const nodes = [...input.nodes].sort((a, b) => r.boxes[a.id].y - r.boxes[b.id].y);
   for (let i = 0; i < nodes.length; i++) {
     const a = r.boxes[nodes[i].id];
     for (let j = i + 1; j < nodes.length && r.boxes[nodes[j].id].y - a.y < a.height; j++) if (overlap(a, r.boxes[nodes[j].id])) return false;
   }
   for (const n of input.nodes) {
-    const own = new Set<string>();
-    for (let c = n.cluster; c; c = parent.get(c) ?? null) own.add(c);
+    const own = boxesOf(n.id);
     for (const c of input.clusters) {
       const inside = own.has(c.id);
       if (inside ? !contains(r.boxes[c.id], r.boxes[n.id]) : overlap(r.boxes[c.id], r.boxes[n.id])) return false;
@@ -205,13 +209,7 @@ export function sound(input: LayoutInput, r: LayoutResult): boolean {
  * neither end of the edge, so it reads as a column parallel to the main path.
  */
 function straightenSkips(input: LayoutInput, r: LayoutResult) {
-  const parent = new Map(input.clusters.map((c) => [c.id, c.parent]));
-  const cluster = new Map(input.nodes.map((n) => [n.id, n.cluster]));
-  const boxesOf = (id: string) => {
-    const out = new Set<string>();
-    for (let c = cluster.get(id) ?? null; c; c = parent.get(c) ?? null) out.add(c);
-    return out;
-  };
+  const boxesOf = boxAncestry(input);
   const GAP = 4;
   input.edges.forEach((e, i) => {
     const pts = r.edges[i].points;
