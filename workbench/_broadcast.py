@@ -20,11 +20,10 @@ _SHAPE = re.compile(r"\(([\d,\s]*)\)")
 
 def _infer2(a, b):
     n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
     out = [1] * n
-    for i in range(n - 1, -1, -1):
-        off = n - 1 - i
-        sa = a[len(a) - 1 - off] if len(a) - 1 - off >= 0 else 1
-        sb = b[len(b) - 1 - off] if len(b) - 1 - off >= 0 else 1
+    for i in range(n - 1, -1, -1):  # from the right, as PyTorch, which names the first mismatch from there
+        sa, sb = a[i], b[i]
         if sa != sb and sa != 1 and sb != 1:
             raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
                                f"non-singleton dimension {i}")
@@ -92,9 +91,6 @@ def broadcasting(fn):
         try:
             return fn(*args, **kwargs)
         except ValueError as e:
-            err = broadcast_error(e, args)
-            if err is None:
-                raise
-            raise err from None
+            raise broadcast_error(e, args) or e from None
 
     return op

@@ -517,24 +517,25 @@ def test_replay_drops_each_intermediate_after_its_last_use():
     assert _peak_mib(c, x) < 3.5  # two 1 MiB arrays live at a time, as eager; all 24 if kept to the end
 
 
+def _square_mean_step(m, o):
+    """A training step as users write it: zero_grad, the mean square of m(x), backward, o.step()."""
+    def step(x):
+        o.zero_grad()
+        loss = m(x).square().mean()
+        loss.backward()
+        o.step()
+        return loss
+    return step
+
+
 def test_replayed_training_step_peaks_no_higher_than_eager():
     # forward ctxs (saved activations) are dropped once their backward ran, gradients once accumulated
     wb.manual_seed(0)
     m1 = nn.Sequential(nn.Linear(256, 512), nn.Tanh(), nn.Linear(512, 512), nn.Tanh(), nn.Linear(512, 10))
     m2 = copy.deepcopy(m1)
 
-    def make(m):
-        o = wb.optim.Adam(m.parameters())
-
-        def step(x):
-            o.zero_grad()
-            loss = m(x).square().mean()
-            loss.backward()
-            o.step()
-            return loss
-        return step
-
-    eager, compiled = make(m1), wb.compile(make(m2))
+    o1, o2 = (wb.optim.Adam(m.parameters()) for m in (m1, m2))
+    eager, compiled = _square_mean_step(m1, o1), wb.compile(_square_mean_step(m2, o2))
     x = _input((512, 256))
     for _ in range(2):
         assert _bits(eager(x)) == _bits(compiled(x))
@@ -613,16 +614,7 @@ def _eager_vs_replayed_plan(make_opt, change):
     for m in (m1, m2):
         m.hits = []
 
-    def make(m, o):
-        def step(x):
-            o.zero_grad()
-            loss = m(x).square().mean()
-            loss.backward()
-            o.step()
-            return loss
-        return step
-
-    eager, compiled = make(m1, o1), wb.compile(make(m2, o2))
+    eager, compiled = _square_mean_step(m1, o1), wb.compile(_square_mean_step(m2, o2))
     x = _input((16, 64))
     for k in range(8):
         change(m1, o1, k)

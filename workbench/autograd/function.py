@@ -317,10 +317,7 @@ def _apply_raw(cls, *args):
             _mark_inference(res)
         return res
     except ValueError as e:  # NumPy's broadcasting error: PyTorch's RuntimeError (free until raised)
-        err = broadcast_error(e, args)
-        if err is None:
-            raise
-        raise err from None
+        raise broadcast_error(e, args) or e from None
 
 
 def _plain(out, rg, cls, args):
@@ -385,10 +382,7 @@ def binary_operator(cls, general, reflected=False):
                     return _record_raw(cls, (self, other), [a, b], _numpy)
             return general(self, other)
         except ValueError as e:  # NumPy's broadcasting error: PyTorch's RuntimeError (free until raised)
-            err = broadcast_error(e, (self, other))  # PyTorch names self first, reflected or not
-            if err is None:
-                raise
-            raise err from None
+            raise broadcast_error(e, (self, other)) or e from None  # PyTorch names self first, reflected or not
 
     operator._wb_general = general  # what workbench.profiler calls instead, so the op goes through apply
     return operator

@@ -61,8 +61,8 @@ class Add(Function):
 
 
 def _alpha(op, a, b, alpha):
-    """alpha as a Python number after PyTorch's checks of it against the result's dtype (alpha_check),
-    or None where it is 1 (then no argument of the op)."""
+    """alpha as a Python number after PyTorch's checks of it against the result's dtype (alpha_check); the
+    caller leaves it out of the op where it is 1."""
     rd = result_dtype(_t(a), _t(b))
     alpha = _dt.as_number(alpha)
     if type(alpha) is bool and rd != bool:
@@ -71,7 +71,7 @@ def _alpha(op, a, b, alpha):
         raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
     if rd.kind != "c" and type(alpha) is complex:
         raise RuntimeError(f"{op}: For non-complex input tensors, argument alpha must not be a complex number.")
-    return None if alpha == 1 else alpha
+    return alpha
 
 
 def add(input, other, *, alpha=1, out=None):
@@ -82,7 +82,7 @@ def add(input, other, *, alpha=1, out=None):
             raise TypeError("add(scalar, tensor, alpha=) is not supported; put the tensor first")
     if alpha.__class__ is not int or alpha != 1:
         alpha = _alpha("add", input, other, alpha)
-    r = Add.apply(input, other) if alpha is None or alpha == 1 else Add.apply(input, other, alpha)
+    r = Add.apply(input, other) if alpha == 1 else Add.apply(input, other, alpha)
     return r if out is None else _out(r, out)
 
 
@@ -118,7 +118,7 @@ def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other.  >>> wb.sub(wb.tensor([3., 4.]), 1)  ->  tensor([2., 3.])"""
     if alpha.__class__ is not int or alpha != 1:
         alpha = _alpha("sub", input, other, alpha)
-    r = Sub.apply(input, other) if alpha is None or alpha == 1 else Sub.apply(input, other, alpha)
+    r = Sub.apply(input, other) if alpha == 1 else Sub.apply(input, other, alpha)
     return r if out is None else _out(r, out)
 
 
@@ -128,7 +128,7 @@ def rsub(input, other, alpha=1):
         check_operands("rsub", ("input", "other"), (input, other), ("other",))
     if alpha.__class__ is not int or alpha != 1:
         alpha = _alpha("rsub", input, other, alpha)
-    return Sub.apply(other, input) if alpha is None or alpha == 1 else Sub.apply(other, input, alpha)
+    return Sub.apply(other, input) if alpha == 1 else Sub.apply(other, input, alpha)
 
 
 def _as(d, dt):

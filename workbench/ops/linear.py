@@ -1,9 +1,8 @@
 """Linear and bilinear maps: ``y = x W^T + b`` as one primitive whose backward is two matmuls."""
-import numpy as _numpy
-
 from .._backend import blas
 from .._backend import dtypes as _dt
 from .._backend import fused as _fused
+from .._backend import numpy as _numpy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite

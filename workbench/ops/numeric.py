@@ -110,12 +110,6 @@ def polar(abs, angle, *, out=None):
     return _out(abs * angle.cos() + (abs * angle.sin()) * 1j, out)
 
 
-def _tensors(op, **named):
-    for k, (name, t) in enumerate(named.items()):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): argument '{name}' (position {k + 1}) must be Tensor, not {type(t).__name__}")
-
-
 class Ldexp(Function):
     """input * 2**other in their promoted dtype (integers: the default float), as PyTorch's: an integer
     exponent scales exactly (rounded once, to a subnormal or to inf where the result leaves the range), a
@@ -150,7 +144,7 @@ class Ldexp(Function):
 def ldexp(input, other, *, out=None):
     """input * 2**other: floats from mantissas and (typically integer) exponents; integer inputs give the
     default float dtype.  >>> wb.ldexp(wb.tensor([1., 3.]), wb.tensor([2, -1]))  ->  tensor([4.0000, 1.5000])"""
-    _tensors("ldexp", input=input, other=other)
+    check_operands("ldexp", ("input", "other"), (input, other))
     return _out(Ldexp.apply(input, other), out)
 
 
@@ -176,7 +170,7 @@ class Nextafter(Function):
 def nextafter(input, other, *, out=None):
     """The next representable float after input towards other, elementwise (other itself where they are
     equal, NaN where either is NaN).  >>> wb.nextafter(wb.tensor([1.]), wb.tensor([2.])) - 1  ->  tensor([1.1921e-07])"""
-    _tensors("nextafter", input=input, other=other)
+    check_operands("nextafter", ("input", "other"), (input, other))
     return _out(Nextafter.apply(input, other), out)
 
 
@@ -210,7 +204,7 @@ def frexp(input, *, out=None):
     mantissa=tensor([ 0.5000, -0.7500]),
     exponent=tensor([4, 2], dtype=workbench.int32))
     """
-    _tensors("frexp", input=input)
+    check_operands("frexp", ("input",), (input,))
     if not (input.dtype.is_floating_point):
         raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {input.dtype}")
     if out is not None:

@@ -9,8 +9,6 @@ from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 
-import numpy
-
 from .. import _backend
 from .._backend import blas
 from .._backend import fused as _fused
@@ -385,7 +383,7 @@ class _Flat:
         gs = []
         for p in self.params:
             g = p._grad._data
-            if g.__class__ is not numpy.ndarray or g.dtype != dt or not g.flags.c_contiguous:
+            if g.__class__ is not _backend.ndarray or g.dtype != dt or not g.flags.c_contiguous:
                 return None
             gs.append(g.reshape(-1))
         return tuple(gs)
@@ -444,7 +442,7 @@ def _flat_group(opt, group, keys):
     f = _Flat()
     f.group, f.params, f.datas, f.fresh = group, ps, [p._data for p in ps], fresh
     f.flats = (tuple(x.reshape(-1) for x in f.datas) if all(
-        x.__class__ is numpy.ndarray and x.flags.c_contiguous and x.flags.writeable for x in f.datas) else None)
+        x.__class__ is _backend.ndarray and x.flags.c_contiguous and x.flags.writeable for x in f.datas) else None)
     offsets = [0]
     for s in sizes:
         offsets.append(offsets[-1] + s)

@@ -68,8 +68,8 @@ class SGD(Optimizer):
 
     def _plan(self):
         """``Optimizer._plan``: each group's steady-state path with its per-parameter arguments resolved once.
-        With momentum, ``_flat_step``'s first branch (the compiled loop per parameter on its own gradient, once
-        the buffers exist, ``_FlatPlan``); without, ``step()``'s per-parameter ``sgd_update_``. None where a
+        With momentum, ``_flat_step``'s first branch (the group in one call of the compiled loop, once the
+        buffers exist, ``_FlatPlan``); without, ``step()``'s per-parameter ``sgd_update_``. None where a
         group takes another path (weight decay, maximize, a parameter without a gradient, complex ones...)."""
         if self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks:
             return None
@@ -87,18 +87,12 @@ class SGD(Optimizer):
             fp = _FlatPlan.of(self, group, ("momentum_buffer",))
             if fp is None:
                 return None
-            entries = []
-            for p, x, (bt,), *_rest in fp.entries:
-                ok, fma = _loop_args(x, p._grad._data, bt._data)
-                if not ok:
-                    return None
-                entries.append((p, x.reshape(-1), bt._data.reshape(-1), fma))
+            # the group in one call (fused.sgd_steps), as _flat_step: its arrays flat and the loops serving them
+            if fp.f.flats is None or not all(_loop_args(x, p._grad._data, bt._data)[0]
+                                             for p, x, (bt,), *_rest in fp.entries):
+                return None
             dt = fp.dtype.type
-            whole = None  # the group in one call (fused.sgd_steps, as _flat_step), where its arrays are flat
-            if fp.f.flats is not None:
-                whole = (fp.f.flats, fp.f.bufs["momentum_buffer"],
-                         blas.MIN_SIZE if blas.available() else fp.f.grad.size + 1)
-            groups.append((group, hyper, params, (fp, dt(mom), dt(1 - damp), damp != 0, whole), entries))
+            groups.append((group, hyper, params, (fp, dt(mom), dt(1 - damp), damp != 0), None))
         param_groups, n_groups = self.param_groups, len(self.param_groups)
 
         def plan():
@@ -129,16 +123,11 @@ class SGD(Optimizer):
                         sgd_update_(xp, x, g, lr, t1)
                         p._vbox[0] += 1
                     continue
-                fp, dmom, dc, damped, whole = flat
-                alpha = fp.dtype.type(-lr)
-                if whole is not None:
-                    xs, buf, fuse_from = whole
-                    _fused.sgd_steps(xs, tuple(gs), buf, dmom, dc, damped, nesterov, alpha, fuse_from)
-                    for p, *_rest in entries:
-                        p._vbox[0] += 1
-                    continue
-                for (p, x1, b1, fma), g in zip(entries, gs):
-                    _fused.sgd_step(x1, g, b1, dmom, dc, damped, nesterov, alpha, fma)
+                fp, dmom, dc, damped = flat
+                f = fp.f
+                _fused.sgd_steps(f.flats, tuple(gs), f.bufs["momentum_buffer"], dmom, dc, damped, nesterov,
+                                 fp.dtype.type(-lr), _fuse_from(f))
+                for p in f.params:
                     p._vbox[0] += 1
             self._step_count += 1
             return True
@@ -157,7 +146,7 @@ class SGD(Optimizer):
             if gs is not None:
                 dt = f.grad.dtype.type
                 _fused.sgd_steps(f.flats, gs, f.bufs["momentum_buffer"], dt(mom), dt(1 - damp), damp != 0, nesterov,
-                                 dt(-lr), blas.MIN_SIZE if blas.available() else f.grad.size + 1)
+                                 dt(-lr), _fuse_from(f))
                 for p in f.params:
                     p._vbox[0] += 1
                 return
@@ -181,3 +170,8 @@ class SGD(Optimizer):
             momentum_(xp, b, g, mom, damp, nesterov, f.tmp)
         f.scatter(f.tmp_views if nesterov else f.views["momentum_buffer"], -lr)
 
+
+def _fuse_from(f):
+    """The size from which ``fused.sgd_steps`` fuses a parameter's multiply-add: where ``sgd_step_`` would take
+    BLAS's axpy (none without a BLAS), so the loop gives the NumPy form's bits."""
+    return blas.MIN_SIZE if blas.available() else f.grad.size + 1
