@@ -228,6 +228,10 @@ def test_a_module_called_in_a_loop_has_a_box_per_call_and_its_parameters_once():
     root = ElementTree.fromstring(render_svg(snap, budget=400, standalone=True))
     labels = [g.find(SVG + "text").text for g in root.iter(SVG + "g") if g.get("class") == "wb-scope"]
     assert [t for t in labels if t.startswith("cell")] == [f"cell · call {k}/8 (GRUCell)" for k in range(1, 9)]
+    # open, the calls read down one column: each one's box starts where the one before starts
+    lefts = [float(g.find(SVG + "rect").get("x")) for g in root.iter(SVG + "g")
+             if g.get("class") == "wb-scope" and g.find(SVG + "text").text.startswith("cell")]
+    assert max(lefts) - min(lefts) < 1, lefts
     params = [t.text for g in root.iter(SVG + "g") if g.get("class") == "wb-param" for t in g.iter(SVG + "text")][::2]
     assert sorted(params) == ["cell.bias_hh", "cell.bias_ih", "cell.weight_hh", "cell.weight_ih", "head.bias", "head.weight"]
     # collapsed (the default budget), one box per call in a column, then the head
@@ -237,6 +241,8 @@ def test_a_module_called_in_a_loop_has_a_box_per_call_and_its_parameters_once():
     calls = sorted((u for u in units if u.label.startswith("▸ cell")), key=lambda u: u.rank)
     assert [u.label for u in calls] == [f"▸ cell · call {k}/8" for k in range(1, 9)] and hidden == 0
     assert [u.rank for u in calls] == list(range(calls[0].rank, calls[0].rank + 8))
+    # in one column (the lanes of the shared weights' edges put calls 7 and 8 left of 1-6)
+    assert len({u.x + u.w / 2 for u in calls}) == 1, [(u.label, u.x) for u in calls]
 
 
 def _path_points(d, n=24):

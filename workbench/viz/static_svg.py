@@ -197,10 +197,10 @@ NEST_TOP, NEST_BOTTOM = 12, 6  # the extra margin of a box around a box that sta
 
 class _Group:
     __slots__ = ("path", "label", "parent", "items", "index", "pairs", "segs", "r0", "h", "rx", "w", "k_top",
-                 "k_bottom", "r0_abs")
+                 "k_bottom", "r0_abs", "series")
 
-    def __init__(self, path, label, parent, index):
-        self.path, self.label, self.parent, self.index = path, label, parent, index
+    def __init__(self, path, label, parent, index, series=None):
+        self.path, self.label, self.parent, self.index, self.series = path, label, parent, index, series
         self.items, self.pairs, self.segs = [], [], []
         self.r0, self.h, self.rx, self.w = 0, 1, 0.0, 0.0
 
@@ -220,16 +220,17 @@ def _scope_tree(units, types, collapsed):
     root = _Group("", "", None, 0)
     groups = {"": root}
     for u in units:
-        g = root
+        g, series = root, None
         if not collapsed:
             for box in u.boxes:
                 if box[1] == "series":
+                    series = box[0]
                     continue
                 child = groups.get(box[0])
                 if child is None:
-                    child = groups[box[0]] = _Group(box[0], _box_label(box, types), g, u.index)
+                    child = groups[box[0]] = _Group(box[0], _box_label(box, types), g, u.index, series)
                     g.items.append(child)
-                g = child
+                g, series = child, None
         g.items.append(u)
         u.parent = g
     return root
@@ -352,9 +353,22 @@ def _place(g):
                 taken.setdefault(k, []).append((c.rx, c.rx + c.w))
             done.add(id(c))
 
-    def below(c):  # where the ends of c's placed inputs put it
-        return [p_item.rx + _offset(p_item, p) + p.w / 2 - _offset(c, q) - q.w / 2 if id(p_item) in done else None
-                for p_item, p, q in into[id(c)]]
+    def below(c):
+        # a call of a module fed by an earlier call of it goes right under that one: under the node
+        # that feeds it, each call of a GRU cell stepped 160 px sideways (the new state leaves one call
+        # and enters the next at different places in the box)
+        series = getattr(c, "series", None)
+        calls = [p_item for p_item, _, _ in into[id(c)]
+                 if series and id(p_item) in done and getattr(p_item, "series", None) == series]
+        if calls:
+            last = max(calls, key=lambda p: p.r0)
+            return [last.rx + last.w / 2 - c.w / 2]
+        # where the ends of c's placed inputs put it, its units' where it has any: the lanes of the edges
+        # from sources (the weights a GRU cell's calls share) are placed before their sources, side by
+        # side, so their mean pulled the last calls out of the column of the first ones
+        ends = [(p.kind == "virtual", p_item.rx + _offset(p_item, p) + p.w / 2 - _offset(c, q) - q.w / 2)
+                for p_item, p, q in into[id(c)] if id(p_item) in done]
+        return [x for lane, x in ends if not lane] or [x for _, x in ends]
 
     def above(c):  # where its placed consumers put it
         return [s_item.rx + _offset(s_item, q) + q.w / 2 - _offset(c, p) - p.w / 2 if id(s_item) in done else None
