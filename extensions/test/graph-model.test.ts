@@ -108,8 +108,8 @@ describe("graph model: calls and series", () => {
     const m = new TapeModel(tied);
     expect(m.ancestors("w")).toEqual(["s:cell"]);
     const v = m.visible(new Set(["s:cell", "m:cell|cell#5", "m:cell|cell#6"]));
-    // no cluster around both calls (it would have to hold the tanh between them)
-    expect(v.clusters).toEqual([{ id: "m:cell|cell#5", parent: null }, { id: "m:cell|cell#6", parent: null }]);
+    // no cluster around both calls (it would have to hold the tanh between them); each says its series
+    expect(v.clusters).toEqual([{ id: "m:cell|cell#5", parent: null, series: "s:cell" }, { id: "m:cell|cell#6", parent: null, series: "s:cell" }]);
     expect(Object.fromEntries(v.items.map((i) => [i.id, i.cluster]))).toEqual({ w: null, d: "m:cell|cell#5", t: null, e: "m:cell|cell#6", o: null });
     // one parameter node feeds both calls: the same id, drawn once
     expect(v.edges.filter((e) => e.source === "w").map((e) => e.target)).toEqual(["d", "e"]);

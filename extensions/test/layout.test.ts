@@ -135,6 +135,9 @@ describe("layout", () => {
     const left = Math.max(...calls.map((b) => b.x - b.width / 2)), right = Math.min(...calls.map((b) => b.x + b.width / 2));
     expect(left, calls.map((b) => Math.round(b.x)).join(" ")).toBeLessThan(right);
     expect(r.width).toBeLessThan(3 * Math.max(...calls.map((b) => b.width)));
+    // and the calls line up: each one centred under the one before (each stepped ~140 px sideways)
+    const xs = calls.map((b) => b.x);
+    expect(Math.max(...xs) - Math.min(...xs), xs.map(Math.round).join(" ")).toBeLessThan(1);
   });
 
   it.each(["resnet", "transformer"] as const)("runs each residual skip of %s as one straight column beside the main path", (name) => {

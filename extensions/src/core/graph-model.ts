@@ -43,8 +43,8 @@ export interface VisibleEdge {
 export interface VisibleGraph {
   items: VisibleItem[];
   edges: VisibleEdge[];
-  /** Expanded containers that are drawn as clusters, parent before child. */
-  clusters: { id: string; parent: string | null }[];
+  /** Expanded containers that are drawn as clusters, parent before child; `series`: the series a call belongs to. */
+  clusters: { id: string; parent: string | null; series?: string }[];
   /** Tape node id, or container id, to the item drawn for it. */
   repOf: (id: string) => string;
 }
@@ -162,10 +162,10 @@ export class TapeModel {
   visible(expanded: ReadonlySet<string>): VisibleGraph {
     const rep = new Map<string, string>();
     const items: VisibleItem[] = [];
-    const clusters: { id: string; parent: string | null }[] = [];
+    const clusters: VisibleGraph["clusters"] = [];
     const seen = new Set<string>();
     const place = (id: string, chain: string[], type: "node" | "box") => {
-      let cluster: string | null = null;
+      let cluster: string | null = null, series: string | undefined;
       for (const cid of chain) {
         if (!expanded.has(cid)) {
           rep.set(id, cid);
@@ -175,12 +175,16 @@ export class TapeModel {
           }
           return;
         }
-        if (this.containers.get(cid)!.kind === "series") continue;
+        if (this.containers.get(cid)!.kind === "series") {
+          series = cid;
+          continue;
+        }
         if (!seen.has(cid)) {
           seen.add(cid);
-          clusters.push({ id: cid, parent: cluster });
+          clusters.push(series ? { id: cid, parent: cluster, series } : { id: cid, parent: cluster });
         }
         cluster = cid;
+        series = undefined;
       }
       rep.set(id, id);
       items.push({ id, type, cluster });

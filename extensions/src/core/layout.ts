@@ -3,8 +3,11 @@ import dagre from "@dagrejs/dagre";
 
 export interface LayoutInput {
   nodes: { id: string; width: number; height: number; cluster: string | null }[];
-  /** `label`: the width of the box's header label at its top left, kept clear of edges entering the box. */
-  clusters: { id: string; parent: string | null; label?: number }[];
+  /**
+   * `label`: the width of the box's header label at its top left, kept clear of edges entering the box;
+   * `series`: the same for every call of one module (a GRU cell in a loop), absent on other boxes.
+   */
+  clusters: { id: string; parent: string | null; label?: number; series?: string }[];
   /** `index`: the argument position at the target (0: the first), as the tape records it. */
   edges: { source: string; target: string; label: string; index?: number }[];
 }
@@ -325,8 +328,8 @@ export function mainPath(input: LayoutInput): { path: string[]; after: [string, 
  * child clusters) are ranked among themselves by longest path (sources moved down to just above their
  * first consumer), a child cluster taking a band of consecutive ranks, so sibling clusters stack or sit
  * side by side and never overlap, and a cluster's box holds its own members only. Items are placed under
- * the mean of their inputs' ends (sources above their consumers), right of what their rows already hold;
- * edges are straight.
+ * the mean of their inputs' ends (sources above their consumers), a call of a module under the call of it
+ * that feeds it, right of what their rows already hold; edges are straight.
  */
 function layered(input: LayoutInput): LayoutResult {
   const GAP_ACROSS = 24, GAP_ALONG = 48, PAD_X = 8, PAD_TOP = 24, PAD_BOTTOM = 8;
@@ -335,7 +338,7 @@ function layered(input: LayoutInput): LayoutResult {
     r0: number; h: number; rank: number; rx: number; w: number; ht: number;
   }
   interface Group extends Item {
-    items: Item[]; pairs: [Item, Item][]; segs: [Item, Item, Item, Item][]; entered: [Item, Item][]; kTop: number; kBottom: number;
+    series?: string; items: Item[]; pairs: [Item, Item][]; segs: [Item, Item, Item, Item][]; entered: [Item, Item][]; kTop: number; kBottom: number;
   }
   const group = (id: string, parent: Group | null): Group => ({
     id, node: -1, parent, index: Infinity, depth: parent ? parent.depth + 1 : 0, r0: 0, h: 1, rank: 0, rx: 0, w: 0, ht: 0,
@@ -344,6 +347,7 @@ function layered(input: LayoutInput): LayoutResult {
   const groups = new Map<string, Group>();
   for (const c of input.clusters) {  // parent before child
     const g = group(c.id, c.parent ? groups.get(c.parent) ?? root : root);
+    g.series = c.series;
     g.parent!.items.push(g);
     groups.set(c.id, g);
   }
@@ -422,8 +426,18 @@ function layered(input: LayoutInput): LayoutResult {
     };
     const byRank = (xs: Item[]) => xs.sort((x, y) => x.r0 - y.r0 || x.index - y.index);
     const fed = byRank(g.items.filter((c) => into.has(c))), sources = byRank(g.items.filter((c) => !into.has(c))).reverse();
-    for (const c of fed) put(c, into.get(c)!.filter(([pi]) => done.has(pi)).map(([pi, p, q]) =>
-      pi.rx + offset(pi, p) + p.w / 2 - offset(c, q) - q.w / 2));
+    for (const c of fed) {
+      const placed = into.get(c)!.filter(([pi]) => done.has(pi));
+      // a call of a module fed by an earlier call of it goes right under that one: under the node that
+      // feeds it, each call of a GRU cell stepped ~140 px sideways (the new state leaves one call and
+      // enters the next at different places in the box), and a loop of 8 wandered across the canvas
+      const series = isGroup(c) ? c.series : undefined;
+      const calls = placed.map(([pi]) => pi).filter((pi) => series !== undefined && isGroup(pi) && pi.series === series);
+      if (calls.length) {
+        const last = calls.reduce((a, b) => (b.r0 > a.r0 ? b : a));
+        put(c, [last.rx + last.w / 2 - c.w / 2]);
+      } else put(c, placed.map(([pi, p, q]) => pi.rx + offset(pi, p) + p.w / 2 - offset(c, q) - q.w / 2));
+    }
     // an edge coming in from above runs straight down to its end: sources sit beside it, not on it
     for (const [c, b] of g.entered) {
       const lane = c.rx + offset(c, b) + b.w / 2 + GAP_ACROSS / 2;
