@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import dagre from "@dagrejs/dagre";
+import { describe, expect, it, vi } from "vitest";
 import { TapeModel } from "../src/core/graph-model";
 import { type Box, DAGRE_COST, DAGRE_LIMIT, type LayoutInput, computeLayout, layoutEngine, sound } from "../src/core/layout";
 import { fixture } from "./fixtures";
@@ -138,6 +139,20 @@ describe("layout", () => {
     // and the calls line up: each one centred under the one before (each stepped ~140 px sideways)
     const xs = calls.map((b) => b.x);
     expect(Math.max(...xs) - Math.min(...xs), xs.map(Math.round).join(" ")).toBeLessThan(1);
+  });
+
+  // dagre drew them as a staircase, more than DRIFT times wider than the linear layout, which was kept:
+  // dagre's pass (0.45-0.7 s here, 1.1-1.3 s in the worker) went for nothing
+  it("does not run dagre on a chain of three or more open calls of one module, only to drop its layout", () => {
+    const spy = vi.spyOn(dagre, "layout");
+    try {
+      expect(real("gru_loop").r.engine).toBe("layered");
+      expect(spy).not.toHaveBeenCalled();
+      expect(real("tied").r.engine).toBe("dagre");  // two calls of one layer
+      expect(spy).toHaveBeenCalled();
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it.each(["resnet", "transformer"] as const)("runs each residual skip of %s as one straight column beside the main path", (name) => {
