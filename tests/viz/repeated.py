@@ -2,8 +2,9 @@
 
 ``gru_loop(steps)``: a GRUCell applied in a Python loop over time steps, then a head. ``tied()``: an
 embedding whose weight the output layer shares, and a layer applied twice with a tanh between. ``resnet()``:
-two residual blocks (conv, batch norm, relu, a skip added back). ``transformer()``: one encoder layer
-(attention and feed-forward, each with a residual add). Each returns ``(loss, model)`` recorded under
+two residual blocks (conv, batch norm, relu, a skip added back). ``widening()``: a stem and a residual block from 2
+to 4 channels, its skip through a 1x1 convolution (torchvision's ``downsample``, here applied first). ``transformer()``: one encoder
+layer (attention and feed-forward, each with a residual add). Each returns ``(loss, model)`` recorded under
 ``wb.viz.record()``."""
 import workbench as wb
 
@@ -36,16 +37,18 @@ class Tied(wb.nn.Module):
 
 
 class Block(wb.nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, out=None):
         super().__init__()
-        self.conv1 = wb.nn.Conv2d(c, c, 3, padding=1)
-        self.bn1 = wb.nn.BatchNorm2d(c)
-        self.conv2 = wb.nn.Conv2d(c, c, 3, padding=1)
-        self.bn2 = wb.nn.BatchNorm2d(c)
+        out = out or c
+        self.conv1 = wb.nn.Conv2d(c, out, 3, padding=1)
+        self.bn1 = wb.nn.BatchNorm2d(out)
+        self.conv2 = wb.nn.Conv2d(out, out, 3, padding=1)
+        self.bn2 = wb.nn.BatchNorm2d(out)
+        self.downsample = wb.nn.Conv2d(c, out, 1) if out != c else None
 
     def forward(self, x):
-        y = self.bn1(self.conv1(x)).relu()
-        return (x + self.bn2(self.conv2(y))).relu()
+        skip = x if self.downsample is None else self.downsample(x)
+        return (skip + self.bn2(self.conv2(self.bn1(self.conv1(x)).relu()))).relu()
 
 
 class ResNet(wb.nn.Module):
@@ -57,6 +60,18 @@ class ResNet(wb.nn.Module):
 
     def forward(self, x):
         return self.head(self.b2(self.b1(self.stem(x))).mean((2, 3)))
+
+
+class Widening(wb.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = wb.nn.Conv2d(1, 2, 3, padding=1)
+        self.bn1 = wb.nn.BatchNorm2d(2)
+        self.block = Block(2, 4)
+        self.head = wb.nn.Linear(4, 2)
+
+    def forward(self, x):  # the stem's relu as a function, as handwritten CIFAR ResNets have it
+        return self.head(self.block(self.bn1(self.conv1(x)).relu()).mean((2, 3)))
 
 
 def _run(model, x, reduce):
@@ -80,6 +95,11 @@ def resnet():
     return _run(ResNet(), wb.randn(2, 1, 6, 6), lambda y: y.pow(2).mean())
 
 
+def widening():
+    wb.manual_seed(0)
+    return _run(Widening(), wb.randn(2, 1, 6, 6), lambda y: y.pow(2).mean())
+
+
 def transformer():
     wb.manual_seed(0)
     return _run(wb.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), wb.randn(3, 2, 8), lambda y: y.pow(2).mean())
@@ -90,7 +110,8 @@ if __name__ == "__main__":  # the layout tests' fixtures: python tests/viz/repea
     from pathlib import Path
 
     out = Path(__file__).resolve().parents[2] / "extensions" / "test" / "fixtures"
-    for name, make in [("gru_loop", gru_loop), ("tied", tied), ("resnet", resnet), ("transformer", transformer)]:
+    for name, make in [("gru_loop", gru_loop), ("tied", tied), ("resnet", resnet), ("widening", widening),
+                       ("transformer", transformer)]:
         loss, model = make()
         snap = wb.viz.snapshot(loss, model, title=name, values=False, grads=False).to_dict()
         for n in snap["nodes"]:

@@ -229,7 +229,8 @@ export function sound(input: LayoutInput, r: LayoutResult): boolean {
  * on its ranks): the skip of a ResNet block zig-zagged beside every layer of the block. Each such
  * edge is redrawn as one straight vertical run between its first and last bend, at the x of one of
  * its bends, the one nearest their median where the run crosses no node and no box that holds
- * neither end of the edge, so it reads as a column parallel to the main path.
+ * neither end of the edge, so it reads as a column parallel to the main path; where no such x is near
+ * it, the nearest column round what its span holds.
  */
 function straightenSkips(input: LayoutInput, r: LayoutResult) {
   const boxesOf = boxAncestry(input);
@@ -252,8 +253,9 @@ function straightenSkips(input: LayoutInput, r: LayoutResult) {
     const within = [...from].filter((c) => to.has(c)).map((c) => r.boxes[c]);
     const a = pts[0], z = pts[pts.length - 1];
     const clear = (p: Point, q: Point) => {
-      for (let k = 1; k < 8; k++) {
-        const t = k / 8, x = p.x + t * (q.x - p.x), y = p.y + t * (q.y - p.y);
+      const n = Math.max(8, Math.ceil(Math.hypot(q.x - p.x, q.y - p.y) / 10));  // no node slips between samples
+      for (let k = 1; k < n; k++) {
+        const t = k / n, x = p.x + t * (q.x - p.x), y = p.y + t * (q.y - p.y);
         if (blockers.some((b) => Math.abs(b.x - x) * 2 < b.width && Math.abs(b.y - y) * 2 < b.height)) return false;
       }
       return true;
@@ -268,15 +270,23 @@ function straightenSkips(input: LayoutInput, r: LayoutResult) {
     };
     // the legs no longer sideways than dagre's own (a run moved far out would end in a long crosswise leg)
     const reach0 = Math.max(120, 2 * Math.abs(inner[0].x - a.x)), reach1 = Math.max(120, 2 * Math.abs(inner[inner.length - 1].x - z.x));
-    const free = (x: number) => Math.abs(x - a.x) <= reach0 && Math.abs(x - z.x) <= reach1 &&
-      !across.some((b) => Math.abs(b.x - x) * 2 < b.width + 2 * GAP) && within.every((b) => Math.abs(b.x - x) * 2 < b.width - 2 * GAP);
-    // where it runs now, or just beside what is in the way
+    const near = (x: number) => Math.abs(x - a.x) <= reach0 && Math.abs(x - z.x) <= reach1;
+    const free = (x: number) => !across.some((b) => Math.abs(b.x - x) * 2 < b.width + 2 * GAP) && within.every((b) => Math.abs(b.x - x) * 2 < b.width - 2 * GAP);
+    // where it runs now, or just beside what is in the way; where all of that near it crosses what the
+    // span holds (a widening ResNet block: its main branch's boxes fill the width beside both ends of
+    // the skip into its 1x1 conv), round all of it, the shortest legs first, where they cross no node and
+    // no more edges than dagre's drawing of it
     const xs = inner.map((p) => p.x).sort((p, q) => p - q), mid = xs[Math.floor(xs.length / 2)];
-    const candidates = [...new Set([...xs, ...across.flatMap((b) => [b.x - b.width / 2 - GAP - 1, b.x + b.width / 2 + GAP + 1])])]
-      .sort((p, q) => Math.abs(p - mid) - Math.abs(q - mid));
+    const beside = [...new Set([...xs, ...across.flatMap((b) => [b.x - b.width / 2 - GAP - 1, b.x + b.width / 2 + GAP + 1])])].filter(free);
+    const legs = (x: number) => Math.abs(x - a.x) + Math.abs(x - z.x);
+    const candidates = [...beside.filter(near).sort((p, q) => Math.abs(p - mid) - Math.abs(q - mid)),
+      ...beside.filter((x) => !near(x)).sort((p, q) => legs(p) - legs(q))];
+    // the edges (not meeting this one at an end) that a drawing of it crosses
+    const crossed = (line: Point[]) => input.edges.filter((f, j) => j !== i && !touch(e, f) && linesCross(line, r.edges[j].points)).length;
+    let before: number | undefined;
     for (const x of candidates) {
-      const path = free(x) ? route(x) : null;
-      if (!path) continue;
+      const path = route(x);
+      if (!path || (!near(x) && crossed(path) > (before ??= crossed(pts)))) continue;
       // the middle point is where the viewer puts the edge's label: halfway down the run
       const k = path.length - 2;
       r.edges[i].points = [...path.slice(0, k), { x, y: (path[k - 1].y + y1) / 2 }, ...path.slice(k)];
@@ -511,26 +521,37 @@ function layered(input: LayoutInput): LayoutResult {
   return { boxes, edges, width: maxAcross + 16, height: along, engine: "layered", ms: 0 };
 }
 
+/** Whether segments pq and uv cross (meeting at an end does not count). */
+function segmentsCross(p: Point, q: Point, u: Point, v: Point): boolean {
+  const side = (a: Point, b: Point, c: Point) => (b.x - a.x) * (c.y - a.y) - (b.y - a.y) * (c.x - a.x);
+  return side(u, v, p) * side(u, v, q) < 0 && side(p, q, u) * side(p, q, v) < 0;
+}
+
+/** Whether two polylines cross anywhere. */
+function linesCross(a: Point[], b: Point[]): boolean {
+  for (let i = 1; i < a.length; i++) for (let j = 1; j < b.length; j++) if (segmentsCross(a[i - 1], a[i], b[j - 1], b[j])) return true;
+  return false;
+}
+
+/** Edges that share an end meet there by design: their crossing does not count. */
+const touch = (e1: LayoutInput["edges"][number], e2: LayoutInput["edges"][number]) =>
+  e1.source === e2.source || e1.target === e2.target || e1.source === e2.target || e1.target === e2.source;
+
 /**
  * How many pairs of drawn edges cross (segment by segment; edges sharing an end do not count).
  * The layout's quality figure for tests and benchmarks: O(segments²), so for graphs of a few
  * thousand edges at most.
  */
 export function countCrossings(r: LayoutResult, input: LayoutInput): number {
-  const segs: { a: { x: number; y: number }; b: { x: number; y: number }; e: number }[] = [];
+  const segs: { a: Point; b: Point; e: number }[] = [];
   r.edges.forEach((e, i) => {
     for (let j = 1; j < e.points.length; j++) segs.push({ a: e.points[j - 1], b: e.points[j], e: i });
   });
-  const cross = (p: { x: number; y: number }, q: { x: number; y: number }, r2: { x: number; y: number }) =>
-    (q.x - p.x) * (r2.y - p.y) - (q.y - p.y) * (r2.x - p.x);
   const seen = new Set<string>();
   for (let i = 0; i < segs.length; i++) for (let j = i + 1; j < segs.length; j++) {
     const s1 = segs[i], s2 = segs[j];
-    if (s1.e === s2.e) continue;
-    const e1 = input.edges[s1.e], e2 = input.edges[s2.e];
-    if (e1.source === e2.source || e1.target === e2.target || e1.source === e2.target || e1.target === e2.source) continue;
-    const d1 = cross(s2.a, s2.b, s1.a), d2 = cross(s2.a, s2.b, s1.b), d3 = cross(s1.a, s1.b, s2.a), d4 = cross(s1.a, s1.b, s2.b);
-    if (d1 * d2 < 0 && d3 * d4 < 0) seen.add(s1.e < s2.e ? `${s1.e},${s2.e}` : `${s2.e},${s1.e}`);
+    if (s1.e === s2.e || touch(input.edges[s1.e], input.edges[s2.e])) continue;
+    if (segmentsCross(s1.a, s1.b, s2.a, s2.b)) seen.add(s1.e < s2.e ? `${s1.e},${s2.e}` : `${s2.e},${s1.e}`);
   }
   return seen.size;
 }
