@@ -1,10 +1,10 @@
 """A module called more than once in one forward, in a real JupyterLab (dark theme): a GRU cell applied
 at 8 time steps is one series box ("cell ×8") that opens into one box per call ("cell · call 3/8"), the
 parameters every call shares are one node each (search finds one), a node's details name its call and
-give breadcrumbs that close its boxes;
+give breadcrumbs that close its boxes, and fully expanded its calls line up in order, one under the other;
 the same after reopening without a kernel, and in nbconvert's HTML (the static drawing, one box per
-call). A weight-tied model, two ResNet blocks and a transformer layer are drawn alongside. Screenshots go
-to $WORKBENCH_SCREENSHOTS when set."""
+call). A weight-tied model, two ResNet blocks, a widening one and a transformer layer are drawn alongside.
+Screenshots go to $WORKBENCH_SCREENSHOTS when set."""
 import os
 import subprocess
 import sys
@@ -19,7 +19,7 @@ MODELS = f"""sys.path.insert(0, {str(REPO / 'tests' / 'viz')!r})
 import repeated"""
 CELLS = [MODELS] + [f"wb.viz.show(*repeated.{make}(), title={title!r})" for make, title in
                     [("gru_loop", "GRU over 8 steps"), ("tied", "weight-tied"), ("resnet", "small ResNet"),
-                     ("transformer", "transformer layer")]]
+                     ("transformer", "transformer layer"), ("widening", "widening ResNet")]]
 
 
 def _shoot(loc, name):
@@ -92,17 +92,38 @@ def _check_gru(page, stage):
     assert _boxes(v, "cell") == ["▸ cell ×8"]
 
 
+CALLS = """(root) => [...root.querySelectorAll('.wb-graph .wb-cluster-head')]
+  .filter((h) => h.dataset.id.startsWith('m:cell|'))
+  .map((h) => { const b = h.previousElementSibling.getBoundingClientRect();
+    return [Number(h.dataset.id.split('#').pop()), b.left + b.width / 2, b.top]; })"""
+
+
+def _expand(page, title):
+    v = _viewer(page, title)
+    v.locator(".wb-status").evaluate("el => { el.textContent = ''; }")
+    v.locator(".wb-btn", has_text="Expand all").click()
+    v.locator(".wb-status").filter(has_text="items shown of").wait_for(timeout=30_000)
+    v.locator(".wb-btn", has_text="Fit").click()
+    page.wait_for_timeout(300)
+    return v
+
+
 def _check_others(page, stage):
-    for title in ("weight-tied", "small ResNet", "transformer layer"):
-        v = _viewer(page, title)
-        v.locator(".wb-btn", has_text="Expand all").click()
-        v.locator(".wb-status").filter(has_text="items shown of").wait_for(timeout=30_000)
-        v.locator(".wb-btn", has_text="Fit").click()
-        page.wait_for_timeout(300)
+    # the GRU's calls, each an open box: in order down one column (the linear layout stepped each
+    # ~140 px sideways)
+    v = _expand(page, "GRU over 8 steps")
+    calls = v.evaluate(CALLS)
+    assert len(calls) == 8
+    assert [c[0] for c in sorted(calls, key=lambda c: c[2])] == sorted(c[0] for c in calls)
+    centres = [c[1] for c in calls]
+    assert max(centres) - min(centres) < 1, calls
+    _shoot(v, f"gru-expanded-{stage}")
+    for title in ("weight-tied", "small ResNet", "transformer layer", "widening ResNet"):
+        v = _expand(page, title)
         if title == "weight-tied":
             assert v.locator(".wb-cluster-head", has_text="mix · call 2/2").count() == 1
             assert v.locator(".wb-nodes .wb-node", has_text="emb.weight").count() == 1  # tied: one node
-        _shoot(v, f"{title.split()[-1].lower()}-{stage}")
+        _shoot(v, f"{'-'.join(title.lower().split())}-{stage}")
 
 
 def _set_theme(page, theme):
@@ -136,6 +157,6 @@ def test_repeated_calls_live_saved_and_in_nbconvert(lab, page, browser, tmp_path
     view.goto(out.as_uri())
     outs = view.locator(".jp-OutputArea-output:has(svg)")
     outs.first.wait_for(timeout=30_000)
-    for k, name in enumerate(["gru", "tied", "resnet", "transformer"]):
+    for k, name in enumerate(["gru", "tied", "resnet", "transformer", "widening"]):
         _shoot(outs.nth(k), f"{name}-html")
     view.close()
