@@ -157,6 +157,25 @@ describe("layout", () => {
 
   // widening: the skip runs into the block's 1x1 convolution, and the main branch's boxes fill the width
   // near its ends, so no column next to dagre's zig-zag was free: it goes round them
+  // the linear layout draws edges straight: a weight shared by the GRU's calls ran across the nodes of
+  // every call before the one using it
+  it("routes the linear layout's long edges round the nodes between their ends", () => {
+    const { inp, r } = real("gru_loop");
+    expect(r.engine).toBe("layered");
+    const through: string[] = [];
+    inp.edges.forEach((e, i) => {
+      const pts = r.edges[i].points;
+      for (let k = 1; k < pts.length; k++) for (let t = 0.02; t < 1; t += 0.02) {
+        const x = pts[k - 1].x + t * (pts[k].x - pts[k - 1].x), y = pts[k - 1].y + t * (pts[k].y - pts[k - 1].y);
+        for (const n of inp.nodes) {
+          const b = r.boxes[n.id];
+          if (n.id !== e.source && n.id !== e.target && Math.abs(b.x - x) * 2 < b.width - 1 && Math.abs(b.y - y) * 2 < b.height - 1) through.push(`${e.source} -> ${e.target} through ${n.id}`);
+        }
+      }
+    });
+    expect([...new Set(through)]).toEqual([]);
+  });
+
   it.each(["resnet", "transformer", "widening"] as const)("runs each residual skip of %s as one straight column beside the main path", (name) => {
     const { m, inp, r } = real(name);
     const skips = inp.edges.map((e, i) => ({ e, pts: r.edges[i].points }))

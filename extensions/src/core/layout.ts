@@ -81,6 +81,8 @@ export function computeLayout(input: LayoutInput): LayoutResult {
     // column, a chain of boxes (a GRU cell applied at each time step) drifts one box-width sideways
     // per box: the linear layout, which cannot drift, is kept when dagre's is far wider
     if (layoutEngine(input) === "dagre") r = withDagre(input, DRIFT * r.width) ?? r;
+    // each edge is checked against every node and box: up to DAGRE_LIMIT nodes, ~80 ms at 762 (an MLP)
+    if (r.engine === "layered" && input.nodes.length <= DAGRE_LIMIT) routeAround(input, r);
   } catch {
     // A deep chain under the limit can still exhaust a worker's smaller stack.
     r = layered(input);
@@ -240,10 +242,7 @@ function straightenSkips(input: LayoutInput, r: LayoutResult) {
     if (pts.length < 4) return;
     const inner = pts.slice(1, -1), y0 = inner[0].y, y1 = inner[inner.length - 1].y;
     if (y1 - y0 < 1 || inner.every((p) => Math.abs(p.x - inner[0].x) < 0.5)) return;
-    const from = boxesOf(e.source), to = boxesOf(e.target), ends = new Set([...from, ...to]);
-    const blockers: Box[] = [];
-    for (const n of input.nodes) if (n.id !== e.source && n.id !== e.target) blockers.push(r.boxes[n.id]);
-    for (const c of input.clusters) if (!ends.has(c.id)) blockers.push(r.boxes[c.id]);
+    const from = boxesOf(e.source), to = boxesOf(e.target), blockers = blockersOf(input, r, boxesOf, e);
     // the boxes the edge enters, outer first: it goes in right of each one's header label
     const entered = input.clusters.filter((c) => to.has(c.id) && !from.has(c.id) && c.label)
       .map((c) => { const b = r.boxes[c.id]; return { top: b.y - b.height / 2, left: b.x - b.width / 2, hx: b.x - b.width / 2 + c.label! + 2 * GAP }; })
@@ -252,14 +251,7 @@ function straightenSkips(input: LayoutInput, r: LayoutResult) {
     // inside every box that holds both ends: the run does not leave the block it belongs to
     const within = [...from].filter((c) => to.has(c)).map((c) => r.boxes[c]);
     const a = pts[0], z = pts[pts.length - 1];
-    const clear = (p: Point, q: Point) => {
-      const n = Math.max(8, Math.ceil(Math.hypot(q.x - p.x, q.y - p.y) / 10));  // no node slips between samples
-      for (let k = 1; k < n; k++) {
-        const t = k / n, x = p.x + t * (q.x - p.x), y = p.y + t * (q.y - p.y);
-        if (blockers.some((b) => Math.abs(b.x - x) * 2 < b.width && Math.abs(b.y - y) * 2 < b.height)) return false;
-      }
-      return true;
-    };
+    const clear = (p: Point, q: Point) => !hits(blockers, p, q);
     // the run at x, stepping round the header of each box it enters there
     const route = (x: number): Point[] | null => {
       const out: Point[] = [a, { x, y: y0 }];
@@ -296,6 +288,68 @@ function straightenSkips(input: LayoutInput, r: LayoutResult) {
 }
 
 type Point = { x: number; y: number };
+
+/** What an edge's drawing must not cross: every node but its ends, every box holding neither end. */
+function blockersOf(input: LayoutInput, r: LayoutResult, boxesOf: (id: string) => Set<string>, e: LayoutInput["edges"][number]): Box[] {
+  const ends = new Set([...boxesOf(e.source), ...boxesOf(e.target)]), out: Box[] = [];
+  for (const n of input.nodes) if (n.id !== e.source && n.id !== e.target) out.push(r.boxes[n.id]);
+  for (const c of input.clusters) if (!ends.has(c.id)) out.push(r.boxes[c.id]);
+  return out;
+}
+
+/** Whether the segment pq runs through the inside of one of `boxes` (exactly: Liang-Barsky clipping). */
+function hits(boxes: Box[], p: Point, q: Point): boolean {
+  const dx = q.x - p.x, dy = q.y - p.y;
+  return boxes.some((b) => {
+    let t0 = 0, t1 = 1;
+    const clip = (d: number, lo: number, hi: number, at: number) => {
+      if (Math.abs(d) < 1e-9) return at > lo && at < hi;
+      const ta = (lo - at) / d, tb = (hi - at) / d;
+      t0 = Math.max(t0, Math.min(ta, tb));
+      t1 = Math.min(t1, Math.max(ta, tb));
+      return t0 < t1;
+    };
+    return clip(dx, b.x - b.width / 2, b.x + b.width / 2, p.x) && clip(dy, b.y - b.height / 2, b.y + b.height / 2, p.y);
+  });
+}
+
+/**
+ * The linear layout draws each edge straight, and a long one (a ResNet block's skip into its 1x1 conv,
+ * a weight shared by a loop's calls) ran across the nodes and boxes between its ends, a shallow one
+ * across the nodes beside its ends. Such an edge is redrawn at right angles: down from its source into
+ * the gap below its row, across to a column, down it to just above its target, across and down into it,
+ * crossing no node, no box holding neither end and no header label of a box it enters; the column
+ * nearest its ends is taken, and where there is none the edge stays straight.
+ */
+function routeAround(input: LayoutInput, r: LayoutResult) {
+  const boxesOf = boxAncestry(input), GAP = 12;
+  input.edges.forEach((e, i) => {
+    const pts = r.edges[i].points, blockers = blockersOf(input, r, boxesOf, e);
+    if (!pts.length || !hits(blockers, pts[0], pts[pts.length - 1])) return;
+    // from the source's bottom to the target's top, each where the straight edge left it (so that edges
+    // into one node come in apart), or as near as that side allows
+    const s = r.boxes[e.source], t = r.boxes[e.target], GAP_END = 6;
+    const on = (b: Box, x: number) => Math.min(Math.max(x, b.x - b.width / 2 + GAP_END), b.x + b.width / 2 - GAP_END);
+    const a = { x: on(s, pts[0].x), y: s.y + s.height / 2 }, z = { x: on(t, pts[pts.length - 1].x), y: t.y - t.height / 2 };
+    const y0 = a.y + GAP, y1 = z.y - GAP, from = boxesOf(e.source);
+    if (y1 < y0) return;
+    const across = blockers.filter((b) => b.y + b.height / 2 > y0 && b.y - b.height / 2 < y1);
+    // nor the header labels of the boxes it enters (20 px tall at their top left)
+    const heads = input.clusters.filter((c) => c.label && boxesOf(e.target).has(c.id) && !from.has(c.id)).map((c) => {
+      const b = r.boxes[c.id];
+      return { x: b.x - b.width / 2 + c.label! / 2, y: b.y - b.height / 2 + 10, width: c.label!, height: 20 };
+    });
+    const xs = [a.x, z.x, ...across.flatMap((b) => [b.x - b.width / 2 - GAP, b.x + b.width / 2 + GAP])];
+    const legs = (x: number) => Math.abs(x - a.x) + Math.abs(x - z.x);
+    for (const x of [...new Set(xs)].sort((p, q) => legs(p) - legs(q))) {
+      const path = [a, { x: a.x, y: y0 }, { x, y: y0 }, { x, y: y1 }, { x: z.x, y: y1 }, z];
+      if (path.some((p, k) => k > 0 && (hits(blockers, path[k - 1], p) || hits(heads, path[k - 1], p)))) continue;
+      // the middle point is where the viewer puts the edge's label: halfway down the column
+      r.edges[i].points = [...path.slice(0, 3), { x, y: (y0 + y1) / 2 }, ...path.slice(3)];
+      return;
+    }
+  });
+}
 
 /** Where the line from the centre of `b` towards `p` leaves the box. */
 function border(b: Box, p: Point): Point {
