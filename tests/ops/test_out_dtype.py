@@ -36,6 +36,16 @@ def _cases(lib):
         "gather": lambda o: lib.gather(f, 0, i, out=o), "index_select": lambda o: lib.index_select(f, 0, i, out=o),
         "vector_norm": lambda o: lib.linalg.vector_norm(f, out=o), "atan2": lambda o: lib.atan2(f, f, out=o),
         "remainder_ints": lambda o: lib.remainder(i, 2, out=o),
+        # reductions (workbench.ops.reduce): sum-likes compute in out's dtype, picks write their own dtype
+        "sum": lambda o: lib.sum(m, 1, out=o), "sum_ints": lambda o: lib.sum(i, 0, out=o),
+        "prod": lambda o: lib.prod(m, 1, out=o), "nansum": lambda o: lib.nansum(m, 1, out=o),
+        "nansum_ints": lambda o: lib.nansum(i, 0, out=o), "mean": lambda o: lib.mean(m, 1, out=o),
+        "mean_ints": lambda o: lib.mean(i, 0, out=o), "nanmean": lambda o: lib.nanmean(m, 1, out=o),
+        "logsumexp": lambda o: lib.logsumexp(m, 1, out=o), "logsumexp_ints": lambda o: lib.logsumexp(i, 0, out=o),
+        "argmax": lambda o: lib.argmax(m, 1, out=o), "argmin": lambda o: lib.argmin(f, out=o),
+        "max_all": lambda o: lib.max(f, out=o), "min_all_ints": lambda o: lib.min(i, out=o),
+        "std": lambda o: lib.std(m, 1, out=o), "var": lambda o: lib.var(f, out=o),
+        "msort": lambda o: lib.msort(m, out=o), "argsort": lambda o: lib.argsort(f, stable=True, out=o),
     }
 
 
@@ -77,11 +87,18 @@ NO_KERNEL = {("cumsum", "bool"), ("cumsum_ints", "bool"), ("arange", "bool"), ("
              ("linspace", "bool")}
 
 
+# PyTorch runs std's kernel in out's dtype and has no complex one (var into complex64 works, into complex128
+# not): workbench writes the real result into the complex out
+LEFT = {("std", "complex64")}
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", list(_cases(wb)))
 def test_out_dtype_like_pytorch(name, dtype):
     if (name, dtype) in NO_KERNEL:
         pytest.skip(f"PyTorch has no {name} kernel for {dtype} (not out='s rule; workbench computes it)")
+    if (name, dtype) in LEFT:
+        pytest.skip(f"{name} into {dtype}: PyTorch's kernel refuses it, workbench writes it")
     _assert_like_torch(_cases(torch)[name], _cases(wb)[name], dtype)
 
 

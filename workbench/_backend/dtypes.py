@@ -108,6 +108,12 @@ def is_half(npd):
     return npd.itemsize == 2 and npd.kind in "fV"
 
 
+def no_kernel(kernel, dt, hint):
+    """PyTorch's NotImplementedError for an op with no kernel for workbench dtype ``dt`` (``"arange_cpu" not
+    implemented for 'Bool'``), followed by ``hint``: what to do instead."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{dt._scalar_name}\': {hint}')
+
+
 def from_numpy_dtype(npd):
     """The workbench dtype of a NumPy/CuPy array dtype (TypeError for unsupported ones)."""
     try:

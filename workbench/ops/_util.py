@@ -236,9 +236,8 @@ def _check_scatter_src(op, region, src):
 def dtype_error(kernel, npd):
     """The error PyTorch raises when an op has no kernel for a dtype (NotImplementedError, a RuntimeError)."""
     dt = _FROM_NP.get(npd)  # raw arrays' dtypes: all in the table but bfloat16 before its first use
-    name = dt._scalar_name if dt is not None else _dt.from_numpy_dtype(npd)._scalar_name
-    return NotImplementedError(f'"{kernel}" not implemented for \'{name}\': convert the input first, e.g. '
-                               f"x.float() for math functions or x.long() for integer ops")
+    return _dt.no_kernel(kernel, dt if dt is not None else _dt.from_numpy_dtype(npd),
+                         "convert the input first, e.g. x.float() for math functions or x.long() for integer ops")
 
 
 def _uniform(like, shape):

@@ -19,7 +19,7 @@ from ..autograd.grad_mode import STATE
 from ..creation import tensor as _tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, no_derivative, ufunc_at, wrap_dim
+from ._util import _out, _outs, no_derivative, ufunc_at, wrap_dim
 from .elementwise import where
 from .views import Expand, broadcast_tensors, reshape
 
@@ -835,7 +835,7 @@ class Sort(Function):
         return zero.scatter(ctx.dim, idx, g), None, None, None, None
 
 
-def sort(input, dim=-1, descending=False, stable=False):
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """Sorted values and the indices they came from, along ``dim`` (a named tuple: values, indices).
 
     >>> import workbench as wb
@@ -844,24 +844,26 @@ def sort(input, dim=-1, descending=False, stable=False):
     """
     d = wrap_dim(dim, input.ndim)
     v, i = Sort.apply(input, d, bool(descending), bool(stable), None)
-    return SortResult(v, i)
+    return _outs(SortResult(v, i), out, "same")  # values of input's dtype, int64 indices, as PyTorch
 
 
-def argsort(input, dim=-1, descending=False, stable=False):
+def argsort(input, dim=-1, descending=False, stable=False, *, out=None):
     """Indices that sort ``input`` along ``dim``.  >>> wb.argsort(wb.tensor([3, 1, 2]))  ->  tensor([1, 2, 0])"""
     d = wrap_dim(dim, input.ndim)
     xp = _backend.xp_of(input._data)
     if input.ndim == 0:
-        return Tensor._make(xp.zeros((), dtype="int64"))
-    return Tensor._make(_argsort_raw(xp, input._data, d, bool(descending), bool(stable)).astype("int64"))
+        r = xp.zeros((), dtype="int64")
+    else:
+        r = _argsort_raw(xp, input._data, d, bool(descending), bool(stable)).astype("int64")
+    return _out(Tensor._make(r), out, "same")
 
 
-def msort(input):
+def msort(input, *, out=None):
     """Sort along dim 0.  >>> wb.msort(wb.tensor([[2, 1], [1, 2]]))  ->  tensor([[1, 1], [2, 2]])"""
-    return sort(input, 0).values
+    return _out(sort(input, 0).values, out, "same")
 
 
-def topk(input, k, dim=-1, largest=True, sorted=True):
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The k largest (or smallest) values along ``dim`` and their indices, largest first.
 
     >>> import workbench as wb
@@ -873,10 +875,10 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if k < 0 or k > n:
         raise RuntimeError(f"selected index k out of range: k = {k} for dimension {d} of size {n} (topk)")
     v, i = Sort.apply(input, d, bool(largest), True, (0, int(k)))
-    return TopkResult(v, i)
+    return _outs(TopkResult(v, i), out, "same")
 
 
-def kthvalue(input, k, dim=-1, keepdim=False):
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The k-th smallest value along ``dim`` (1-based) and its index.
 
     >>> import workbench as wb
@@ -890,7 +892,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     v, i = Sort.apply(input, d, False, True, (int(k) - 1, int(k)))
     if not keepdim and input.ndim:
         v, i = v.squeeze(d), i.squeeze(d)
-    return KthvalueResult(v, i)
+    return _outs(KthvalueResult(v, i), out, "same")
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):

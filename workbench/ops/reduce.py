@@ -161,6 +161,19 @@ def _dims(input, dim, op):
     return norm_dims(dim, input._data.ndim, op)
 
 
+def _in_out_dtype(dtype, out):
+    """The dtype a sum-like reduction computes in when given ``out=``: ``dtype`` if given (then out must
+    have it), else out's (PyTorch's reductions compute in the output's dtype)."""
+    return out.dtype if dtype is None else dtype
+
+
+def _check_nansum_out(input, out):
+    # PyTorch runs nansum's kernel in out's dtype, and for a floating input it has floating kernels only
+    if isinstance(input, Tensor) and input.dtype.is_floating_point and not out.dtype.is_floating_point:
+        raise _dt.no_kernel("nansum_cpu", out.dtype, "a floating input's nansum writes only into a floating "
+                            "out=; convert the result with .to() instead")
+
+
 # --- sum, mean, prod -----------------------------------------------------------------------------
 class Sum(Function):
     _raw = True
@@ -200,13 +213,15 @@ class SumAll(Function):
         return _expand_back(g, ctx.in_shape, None, False)
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None):
-    """Sum over all elements or over ``dim`` (integers and bool sum in int64).
+def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Sum over all elements or over ``dim`` (integers and bool sum in int64; with ``out=``, in out's dtype).
 
     >>> import workbench as wb
     >>> wb.tensor([[1, 2], [3, 4]]).sum(0)
     tensor([4, 6])
     """
+    if out is not None:
+        return _out(sum(input, dim, keepdim, dtype=_in_out_dtype(dtype, out)), out, "same")
     if _AUTOCAST[0] and dtype is None:
         input, = _autocast_cast("sum", input)
     if dim is None and isinstance(input, Tensor):
@@ -217,8 +232,11 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 @composite("nansum")
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero.  >>> wb.nansum(wb.tensor([1.0, float('nan'), 2.0]))  ->  tensor(3.)"""
+    if out is not None:
+        _check_nansum_out(input, out)
+        return _out(nansum(input, dim, keepdim, dtype=_in_out_dtype(dtype, out)), out, "same")
     if input._data.dtype.kind not in "fc":
         return sum(input, dim, keepdim, dtype=dtype)
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
@@ -249,14 +267,25 @@ class Mean(Function):
         return _expand_back(g, ctx.in_shape, ctx.dims, ctx.keepdim), None, None, None
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over all elements or over ``dim``.  >>> wb.tensor([1., 2., 3.]).mean()  ->  tensor(2.)"""
+    if out is not None:
+        if dtype is not None:
+            return _out(mean(input, dim, keepdim, dtype=dtype), out, "same")
+        # a floating input is averaged in a floating or complex out's dtype; into an integer out, PyTorch's
+        # cast error; an integer input keeps its own error (no dtype is inferred from out)
+        floating = isinstance(input, Tensor) and input.dtype.category >= _dt._FLOAT
+        into = out.dtype if floating and out.dtype.category >= _dt._FLOAT else None
+        return _out(mean(input, dim, keepdim, dtype=into), out)
     return Mean.apply(input, _dims(input, dim, "mean"), keepdim, dtype)
 
 
 @composite("nanmean")
-def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements.  >>> wb.nanmean(wb.tensor([1.0, float('nan'), 3.0]))  ->  tensor(2.)"""
+    if out is not None:  # PyTorch's: nansum into out, then the division
+        _check_nansum_out(input, out)
+        return _out(nanmean(input, dim, keepdim, dtype=_in_out_dtype(dtype, out)), out, "same")
     if input._data.dtype.kind not in "fc" and dtype is None:
         return mean(input, dim, keepdim)
     ok = ~isnan(input)
@@ -310,13 +339,15 @@ def _eye_mask(x, d, upper=False):
     return Tensor._make(m.reshape((1,) * d + (n, n) + (1,) * (x.ndim - d - 1)))
 
 
-def prod(input, dim=None, keepdim=False, *, dtype=None):
-    """Product over all elements or over one ``dim``.
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Product over all elements or over one ``dim`` (with ``out=``, in out's dtype).
 
     >>> import workbench as wb
     >>> wb.tensor([[1., 2.], [3., 4.]]).prod(1)
     tensor([ 2., 12.])
     """
+    if out is not None:
+        return _out(prod(input, dim, keepdim, dtype=_in_out_dtype(dtype, out)), out, "same")
     if _AUTOCAST[0] and dtype is None:
         input, = _autocast_cast("prod", input)
     if isinstance(dim, (tuple, list)):
@@ -529,7 +560,11 @@ Cummax = _picker("cummax", _cum_rule(lambda a, b: _backend.xp_of(a).maximum(a, b
 Cummin = _picker("cummin", _cum_rule(lambda a, b: _backend.xp_of(a).minimum(a, b)))
 
 
-def _pick(cls, name, input, dim, keepdim):
+def _pick(cls, name, input, dim, keepdim, out=None):
+    """(values, indices) of a picking op, written into ``out=(values, indices)`` when given: values of
+    input's dtype, int64 indices (PyTorch's rule for both)."""
+    if out is not None:
+        return _outs(_pick(cls, name, input, dim, keepdim), out, "same")
     d = wrap_dim(dim, input._data.ndim)
     if input._data.ndim and input._data.shape[d] == 0 and cls not in (Cummax, Cummin):  # scans of nothing are empty
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size (input shape "
@@ -539,17 +574,23 @@ def _pick(cls, name, input, dim, keepdim):
     return getattr(return_types, name)(*cls.apply(input, d, keepdim))
 
 
-def cummax(input, dim):
+def cummax(input, dim, *, out=None):
     """Running maximum along ``dim`` and where it was found.  >>> wb.cummax(wb.tensor([1., 3., 2.]), 0).values  ->  tensor([1., 3., 3.])"""
-    return _pick(Cummax, "cummax", input, dim, True)
+    return _pick(Cummax, "cummax", input, dim, True, out)
 
 
-def cummin(input, dim):
+def cummin(input, dim, *, out=None):
     """Running minimum along ``dim`` and where it was found.  >>> wb.cummin(wb.tensor([3., 1., 2.]), 0).values  ->  tensor([3., 1., 1.])"""
-    return _pick(Cummin, "cummin", input, dim, True)
+    return _pick(Cummin, "cummin", input, dim, True, out)
 
 
-def median(input, dim=None, keepdim=False):
+def _no_whole_out(name, out):
+    if out is not None:  # PyTorch's whole-tensor form has no out= overload
+        raise TypeError(f"{name}() missing 1 required positional arguments: \"dim\" (out= is for the form with "
+                        "dim, which writes out=(values, indices))")
+
+
+def median(input, dim=None, keepdim=False, *, out=None):
     """The lower median: of all elements (a value), or along ``dim`` (values and indices).
 
     >>> import workbench as wb
@@ -557,29 +598,31 @@ def median(input, dim=None, keepdim=False):
     tensor(2.)
     """
     if dim is None:
+        _no_whole_out("median", out)
         if input.numel() == 0:
             return Tensor._make(_backend.xp_of(input._data).asarray(float("nan"), dtype=input._data.dtype))
         return MedianAll.apply(input)
-    return _pick(MedianDim, "median", input, dim, keepdim)
+    return _pick(MedianDim, "median", input, dim, keepdim, out)
 
 
-def nanmedian(input, dim=None, keepdim=False):
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
     """median ignoring NaN (NaN only where a slice is all NaN).  >>> wb.nanmedian(wb.tensor([1., float('nan'), 3.]))  ->  tensor(1.)"""
     if dim is None:
+        _no_whole_out("nanmedian", out)
         if input.numel() == 0:
             return Tensor._make(_backend.xp_of(input._data).asarray(float("nan"), dtype=input._data.dtype))
         return NanmedianAll.apply(input)
-    return _pick(NanmedianDim, "nanmedian", input, dim, keepdim)
+    return _pick(NanmedianDim, "nanmedian", input, dim, keepdim, out)
 
 
-def mode(input, dim=-1, keepdim=False):
+def mode(input, dim=-1, keepdim=False, *, out=None):
     """The most frequent value along ``dim`` (the smallest on ties) and its last index.
 
     >>> import workbench as wb
     >>> wb.mode(wb.tensor([1, 2, 2, 3])).values
     tensor(2)
     """
-    return _pick(ModeDim, "mode", input, dim, keepdim)
+    return _pick(ModeDim, "mode", input, dim, keepdim, out)
 
 
 # --- max, min, amax, amin, arg* ---------------------------------------------------------------------
@@ -670,15 +713,12 @@ NanmedianAll = type("NanmedianAll", (_Spread,), {"op_name": "nanmedian", "rule":
 def _max_min(name, cls, ext, binary):
     def fn(input, dim=None, keepdim=False, *, out=None):
         if isinstance(dim, Tensor):
-            return binary(input, dim)
+            return binary(input, dim, out)
         if dim is None:
             if keepdim:
                 raise TypeError(f"{name}() received an invalid combination of arguments: keepdim needs dim")
-            return ext.apply(input)
-        r = _pick(cls, name, input, dim, keepdim)
-        if out is not None:  # both checked before either is written; the values' dtype is the input's
-            return getattr(return_types, name)(*_outs(tuple(r), out, "same"))
-        return r
+            return _out(ext.apply(input), out)  # the whole tensor's: into any out its dtype casts to
+        return _pick(cls, name, input, dim, keepdim, out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"{name} of all elements (a value); along ``dim``: values and indices (the first on ties); with "
@@ -687,12 +727,12 @@ def _max_min(name, cls, ext, binary):
     return fn
 
 
-def _maximum(a, b):
-    return maximum(a, b)
+def _maximum(a, b, out):
+    return maximum(a, b, out=out)
 
 
-def _minimum(a, b):
-    return minimum(a, b)
+def _minimum(a, b, out):
+    return minimum(a, b, out=out)
 
 
 max = _max_min("max", MaxDim, MaxAll, _maximum)
@@ -700,15 +740,18 @@ min = _max_min("min", MinDim, MinAll, _minimum)
 
 
 @composite("aminmax")
-def aminmax(input, *, dim=None, keepdim=False):
+def aminmax(input, *, dim=None, keepdim=False, out=None):
     """(min, max) in one call.  >>> tuple(wb.aminmax(wb.tensor([3, 0, 4])))  ->  (tensor(0), tensor(4))"""
     d = None if dim is None else (dim,)
     dims = _dims(input, d, "aminmax")
-    return return_types.aminmax(Amin.apply(input, dims, keepdim), Amax.apply(input, dims, keepdim))
+    r = return_types.aminmax(Amin.apply(input, dims, keepdim), Amax.apply(input, dims, keepdim))
+    return _outs(r, out, "same")
 
 
 def _arg(name, fn):
-    def arg(input, dim=None, keepdim=False):
+    def arg(input, dim=None, keepdim=False, *, out=None):
+        if out is not None:  # int64 out only, as PyTorch
+            return _out(arg(input, dim, keepdim), out, "same")
         x = input._data
         xp = _backend.xp_of(x)
         if x.dtype.kind == "c":
@@ -786,7 +829,7 @@ class Std(Var):
     """The same computation, named std on the tape."""
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over ``dim`` with Bessel's ``correction`` (1 by default; ``unbiased=False`` means 0).
 
     >>> import workbench as wb
@@ -794,13 +837,13 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     tensor(1.6667)
     """
     dim, c = _var_args(dim, unbiased, correction, "var")
-    return Var.apply(input, _dims(input, dim, "var"), c, keepdim, False)
+    return _out(Var.apply(input, _dims(input, dim, "var"), c, keepdim, False), out)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation over ``dim``; see ``var``.  >>> wb.std(wb.tensor([1., 3.]))  ->  tensor(1.4142)"""
     dim, c = _var_args(dim, unbiased, correction, "std")
-    return Std.apply(input, _dims(input, dim, "std"), c, keepdim, True)
+    return _out(Std.apply(input, _dims(input, dim, "std"), c, keepdim, True), out)
 
 
 @composite("var_mean")
@@ -929,7 +972,7 @@ class Logsumexp(Function):
         return _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim) * (x - y).exp(), None, None
 
 
-def logsumexp(input, dim=None, keepdim=False):
+def logsumexp(input, dim=None, keepdim=False, *, out=None):
     """log(sum(exp(input))) over ``dim``, computed without overflow.
 
     >>> import workbench as wb
@@ -938,7 +981,13 @@ def logsumexp(input, dim=None, keepdim=False):
     """
     if _AUTOCAST[0]:
         input, = _autocast_cast("logsumexp", input)
-    return Logsumexp.apply(input, _dims(input, dim, "logsumexp"), keepdim)
+    if out is not None:
+        if out.dtype.category < _dt._FLOAT:
+            raise RuntimeError(f"logsumexp(): Expected floating point type for result tensor, but got: "
+                               f"{out.dtype._scalar_name}; pass a floating out= (or convert the result with .to())")
+        if out.dtype.is_floating_point:  # computed in out's dtype, as PyTorch's
+            input = input.to(out.dtype)
+    return _out(Logsumexp.apply(input, _dims(input, dim, "logsumexp"), keepdim), out)
 
 
 # --- boolean reductions and counting ----------------------------------------------------------------
