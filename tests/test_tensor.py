@@ -147,6 +147,38 @@ def test_arange_matches_torch(args):
     np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-6)
 
 
+NO_KERNEL = [  # factories PyTorch has no kernel for in a dtype: its NotImplementedError, with dtype= or out=
+    ("arange", lambda m, d: m.arange(5, dtype=d), "bool"),
+    ("arange", lambda m, d: m.arange(0, 1, 0.25, dtype=d), "complex64"),
+    ("arange", lambda m, d: m.arange(2, out=m.empty(0, dtype=d)), "complex128"),
+    ("linspace", lambda m, d: m.linspace(0, 1, 5, dtype=d), "bool"),
+    ("linspace", lambda m, d: m.linspace(0, 1, 5, out=m.empty(0, dtype=d)), "bool"),
+    ("logspace", lambda m, d: m.logspace(0, 1, 5, dtype=d), "bool"),
+]
+
+
+@pytest.mark.parametrize("op,call,dtype", NO_KERNEL, ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(NO_KERNEL)])
+def test_factories_refuse_the_dtypes_pytorch_has_no_kernel_for(op, call, dtype):
+    scalar = {"bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[dtype]
+    for m in (wb, torch):
+        with pytest.raises(NotImplementedError, match=f'"{op}_cpu" not implemented for \'{scalar}\''):
+            call(m, getattr(m, dtype))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.linspace(0, 1, 5, dtype=m.complex64), lambda m: m.logspace(0, 1, 5, dtype=m.complex128),
+    lambda m: m.linspace(0, 1, 5, dtype=m.int8), lambda m: m.logspace(0, 1, 5, dtype=m.uint8),
+    lambda m: m.linspace(0, 1, 5, dtype=m.float16),
+    lambda m: m.linspace(0, 1 + 1j, 3), lambda m: m.logspace(0, 1 + 1j, 3), lambda m: m.linspace(m.tensor(1j), 2, 4),
+    lambda m: m.linspace(0, 2j, 3, out=m.empty(0, dtype=m.complex128)),
+], ids=["linspace-c64", "logspace-c128", "linspace-i8", "logspace-u8", "linspace-f16", "linspace-complex-end",
+        "logspace-complex-end", "linspace-complex-tensor", "linspace-complex-out"])
+def test_linspace_and_logspace_dtypes_and_complex_ends_as_pytorch(call):
+    got, want = call(wb), call(torch)
+    assert got.dtype.name == _tname(want.dtype)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-3)
+
+
 def test_linspace_logspace_eye():
     np.testing.assert_allclose(wb.linspace(-1, 1, 5).numpy(), torch.linspace(-1, 1, 5).numpy())
     np.testing.assert_allclose(wb.logspace(0, 3, 4).numpy(), torch.logspace(0, 3, 4).numpy(), rtol=1e-6)

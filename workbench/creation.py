@@ -50,6 +50,15 @@ def _dev(device):
     return _backend.resolve_device(device) if device is not None else _backend.CPU
 
 
+def _check_kernel(op, dt, dev, refused):
+    """PyTorch's NotImplementedError for a range factory asked for a dtype of a category it has no kernel for
+    (``refused``: dtype categories)."""
+    if dt.category in refused:
+        raise _dt.no_kernel(f"{op}_{dev.type}", dt, f"make the numbers in another dtype and compare them, e.g. "
+                            f"{op}(...) != 0" if dt is _dt.bool_ else f"{op} makes real numbers: make them in a "
+                            "floating dtype and convert with .to()")
+
+
 def _is_sequence(x):
     # deque, range, array.array...: PyTorch takes any sequence (not text) as it takes lists
     return isinstance(x, collections.abc.Sequence) and not isinstance(x, (str, bytes, Tensor))
@@ -341,6 +350,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
         dt = _dt.int64 if integral else _dt.get_default_dtype()
     n = max(0, math.ceil((end - start) / step))
     dev = _dev(device)
+    _check_kernel("arange", dt, dev, (_dt._BOOL, _dt._COMPLEX))
     xp = _backend.xp_for(dev)
     with _backend.on_device(dev):
         # computed in float64 from the index, as PyTorch does, so float steps don't drift
@@ -348,6 +358,17 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
             start, start + n * step, step, dtype=np.int64)[:n]
         arr = arr.astype(dt.np)
     return _finish(arr, requires_grad)
+
+
+def _spaced_ends(start, end, dtype):
+    """linspace's and logspace's ends as Python numbers, and the dtype: complex ends make the default complex
+    dtype, as PyTorch's."""
+    a, b = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    kind = complex if isinstance(a, complex) or isinstance(b, complex) else float  # np.complex64 is no complex
+    if dtype is not None:
+        return kind(a), kind(b), _dt.to_dtype(dtype)
+    dt = _dt.get_default_dtype()
+    return kind(a), kind(b), dt.to_complex() if kind is complex else dt
 
 
 @writes_out
@@ -361,11 +382,12 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     """
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
-    dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    start, end, dt = _spaced_ends(start, end, dtype)
     dev = _dev(device)
+    _check_kernel("linspace", dt, dev, (_dt._BOOL,))
     xp = _backend.xp_for(dev)
     with _backend.on_device(dev):
-        arr = xp.linspace(float(start), float(end), int(steps)).astype(dt.np)
+        arr = xp.linspace(start, end, int(steps)).astype(dt.np)
     return _finish(arr, requires_grad)
 
 
@@ -373,11 +395,12 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     """base ** linspace(start, end, steps).  >>> wb.logspace(0, 2, 3)  ->  tensor([  1.,  10., 100.])"""
-    dt = _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    start, end, dt = _spaced_ends(start, end, dtype)
     dev = _dev(device)
+    _check_kernel("logspace", dt, dev, (_dt._BOOL,))
     xp = _backend.xp_for(dev)
     with _backend.on_device(dev):
-        arr = (float(base) ** xp.linspace(float(start), float(end), int(steps))).astype(dt.np)
+        arr = (float(base) ** xp.linspace(start, end, int(steps))).astype(dt.np)
     return _finish(arr, requires_grad)
 
 

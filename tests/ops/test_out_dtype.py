@@ -81,12 +81,6 @@ def _assert_like_torch(theirs_fn, ours_fn, dtype):
     assert tuple(w_out.shape) == (0,), "a refused out= must be left as it was"
 
 
-# dtypes PyTorch has no kernel for at all (its NotImplementedError with or without out=): a dtype refusal of the
-# op itself, not the out= rule, which workbench does not make yet
-NO_KERNEL = {("cumsum", "bool"), ("cumsum_ints", "bool"), ("arange", "bool"), ("arange", "complex64"),
-             ("linspace", "bool")}
-
-
 # PyTorch runs std's kernel in out's dtype and has no complex one (var into complex64 works, into complex128
 # not): workbench writes the real result into the complex out
 LEFT = {("std", "complex64")}
@@ -95,8 +89,6 @@ LEFT = {("std", "complex64")}
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", list(_cases(wb)))
 def test_out_dtype_like_pytorch(name, dtype):
-    if (name, dtype) in NO_KERNEL:
-        pytest.skip(f"PyTorch has no {name} kernel for {dtype} (not out='s rule; workbench computes it)")
     if (name, dtype) in LEFT:
         pytest.skip(f"{name} into {dtype}: PyTorch's kernel refuses it, workbench writes it")
     _assert_like_torch(_cases(torch)[name], _cases(wb)[name], dtype)

@@ -75,6 +75,19 @@ def test_zeros_in_prod_and_cumprod_first_and_second_order(fn):
     _check(fn, [[1.5, 0.5, 2.0], [-1.0, 2.0, 0.25]], double=True)  # the zero-free fast path
 
 
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_scans_refuse_a_bool_dtype_as_pytorch(op):
+    for m in (wb, torch):
+        for call in (lambda: getattr(m, op)(m.ones(3), 0, dtype=m.bool),
+                     lambda: getattr(m, op)(m.tensor([True, False]), 0, dtype=m.bool),
+                     lambda: getattr(m, op)(m.ones(3), 0, out=m.empty(0, dtype=m.bool))):
+            with pytest.raises(NotImplementedError, match=f'"{op}_out_cpu" not implemented for \'Bool\''):
+                call()
+        # a bool input scans in int64, and a complex dtype is fine
+        assert getattr(m, op)(m.tensor([True, True]), 0).tolist() == ([1, 2] if op == "cumsum" else [1, 1])
+        assert getattr(m, op)(m.ones(2), 0, dtype=m.complex64).dtype == m.complex64
+
+
 def test_prod_cumprod_integer_and_bool_dtypes():
     for dt in ("int8", "int32", "uint8", "bool", "int64"):
         vals = [[1, 2, 0], [3, 1, 2]] if dt != "bool" else [[True, False, True], [True, True, True]]

@@ -368,6 +368,13 @@ def _scan(xp, a, op):
     return a
 
 
+def _check_scan_dtype(op, input, dtype):
+    # PyTorch's scans have no bool kernel: a bool dtype= (or out=) is refused (a bool input sums in int64)
+    if dtype is not None and _dt.to_dtype(dtype) is _dt.bool_:
+        raise _dt.no_kernel(f"{op}_out_{input.device.type}", _dt.bool_, f"{op} counts in integers: drop dtype=bool "
+                            f"(bool input gives int64) and compare the result, e.g. {op}(x, dim) != 0")
+
+
 def _revcumsum(t, d):
     return t.flip(d).cumsum(d).flip(d)
 
@@ -394,6 +401,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
     """Running sum along ``dim``.  >>> wb.cumsum(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 3, 6])"""
     if dtype is None and out is not None:  # PyTorch's reductions compute in out's dtype
         dtype = out.dtype
+    _check_scan_dtype("cumsum", input, dtype)
     if _AUTOCAST[0] and dtype is None:
         input, = _autocast_cast("cumsum", input)
     return _out(Cumsum.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
@@ -439,6 +447,7 @@ def cumprod(input, dim, *, dtype=None, out=None):
     """Running product along ``dim`` (gradient exact with zeros).  >>> wb.cumprod(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 2, 6])"""
     if dtype is None and out is not None:  # in out's dtype, as cumsum
         dtype = out.dtype
+    _check_scan_dtype("cumprod", input, dtype)
     if _AUTOCAST[0] and dtype is None:
         input, = _autocast_cast("cumprod", input)
     return _out(Cumprod.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
