@@ -9,6 +9,7 @@ import math
 from .. import _backend
 from .._backend import kernels as _k
 from .._backend.dtypes import bool_, float32
+from .._broadcast import infer_size
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from .activation import Softmax, SoftmaxBackward, dropout, softmax
@@ -31,7 +32,7 @@ class Attention(Function):
         s = gemm(q, xp.swapaxes(k, -1, -2))
         s *= scale
         if bias is not None:
-            s = s + bias
+            s += bias  # in place, as PyTorch's: a mask may not grow the scores
         p = _k.softmax(xp, s)
         pd = p * keep if keep is not None else p
         ctx.scale = scale
@@ -127,21 +128,31 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if dropout_p >= 1.0:
             keep = array_step(lambda: xp.zeros(tuple(query.shape[:-2]) + (L, S), dtype=dt))
         else:  # drawn inside one primitive, so a compiled replay draws again
-            shape = tuple(_broadcast(query.shape[:-2], key.shape[:-2])) + (L, S)
+            shape = infer_size([query.shape[:-2], key.shape[:-2]]) + (L, S)
             keep = array_step(lambda q: ((_uniform_array(q, shape) >= dropout_p) / (1.0 - dropout_p)).astype(dt),
                               query)
-    return Attention.apply(query, key, value, bias, sc, keep)
+    try:
+        return Attention.apply(query, key, value, bias, sc, keep)
+    except RuntimeError:
+        _raise_shape_error(query, key, value, bias)
+        raise
+
+
+def _raise_shape_error(query, key, value, bias):
+    """PyTorch's broadcast error for operands that do not fit, in its order (the fused primitive meets them
+    all at once): query's batch dims against key's (q @ k^T), those against value's (p @ v), the scores'
+    shape against the mask's, which is added to the scores in place and so may not grow them."""
+    batch = infer_size([query.shape[:-2], key.shape[:-2]])
+    infer_size([batch, value.shape[:-2]])
+    if bias is not None:
+        scores = batch + (query.shape[-2], key.shape[-2])
+        grown = infer_size([scores, bias.shape])
+        if grown != scores:
+            raise RuntimeError(f"output with shape {list(scores)} doesn't match the broadcast shape {list(grown)}")
 
 
 def _bool_dtype():
     return bool_
-
-
-def _broadcast(a, b):
-    n = max(len(a), len(b))
-    a = (1,) * (n - len(a)) + tuple(a)
-    b = (1,) * (n - len(b)) + tuple(b)
-    return tuple(max(x, y) for x, y in zip(a, b))
 
 
 

@@ -664,6 +664,17 @@ def masked_fill(input, mask, value):
     return where(mask, value, input)  # broadcast as PyTorch's: mask first, then input
 
 
+def _masked_fill_(self, mask, value):
+    """x.masked_fill_(mask, value): the generic in-place op, but a mask that does not broadcast is named as
+    PyTorch's in-place form names it, self first (the out-of-place form names the mask first)."""
+    try:
+        return self._inplace("masked_fill_", masked_fill, mask, value)
+    except RuntimeError:
+        if isinstance(mask, Tensor):
+            infer_size([self.shape, mask.shape])
+        raise
+
+
 def _check_mask(mask, op):
     if not isinstance(mask, Tensor):
         raise TypeError(f"{op}(): argument 'mask' must be Tensor, not {type(mask).__name__}")
@@ -1166,6 +1177,6 @@ __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select",
            "searchsorted", "bucketize", "bincount", "histc", "histogram", "index_reduce", "nonzero_static", "index_put",
            "index_put_"]
 METHODS = {name: globals()[name] for name in __all__ if name not in ("searchsorted", "bucketize", "index_put_")}
-METHODS.update({"put_": _put_, "__getitem__": getitem, "__setitem__": setitem})
+METHODS.update({"put_": _put_, "masked_fill_": _masked_fill_, "__getitem__": getitem, "__setitem__": setitem})
 INPLACE = ("index_put", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill",
-           "masked_fill", "masked_scatter", "index_reduce")
+           "masked_scatter", "index_reduce")

@@ -9,6 +9,7 @@ import math
 import warnings
 
 from .. import _backend, creation
+from .._broadcast import infer_size
 from .._core import Tensor
 from ..autograd.function import Function
 from .elementwise import where
@@ -508,9 +509,18 @@ def solve(A, B, *, left=True, out=None):
     if k != n:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{n} and {B.shape[-2]}x{B.shape[-1]})")
-    if left:
-        return _out(Solve.apply(A, B), out, "same")
-    return _out(Solve.apply(A.mT, B.mT).mT, out, "same")
+    try:
+        X = Solve.apply(A, B) if left else Solve.apply(A.mT, B.mT).mT
+    except RuntimeError:
+        _raise_batch_error(B, A)
+        raise
+    return _out(X, out, "same")
+
+
+def _raise_batch_error(B, A):
+    # PyTorch's broadcast error for batch dims that do not broadcast names B's before A's (or LU's; the
+    # primitives, meeting both at once, would name A's first)
+    infer_size([B.shape[:-2], A.shape[:-2]])
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
@@ -1684,10 +1694,14 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     if not left:  # X A = B  <=>  A^H X^H = B^H
         return _out(_mH(linalg_lu_solve(LU, pivots, _mH(B), adjoint=not adjoint)), out, "same")
     P, L, U = lu_unpack(LU, pivots)
-    if adjoint:  # A^H = U^H L^H P^T
-        X = P @ solve_triangular(_mH(L), solve_triangular(_mH(U), B, upper=False), upper=True, unitriangular=True)
-    else:
-        X = solve_triangular(U, solve_triangular(L, _mH(P) @ B, upper=False, unitriangular=True), upper=True)
+    try:
+        if adjoint:  # A^H = U^H L^H P^T
+            X = P @ solve_triangular(_mH(L), solve_triangular(_mH(U), B, upper=False), upper=True, unitriangular=True)
+        else:
+            X = solve_triangular(U, solve_triangular(L, _mH(P) @ B, upper=False, unitriangular=True), upper=True)
+    except RuntimeError:
+        _raise_batch_error(B, LU)
+        raise
     return _out(X, out, "same")
 
 
