@@ -36,6 +36,9 @@ SINGLE = [  # (name, call, out dtype)
     ("cumprod", lambda m, x, o: m.cumprod(x, 0, out=o), "float32"),
     ("msort", lambda m, x, o: m.msort(x, out=o), "float32"),
     ("argsort", lambda m, x, o: m.argsort(x, stable=True, descending=True, out=o), "int64"),
+    ("norm_out_fourth", lambda m, x, o: m.norm(x, 2, 1, False, o), "float32"),
+    ("norm_nuc", lambda m, x, o: m.norm(x, "nuc", out=o), "float32"),
+    ("norm_dtype", lambda m, x, o: m.norm(x, 1, dtype=m.float64, out=o), "float64"),
 ]
 
 
@@ -110,6 +113,8 @@ REFUSED = [  # (name, call, out dtype, exception type, message)
      "logsumexp(): Expected floating point type for result tensor, but got: Long"),
     ("msort_into_double", lambda m, o: m.msort(m.tensor(X), out=o), "float64", RuntimeError,
      "Expected out tensor to have dtype float, but got double instead"),
+    ("norm_into_double", lambda m, o: m.norm(m.tensor(X), out=o), "float64", RuntimeError,
+     "Expected out tensor to have dtype float, but got double instead"),
     ("max_all_into_ints", lambda m, o: m.max(m.tensor(X), out=o), "int64", RuntimeError, "ast"),  # PyTorch: canCast
     ("median_without_dim", lambda m, o: m.median(m.tensor(X), out=o), "float32", TypeError,
      "median() missing 1 required positional arguments: \"dim\""),
@@ -172,3 +177,10 @@ def test_an_index_out_takes_an_input_that_requires_grad():
         o = m.empty(0, dtype=m.int64)
         m.argmax(m.tensor(X, requires_grad=True), 1, out=o)
         assert o.tolist() == [0, 1]
+
+
+def test_the_norm_method_takes_dtype_fourth():
+    # torch.norm(input, p, dim, keepdim, out, dtype), but Tensor.norm(p, dim, keepdim, dtype)
+    for m in (wb, torch):
+        r = m.tensor(X).norm(2, 1, False, m.float64)
+        assert r.dtype == m.float64 and np.allclose(r.numpy(), [14 ** 0.5, 41 ** 0.5])

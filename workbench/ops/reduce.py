@@ -922,12 +922,23 @@ def _float_of(t):
     return d.to_real() if d.category >= _dt._FLOAT else _dt.get_default_dtype()
 
 
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """Vector or matrix norm: p = 'fro', 'nuc', inf, -inf or a number, over ``dim`` (all elements by default).
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """Vector or matrix norm: p = 'fro', 'nuc', inf, -inf or a number, over ``dim`` (all elements by default);
+    ``out`` follows keepdim, as in torch.norm (the method ``x.norm`` takes ``dtype`` there).
 
     >>> import workbench as wb
     >>> wb.norm(wb.tensor([3., 4.]))
     tensor(5.)
+    """
+    return _out(_norm(input, p, dim, keepdim, dtype), out, "same")
+
+
+def _norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """``x.norm(p, dim, keepdim, dtype)``: torch.norm without out=, as PyTorch's method.
+
+    >>> import workbench as wb
+    >>> wb.tensor([[3., 4.], [0., 1.]]).norm(2, 1)
+    tensor([5., 1.])
     """
     if _AUTOCAST[0] and dtype is None:
         input, = _autocast_cast("norm", input)
@@ -1061,4 +1072,5 @@ __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "cumsum", "cumprod", "cum
            "amin", "aminmax", "argmax", "argmin", "median", "nanmedian", "mode", "var", "std", "var_mean",
            "std_mean", "norm", "logsumexp", "all", "any", "count_nonzero", "diff", "return_types"]
 METHODS = {n: globals()[n] for n in __all__ if n not in ("var_mean", "std_mean", "return_types")}
+METHODS["norm"] = _norm
 INPLACE = ("cumsum", "cumprod")
