@@ -88,6 +88,26 @@ def test_scans_refuse_a_bool_dtype_as_pytorch(op):
         assert getattr(m, op)(m.ones(2), 0, dtype=m.complex64).dtype == m.complex64
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_nansum_nanmean_skip_nan_in_every_float_dtype(dtype):
+    x = [1.0, float("nan"), 3.0]
+    for name in ("nansum", "nanmean"):
+        got, want = (getattr(m, name)(m.tensor(x, dtype=getattr(m, dtype))) for m in (wb, torch))
+        assert got.dtype.name == str(want.dtype).split(".")[1] and got.item() == want.item(), name
+
+
+def test_nansum_nanmean_refuse_what_pytorch_refuses():
+    for m in (wb, torch):
+        for name in ("nansum", "nanmean"):
+            with pytest.raises(RuntimeError, match="nansum on CPU does not support complex inputs"):
+                getattr(m, name)(m.ones(2, dtype=m.complex64))
+        for d in ("int64", "bool"):  # nanmean of integers: even with a floating dtype=
+            with pytest.raises(RuntimeError, match="nanmean\\(\\): expected input to have floating point or complex "
+                                                   "dtype but got " + ("Long" if d == "int64" else "Bool")):
+                m.nanmean(m.ones(2, dtype=getattr(m, d)), dtype=m.float64)
+        assert m.nansum(m.tensor([True, True])).item() == 2
+
+
 def test_prod_cumprod_integer_and_bool_dtypes():
     for dt in ("int8", "int32", "uint8", "bool", "int64"):
         vals = [[1, 2, 0], [3, 1, 2]] if dt != "bool" else [[True, False, True], [True, True, True]]

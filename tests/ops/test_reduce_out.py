@@ -36,6 +36,8 @@ SINGLE = [  # (name, call, out dtype)
     ("cumprod", lambda m, x, o: m.cumprod(x, 0, out=o), "float32"),
     ("msort", lambda m, x, o: m.msort(x, out=o), "float32"),
     ("argsort", lambda m, x, o: m.argsort(x, stable=True, descending=True, out=o), "int64"),
+    ("diff", lambda m, x, o: m.diff(x, out=o), "float64"),
+    ("diff_prepend_bools", lambda m, x, o: m.diff(x > 1, prepend=x < 3, out=o), "int64"),
     ("norm_out_fourth", lambda m, x, o: m.norm(x, 2, 1, False, o), "float32"),
     ("norm_nuc", lambda m, x, o: m.norm(x, "nuc", out=o), "float32"),
     ("norm_dtype", lambda m, x, o: m.norm(x, 1, dtype=m.float64, out=o), "float64"),
@@ -113,6 +115,8 @@ REFUSED = [  # (name, call, out dtype, exception type, message)
      "logsumexp(): Expected floating point type for result tensor, but got: Long"),
     ("msort_into_double", lambda m, o: m.msort(m.tensor(X), out=o), "float64", RuntimeError,
      "Expected out tensor to have dtype float, but got double instead"),
+    ("diff_into_ints", lambda m, o: m.diff(m.tensor(X), out=o), "int64", RuntimeError,
+     "result type Float can't be cast to the desired output type Long"),
     ("norm_into_double", lambda m, o: m.norm(m.tensor(X), out=o), "float64", RuntimeError,
      "Expected out tensor to have dtype float, but got double instead"),
     ("max_all_into_ints", lambda m, o: m.max(m.tensor(X), out=o), "int64", RuntimeError, "ast"),  # PyTorch: canCast

@@ -237,8 +237,11 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         _check_nansum_out(input, out)
         return _out(nansum(input, dim, keepdim, dtype=_in_out_dtype(dtype, out)), out, "same")
-    if input._data.dtype.kind not in "fc":
+    if input.dtype.category < _dt._FLOAT:  # no NaN to skip (bfloat16 has them: not its NumPy kind "V")
         return sum(input, dim, keepdim, dtype=dtype)
+    if input.dtype.is_complex and input.device.type == "cpu":  # PyTorch's CUDA kernel only
+        raise RuntimeError("nansum on CPU does not support complex inputs; sum the real and imaginary parts "
+                           "apart (x.real.nansum(), x.imag.nansum())")
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
 
 
@@ -283,11 +286,12 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 @composite("nanmean")
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements.  >>> wb.nanmean(wb.tensor([1.0, float('nan'), 3.0]))  ->  tensor(2.)"""
+    if input.dtype.category < _dt._FLOAT:  # even with a floating dtype=, as PyTorch
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{input.dtype._scalar_name}; convert it with .float() first")
     if out is not None:  # PyTorch's: nansum into out, then the division
         _check_nansum_out(input, out)
         return _out(nanmean(input, dim, keepdim, dtype=_in_out_dtype(dtype, out)), out, "same")
-    if input._data.dtype.kind not in "fc" and dtype is None:
-        return mean(input, dim, keepdim)
     ok = ~isnan(input)
     return nansum(input, dim, keepdim, dtype=dtype) / ok.sum(dim, keepdim)
 
@@ -1039,7 +1043,7 @@ def count_nonzero(input, dim=None):
 
 
 @composite("diff")
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
     """n-th forward difference along ``dim`` (xor for bool), with optional prepend/append.
 
     >>> import workbench as wb
@@ -1059,7 +1063,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
             break
         a, b = input[head + (slice(1, None),)], input[head + (slice(None, -1),)]
         input = (a ^ b) if input.dtype is _dt.bool_ else a - b
-    return input
+    return _out(input, out)
 
 
 def _as_tensor_like(v, like, d):
