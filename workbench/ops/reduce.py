@@ -167,11 +167,16 @@ def _in_out_dtype(dtype, out):
     return out.dtype if dtype is None else dtype
 
 
-def _check_nansum_out(input, out):
-    # PyTorch runs nansum's kernel in out's dtype, and for a floating input it has floating kernels only
-    if isinstance(input, Tensor) and input.dtype.is_floating_point and not out.dtype.is_floating_point:
-        raise _dt.no_kernel("nansum_cpu", out.dtype, "a floating input's nansum writes only into a floating "
-                            "out=; convert the result with .to() instead")
+def _check_nansum_out(input, out, dtype):
+    # PyTorch runs a floating input's nansum kernel in out's dtype, which must be dtype= where given, and has
+    # floating kernels only (an integer input's nansum is sum, which checks its out itself)
+    if isinstance(input, Tensor) and input.dtype.is_floating_point:
+        if dtype is not None and _dt.to_dtype(dtype) is not out.dtype:
+            raise RuntimeError(f"nansum: provided dtype must match dtype of result. Got {out.dtype._scalar_name} "
+                               f"and {_dt.to_dtype(dtype)._scalar_name}.")
+        if not out.dtype.is_floating_point:
+            raise _dt.no_kernel("nansum_cpu", out.dtype, "a floating input's nansum writes only into a floating "
+                                "out=; convert the result with .to() instead")
 
 
 # --- sum, mean, prod -----------------------------------------------------------------------------
@@ -235,7 +240,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero.  >>> wb.nansum(wb.tensor([1.0, float('nan'), 2.0]))  ->  tensor(3.)"""
     if out is not None:
-        _check_nansum_out(input, out)
+        _check_nansum_out(input, out, dtype)
         return _out(nansum(input, dim, keepdim, dtype=_in_out_dtype(dtype, out)), out, "same")
     if input.dtype.category < _dt._FLOAT:  # no NaN to skip (bfloat16 has them: not its NumPy kind "V")
         return sum(input, dim, keepdim, dtype=dtype)
@@ -290,7 +295,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{input.dtype._scalar_name}; convert it with .float() first")
     if out is not None:  # PyTorch's: nansum into out, then the division
-        _check_nansum_out(input, out)
+        _check_nansum_out(input, out, dtype)
         return _out(nanmean(input, dim, keepdim, dtype=_in_out_dtype(dtype, out)), out, "same")
     ok = ~isnan(input)
     return nansum(input, dim, keepdim, dtype=dtype) / ok.sum(dim, keepdim)
@@ -403,12 +408,12 @@ class Cumsum(Function):
 
 def cumsum(input, dim, *, dtype=None, out=None):
     """Running sum along ``dim``.  >>> wb.cumsum(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 3, 6])"""
-    if dtype is None and out is not None:  # PyTorch's reductions compute in out's dtype
-        dtype = out.dtype
+    if out is not None:
+        return _out(cumsum(input, dim, dtype=_in_out_dtype(dtype, out)), out, "same")
     _check_scan_dtype("cumsum", input, dtype)
     if _AUTOCAST[0] and dtype is None:
         input, = _autocast_cast("cumsum", input)
-    return _out(Cumsum.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
+    return Cumsum.apply(input, wrap_dim(dim, input._data.ndim), dtype)
 
 
 class Cumprod(Function):
@@ -449,12 +454,12 @@ class Cumprod(Function):
 
 def cumprod(input, dim, *, dtype=None, out=None):
     """Running product along ``dim`` (gradient exact with zeros).  >>> wb.cumprod(wb.tensor([1, 2, 3]), 0)  ->  tensor([1, 2, 6])"""
-    if dtype is None and out is not None:  # in out's dtype, as cumsum
-        dtype = out.dtype
+    if out is not None:
+        return _out(cumprod(input, dim, dtype=_in_out_dtype(dtype, out)), out, "same")
     _check_scan_dtype("cumprod", input, dtype)
     if _AUTOCAST[0] and dtype is None:
         input, = _autocast_cast("cumprod", input)
-    return _out(Cumprod.apply(input, wrap_dim(dim, input._data.ndim), dtype), out)
+    return Cumprod.apply(input, wrap_dim(dim, input._data.ndim), dtype)
 
 
 def _along_key(xp, idx, d):
@@ -1021,9 +1026,10 @@ def _logical_reduce(name):
         xp = _backend.xp_of(x)
         dims = _dims(input, dim, name)
         r = xp.asarray(getattr(xp, name)(x, axis=dims, keepdims=keepdim))
-        if x.dtype == _np.uint8:  # PyTorch keeps uint8 for uint8 inputs
+        # PyTorch's result is uint8 for a uint8 input, else bool; an out= of either dtype takes it in its own
+        if (x.dtype == _np.uint8) if out is None else (out.dtype is _dt.uint8):
             r = r.astype(_np.uint8)
-        return _out(Tensor._make(r), out, "same")  # a bool out only, as PyTorch
+        return _out(Tensor._make(r), out, "same")  # a bool or uint8 out only, as PyTorch
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Whether {'all' if name == 'all' else 'any'} elements (over ``dim``) are nonzero, a bool tensor.  "
