@@ -254,3 +254,37 @@ def test_scatter_reduce_prod_second_derivatives_match_pytorch(x, s, include_self
             assert ours == theirs  # "scatter_reduce(): Double backward is unsupported for src when >1 zeros..."
         else:
             np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+def _out_cases(t):
+    f = t.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    return {  # name: (call, the out dtype PyTorch writes)
+        "masked_select": (lambda o: t.masked_select(f, f > 1, out=o), "float32"),
+        "take_along_dim": (lambda o: t.take_along_dim(f, f.long().clamp(max=2), 1, out=o), "float32"),
+        "take_along_dim_flat": (lambda o: t.take_along_dim(f, t.tensor([0, 5]), out=o), "float32"),
+        "nonzero": (lambda o: t.nonzero(f, out=o), "int64"),
+        "searchsorted": (lambda o: t.searchsorted(t.tensor([1.0, 2, 3]), f, out=o), "int64"),
+        "searchsorted_int32": (lambda o: t.searchsorted(t.tensor([1.0, 2, 3]), f, out_int32=True, out=o), "int32"),
+        "bucketize": (lambda o: t.bucketize(f, t.tensor([1.0, 2, 3]), right=True, out=o), "int64"),
+        "index_add": (lambda o: t.index_add(f, 0, t.tensor([1]), f[:1], alpha=2, out=o), "float32"),
+        "index_copy": (lambda o: t.index_copy(f, 0, t.tensor([1]), f[:1], out=o), "float32"),
+        "index_reduce": (lambda o: t.index_reduce(f, 0, t.tensor([1]), f[:1], "prod", out=o), "float32"),
+        "scatter": (lambda o: t.scatter(f, 1, t.tensor([[0], [1]]), 9.0, out=o), "float32"),
+        "scatter_add_reduce": (lambda o: t.scatter(f, 1, t.tensor([[0], [1]]), f, reduce="add", out=o), "float32"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_out_cases(wb)))
+def test_out_as_pytorch(name):
+    # the result lands in out (returned), and an out of another dtype is refused, as PyTorch, and left as it was
+    (ours, dtype), (theirs, _) = _out_cases(wb)[name], _out_cases(torch)[name]
+    o, t = wb.empty(0, dtype=getattr(wb, dtype)), torch.empty(0, dtype=getattr(torch, dtype))
+    assert ours(o) is o and theirs(t) is t
+    assert o.dtype.name == dtype and o.tolist() == t.tolist()
+    other = "float64" if dtype != "float64" else "int64"
+    with pytest.raises(RuntimeError):
+        theirs(torch.empty(0, dtype=getattr(torch, other)))
+    o = wb.empty(0, dtype=getattr(wb, other))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        ours(o)
+    assert tuple(o.shape) == (0,)

@@ -19,7 +19,7 @@ from ..autograd.grad_mode import STATE
 from ..creation import tensor as _tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, _outs, no_derivative, ufunc_at, wrap_dim
+from ._util import _out, _outs, no_derivative, ufunc_at, wrap_dim, writes_out
 from .elementwise import where
 from .views import Expand, broadcast_tensors, reshape
 
@@ -398,7 +398,8 @@ def _src_part(src, index):
     return GetItem.apply(src, tuple(slice(0, s) for s in index.shape))
 
 
-def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+@writes_out(dtype="same")
+def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
     """out = input with out[i][index[i][j]] = src[i][j] (dim=1); ``value`` for a scalar source.
 
     ``reduce='add'|'multiply'`` accumulates instead (as scatter_reduce 'sum'/'prod' with include_self).
@@ -596,7 +597,8 @@ def index_select(input, dim, index, *, out=None):
     return _out(IndexSelect.apply(input, _dim_key(input, d, index)), out, "same")
 
 
-def index_add(input, dim, index, source, *, alpha=1):
+@writes_out(dtype="same")
+def index_add(input, dim, index, source, *, alpha=1, out=None):
     """out = input with alpha * source's slices added at ``index`` along ``dim`` (repeats accumulate).
 
     >>> import workbench as wb
@@ -611,7 +613,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     return IndexAdd.apply(input, _dim_key(input, d, index), src, True)
 
 
-def index_copy(input, dim, index, source):
+@writes_out(dtype="same")
+def index_copy(input, dim, index, source, *, out=None):
     """out = input with source's slices written at ``index`` along ``dim``.
 
     >>> import workbench as wb
@@ -682,7 +685,8 @@ def _check_mask(mask, op):
         raise RuntimeError(f"{op}: expected BoolTensor for mask, got {mask.dtype}")
 
 
-def masked_select(input, mask):
+@writes_out(dtype="same")
+def masked_select(input, mask, *, out=None):
     """The elements where ``mask`` is True, as a 1-D tensor (input and mask broadcast).
 
     >>> import workbench as wb
@@ -733,7 +737,8 @@ def take(input, index):
     return GetItem.apply(reshape(input, (-1,)), _on(index._data, input))
 
 
-def take_along_dim(input, indices, dim=None):
+@writes_out(dtype="same")
+def take_along_dim(input, indices, dim=None, *, out=None):
     """Values at ``indices`` along ``dim`` (input and indices broadcast), or of the flattened input.
 
     >>> import workbench as wb
@@ -780,7 +785,8 @@ def put(input, index, source, accumulate=False):
 
 
 # --- index-returning ops --------------------------------------------------------------------------
-def nonzero(input, *, as_tuple=False):
+@writes_out(dtype="same")
+def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or one 1-D tensor per dim with as_tuple.
 
     >>> import workbench as wb
@@ -969,7 +975,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return res[0] if len(res) == 1 else tuple(res)
 
 
-def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+@writes_out(dtype="same")
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None, sorter=None):
     """Insertion indices of ``input``'s values into the innermost dim of ``sorted_sequence``.
 
     >>> import workbench as wb
@@ -1003,7 +1010,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return Tensor._make(xp.asarray(out).astype("int32" if out_int32 else "int64"))
 
 
-def bucketize(input, boundaries, *, out_int32=False, right=False):
+@writes_out(dtype="same")
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The bucket of each value: i with boundaries[i-1] < x <= boundaries[i] (< and >= with right=True).
 
     >>> import workbench as wb
@@ -1122,7 +1130,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     return result
 
 
-def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+@writes_out(dtype="same")
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
     """Reduce source's slices into input at ``index`` along ``dim``: 'prod', 'mean', 'amax' or 'amin'.
 
     >>> import workbench as wb
