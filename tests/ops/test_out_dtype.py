@@ -46,6 +46,13 @@ def _cases(lib):
         "max_all": lambda o: lib.max(f, out=o), "min_all_ints": lambda o: lib.min(i, out=o),
         "std": lambda o: lib.std(m, 1, out=o), "var": lambda o: lib.var(f, out=o),
         "msort": lambda o: lib.msort(m, out=o), "argsort": lambda o: lib.argsort(f, stable=True, out=o),
+        # a tensor bound makes clamp a TensorIterator op (the cast rule), numbers the same-dtype one
+        "clamp_tensor": lambda o: lib.clamp(f, f.flip(0), out=o), "clamp_min": lambda o: lib.clamp_min(f, 1, out=o),
+        "clamp_max_tensor": lambda o: lib.clamp_max(i, i.flip(0), out=o),
+        "isposinf": lambda o: lib.isposinf(f, out=o), "isneginf": lambda o: lib.isneginf(f, out=o),
+        "signbit": lambda o: lib.signbit(f, out=o), "tril": lambda o: lib.tril(m, out=o),
+        "triu": lambda o: lib.triu(m, 1, out=o), "diag": lambda o: lib.diag(f, 1, out=o),
+        "narrow_copy": lambda o: lib.narrow_copy(m, 1, 1, 2, out=o),
     }
 
 

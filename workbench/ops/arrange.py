@@ -7,7 +7,7 @@ from .._backend import dtypes as _dt
 from .._core import Tensor
 from ..autograd.function import Function
 from ..creation import _sizes_or_keyword
-from ._util import _check_scatter_src, _shape_args, wrap_dim
+from ._util import _check_scatter_src, _out, _shape_args, wrap_dim
 from .convert import clone
 from .elementwise import where
 from .index import index_select
@@ -45,7 +45,7 @@ def _embed_diagonal(x, shape, offset, d1, d2):
     return StorageMap.apply(x, src, (tuple(shape), tuple(cont), 0), True)
 
 
-def diag(input, diagonal=0):
+def diag(input, diagonal=0, *, out=None):
     """A 1-D input's values on a matrix diagonal, or a 2-D input's diagonal as a new 1-D tensor.
 
     >>> import workbench as wb
@@ -53,9 +53,9 @@ def diag(input, diagonal=0):
     tensor([1, 4])
     """
     if input.ndim == 1:
-        return diag_embed(input, diagonal, 0, 1)
+        return _out(diag_embed(input, diagonal, 0, 1), out, "same")
     if input.ndim == 2:
-        return clone(globals()["diagonal"](input, diagonal, 0, 1))
+        return _out(clone(globals()["diagonal"](input, diagonal, 0, 1)), out, "same")
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
@@ -255,18 +255,18 @@ class Triu(Tri):
     op_name = "triu"
 
 
-def tril(input, diagonal=0):
+def tril(input, diagonal=0, *, out=None):
     """Zero the elements above the ``diagonal``-th diagonal.  >>> wb.tril(wb.ones(2, 2))  ->  tensor([[1., 0.], [1., 1.]])"""
     if input.ndim < 2:
         raise RuntimeError(f"tril: input tensor must have at least 2 dimensions, got shape {list(input.shape)}")
-    return Tri.apply(input, int(diagonal), False)
+    return _out(Tri.apply(input, int(diagonal), False), out, "same")
 
 
-def triu(input, diagonal=0):
+def triu(input, diagonal=0, *, out=None):
     """Zero the elements below the ``diagonal``-th diagonal.  >>> wb.triu(wb.ones(2, 2))  ->  tensor([[1., 1.], [0., 1.]])"""
     if input.ndim < 2:
         raise RuntimeError(f"triu: input tensor must have at least 2 dimensions, got shape {list(input.shape)}")
-    return Triu.apply(input, int(diagonal), True)
+    return _out(Triu.apply(input, int(diagonal), True), out, "same")
 
 
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):

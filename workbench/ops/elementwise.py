@@ -1004,24 +1004,33 @@ def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max] (numbers or tensors).  >>> wb.clamp(wb.tensor([-1., 5.]), 0, 2)  ->  tensor([0., 2.])"""
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    return _out(Clamp.apply(input, min, max), out, "same")
+    r = Clamp.apply(input, min, max)
+    return r if out is None else _out(r, out, _clamp_out_rule(min, max))
+
+
+def _clamp_out_rule(min, max):
+    # PyTorch's: with a tensor bound clamp is a TensorIterator op, whose result casts to out's dtype; with
+    # numbers, out must have the result's dtype
+    return "cast" if isinstance(min, Tensor) or isinstance(max, Tensor) else "same"
 
 
 clip = clamp
 
 
-def clamp_min(input, min):
+def clamp_min(input, min, *, out=None):
     """max(input, min).  >>> wb.clamp_min(wb.tensor([-1., 5.]), 0)  ->  tensor([0., 5.])"""
     if not isinstance(input, Tensor):
         check_operands("clamp_min", ("input", "min"), (input, min), ("min",))
-    return Clamp.apply(input, min, None)
+    r = Clamp.apply(input, min, None)
+    return r if out is None else _out(r, out, _clamp_out_rule(min, None))
 
 
-def clamp_max(input, max):
+def clamp_max(input, max, *, out=None):
     """min(input, max).  >>> wb.clamp_max(wb.tensor([-1., 5.]), 0)  ->  tensor([-1., 0.])"""
     if not isinstance(input, Tensor):
         check_operands("clamp_max", ("input", "max"), (input, max), ("max",))
-    return Clamp.apply(input, None, max)
+    r = Clamp.apply(input, None, max)
+    return r if out is None else _out(r, out, _clamp_out_rule(None, max))
 
 
 # --- comparisons and selection ---------------------------------------------------------------------
@@ -1111,16 +1120,16 @@ def isfinite(input):
     return Tensor._make(_backend.xp_of(input._data).isfinite(input._data))
 
 
-def isposinf(input):
+def isposinf(input, *, out=None):
     """True where input is +inf.  >>> wb.isposinf(wb.tensor([-float('inf'), float('inf')]))  ->  tensor([False, True])"""
     d = input._data
-    return Tensor._make(_backend.xp_of(d).isinf(d) & (d > 0))
+    return _out(Tensor._make(_backend.xp_of(d).isinf(d) & (d > 0)), out, "same")  # a bool out only, as PyTorch
 
 
-def isneginf(input):
+def isneginf(input, *, out=None):
     """True where input is -inf.  >>> wb.isneginf(wb.tensor([-float('inf'), float('inf')]))  ->  tensor([ True, False])"""
     d = input._data
-    return Tensor._make(_backend.xp_of(d).isinf(d) & (d < 0))
+    return _out(Tensor._make(_backend.xp_of(d).isinf(d) & (d < 0)), out, "same")
 
 
 def isreal(input):
@@ -1132,10 +1141,10 @@ def isreal(input):
         return Tensor._make(_backend.xp_of(d).ones(d.shape, dtype=bool))
 
 
-def signbit(input):
+def signbit(input, *, out=None):
     """True where the sign bit is set (including -0.0).  >>> wb.signbit(wb.tensor([-0.0, 1.0]))  ->  tensor([ True, False])"""
     d = input._data
-    return Tensor._make(_backend.xp_of(d).signbit(d) if d.dtype.kind != "b" else d & False)
+    return _out(Tensor._make(_backend.xp_of(d).signbit(d) if d.dtype.kind != "b" else d & False), out, "same")
 
 
 def _check_same_dtype(op, a, b):

@@ -1,6 +1,6 @@
 """Slices and splits: narrow, select, split, chunk, unbind, tensor_split, and the *_scatter ops that embed a slice."""
 from .._core import Tensor
-from ._util import _check_scatter_src, wrap_dim
+from ._util import _check_scatter_src, _out, wrap_dim
 from .convert import clone
 from .index import GetItem, IndexPut
 from .views import ScatterView, as_strided
@@ -196,9 +196,9 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     return IndexPut.apply(input, key, src)
 
 
-def narrow_copy(input, dim, start, length):
+def narrow_copy(input, dim, start, length, *, out=None):
     """narrow() as a new tensor.  >>> wb.narrow_copy(wb.arange(4), 0, 1, 2)  ->  tensor([1, 2])"""
-    return clone(narrow(input, dim, start, length))
+    return _out(clone(narrow(input, dim, start, length)), out, "same")
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
