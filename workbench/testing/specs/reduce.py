@@ -105,6 +105,9 @@ spec("norm", lambda x, **k: wb.norm(x, **k), _np_norm,
      [S(X), S(X, p=2, dim=1), S(X, p=1, dim=(0, 2), keepdim=True), S(M, p=3, dim=0), S(M, p=float("inf")),
       S(M, p=float("-inf"), dim=1), S(X, p="fro", dim=(1, 2)), S(V, p=0.5)],
      torch_op=lambda x, **k: x.norm(**k))
+# the method is its own function (PyTorch's takes dtype where torch.norm takes out)
+spec("norm_method", lambda x, **k: x.norm(**k), _np_norm, [S(M, p=2, dim=1), S(X, p=1, dim=(0, 2), keepdim=True)],
+     torch_op=lambda x, **k: x.norm(**k))
 spec("diff", lambda x, **k: wb.diff(x, **k), lambda x, **k: np.diff(x, **{("axis" if a == "dim" else a): v
                                                                           for a, v in k.items()}),
      [S(M), S(M, n=2, dim=0), S(V, n=3)], torch_op=lambda x, **k: x.diff(**k))
