@@ -179,6 +179,14 @@ def test_linspace_and_logspace_dtypes_and_complex_ends_as_pytorch(call):
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-3)
 
 
+def test_complex_ends_refuse_a_real_dtype_as_pytorch():
+    for m in (wb, torch):
+        for op in ("linspace", "logspace"):
+            with pytest.raises(RuntimeError, match=f"{op}\\(\\): inferred dtype .* can't be safely cast to passed "
+                                                   "dtype Double"):
+                getattr(m, op)(0, 1j, 3, dtype=m.float64)
+
+
 def test_linspace_logspace_eye():
     np.testing.assert_allclose(wb.linspace(-1, 1, 5).numpy(), torch.linspace(-1, 1, 5).numpy())
     np.testing.assert_allclose(wb.logspace(0, 3, 4).numpy(), torch.logspace(0, 3, 4).numpy(), rtol=1e-6)

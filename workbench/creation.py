@@ -360,15 +360,19 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     return _finish(arr, requires_grad)
 
 
-def _spaced_ends(start, end, dtype):
+def _spaced_ends(op, start, end, dtype):
     """linspace's and logspace's ends as Python numbers, and the dtype: complex ends make the default complex
-    dtype, as PyTorch's."""
+    dtype, and refuse a real one, as PyTorch's."""
     a, b = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     kind = complex if isinstance(a, complex) or isinstance(b, complex) else float  # np.complex64 is no complex
-    if dtype is not None:
-        return kind(a), kind(b), _dt.to_dtype(dtype)
-    dt = _dt.get_default_dtype()
-    return kind(a), kind(b), dt.to_complex() if kind is complex else dt
+    inferred = _dt.get_default_dtype().to_complex() if kind is complex else _dt.get_default_dtype()
+    if dtype is None:
+        return kind(a), kind(b), inferred
+    dt = _dt.to_dtype(dtype)
+    if kind is complex and not dt.is_complex:
+        raise RuntimeError(f"{op}(): inferred dtype {inferred._scalar_name} can't be safely cast to passed dtype "
+                           f"{dt._scalar_name}; pass a complex dtype or real ends")
+    return kind(a), kind(b), dt
 
 
 @writes_out
@@ -382,7 +386,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     """
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
-    start, end, dt = _spaced_ends(start, end, dtype)
+    start, end, dt = _spaced_ends("linspace", start, end, dtype)
     dev = _dev(device)
     _check_kernel("linspace", dt, dev, (_dt._BOOL,))
     xp = _backend.xp_for(dev)
@@ -395,7 +399,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     """base ** linspace(start, end, steps).  >>> wb.logspace(0, 2, 3)  ->  tensor([  1.,  10., 100.])"""
-    start, end, dt = _spaced_ends(start, end, dtype)
+    start, end, dt = _spaced_ends("logspace", start, end, dtype)
     dev = _dev(device)
     _check_kernel("logspace", dt, dev, (_dt._BOOL,))
     xp = _backend.xp_for(dev)
