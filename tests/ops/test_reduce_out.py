@@ -100,6 +100,20 @@ def test_sum_likes_compute_in_outs_dtype():
         assert vals[0] == vals[1], name
 
 
+@pytest.mark.parametrize("name", ["std", "var"])
+def test_std_var_compute_in_outs_dtype_over_some_dims(name):
+    # PyTorch's CPU std/var: over some dims in a float64 out's dtype, over all of them in the input's float32
+    x = np.random.default_rng(0).normal(0, 1e4, (4, 5)).astype(np.float32)
+    x[0, 0] = 1e8
+    for dim, rtol in ((1, 1e-12), (None, 1e-6)):
+        vals = []
+        for m in (wb, torch):
+            o = m.empty(0, dtype=m.float64)
+            getattr(m, name)(m.tensor(x), dim, out=o)
+            vals.append(o.numpy())
+        np.testing.assert_allclose(vals[0], vals[1], rtol=rtol)
+
+
 REFUSED = [  # (name, call, out dtype, exception type, message)
     ("argmax_into_float", lambda m, o: m.argmax(m.tensor(X), 1, out=o), "float32", RuntimeError,
      "Expected out tensor to have dtype long int, but got float instead"),

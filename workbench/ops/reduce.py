@@ -847,6 +847,14 @@ class Std(Var):
     """The same computation, named std on the tape."""
 
 
+def _var_input(input, dims, out):
+    # PyTorch computes std/var over some of the dims in a floating out's dtype, over all of them in the
+    # input's (its CPU kernel for a whole-tensor reduction)
+    if out.dtype.is_floating_point and input.dtype.is_floating_point and dims is not None and len(dims) < input.ndim:
+        return input.to(out.dtype)
+    return input
+
+
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over ``dim`` with Bessel's ``correction`` (1 by default; ``unbiased=False`` means 0).
 
@@ -855,13 +863,19 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     tensor(1.6667)
     """
     dim, c = _var_args(dim, unbiased, correction, "var")
-    return _out(Var.apply(input, _dims(input, dim, "var"), c, keepdim, False), out)
+    dims = _dims(input, dim, "var")
+    if out is not None:
+        return _out(var(_var_input(input, dims, out), dim, keepdim=keepdim, correction=c), out)
+    return Var.apply(input, dims, c, keepdim, False)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation over ``dim``; see ``var``.  >>> wb.std(wb.tensor([1., 3.]))  ->  tensor(1.4142)"""
     dim, c = _var_args(dim, unbiased, correction, "std")
-    return _out(Std.apply(input, _dims(input, dim, "std"), c, keepdim, True), out)
+    dims = _dims(input, dim, "std")
+    if out is not None:
+        return _out(std(_var_input(input, dims, out), dim, keepdim=keepdim, correction=c), out)
+    return Std.apply(input, dims, c, keepdim, True)
 
 
 @composite("var_mean")
