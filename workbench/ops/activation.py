@@ -16,7 +16,7 @@ from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..autograd.graph import composite
-from ._util import _out, _uniform, _uniform_array, array_step
+from ._util import _out, _uniform, _uniform_array, array_step, dtype_error
 from .elementwise import relu as _relu, where
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
@@ -731,8 +731,7 @@ def _softmax(name, input, dim, dtype, log, neg=False):
     if dtype is not None:
         input = input.to(dtype)
     elif not input.is_floating_point():
-        raise RuntimeError(f'"{name}" not implemented for \'{str(input.dtype).replace("workbench.")}\'; '
-                           "pass dtype= or convert the input with .float()")
+        raise dtype_error(f"{'softmax' if neg else name}_lastdim_kernel_impl", input._data.dtype)  # softmin is softmax(-x)
     n = max(input.ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
