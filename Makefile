@@ -43,7 +43,13 @@ $(EXT_STAMP): $(EXT_SRC)
 	cp -r workbench/labextension $(EXT_SHARE) && cp extensions/install.json $(EXT_SHARE)/
 	touch $(EXT_STAMP)
 
+# the compiled core (workbench/_accel.py): Cython builds of the recorder, the engine and the Tensor core into
+# ~/.cache/workbench/accel, redone for each module whose source changed since (quick when nothing did);
+# without a C compiler workbench runs as Python
+ACCEL := $(PY) -m workbench._accel_build
+
 setup: $(STAMP) $(EXT_STAMP)
+	@$(ACCEL)
 
 # workbench/tensor.pyi (Tensor's methods for editors and type checkers), regenerated from the registry
 pyi: setup
@@ -58,6 +64,7 @@ LAB_ARGS := --LabApp.default_url=/lab/tree/01_tour.ipynb \
 	$(if $(PORT),--ServerApp.port=$(PORT)) $(if $(NO_BROWSER),--no-browser) \
 	$(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(LAB_STAMP) $(EXT_STAMP)
+	@$(ACCEL)
 	cd notebooks && exec ../$(VENV)/bin/jupyter lab $(LAB_ARGS)
 
 # Debian's chromium for the real-browser tests (never a downloaded browser); skipped when not root
@@ -68,6 +75,8 @@ browser-deps:
 test: setup browser-deps
 	cd extensions && npm test --silent
 	$(PYTEST) -q -p no:cacheprovider
+	@echo "the autograd core again as plain Python (WORKBENCH_ACCEL=0: what runs where nothing is compiled)"
+	WORKBENCH_ACCEL=0 $(PYTEST) -q -p no:cacheprovider tests/autograd tests/test_tensor.py tests/test_accel.py
 
 test-fast: setup
 	$(PYTEST) -q -x -m "not browser and not slow"

@@ -12,7 +12,7 @@ import workbench
 ROOT = Path(workbench.__file__).parent
 # the optional dependencies (and CuPy): importing them at the top would make them required or slow
 OPTIONAL = {"cupy", "cupyx", "scipy", "ml_dtypes", "mpi4py", "onnx", "onnxruntime", "numba", "llvmlite",
-            "pandas", "matplotlib", "IPython", "tensorboard", "torch", "nbclient", "nbformat"}
+            "pandas", "matplotlib", "IPython", "tensorboard", "torch", "nbclient", "nbformat", "Cython", "setuptools"}
 
 
 def _function_imports(tree):

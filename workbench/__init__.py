@@ -10,6 +10,9 @@ import importlib
 import math as _math
 import warnings as _warnings
 
+from . import _accel
+
+_accel.install()  # before any other submodule: the compiled core, where it is built (workbench/_accel.py)
 from . import _backend
 
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy warns. Silence only the warnings that

@@ -14,6 +14,7 @@ import warnings
 from numpy import ndarray as _ndarray
 
 from .. import _backend
+from .._pyframe import call2 as _call2, iadd_cast as _iadd_cast
 from .._core import Tensor
 from . import graph
 from .function import free_saved
@@ -332,7 +333,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
 def _add_grads(xp, a, b):
     # two gradient contributions for one output, summed on the arrays (a function of its own: the
     # compiler's trace records it)
-    return _make(xp.add(a._data, b._data))
+    return _make(_call2(xp.add, a._data, b._data))  # in a frame: see _pyframe
 
 
 def _skip_subgraph(node, deps, buffers, ready):
@@ -549,7 +550,7 @@ def _accumulate(node, g, shared_ids, create_graph, index, keep_before):
     else:
         if keep_before:  # the debugger shows .grad before and after: keep a copy of before
             before = _make(node.xp.array(before._data, copy=True))
-        t._grad._data += g._data.astype(t._grad._data.dtype, copy=False)
+        _iadd_cast(t._grad._data, g._data)
         t._grad._vbox[0] += 1
     if t._post_acc_hooks is not None:
         for h in list(t._post_acc_hooks.values()):

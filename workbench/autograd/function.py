@@ -17,6 +17,7 @@ import functools
 import math
 
 from .. import _backend
+from .._pyframe import call1 as _call1, call2 as _call2
 from .._broadcast import broadcast_error
 from .._core import _INFERENCE_BOX
 from .._core import Tensor as _Tensor  # hot paths bind it to a local (Tensor = _Tensor)
@@ -279,7 +280,7 @@ def _apply_raw(cls, *args):
             da = a._data
             if uf is not None and da.dtype.kind in "fc" and (not bt or db.dtype is da.dtype):
                 # floating operands of one dtype (or with a Python number): the ufunc is the whole forward
-                out = uf(da, db) if n == 2 else uf(da)
+                out = _call2(uf, da, db) if n == 2 else _call1(uf, da)  # in a frame: see _pyframe
             else:
                 out = cls.forward(_NUMPY_CTX[2](), da, db) if n == 2 else cls.forward(_NUMPY_CTX[1](), da)
         else:
@@ -376,8 +377,8 @@ def binary_operator(cls, general, reflected=False):
                 if not (rg and STATE.enabled):
                     # the operands go to _plain in the ufunc's order (the compiler's trace replays that call)
                     if reflected:
-                        return _plain(uf(b, a), rg, cls, (other, self))
-                    return _plain(uf(a, b), rg, cls, (self, other))
+                        return _plain(_call2(uf, b, a), rg, cls, (other, self))
+                    return _plain(_call2(uf, a, b), rg, cls, (self, other))
                 if not reflected and b.__class__ is _ndarray:  # two tensors, recorded: what cls.apply would do
                     return _record_raw(cls, (self, other), [a, b], _numpy)
             return general(self, other)
@@ -403,7 +404,7 @@ def unary_operator(cls, general, autocast):
             rg = input._rg
             if a.__class__ is _ndarray and a.dtype.kind in "fc":
                 if not (rg and STATE.enabled):
-                    return _plain(uf(a), rg, cls, (input,))
+                    return _plain(_call1(uf, a), rg, cls, (input,))
                 if not autocast[0]:  # recorded: what cls.apply would do
                     return _record_raw(cls, (input,), [a], _numpy)
         return general(input, out=out)

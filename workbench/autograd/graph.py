@@ -13,7 +13,7 @@ import traceback
 from collections import OrderedDict
 import weakref
 
-from .. import _backend
+from .. import _accel, _backend
 from .._core import Tensor
 from ..utils.hooks import RemovableHandle, add_hook as _add_hook  # noqa: F401 - RemovableHandle: PyTorch's path too
 
@@ -74,16 +74,20 @@ def add_hook(owner, attr, fn):
     return _add_hook(d, fn)
 
 
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../workbench/
+# .../workbench/ (from the package: a compiled graph module's own file lies in the build cache)
+_PKG = os.path.join(os.path.abspath(sys.modules[__name__.partition(".")[0]].__path__[0]), "")
 
 
 _OURS = {}  # code object -> whether it is workbench's own (every backward() asks for its caller's line)
 
 
-def user_site(depth=2):
-    """(file, line, function) of the first frame outside workbench's own code (the user's line)."""
+def user_frame(depth=2):
+    """The first frame outside workbench's own code (the user's), searched from ``depth`` frames up: the
+    frames the caller knows to be workbench's are skipped unread. Compiled modules (``workbench._accel``)
+    have no frames, so there the search starts at the innermost Python frame (this function's own, or its
+    nearest Python caller when it is compiled too)."""
     try:
-        f = sys._getframe(depth)
+        f = sys._getframe(0 if _accel.compiled_any() else depth)
     except ValueError:
         return None
     ours = _OURS
@@ -93,9 +97,18 @@ def user_site(depth=2):
         if mine is None:
             mine = ours[code] = code.co_filename.startswith(_PKG)
         if not mine:
-            return (code.co_filename, f.f_lineno, code.co_name)
+            return f
         f = f.f_back
     return None
+
+
+def user_site(depth=2):
+    """(file, line, function) of the first frame outside workbench's own code (the user's line)."""
+    f = user_frame(depth + 1)
+    if f is None:
+        return None
+    code = f.f_code
+    return (code.co_filename, f.f_lineno, code.co_name)
 
 
 def set_trace_level(level):
@@ -357,8 +370,9 @@ def walk(starts):
 
 def anomaly_record(node):
     """In anomaly mode every node keeps the forward stack that created it, for backward errors."""
-    node.site = node.site or user_site(3)
-    node._stack = "".join(traceback.format_stack()[:-3])
+    f = user_frame(3)
+    node.site = node.site or (None if f is None else (f.f_code.co_filename, f.f_lineno, f.f_code.co_name))
+    node._stack = "".join(traceback.format_stack(f))
 
 
 def scope(name):

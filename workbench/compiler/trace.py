@@ -20,7 +20,7 @@ from .._patches import Patches, subclasses
 from ..autograd import engine as _engine
 from ..autograd import function as _function
 from ..autograd import graph as _graph
-from ..autograd.backprop import _make_grads
+from ..autograd import backprop as _backprop
 from ..autograd.grad_mode import STATE
 from ..nn import utils as _nn_utils
 from ..nn.module import Module
@@ -36,9 +36,9 @@ _tensor_mod = importlib.import_module("workbench.tensor")  # the name 'tensor' i
 _ndarray = _backend.ndarray
 ACTIVE = [None]  # the Tracer recording in this process, if any
 
-# code objects whose Tensor._make calls make deterministic constants (a factory's fresh array, the
-# implicit ones gradient of backward(), zeros for gradients that never arrived)
-_CONST_MAKERS = {_creation._finish.__code__, _engine._materialize.__code__, _make_grads.__code__}
+# the functions whose Tensor._make calls make deterministic constants (a factory's fresh array, the implicit
+# ones gradient of backward(), zeros for gradients that never arrived): (module, name)
+_CONST_MAKERS = ((_creation, "_finish"), (_engine, "_materialize"), (_backprop, "_make_grads"))
 
 
 class Unsupported(Exception):
@@ -93,6 +93,7 @@ class Tracer:
         self.externals = {}  # id(tensor) -> (tensor, slot)
         self.made = {}  # id(array) -> (kind, site): arrays wrapped by Tensor._make during the trace
         self.made_keep = []
+        self.const_depth = 0  # > 0 while a constant maker runs (_hook_const)
         self.keep_alive = []  # arrays whose slots were rolled back (their ids must stay unique)
         self.forward_of = {}  # id(node) -> the forward event that made it (its ctx serves a backward unit)
         self.modules = {}  # id(module) -> module, every module called
@@ -200,6 +201,8 @@ class Tracer:
         swap(_engine, "_accumulate", _hook_accumulate(_engine._accumulate, T))
         swap(_engine, "_call_backward", _hook_call_backward(_engine._call_backward, T))
         swap(_engine, "_make", _hook_make(_engine._make, T, "engine"))
+        for mod, name in _CONST_MAKERS:
+            swap(mod, name, _hook_const(getattr(mod, name), T))
         swap(Tensor, "_make", staticmethod(_hook_make(Tensor.__dict__["_make"].__func__, T, None)))
         swap(Tensor, "_write", _hook_write(Tensor._write, T))
         swap(_tensor_mod, "_detach_saved", _hook_detach_saved(_tensor_mod._detach_saved, T))
@@ -444,12 +447,25 @@ def _hook_accumulate(orig, T):
     return _accumulate
 
 
+def _hook_const(orig, T):
+    # what Tensor._make wraps while one of _CONST_MAKERS runs is a constant (counted, not read off the
+    # caller's frame: compiled code has none)
+    def const(*args, **kwargs):
+        T.const_depth += 1
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            T.const_depth -= 1
+
+    return const
+
+
 def _hook_make(orig, T, where):
     def _make(data, *a, **k):
         t = orig(data, *a, **k)
         if _recording(T) and id(t._data) not in T.slot_of:
-            f = sys._getframe(1)
-            kind = "const" if f.f_code in _CONST_MAKERS else "raw"
+            f = sys._getframe(1)  # the caller, or where compiled code (no frames) was called from
+            kind = "const" if T.const_depth else "raw"
             T.made[id(t._data)] = (kind, None if kind == "const" else (f.f_code.co_filename, f.f_lineno,
                                                                        f.f_code.co_name))
             T.made_keep.append(t._data)
