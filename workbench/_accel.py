@@ -17,14 +17,16 @@ How:
   module whose current source has a build in the cache is imported from it; anything else (an edited file,
   a new Python, no build) imports as Python. A build can be missing, never stale.
 
-What differs, compiled: the code has no Python frames of its own. ``graph.user_site`` therefore walks from
-its caller instead of skipping a fixed number of frames; and NumPy warnings raised by a call made directly
-from compiled code would be attributed to the user's line, so the modules listed do no array arithmetic of
-their own except through ``autograd._frame`` (a frame in workbench, where the warnings filter finds it).
+What differs, compiled: the code has no Python frames of its own. ``graph.user_frame`` therefore walks from
+the innermost Python frame instead of skipping a fixed number of frames; NumPy warnings raised by a call
+made directly from compiled code would be attributed to the user's line, so the modules listed do no array
+arithmetic of their own except through ``workbench._pyframe`` (a frame in workbench, where the warnings
+filter finds it); and ``inspect.getsource`` finds a compiled module's and class's source, not a function's.
 
 >>> import workbench._accel as accel
->>> sorted(set(accel.compiled()) - set(accel.MODULES))
-[]
+>>> build = accel.current("workbench.autograd.engine")  # where the engine's build is, or would be
+>>> "workbench.autograd.engine" in accel.MODULES, build.startswith(accel.cache_dir())
+(True, True)
 """
 import hashlib
 import importlib.machinery
