@@ -133,7 +133,7 @@ def test_zero_dim_inputs(name):
 
 
 @pytest.mark.parametrize("name", ["leaky_relu", "leaky_relu_steep", "hardswish", "hardsigmoid", "hardshrink",
-                                  "threshold", "threshold_zero", "relu"])
+                                  "threshold", "threshold_zero", "relu", "softshrink"])
 def test_numba_loops_and_numpy_forms_agree_bitwise(name):
     """The one-pass Numba loops (``_backend/fused.py``, used where numba is installed) and the NumPy forms
     they replace give the same values, tiny and denormal inputs included."""

@@ -212,6 +212,21 @@ def hardshrink(x, out, mask, lambd):
 
 
 @_loop
+def softshrink(x, out, mask, lambd):  # x - clip(x, -l, l) in one pass: the same arithmetic, so the same bits
+    for i in range(x.size):
+        v = x[i]
+        if v > lambd:
+            out[i] = v - lambd
+            mask[i] = True
+        elif v < -lambd:
+            out[i] = v + lambd
+            mask[i] = True
+        else:
+            out[i] = v - v  # 0. (not -0.), and NaN kept
+            mask[i] = False
+
+
+@_loop
 def threshold(x, out, mask, th, value):  # PyTorch's x <= th ? value : x, and the slope-1 mask (NaN passes)
     for i in range(x.size):
         v = x[i]

@@ -80,6 +80,10 @@ def hardshrink(xp, x, lambd, want_mask):
 
 
 def softshrink(xp, x, lambd, want_mask):  # x - clip(x, -l, l): x - l above l, x + l below -l, 0 between
+    if fused.usable(x):
+        y, m = xp.empty_like(x), xp.empty(x.shape, bool)
+        fused.softshrink(x.reshape(-1), y.reshape(-1), m.reshape(-1), x.dtype.type(lambd))
+        return y, m if want_mask else None
     y = xp.clip(x, -lambd, lambd)
     xp.subtract(x, y, out=y)
     if not want_mask:
