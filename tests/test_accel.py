@@ -121,3 +121,19 @@ def test_the_source_stays_readable():
     assert "def iter_backward(" in inspect.getsource(engine)
     assert inspect.getsource(wb.Tensor).startswith("class Tensor")
     assert inspect.getsource(wb.nn.Module).startswith("class Module")
+
+
+def test_prune_keeps_the_newest_builds_of_a_module_only(tmp_path, monkeypatch):
+    from workbench import _accel_build
+
+    monkeypatch.setenv("WORKBENCH_ACCEL_DIR", str(tmp_path))
+    name = "workbench.autograd.engine"
+    paths = [accel.artifact(name, b"version %d" % i) for i in range(6)]
+    other = accel.artifact("workbench.autograd.function", b"x")
+    for i, p in enumerate([*paths, other]):
+        open(p, "wb").close()
+        os.utime(p, (1000 + i, 1000 + i))
+    open(tmp_path / "unrelated.txt", "w").close()
+    _accel_build.prune(name, keep=4)
+    assert sorted(accel.builds(name)) == sorted(paths[2:])
+    assert os.path.exists(other) and (tmp_path / "unrelated.txt").exists()

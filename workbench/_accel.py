@@ -12,7 +12,7 @@ How:
 * ``python -m workbench._accel_build`` (``make setup`` and ``make lab`` run it) compiles ``MODULES`` into the
   cache directory (``$WORKBENCH_ACCEL_DIR``, else ``$XDG_CACHE_HOME/workbench/accel``, else
   ``~/.cache/workbench/accel``), one extension per module, named by a hash of its source and of ``BUILD``.
-  Up-to-date modules are skipped, so running it again is cheap.
+  Up-to-date modules are skipped, so running it again is cheap; the 4 newest builds of a module are kept.
 * ``install()``, which ``import workbench`` runs first, puts a finder in front of the usual ones: a listed
   module whose current source has a build in the cache is imported from it; anything else (an edited file,
   a new Python, no build) imports as Python. A build can be missing, never stale.
@@ -32,6 +32,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 
 # the modules compiled: those whose per-op Python is the cost on small tensors. nn stays Python: compiled,
@@ -71,6 +72,13 @@ def artifact(name, source):
     """The file a build of ``name`` from ``source`` (bytes) is (or would be) in the cache."""
     h = hashlib.sha256(BUILD.encode() + b"\0" + _SUFFIX.encode() + b"\0" + source).hexdigest()[:20]
     return os.path.join(cache_dir(), f"{name}.{h}{_SUFFIX}")
+
+
+def builds(name):
+    """The cached builds of ``name``, for any source (paths)."""
+    d = cache_dir()
+    pattern = re.compile(re.escape(name) + r"\.[0-9a-f]{20}" + re.escape(_SUFFIX))
+    return [os.path.join(d, f) for f in os.listdir(d) if pattern.fullmatch(f)] if os.path.isdir(d) else []
 
 
 def current(name):

@@ -10,8 +10,9 @@ import shutil
 import sys
 import tempfile
 
-from ._accel import MODULES, artifact, cache_dir, current, source_path
+from ._accel import MODULES, artifact, builds, cache_dir, current, source_path
 
+KEEP = 4  # builds kept per module (prune)
 DIRECTIVES = {
     "language_level": 3,
     "binding": True,  # functions keep __name__, __doc__, signatures and default arguments as Python's
@@ -66,8 +67,16 @@ def build(jobs=None, quiet=False):
             part = f"{where[name]}.{os.getpid()}.part"
             shutil.copyfile(cmd.get_ext_fullpath(name), part)
             os.replace(part, where[name])  # atomic: a process importing meanwhile sees all of it or nothing
+            prune(name)
     say(f"compiled {len(todo)} module(s) into {cache_dir()}")
     return todo
+
+
+def prune(name, keep=KEEP):
+    """Delete all but the ``keep`` newest builds of ``name`` (each edit of its source adds one; checkouts of
+    different versions share the cache, so more than the current one is kept)."""
+    for path in sorted(builds(name), key=os.path.getmtime, reverse=True)[keep:]:
+        os.remove(path)
 
 
 if __name__ == "__main__":  # python -m workbench._accel_build [jobs]
