@@ -80,11 +80,17 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A fresh page; JS errors on it fail the test (they are collected in ``page.errors``)."""
+    """A fresh page; JS errors on it fail the test (their messages are collected in ``page.errors``, with their
+    stacks in ``page.error_stacks``)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.errors, pg.error_stacks = [], []
+
+    def on_error(e):
+        pg.errors.append(str(e))
+        pg.error_stacks.append(e.stack or "")
+
+    pg.on("pageerror", on_error)
     yield pg
     context.close()
 
