@@ -113,7 +113,7 @@ class BackwardRun:
     def free(self, node):
         """Free ``node``'s saved tensors: a later backward through it raises, naming this run's call site."""
         if node._saved is not None:
-            free_saved(node, self._freed_by or graph.user_site(2) or True)
+            free_saved(node, self._freed_by or graph.user_mark(2) or True)
 
     def close(self):
         """End the run where it stands (a generator's close)."""
@@ -196,7 +196,7 @@ def iter_backward(roots, grad_roots, retain_graph=False, create_graph=False, inp
     run = BackwardRun()
     run._ready = ready
     run.retain_graph = retain_graph
-    run._freed_by = None if retain_graph else (graph.user_site(_site_depth) or True)
+    run._freed_by = None if retain_graph else (graph.user_mark(_site_depth) or True)
     run._gen = _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captured, create_graph,
                       accumulate and inputs is None, accumulate, keep_before, free_after_step, _drain)
     return run

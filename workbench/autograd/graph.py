@@ -111,6 +111,36 @@ def user_site(depth=2):
     return (code.co_filename, f.f_lineno, code.co_name)
 
 
+class Mark:
+    """Where user code stands (its code object and last instruction), made a site only when asked for it.
+
+    Taking a frame's line number costs as much as a small op; every backward() keeps the site of its call,
+    and needs it only in the error of a second backward through what it freed.
+
+    >>> site = user_mark(1).site()
+    >>> site[1] > 0
+    True
+    """
+
+    __slots__ = ("code", "lasti")
+
+    def site(self):
+        """(file, line, function), as user_site gives it."""
+        code, lasti = self.code, self.lasti
+        line = next((ln for start, end, ln in code.co_lines() if start <= lasti < end), None)
+        return (code.co_filename, line, code.co_name)
+
+
+def user_mark(depth=2):
+    """user_site's frame as a Mark (its line is read only when needed)."""
+    f = user_frame(depth + 1)
+    if f is None:
+        return None
+    m = Mark()
+    m.code, m.lasti = f.f_code, f.f_lasti
+    return m
+
+
 def set_trace_level(level):
     """1 (default): record op and module scope per node; 2: also the user's source line (slower).
 
@@ -153,7 +183,7 @@ class Node:
     # slots for what every recorded op sets; the rarely used fields are class-level defaults that an
     # instance overrides in its __dict__ only when it needs to (keeps recording cheap)
     # _saved_meta: what the saved tensors are (function.describe_saved, for cost overlays; primitives
-    # record it with the node, others when backward frees them); _freed: once freed, the site of the
+    # record it with the node, others when backward frees them); _freed: once freed, the Mark of the
     # backward() call that freed the saved tensors. Slots, not defaults: freeing writes no __dict__.
     __slots__ = ("next_functions", "_saved", "needs_input_grad", "_tensor_pos", "scope", "group", "_seq",
                  "_out_meta", "xp", "_saved_meta", "_freed", "__dict__", "__weakref__")
@@ -267,8 +297,8 @@ class Node:
         where = (f" in module '{self.scope}'" if self.scope else "") + (
             f", created at {format_site(self.site)}" if self.site else "")
         freed_by = self._freed
-        by = f" Its saved tensors were freed by the backward() call at {format_site(freed_by)}." \
-            if isinstance(freed_by, tuple) else ""
+        by = f" Its saved tensors were freed by the backward() call at {format_site(freed_by.site())}." \
+            if isinstance(freed_by, Mark) else ""
         raise RuntimeError(
             f"Trying to backward through the graph a second time (or directly access saved tensors after they "
             f"have already been freed), through {self.name()}{where}.{by} Saved intermediate values of the graph "
