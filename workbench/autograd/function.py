@@ -31,6 +31,9 @@ _numpy = _backend.numpy
 _new = object.__new__
 _np_generic = _numpy.generic
 _as_number = _backend.dtypes.as_number
+# bound once: every recorded op reads them (a method looked up per call costs as much as the call)
+_scope_now, _group_now, _next_seq = SCOPE.get, GROUP.get, _seq.__next__
+_ANOMALY = graph.ANOMALY
 
 
 class _Differentiable(dict):
@@ -224,6 +227,12 @@ class Function:
     # number, and nothing is recorded: apply then calls it directly, without a ctx or forward (the
     # common no-grad op; see also binary_operator/unary_operator)
     _ufunc = None
+    # for a primitive with a _ufunc: what its forward saves when it is that ufunc alone, so a Tensor operator
+    # recording it (floating operands of one dtype) runs the ufunc without the forward's frame. One entry per
+    # save_for_backward argument: None, or (source, needed_by): source 0 or 1 an input array, -1 the
+    # output; needed_by None (always saved) or the input whose gradient reads it (saved only if that input
+    # requires grad). None here: the operators call forward.
+    _saves = None
     _setup = False  # True when the subclass uses the setup_context style
     op_name = None
 
@@ -380,7 +389,7 @@ def binary_operator(cls, general, reflected=False):
                         return _plain(_call2(uf, b, a), rg, cls, (other, self))
                     return _plain(_call2(uf, a, b), rg, cls, (self, other))
                 if not reflected and b.__class__ is _ndarray:  # two tensors, recorded: what cls.apply would do
-                    return _record_raw(cls, (self, other), [a, b], _numpy)
+                    return _record_raw(cls, (self, other), [a, b], _numpy, cls._saves)
             return general(self, other)
         except ValueError as e:  # NumPy's broadcasting error: PyTorch's RuntimeError (free until raised)
             raise broadcast_error(e, (self, other)) or e from None  # PyTorch names self first, reflected or not
@@ -406,7 +415,7 @@ def unary_operator(cls, general, autocast):
                 if not (rg and STATE.enabled):
                     return _plain(_call1(uf, a), rg, cls, (input,))
                 if not autocast[0]:  # recorded: what cls.apply would do
-                    return _record_raw(cls, (input,), [a], _numpy)
+                    return _record_raw(cls, (input,), [a], _numpy, cls._saves)
         return general(input, out=out)
 
     operator.__name__ = operator.__qualname__ = general.__name__
@@ -466,9 +475,9 @@ def _new_node(cls, xp):
     node = cls._node_cls()
     node.xp = xp
     node._saved = node._saved_meta = node._freed = None
-    node._seq = next(_seq)
-    node.scope = SCOPE.get()
-    node.group = GROUP.get()
+    node._seq = _next_seq()
+    node.scope = _scope_now()
+    node.group = _group_now()
     if TRACE[0] >= 2:
         node.site = graph.user_site(4)
     return node
@@ -527,13 +536,15 @@ def _edges(node, args):
         [i for i, a in enumerate(args) if isinstance(a, Tensor)])
 
 
-def _record_raw(cls, args, datas, xp):
+def _record_raw(cls, args, datas, xp, saves=None):
+    # saves: the primitive's _saves, from a Tensor operator whose operands are floating arrays of one dtype
+    # (the forward is then the ufunc alone; see Function._saves)
     node = cls._node_cls()  # _new_node, inlined: this runs once per recorded op
     node.xp = xp
     node._saved = node._saved_meta = node._freed = None
-    node._seq = next(_seq)
-    node.scope = SCOPE.get()
-    node.group = GROUP.get()
+    node._seq = _next_seq()
+    node.scope = _scope_now()
+    node.group = _group_now()
     if TRACE[0] >= 2:
         node.site = graph.user_site(3)
     # _edges, inlined for one tensor and two (the operators' calls); an input with a grad_fn is an edge
@@ -566,7 +577,10 @@ def _record_raw(cls, args, datas, xp):
         node._tensor_pos = _RANGES3
     else:
         _edges(node, args)
-    out = cls.forward(node, *datas)
+    if saves is None:
+        out = cls.forward(node, *datas)
+    else:  # the forward is the ufunc alone; what it saves is declared (resolved below, with the result)
+        out = _call2(cls._ufunc, datas[0], datas[1]) if n == 2 else _call1(cls._ufunc, datas[0])
     if out.__class__ is not tuple and node._non_differentiable is None:  # the common case: one output
         if cls._view:
             res = _view_of(cls, args, out, xp)
@@ -586,7 +600,9 @@ def _record_raw(cls, args, datas, xp):
             res = _make(out)
         node._out_meta = ((out.shape, out.dtype),)
         results = (res,)
-        if node._saved is not None:
+        if saves:
+            node._saved, node._saved_meta = _declared_saved(saves, node.needs_input_grad, args, datas, out, res)
+        elif node._saved is not None:
             node._saved, node._saved_meta = _resolve_saved_raw(node._saved, args, datas, (out,), results)
     else:
         outs = out if out.__class__ is tuple else (out,)
@@ -601,7 +617,7 @@ def _record_raw(cls, args, datas, xp):
         if node._saved is not None:
             node._saved, node._saved_meta = _resolve_saved_raw(node._saved, args, datas, outs, results)
         res = tuple(results) if out.__class__ is tuple else results[0]
-    if graph.ANOMALY[0]:
+    if _ANOMALY[0]:
         graph.anomaly_record(node)
     if LISTENERS:
         for fn in LISTENERS.fns:
@@ -665,6 +681,37 @@ def _resolve_saved_raw(saved, args, datas, outs, results):
     return tuple(entries), facts
 
 
+def _declared_saved(saves, nig, args, datas, out, res):
+    # _resolve_saved_raw's entries and facts for what a Function._saves declares, without searching for each
+    # array among the inputs and the output (the declaration says where it is)
+    entries = []
+    facts = []
+    for e in saves:
+        if e is None or e[1] is not None and not nig[e[1]]:
+            entries.append((None, None, 0))
+            facts.append(None)
+            continue
+        k = e[0]
+        if k < 0:
+            box = res._vbox
+            entries.append((_Out(0, out, res._rg), box, box[0]))
+            facts.append(-1 if out.base is None else _raw_fact(out, -1, datas, (out,)))
+            continue
+        x = datas[k]
+        if k and x is datas[0]:  # one array twice (x * x): the first argument, as the search finds it
+            k = 0
+        t = args[k]
+        box = t._vbox
+        if box is _INFERENCE_BOX:
+            _saved_entry(t)  # raises
+        entries.append((t, box, box[0]))
+        if x.base is not None:
+            facts.append(_raw_fact(x, k if t._rg else None, datas, (out,)))
+        else:
+            facts.append(k if t._rg else (None, x.shape, x.dtype, k, None))
+    return tuple(entries), facts
+
+
 def _saved_entry(t):
     box = t._vbox
     if box is _INFERENCE_BOX:
@@ -695,7 +742,7 @@ def _apply_custom(cls, args):
     node._out_meta = tuple((r._data.shape, r._data.dtype) if isinstance(r, Tensor) else None for r in results)
     if node._saved is not None:
         node._saved = _resolve_saved_custom(node._saved, results)
-    if graph.ANOMALY[0]:
+    if _ANOMALY[0]:
         graph.anomaly_record(node)
     if LISTENERS:
         for fn in LISTENERS.fns:

@@ -323,10 +323,10 @@ def _hook_view_of(orig, T):
 
 
 def _hook_record_raw(orig, T):
-    def _record_raw(cls, args, datas, xp):
+    def _record_raw(cls, args, datas, xp, saves=None):
         T.in_record += 1
         try:
-            res = orig(cls, args, datas, xp)
+            res = orig(cls, args, datas, xp, saves)
         finally:
             T.in_record -= 1
         if _recording(T):

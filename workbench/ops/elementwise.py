@@ -40,6 +40,7 @@ def _t(x):
 class Add(Function):
     _raw = True
     _ufunc = _backend.numpy.add
+    _saves = ()
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
@@ -50,14 +51,15 @@ class Add(Function):
             b = b * alpha
             if getattr(b, "dtype", None) != a.dtype and _is_bool(a):  # bool + alpha * bool stays bool
                 b = b.astype(bool) if _isarr(b) else bool(b)
-        ctx.alpha = alpha
+            ctx.alpha = alpha  # stashed only when not 1: a ctx without it is alpha 1 (no __dict__ made)
         return ctx.xp.add(a, b)
 
     @staticmethod
     def backward(ctx, g):
-        if ctx.alpha == 1:
+        alpha = getattr(ctx, "alpha", 1)
+        if alpha == 1:
             return g, g
-        return g, g * ctx.alpha, None
+        return g, g * alpha, None
 
 
 def _alpha(op, a, b, alpha):
@@ -89,11 +91,14 @@ def add(input, other, *, alpha=1, out=None):
 class Sub(Function):
     _raw = True
     _ufunc = _backend.numpy.subtract
+    _saves = ()
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
+        if alpha != 1:
+            ctx.alpha = alpha  # stashed only when not 1: a ctx without it is alpha 1 (no __dict__ made)
         if a.__class__ is _ndarray and b.__class__ is _ndarray and a.dtype is b.dtype and a.dtype.kind in "fc":
-            ctx.alpha = alpha  # floating arrays of one dtype: nothing to promote or refuse
+            # floating arrays of one dtype: nothing to promote or refuse
             return ctx.xp.subtract(a, b * alpha if alpha != 1 else b)
         rd = result_dtype(a, b)
         if _is_bool(a) and _is_bool(b):
@@ -103,12 +108,11 @@ class Sub(Function):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                                "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
         a, b = cast(a, rd), cast(b, rd)
-        ctx.alpha = alpha
         return ctx.xp.subtract(a, b * alpha if alpha != 1 else b)
 
     @staticmethod
     def backward(ctx, g):  # one gradient per argument: alpha is an argument only when it is not 1
-        alpha = ctx.alpha
+        alpha = getattr(ctx, "alpha", 1)
         if not STATE.enabled:
             return (g, Tensor._make(-g._data)) if alpha == 1 else (g, Tensor._make(g._data * -alpha), None)
         return (g, -g) if alpha == 1 else (g, g * (-alpha), None)
@@ -139,6 +143,7 @@ def _as(d, dt):
 class Mul(Function):
     _raw = True
     _ufunc = _backend.numpy.multiply
+    _saves = ((0, 1), (1, 0))  # as forward: a for b's gradient, b for a's
 
     @staticmethod
     def forward(ctx, a, b):
@@ -439,6 +444,8 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
 
     cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
                                                   "_ufunc": ufunc,
+                                                  "_saves": ((0, None) if save_x else None,
+                                                             (-1, None) if save_y else None),
                                                   "forward": staticmethod(forward),
                                                   "backward": staticmethod(backward)})
 

@@ -204,6 +204,8 @@ class SumAll(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.in_shape = x.shape
+        if x.__class__ is _np.ndarray and x.dtype.kind in "fc":
+            return _sum_all(x)  # a 0-d array (not a NumPy scalar for the Tensor to wrap again)
         return _wide_sum(x, None, False, _acc_dtype(x, None))
 
     @staticmethod
