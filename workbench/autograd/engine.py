@@ -11,8 +11,6 @@ import operator
 import sys
 import warnings
 
-from numpy import ndarray as _ndarray
-
 from .. import _backend
 from .._pyframe import call2 as _call2, iadd_cast as _iadd_cast
 from .._core import Tensor
@@ -20,6 +18,8 @@ from . import graph
 from .function import free_saved
 from .grad_mode import STATE, count_backward
 from .graph import AccumulateGrad, gradient_edge
+
+_ndarray = _backend.ndarray
 
 _make = Tensor._make
 _step = tuple.__new__  # BackwardStep's constructor without a Python-level call

@@ -8,8 +8,6 @@ Tensor ops under ``create_graph=True`` so higher derivatives are exact.
 """
 import math
 
-import numpy
-
 from .. import _backend
 from .._backend import dtypes as _dt, fused as _fused, kernels as _k
 from ..autograd.function import Function
@@ -19,6 +17,8 @@ from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._util import check_no_requires_grad
 from ._autocast import cast as _autocast_cast
+
+numpy = _backend.numpy
 
 _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
         "float64": 2.220446049250313e-16}
