@@ -224,13 +224,17 @@ class _Methods:
         box[0] += 1
         box[1] = (opname, _graph.SCOPE.get(), _graph.user_site(3))
 
-    def _inplace(self, opname, fn, *args):
-        """Make ``self`` hold ``fn(self, *args)``: the generic in-place op, autograd included."""
+    def _inplace(self, opname, fn, *args, region=None):
+        """Make ``self`` hold ``fn(self, *args)``: the generic in-place op, autograd included.
+
+        region: an index of the array where ``fn`` changes it (``__setitem__``'s key): only those elements are
+        stored, as PyTorch's in-place kernels store them (another process writing other elements of a shared
+        tensor meanwhile keeps its writes)."""
         self._check_inplace(opname)
         if not STATE.enabled or not (self._rg or any(isinstance(a, Tensor) and a._rg for a in args)):
             with no_grad():
                 r = fn(self, *args)
-            self._write(r, opname)
+            self._write(r, opname, region)
             self._bump(opname)
             return self
         if self._base is not None and (self._base._rg or self._rg) and self._view_fn is not None:
@@ -240,20 +244,23 @@ class _Methods:
         node = r.grad_fn
         if node is not None and node._saved:
             node._saved = _detach_saved(node._saved, old)
-        self._write(r, opname)
+        self._write(r, opname, region)
         self.grad_fn = node
         self._output_nr = r._output_nr
         self._rg = r._rg
         self._bump(opname)
         return self
 
-    def _write(self, r, opname):
+    def _write(self, r, opname, region=None):
         rd = r._data
         if rd.dtype != self._data.dtype:
             if _dt.promote_types(r.dtype, self.dtype) != self.dtype and not (
                     r.dtype.category <= self.dtype.category):
                 raise RuntimeError(f"result type {r.dtype.name} can't be cast to the desired output type "
                                    f"{self.dtype.name} (in {opname})")
+        if region is not None and rd.shape == self._data.shape:
+            self._data[region] = rd[region]
+            return
         if rd.shape != self._data.shape:
             try:
                 self._data[...] = rd

@@ -235,6 +235,19 @@ def test_start_processes_runs_ranks_and_reports_failures(no_leaks):
         mp.start_processes(_die, nprocs=2, start_method="fork")
 
 
+def _count_up(i, t, n):
+    for _ in range(n):
+        t[i] = t[i].item() + 1.0
+
+
+def test_setitem_on_a_shared_tensor_stores_only_its_elements(no_leaks):
+    # two processes count up their own element of one shared tensor: an in-place write that stored the whole
+    # array back would now and then put back the other's element as it was a moment before, losing counts
+    t = wb.zeros(2).share_memory_()
+    mp.start_processes(_count_up, args=(t, 5000), nprocs=2, start_method="fork")
+    assert t.tolist() == [5000.0, 5000.0]
+
+
 def test_spawn(no_leaks):
     t = wb.zeros(3).share_memory_()
     mp.spawn(_fill, args=(t, -1), nprocs=2)

@@ -475,8 +475,8 @@ def _hook_make(orig, T, where):
 
 
 def _hook_write(orig, T):
-    def _write(self, r, opname):
-        orig(self, r, opname)
+    def _write(self, r, opname, region=None):
+        orig(self, r, opname, region)  # the replay writes the whole result: in one process the same values
         if _recording(T) and r._data is not self._data:
             def rec():
                 dst = T.ref(self, opname)

@@ -205,7 +205,7 @@ def setitem(self, key, value):
                                f"{self.device} and {value.device}! (in __setitem__)")
     if isinstance(value, (list, tuple)):
         value = _tensor(value, dtype=self.dtype, device=self.device)
-    self._inplace("__setitem__", lambda x, v: IndexPut.apply(x, k, v), value)
+    self._inplace("__setitem__", lambda x, v: IndexPut.apply(x, k, v), value, region=k)
 
 
 # --- gather / scatter of rows (max pooling, embedding, nll) ---------------------------------------
