@@ -683,7 +683,9 @@ def _resolve_saved_raw(saved, args, datas, outs, results):
 
 def _declared_saved(saves, nig, args, datas, out, res):
     # _resolve_saved_raw's entries and facts for what a Function._saves declares, without searching for each
-    # array among the inputs and the output (the declaration says where it is)
+    # array among the inputs and the output (the declaration says where it is). Its per-entry lines repeat
+    # _resolve_saved_raw's on purpose: one helper for both cost 1.5% of the 10-op chain's step (callgrind);
+    # tests/autograd/test_declared_saves.py pins that the two agree
     entries = []
     facts = []
     for e in saves:
