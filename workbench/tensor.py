@@ -219,10 +219,10 @@ class _Methods:
         if self._vbox is _INFERENCE_BOX and STATE.enabled:
             raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.")
 
-    def _bump(self, opname):
+    def _bump(self, opname, depth=3):
         box = self._vbox
         box[0] += 1
-        box[1] = (opname, _graph.SCOPE.get(), _graph.user_site(3))
+        box[1] = (opname, _graph.SCOPE.get(), _graph.user_site(depth))
 
     def _inplace(self, opname, fn, *args, region=None):
         """Make ``self`` hold ``fn(self, *args)``: the generic in-place op, autograd included.

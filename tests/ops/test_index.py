@@ -288,3 +288,71 @@ def test_out_as_pytorch(name):
     with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
         ours(o)
     assert tuple(o.shape) == (0,)
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
+@pytest.mark.parametrize("k", range(len(KEYS)))
+def test_a_store_nothing_records_matches_the_store_through_index_put(k):
+    # with no grad, x[key] = v writes the array itself; the profiler and the compiler's trace take the
+    # IndexPut path instead (setitem._wb_general): both must give the same values, dtype and version
+    from workbench.ops.index import _setitem_recorded
+    base = np.arange(12.0).reshape(3, 4)
+    n = wb.tensor(base)[KEYS[k](wb)].numel()
+    for value in (-1.5, 7, True, wb.arange(n, dtype=wb.float64).reshape(wb.tensor(base)[KEYS[k](wb)].shape),
+                  wb.tensor(2.5, dtype=wb.float16)):
+        for dtype in (wb.float32, wb.int64):
+            x, y = wb.tensor(base, dtype=dtype), wb.tensor(base, dtype=dtype)
+            x[KEYS[k](wb)] = value
+            _setitem_recorded(y, KEYS[k](wb), value)
+            assert x.dtype == y.dtype and x._version == y._version == 1
+            np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+def test_a_store_nothing_records_writes_only_its_elements():
+    import tracemalloc
+    x = wb.zeros(1_000_000)
+    v = x[10:20]
+    tracemalloc.start()
+    try:
+        x[3] = 1.0
+        x[10:20] = wb.ones(10)
+        x[wb.tensor([5, 7])] = wb.tensor([2.0, 3.0])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000, peak  # the IndexPut path copied the whole 4 MB tensor for each store
+    assert x._version == 3 and v._version == 3  # a view shares its base's version counter
+    assert x[:8].tolist() == [0.0, 0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 3.0] and v.tolist() == [1.0] * 10
+    with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[5\] cannot be broadcast to "
+                                           r"indexing result of shape \[4\]"):
+        wb.zeros(3, 4)[0] = wb.ones(5)
+    with wb.inference_mode():
+        t = wb.zeros(3)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+        t[0] = 1.0
+    w = wb.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        w[0] = 2.0
+    with wb.no_grad():
+        w[0] = 2.0
+    assert w.tolist() == [2.0, 1.0, 1.0] and w.requires_grad and w.grad_fn is None
+
+
+def test_a_store_shows_in_the_profiler_and_replays_compiled():
+    x = wb.zeros(4)
+    with wb.profiler.profile() as prof:
+        x[1] = 2.0
+    assert "index_put" in {e.key for e in prof.key_averages()}
+
+    def fill(buf, v):
+        buf[1:3] = v * 2
+        return buf.sum()
+
+    compiled = wb.compile(fill)
+    for i in range(3):
+        a, b = wb.zeros(4), wb.zeros(4)
+        v = wb.tensor([float(i), 1.0])
+        assert compiled(a, v).item() == fill(b, v).item()
+        assert a.tolist() == b.tolist()
+    report = wb.compiler.explain(compiled)
+    assert report.traces == 1 and report.replays == 2 and report.eager_calls == 0 and not report.reasons
