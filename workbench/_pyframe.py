@@ -19,6 +19,14 @@ def call2(f, a, b):
     return f(a, b)
 
 
+def call1_out(f, a):
+    f(a, out=a)
+
+
+def call2_out(f, a, b):
+    f(a, b, out=a)
+
+
 def iadd_cast(a, b):
     """a += b, b cast to a's dtype first (a leaf's .grad accumulating)."""
     a += b.astype(a.dtype, copy=False)

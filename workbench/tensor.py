@@ -19,6 +19,7 @@ from ._core import _INFERENCE_BOX, SUBCLASS_HOOKS, Size, Tensor
 from ._format import format_tensor
 from .autograd import graph as _graph
 from .autograd.backprop import backward as _backward
+from .autograd.function import inplace_operator as _inplace_operator
 from .autograd.grad_mode import STATE, no_grad
 from .multiprocessing import reductions as _reductions
 from .ops.views import _scatter_view, replay_view
@@ -323,7 +324,8 @@ def _inplace_method(name, fn):
     method.__name__ = name
     method.__qualname__ = "Tensor." + name
     method.__doc__ = f"In-place version of {name[:-1]}."
-    return method
+    cls = getattr(fn, "_wb_cls", None)  # a ufunc primitive: the ufunc can write x's array itself
+    return method if cls is None else _inplace_operator(name, cls, method)
 
 
 def _register(provider, methods, inplace=()):

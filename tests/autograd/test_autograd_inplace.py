@@ -99,3 +99,85 @@ def test_view_of_leaf_inplace_then_backward():
         return base * x
 
     both(f)
+
+
+INPLACE_FAST = [("add_", 1), ("sub_", 1), ("mul_", 1), ("div_", 1), ("true_divide_", 1), ("subtract_", 1),
+                ("multiply_", 1), ("divide_", 1), ("exp_", 0), ("sin_", 0), ("tanh_", 0), ("sqrt_", 0),
+                ("log1p_", 0)]
+
+
+@pytest.mark.parametrize("name,nargs", INPLACE_FAST)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
+def test_inplace_ops_nothing_records_match_the_general_path_and_pytorch(name, nargs, dtype):
+    # with nothing to record, x.add_(y) runs the ufunc into x's array (Tensor.add_._wb_general is the
+    # generic path: the out-of-place result copied in); values, dtype, version and identity must agree
+    import torch as T
+    rng = np.random.default_rng(0)
+    base = (rng.random((3, 4)) + 0.5).astype(dtype)
+    others = [None] if not nargs else [2, 0.75, base[0] * 0 + 1.5, base[:, :1] + 0.25, base + 1]
+    for other in others:
+        args = () if other is None else (other if not isinstance(other, np.ndarray) else None,)
+        x, y, t = wb.tensor(base), wb.tensor(base), T.tensor(base)
+        view = x[1]
+        if args and args[0] is None:
+            args_w, args_t = (wb.tensor(other),), (T.tensor(other),)
+        else:
+            args_w = args_t = args
+        data = x._data
+        assert getattr(x, name)(*args_w) is x
+        getattr(wb.Tensor, name)._wb_general(y, *args_w)
+        getattr(t, name)(*args_t)
+        assert x._data is data and x.dtype == y.dtype and x._version == y._version == view._version == 1
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+        np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-6)
+
+
+def test_inplace_fast_path_keeps_the_checks_and_errors():
+    import tracemalloc
+    x = wb.ones(1_000_000)
+    y = wb.ones(1_000_000)
+    tracemalloc.start()
+    try:
+        x += y
+        x.mul_(2.0)
+        x.exp_()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000, peak  # the general path allocates the 4 MB result of each op
+    assert x[0].item() == pytest.approx(np.exp(4.0)) and x._version == 3
+    w = wb.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        w.add_(1.0)
+    with wb.no_grad():
+        w.sub_(wb.tensor([1.0, 2.0, 3.0]))
+    assert w.tolist() == [0.0, -1.0, -2.0] and w.grad_fn is None
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+        wb.ones(3).add_(wb.ones(2, 3))
+    h = w * 1  # recorded: the general path, with its graph
+    h.mul_(wb.tensor([2.0, 2.0, 2.0]))
+    assert h.grad_fn is not None and h.grad_fn.name() == "MulBackward0"
+    with wb.inference_mode():
+        t = wb.ones(2)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+        t.add_(1.0)
+    with wb.profiler.profile() as prof:
+        wb.ones(2).add_(1.0)
+    assert "add" in {e.key for e in prof.key_averages()}
+
+
+def test_a_compiled_step_replays_the_inplace_fast_ops():
+    def step(w, g):
+        with wb.no_grad():
+            w.sub_(g * 0.5)
+            w.mul_(0.9)
+        return w.sum()
+
+    compiled = wb.compile(step)
+    a, b = wb.ones(4), wb.ones(4)
+    for i in range(3):
+        g = wb.full((4,), float(i + 1))
+        assert compiled(a, g).item() == step(b, g).item()
+    assert a.tolist() == b.tolist()
+    report = wb.compiler.explain(compiled)
+    assert report.traces == 1 and report.replays == 2 and not report.reasons

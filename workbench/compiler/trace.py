@@ -205,8 +205,12 @@ class Tracer:
             swap(mod, name, _hook_const(getattr(mod, name), T))
         swap(Tensor, "_make", staticmethod(_hook_make(Tensor.__dict__["_make"].__func__, T, None)))
         swap(Tensor, "_write", _hook_write(Tensor._write, T))
-        # a store that nothing records writes the array directly; traced, it goes through IndexPut and _write
-        swap(Tensor, "__setitem__", Tensor.__dict__["__setitem__"]._wb_general)
+        # stores and in-place ops that nothing records write the array directly (x[k] = v, x.add_(y)); traced,
+        # they take their general path, an op and _write
+        for name, v in list(Tensor.__dict__.items()):
+            general = getattr(v, "_wb_general", None)
+            if general is not None and (name == "__setitem__" or name[-1] == "_" and name[-2:] != "__"):
+                swap(Tensor, name, general)
         swap(_tensor_mod, "_detach_saved", _hook_detach_saved(_tensor_mod._detach_saved, T))
         for name in ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "__array__",
                      "__repr__", "__format__"):

@@ -1312,6 +1312,8 @@ __all__ = [
     "bitwise_right_shift",
 ]
 subtract, multiply, divide = sub, mul, div
+# the primitive whose ufunc x.add_(y) (and the others' in-place methods) can run into x's array
+add._wb_cls, sub._wb_cls, mul._wb_cls, div._wb_cls, true_divide._wb_cls = Add, Sub, Mul, Div, Div
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
 
 _NOT_METHODS = ("where", "rsub", "relu", "positive", "real", "imag")
