@@ -329,3 +329,26 @@ def test_vecdot_primitive_and_self_dot_match_torch_and_gradcheck(dim):
                 return wb.linalg.vecdot(p, q, dim=dim)
         assert wb.autograd.gradcheck(f, ins)
         assert wb.autograd.gradgradcheck(f, ins)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+@pytest.mark.parametrize("needs", [(True, True), (True, False), (False, True)])
+def test_matrix_product_first_derivatives_on_arrays_match_pytorch(dtype, needs):
+    # 2-D @ 2-D backward without create_graph runs the two products on raw arrays (Matmul.backward's fast
+    # branch); with create_graph the Tensor form runs: both must give PyTorch's gradients
+    rng = np.random.default_rng(0)
+    a0 = rng.standard_normal((5, 3)) + (1j * rng.standard_normal((5, 3)) if dtype == "complex128" else 0)
+    b0 = rng.standard_normal((3, 4)) + (1j * rng.standard_normal((3, 4)) if dtype == "complex128" else 0)
+    g0 = rng.standard_normal((5, 4)).astype(dtype)
+    grads = []
+    for L in (wb, torch):
+        for create_graph in ((False, True) if L is wb else (False,)):
+            a = L.tensor(a0.astype(dtype), requires_grad=needs[0])
+            b = L.tensor(b0.astype(dtype), requires_grad=needs[1])
+            out = L.autograd.grad(a @ b, [t for t in (a, b) if t.requires_grad], L.tensor(g0),
+                                  create_graph=create_graph)
+            grads.append([o.detach().numpy() for o in out])
+    fast, tensor_form, ref = grads
+    for x, y, r in zip(fast, tensor_form, ref):
+        np.testing.assert_array_equal(x, y)
+        np.testing.assert_allclose(x, r, rtol=1e-5 if dtype == "float32" else 1e-12)

@@ -1,5 +1,7 @@
 """matmul and its relatives, the ops most models spend their time in."""
+from .._core import Tensor
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from .views import broadcast_shapes
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
@@ -32,6 +34,13 @@ class Matmul(Function):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         na, nb = ctx.nd
+        if na == 2 and nb == 2 and not STATE.enabled:
+            # first derivatives of a matrix product: the two products on raw arrays (the Tensor form below
+            # records nothing here, and paid two more matmul applies and two mH views for it)
+            gd = g._data
+            ga = None if b is None else Tensor._make(gemm(gd, _adjoint(b._data)))
+            gb = None if a is None else Tensor._make(gemm(_adjoint(a._data), gd))
+            return ga, gb
         if na == 1 and nb == 1:  # a dot product: g is 0-d
             return (g * b.conj() if b is not None else None), (g * a.conj() if a is not None else None)
         # lift 1-D operands to matrices, as matmul itself does, then drop the added dims
@@ -55,6 +64,11 @@ class Matmul(Function):
                 if gb.ndim > 1:
                     gb = gb.sum_to_size(gb.shape[-1:])
         return ga, gb
+
+
+def _adjoint(m):
+    """The conjugate transpose of a matrix array, as ``Tensor.mH`` (a view where it is real)."""
+    return m.T.conj() if m.dtype.kind == "c" else m.T
 
 
 def matmul(input, other, *, out=None):
