@@ -1,6 +1,6 @@
 """The workloads of issue 18 written as users write them, workbench eager against PyTorch eager, one thread.
 
-    python benchmarks/user_forms.py [--rounds R] [--only chain,tiny,mlp,cnn,gpt,wide,memory]
+    python benchmarks/user_forms.py [--rounds R] [--only chain,tiny,raw,mlp,cnn,gpt,wide,memory]
 
 Each program is one function body run by both libraries (``lib`` is ``torch`` or ``workbench``), on the
 same weights and batches; the two take turns in every round (process CPU time). Figures: median step
@@ -8,6 +8,8 @@ time per library over the rounds, and the median and range of the per-round rati
 
 * chain   10-op chain (mul, add, tanh, mul, sub, sin, mul, add, exp, sum) fwd+bwd on 4x4    <= 1.0x
 * tiny    MLP 64-16-10 (modules), batch 8, MSE, SGD                                          <= 1.0x
+* raw     the tiny and the digits MLP as lecture notebooks write them: raw leaf tensors, x @ w + b,
+          .relu(), cross-entropy, p -= lr * p.grad under no_grad                          <= 1.0x / 0.8x
 * mlp     digits MLP 64-256-256-10 (modules), batch 64, cross-entropy, Adam                  <= 0.8x
           (also reported: modules with SGD momentum 0.9, and functional -- F.linear and F.relu on raw
           parameter tensors -- with Adam and with SGD momentum)
@@ -94,6 +96,28 @@ def mlp_functional_step(lib, model, x, y, optimizer="Adam", lr=1e-3, **opt_kw):
         h = F.relu(F.linear(F.relu(F.linear(x, w1, b1)), w2, b2))
         F.cross_entropy(F.linear(h, w3, b3), y).backward()
         opt.step()
+
+    return step
+
+
+def raw_tensor_step(lib, model, x, y, lr=0.01):
+    """The MLP as a lecture notebook writes it: raw leaf tensors (copies of ``model``'s weights, transposed to
+    (in, out)), ``x @ w + b``, ``.relu()``, cross-entropy, and the update by hand under ``no_grad``."""
+    ps = [lib.tensor((p.detach().numpy().T if p.ndim == 2 else p.detach().numpy()).copy(), requires_grad=True)
+          for p in model.parameters()]
+    F = lib.nn.functional
+
+    def step():
+        h = x
+        for i in range(0, len(ps) - 2, 2):
+            h = (h @ ps[i] + ps[i + 1]).relu()
+        loss = F.cross_entropy(h @ ps[-2] + ps[-1], y)
+        for p in ps:
+            p.grad = None
+        loss.backward()
+        with lib.no_grad():
+            for p in ps:
+                p -= lr * p.grad
 
     return step
 
@@ -249,7 +273,7 @@ def main():
         return peak_memory_child(sys.argv[2], sys.argv[3])
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--only", default="chain,tiny,mlp,cnn,gpt,wide,memory")
+    ap.add_argument("--only", default="chain,tiny,raw,mlp,cnn,gpt,wide,memory")
     args = ap.parse_args()
     only = set(args.only.split(","))
     R = args.rounds
@@ -272,6 +296,16 @@ def main():
                              module_step(torch, tm, torch.from_numpy(x8), torch.from_numpy(y8), "mse", "SGD", 0.01),
                              500, R)
         row("tiny MLP 64-16-10, b8, MSE, SGD", ws, ts, 1.0)
+    if "raw" in only:
+        def tiny(nn):
+            return nn.Sequential(nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10))
+        for label, build, b, steps, target in (("tiny MLP 64-16-10, b8", tiny, 8, 500, 1.0),
+                                               ("digits MLP 64-256-256-10, b64", mlp, 64, 100, 0.8)):
+            tm, wm = make_pair(build)
+            xr, yr = xs[:b], ys[:b]
+            ws, ts = pair_rounds(raw_tensor_step(wb, wm, wb.tensor(xr), wb.tensor(yr)),
+                                 raw_tensor_step(torch, tm, torch.from_numpy(xr), torch.from_numpy(yr)), steps, R)
+            row(f"{label}, raw tensors, CE, SGD by hand", ws, ts, target)
     if "mlp" in only:
         tm, wm = make_pair(mlp)
         ws, ts = pair_rounds(module_step(wb, wm, wb.tensor(xs), wb.tensor(ys), "ce"),
