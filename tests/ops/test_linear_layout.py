@@ -138,3 +138,22 @@ def test_bias_gradient_keeps_numpys_sum_for_one_column_and_views(monkeypatch):
                  b).backward(wb.tensor(g))
         np.testing.assert_array_equal(b.grad.numpy(), g.sum(0))
     assert got == []
+
+
+@pytest.mark.parametrize("m,k,n", TAKEN + LEFT)
+def test_matmul_with_a_transposed_weight_gives_the_product_as_written(m, k, n, calls):
+    # x @ w.T (and the backward's g @ b.T of a 2-D matmul) takes the same orientation as linear, with its bits
+    x, w, _ = _operands(m, k, n, np.float32)
+    a, b = wb.tensor(x, requires_grad=True), wb.tensor(w, requires_grad=True)
+    y = a @ b.T
+    assert len(calls) == int((m, k, n) in TAKEN)
+    np.testing.assert_array_equal(y.detach().numpy(), x @ w.T)
+    g = np.random.default_rng(1).standard_normal((m, n)).astype(np.float32)
+    wt = w.T.copy()
+    c = wb.tensor(wt, requires_grad=True)  # (k, n): the backward's ga = g @ c.T
+    (a @ c).backward(wb.tensor(g))
+    np.testing.assert_array_equal(a.grad.numpy(), g @ wt.T)
+    np.testing.assert_array_equal(c.grad.numpy(), x.T @ g)
+    t = torch.tensor(x, requires_grad=True)
+    (t @ torch.tensor(w.T.copy())).backward(torch.tensor(g))
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
