@@ -223,7 +223,7 @@ class _Methods:
     def _bump(self, opname, depth=3):
         box = self._vbox
         box[0] += 1
-        box[1] = (opname, _graph.SCOPE.get(), _graph.user_site(depth))
+        box[1] = (opname, _graph.SCOPE.get(), _graph.user_mark(depth))  # the line read only for an error
 
     def _inplace(self, opname, fn, *args, region=None):
         """Make ``self`` hold ``fn(self, *args)``: the generic in-place op, autograd included.

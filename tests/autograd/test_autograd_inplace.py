@@ -164,6 +164,18 @@ def test_inplace_fast_path_keeps_the_checks_and_errors():
     with wb.profiler.profile() as prof:
         wb.ones(2).add_(1.0)
     assert "add" in {e.key for e in prof.key_averages()}
+    # the version counter keeps where the op ran (its line read only for the error)
+    x = wb.ones(3, requires_grad=True)
+    y = x * 2
+    z = y.sin()
+    with wb.no_grad():
+        y.mul_(2.0)
+        y[0] = 1.0
+    line = test_inplace_fast_path_keeps_the_checks_and_errors.__code__.co_firstlineno + 38
+    with pytest.raises(RuntimeError, match=rf"version 2; expected version 0 instead\. It was modified by "
+                                           rf"__setitem__ at .*test_autograd_inplace\.py:{line} in "
+                                           "test_inplace_fast_path_keeps_the_checks_and_errors"):
+        z.sum().backward()
 
 
 def test_a_compiled_step_replays_the_inplace_fast_ops():

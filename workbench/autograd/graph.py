@@ -154,8 +154,14 @@ def set_trace_level(level):
     TRACE[0] = int(level)
 
 
+def as_site(site):
+    """A site tuple (file, line, function) for a site tuple, a Mark or None."""
+    return site.site() if site.__class__ is Mark else site
+
+
 def format_site(site):
-    """'file:line in function' for a site tuple."""
+    """'file:line in function' for a site tuple (or a Mark)."""
+    site = as_site(site)
     return f"{site[0]}:{site[1]} in {site[2]}" if site else "<unknown location>"
 
 

@@ -216,6 +216,7 @@ def site_text(site):
     >>> site_text(("train.py", 10, "step"))
     'train.py:10 in step'
     """
+    site = graph.as_site(site)
     if not site:
         return "<unknown location>"
     f = site_file(site)
