@@ -7,6 +7,7 @@ and multiprocessing (pickling, ``share_memory_``). A name registered twice is an
 surface is listed in one place; ``workbench/tensor.pyi`` is generated from it
 (``make pyi``, which runs ``python -m workbench.testing.tensor_stub``) for editors and type checkers.
 """
+import inspect
 import sys
 import weakref
 
@@ -324,8 +325,10 @@ def _inplace_method(name, fn):
     method.__name__ = name
     method.__qualname__ = "Tensor." + name
     method.__doc__ = f"In-place version of {name[:-1]}."
-    cls = getattr(fn, "_wb_cls", None)  # a ufunc primitive: the ufunc can write x's array itself
-    return method if cls is None else _inplace_operator(name, cls, method)
+    fast = getattr(fn, "_wb_inplace", None)  # (ufunc, dtype kinds): an op the ufunc can run into x's array
+    if fast is None:
+        return method
+    return _inplace_operator(name, *fast, method, "alpha" in inspect.signature(fn).parameters)
 
 
 def _register(provider, methods, inplace=()):

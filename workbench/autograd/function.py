@@ -421,27 +421,34 @@ def unary_operator(cls, general, autocast):
     operator.__name__ = operator.__qualname__ = general.__name__
     operator.__doc__ = general.__doc__
     operator._wb_general = general
-    operator._wb_cls = cls  # what the in-place method (x.exp_()) builds its own fast path on
+    operator._wb_inplace = (uf, "fc")  # what the in-place method (x.exp_()) runs into x's array
     return operator
 
 
-def inplace_operator(name, cls, general):
-    """The in-place method ``name`` (``x.add_(y)``, ``x.exp_()``) of primitive ``cls``, which has a ``_ufunc``.
+def inplace_operator(name, uf, kinds, general, alpha=False):
+    """The in-place method ``name`` (``x.add_(y)``, ``x.exp_()``) of an op that is the NumPy ufunc ``uf`` on
+    arrays of the dtype kinds ``kinds`` ("fc": floating and complex; "f" where a complex result would not be
+    x's dtype, as abs).
 
     general: the generic in-place op (``Tensor._inplace`` around the out-of-place function), which computes
     the result and copies it into x. When nothing records and the operands are floating NumPy arrays of x's
     dtype, or x's and a Python number, the ufunc writes x's array itself instead: one pass and no temporary
     (``x += y`` on 1M float32 elements took 2.6x PyTorch's time, ``x.mul_(2)`` 3.9x). The bits are the
     general path's (the same ufunc); an operand that does not broadcast into x's shape goes to ``general``
-    for its error.
+    for its error. alpha: the method takes ``alpha=`` (``add_``, ``sub_``): a Python number scales the operand
+    first, as the primitive's forward does (``p.add_(g, alpha=-lr)``, the hand-written SGD step).
     """
-    uf = cls._ufunc
     binary = uf.nin == 2
     Tensor = _Tensor
 
     def method(self, *args, **kwargs):
         a = self._data
-        if not kwargs and len(args) == binary and a.__class__ is _ndarray and a.dtype.kind in "fc":
+        s = 1
+        if kwargs:
+            s = kwargs.get("alpha") if alpha and len(kwargs) == 1 else None
+            if not (s.__class__ is float or s.__class__ is int):
+                return general(self, *args, **kwargs)
+        if len(args) == binary and a.__class__ is _ndarray and a.dtype.kind in kinds:
             rg = self._rg
             ok = True
             if binary:
@@ -455,6 +462,8 @@ def inplace_operator(name, cls, general):
                     ok = other.__class__ is float or other.__class__ is int
             if ok and not (rg and STATE.enabled):
                 self._check_inplace(name)
+                if s != 1:
+                    b = b * s  # Add's and Sub's forward: the operand scaled, rounded, then the sum
                 try:
                     _call2_out(uf, a, b) if binary else _call1_out(uf, a)
                 except ValueError:  # NumPy checks the shapes before it writes anything

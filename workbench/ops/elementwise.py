@@ -1312,8 +1312,11 @@ __all__ = [
     "bitwise_right_shift",
 ]
 subtract, multiply, divide = sub, mul, div
-# the primitive whose ufunc x.add_(y) (and the others' in-place methods) can run into x's array
-add._wb_cls, sub._wb_cls, mul._wb_cls, div._wb_cls, true_divide._wb_cls = Add, Sub, Mul, Div, Div
+# the ufuncs x.add_(y), x.neg_()... run into x's array when nothing records (autograd.function.inplace_operator),
+# and the dtype kinds they serve (abs of a complex tensor is real: its in-place form is PyTorch's error)
+add._wb_inplace, sub._wb_inplace = (Add._ufunc, "fc"), (Sub._ufunc, "fc")
+mul._wb_inplace, div._wb_inplace, true_divide._wb_inplace = (Mul._ufunc, "fc"), (Div._ufunc, "fc"), (Div._ufunc, "fc")
+neg._wb_inplace, abs._wb_inplace = (_backend.numpy.negative, "fc"), (_backend.numpy.absolute, "f")
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
 
 _NOT_METHODS = ("where", "rsub", "relu", "positive", "real", "imag")
