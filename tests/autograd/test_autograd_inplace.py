@@ -197,3 +197,21 @@ def test_a_compiled_step_replays_the_inplace_fast_ops():
     assert a.tolist() == b.tolist()
     report = wb.compiler.explain(compiled)
     assert report.traces == 1 and report.replays == 2 and not report.reasons
+
+
+@pytest.mark.parametrize("name", ["add_", "sub_"])
+@pytest.mark.parametrize("alpha", [0.5, -3, 1, 1.0])
+def test_inplace_add_and_sub_with_alpha_match_the_general_path_and_pytorch(name, alpha):
+    import torch as T
+    base = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    for other in (2.5, base[0] * 0.3):
+        x, y, t = wb.tensor(base), wb.tensor(base), T.tensor(base)
+        o = wb.tensor(other) if isinstance(other, np.ndarray) else other
+        getattr(x, name)(o, alpha=alpha)
+        getattr(wb.Tensor, name)._wb_general(y, o, alpha=alpha)
+        getattr(t, name)(T.tensor(other) if isinstance(other, np.ndarray) else other, alpha=alpha)
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+        np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-6)
+        assert x._version == 1
+    with pytest.raises(RuntimeError, match="alpha must not be a complex number"):
+        wb.ones(2).add_(wb.ones(2), alpha=1j)  # not a float or int: the general path, with its checks
