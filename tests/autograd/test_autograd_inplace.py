@@ -201,17 +201,30 @@ def test_a_compiled_step_replays_the_inplace_fast_ops():
 
 @pytest.mark.parametrize("name", ["add_", "sub_"])
 @pytest.mark.parametrize("alpha", [0.5, -3, 1, 1.0])
-def test_inplace_add_and_sub_with_alpha_match_the_general_path_and_pytorch(name, alpha):
+@pytest.mark.parametrize("shape", [(3, 4), (256, 256)])  # the second one pass (fused.add_scaled_)
+def test_inplace_add_and_sub_with_alpha_match_the_general_path_and_pytorch(name, alpha, shape):
     import torch as T
-    base = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
-    for other in (2.5, base[0] * 0.3):
+    base = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    for other in (2.5, base[0] * 0.3, base * 0.7 + 0.1):
         x, y, t = wb.tensor(base), wb.tensor(base), T.tensor(base)
         o = wb.tensor(other) if isinstance(other, np.ndarray) else other
         getattr(x, name)(o, alpha=alpha)
         getattr(wb.Tensor, name)._wb_general(y, o, alpha=alpha)
         getattr(t, name)(T.tensor(other) if isinstance(other, np.ndarray) else other, alpha=alpha)
         np.testing.assert_array_equal(x.numpy(), y.numpy())
-        np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-6)
+        # PyTorch fuses the multiply-add (one rounding), workbench rounds u * alpha first, as NumPy's two steps
+        np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
         assert x._version == 1
     with pytest.raises(RuntimeError, match="alpha must not be a complex number"):
         wb.ones(2).add_(wb.ones(2), alpha=1j)  # not a float or int: the general path, with its checks
+
+
+def test_inplace_add_with_alpha_of_an_overlapping_operand_reads_its_old_values():
+    buf = wb.arange(70_000, dtype=wb.float32)
+    x, u = buf[1:], buf[:-1]  # u[i] is x[i - 1]: a loop writing x would read what it wrote
+    want = x.numpy() + u.numpy() * np.float32(2)
+    x.add_(u, alpha=2)
+    np.testing.assert_array_equal(x.numpy(), want)
+    y = wb.arange(70_000, dtype=wb.float32)
+    y.sub_(y, alpha=0.5)  # the same array: each element reads itself first
+    np.testing.assert_array_equal(y.numpy(), np.arange(70_000, dtype=np.float32) * np.float32(0.5))

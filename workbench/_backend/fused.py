@@ -745,6 +745,13 @@ def huber_grad(x, t, out, delta, gc):
         out[i] = d * gc
 
 
+# --- in-place arithmetic ----------------------------------------------------------------------------------
+@_loop
+def add_scaled_(x, u, alpha):  # x <- x + u * alpha in place: u * alpha rounded, then the sum (NumPy's two
+    for i in range(x.size):    # steps, x.add_(u, alpha=...)'s bits) in one pass; alpha comes in x's dtype
+        x[i] = x[i] + u[i] * alpha
+
+
 # --- optimizer updates of one parameter in one pass ------------------------------------------------------
 @_helper
 def _add_scaled(x, u, alpha, fused):  # x + alpha u: one rounding as BLAS's axpy (fused), else u alpha then the sum

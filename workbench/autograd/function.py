@@ -17,6 +17,7 @@ import functools
 import math
 
 from .. import _backend
+from .._backend import fused as _fused
 from .._pyframe import call1 as _call1, call1_out as _call1_out, call2 as _call2, call2_out as _call2_out
 from .._broadcast import broadcast_error
 from .._core import _INFERENCE_BOX
@@ -463,6 +464,13 @@ def inplace_operator(name, uf, kinds, general, alpha=False):
             if ok and not (rg and STATE.enabled):
                 self._check_inplace(name)
                 if s != 1:
+                    if (b.__class__ is _ndarray and b.shape == a.shape and _fused.usable(a, b)
+                            and (b is a or not _numpy.may_share_memory(a, b))):  # (the loop reads as it writes)
+                        # one pass (x - u s is x + u (-s), bit for bit)
+                        _fused.add_scaled_(a.reshape(-1), b.reshape(-1),
+                                           a.dtype.type(s if uf is _numpy.add else -s))
+                        self._bump(name, 2)
+                        return self
                     b = b * s  # Add's and Sub's forward: the operand scaled, rounded, then the sum
                 try:
                     _call2_out(uf, a, b) if binary else _call1_out(uf, a)
