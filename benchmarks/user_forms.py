@@ -1,6 +1,6 @@
 """The workloads of issue 18 written as users write them, workbench eager against PyTorch eager, one thread.
 
-    python benchmarks/user_forms.py [--rounds R] [--only chain,tiny,raw,mlp,cnn,gpt,wide,memory]
+    python benchmarks/user_forms.py [--rounds R] [--only chain,tiny,raw,inplace,mlp,cnn,gpt,wide,memory]
 
 Each program is one function body run by both libraries (``lib`` is ``torch`` or ``workbench``), on the
 same weights and batches; the two take turns in every round (process CPU time). Figures: median step
@@ -10,6 +10,8 @@ time per library over the rounds, and the median and range of the per-round rati
 * tiny    MLP 64-16-10 (modules), batch 8, MSE, SGD                                          <= 1.0x
 * raw     the tiny and the digits MLP as lecture notebooks write them: raw leaf tensors, x @ w + b,
           .relu(), cross-entropy, p -= lr * p.grad under no_grad                          <= 1.0x / 0.8x
+* inplace in-place forms on 1M float32 elements with nothing recording: x += g, x.mul_(0.9),
+          p.add_(g, alpha=-0.01), and a loop of element stores x[i] = v                   <= 1.5x each
 * mlp     digits MLP 64-256-256-10 (modules), batch 64, cross-entropy, Adam                  <= 0.8x
           (also reported: modules with SGD momentum 0.9, and functional -- F.linear and F.relu on raw
           parameter tensors -- with Adam and with SGD momentum)
@@ -120,6 +122,28 @@ def raw_tensor_step(lib, model, x, y, lr=0.01):
                 p -= lr * p.grad
 
     return step
+
+
+def _inplace_form(body):
+    """An in-place form on 1M float32 elements (no grad), as a user's loop or hand-written update writes it."""
+    def make(lib):
+        rng = np.random.default_rng(0)
+        x, g = (lib.tensor(rng.standard_normal(1 << 20).astype(np.float32)) for _ in range(2))
+        return lambda: body(lib, x, g)
+    return make
+
+
+def _stores(lib, x, g):
+    for i in range(0, 1 << 20, 1 << 12):  # 256 stores of one element
+        x[i] = 0.5
+
+
+INPLACE_FORMS = [
+    ("in place, 1M float32: x += g", _inplace_form(lambda lib, x, g: x.__iadd__(g)), 20),
+    ("in place, 1M float32: x.mul_(0.9)", _inplace_form(lambda lib, x, g: x.mul_(0.9)), 20),
+    ("in place, 1M float32: p.add_(g, alpha=-0.01)", _inplace_form(lambda lib, x, g: x.add_(g, alpha=-0.01)), 20),
+    ("in place, 1M float32: 256 x[i] = v stores", _inplace_form(_stores), 20),
+]
 
 
 def gpt_modules(nn, approximate):
@@ -273,7 +297,7 @@ def main():
         return peak_memory_child(sys.argv[2], sys.argv[3])
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--only", default="chain,tiny,raw,mlp,cnn,gpt,wide,memory")
+    ap.add_argument("--only", default="chain,tiny,raw,inplace,mlp,cnn,gpt,wide,memory")
     args = ap.parse_args()
     only = set(args.only.split(","))
     R = args.rounds
@@ -306,6 +330,10 @@ def main():
             ws, ts = pair_rounds(raw_tensor_step(wb, wm, wb.tensor(xr), wb.tensor(yr)),
                                  raw_tensor_step(torch, tm, torch.from_numpy(xr), torch.from_numpy(yr)), steps, R)
             row(f"{label}, raw tensors, CE, SGD by hand", ws, ts, target)
+    if "inplace" in only:
+        for label, prog, steps in INPLACE_FORMS:
+            ws, ts = pair_rounds(prog(wb), prog(torch), steps, R)
+            row(label, ws, ts, 1.5, 1e6, "{:7.1f}us")
     if "mlp" in only:
         tm, wm = make_pair(mlp)
         ws, ts = pair_rounds(module_step(wb, wm, wb.tensor(xs), wb.tensor(ys), "ce"),
