@@ -195,13 +195,14 @@ def setitem(self, key, value):
             [0., 5.]])
     """
     k, value = _setitem_args(self, key, value)
-    if STATE.enabled and (self._rg or isinstance(value, Tensor) and value._rg):
+    a = self._data
+    if (STATE.enabled and (self._rg or isinstance(value, Tensor) and value._rg)
+            or a.__class__ is _backend.ndarray and not a.flags.writeable):  # (the general path's error)
         self._inplace("__setitem__", lambda x, v: IndexPut.apply(x, k, v), value, region=k)
         return
     # nothing records: store the elements where they go, as PyTorch's index_put_ does (IndexPut's result is
     # a copy of the whole tensor: x[i] = v in a loop over a 1M-element tensor took 0.3 ms a store)
     self._check_inplace("__setitem__")
-    a = self._data
     v = value._data if isinstance(value, Tensor) else value
     if hasattr(v, "dtype"):
         v = v.astype(a.dtype, copy=False)
