@@ -326,9 +326,10 @@ def _inplace_method(name, fn):
     method.__qualname__ = "Tensor." + name
     method.__doc__ = f"In-place version of {name[:-1]}."
     fast = getattr(fn, "_wb_inplace", None)  # (ufunc, dtype kinds): an op the ufunc can run into x's array
-    if fast is None:
-        return method
-    return _inplace_operator(name, *fast, method, "alpha" in inspect.signature(fn).parameters)
+    if fast is not None:
+        return _inplace_operator(name, *fast, method, "alpha" in inspect.signature(fn).parameters)
+    make = getattr(fn, "_wb_inplace_method", None)  # an op family's own fast in-place method (clamp_, relu_)
+    return method if make is None else make(name, method)
 
 
 def _register(provider, methods, inplace=()):

@@ -228,3 +228,52 @@ def test_inplace_add_with_alpha_of_an_overlapping_operand_reads_its_old_values()
     y = wb.arange(70_000, dtype=wb.float32)
     y.sub_(y, alpha=0.5)  # the same array: each element reads itself first
     np.testing.assert_array_equal(y.numpy(), np.arange(70_000, dtype=np.float32) * np.float32(0.5))
+
+
+CLAMP_FORMS = [("clamp_", (-0.5, 0.75), {}), ("clamp_", (), {"min": 0}), ("clamp_", (), {"max": 0.25}),
+               ("clip_", (-1, 1), {}), ("clamp_min_", (0.1,), {}), ("clamp_max_", (), {"max": -0.2}),
+               ("clamp_", (0.5, -0.5), {}), ("relu_", (), {})]
+
+
+@pytest.mark.parametrize("name,args,kwargs", CLAMP_FORMS)
+@pytest.mark.parametrize("shape", [(3, 5), (64, 600)])  # relu_'s loop from one element; a large one
+def test_clamp_and_relu_in_place_match_the_general_path_and_pytorch(name, args, kwargs, shape):
+    import torch as T
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal(shape).astype(np.float32)
+    base.flat[:4] = [-0.0, 0.0, np.nan, np.inf]
+    x, y, t = wb.tensor(base), wb.tensor(base), T.tensor(base)
+    data = x._data
+    assert getattr(x, name)(*args, **kwargs) is x and x._data is data
+    getattr(wb.Tensor, name)._wb_general(y, *args, **kwargs)
+    getattr(t, name)(*args, **kwargs)
+    np.testing.assert_array_equal(x.numpy(), y.numpy())
+    np.testing.assert_array_equal(np.signbit(x.numpy()), np.signbit(y.numpy()))
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+    assert x._version == y._version == 1
+
+
+def test_clamp_and_relu_in_place_allocate_nothing_and_keep_their_errors():
+    import tracemalloc
+    x = wb.randn(1_000_000)
+    tracemalloc.start()
+    try:
+        x.clamp_(-1, 1)
+        x.relu_()
+        x.clamp_max_(0.5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000, peak
+    assert float(x.max()) <= 0.5 and float(x.min()) >= 0.0 and x._version == 3
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+        wb.ones(2).clamp_()
+    w = wb.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        w.clamp_(0, 1)
+    h = w * 1
+    h.relu_()  # recorded: the general path, with its node
+    assert h.grad_fn is not None
+    c = wb.tensor([1, -2, 3])  # an integer tensor: the general path
+    c.clamp_(0, 2)
+    assert c.tolist() == [1, 0, 2]

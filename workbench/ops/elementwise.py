@@ -1317,6 +1317,55 @@ subtract, multiply, divide = sub, mul, div
 add._wb_inplace, sub._wb_inplace = (Add._ufunc, "fc"), (Sub._ufunc, "fc")
 mul._wb_inplace, div._wb_inplace, true_divide._wb_inplace = (Mul._ufunc, "fc"), (Div._ufunc, "fc"), (Div._ufunc, "fc")
 neg._wb_inplace, abs._wb_inplace = (_backend.numpy.negative, "fc"), (_backend.numpy.absolute, "f")
+
+
+def _fast_inplace(name, general, params, body):
+    """An in-place method that, when nothing records and x is a floating NumPy array, runs ``body(a, **bound)``
+    on x's array itself (``bound``: the Python-number arguments named ``params``); anything else goes to
+    ``general``, the generic in-place op. ``body`` returns False where it does not serve (general then runs)."""
+    def method(self, *args, **kwargs):
+        a = self._data
+        if len(args) <= len(params) and a.__class__ is _ndarray and a.dtype.kind == "f" \
+                and not (self._rg and STATE.enabled):
+            bound = dict(zip(params, args))
+            for k, v in kwargs.items():
+                if k not in params or k in bound:
+                    return general(self, *args, **kwargs)
+                bound[k] = v
+            if all(v is None or v.__class__ is float or v.__class__ is int for v in bound.values()):
+                self._check_inplace(name)
+                if body(a, **bound) is not False:
+                    self._bump(name, 2)
+                    return self
+        return general(self, *args, **kwargs)
+
+    method.__name__, method.__qualname__, method.__doc__ = name, "Tensor." + name, general.__doc__
+    method._wb_general = general  # what workbench.profiler and the compiler's trace call instead
+    return method
+
+
+def _clamp_into(a, min=None, max=None):
+    # Clamp's forward (maximum, then minimum) with x's array as the output: no temporary
+    if min is None and max is None:
+        return False  # the general path's error
+    if min is not None:
+        _backend.numpy.maximum(a, min, out=a)
+    if max is not None:
+        _backend.numpy.minimum(a, max, out=a)
+
+
+def _relu_into(a):
+    # Relu's loop (x < 0 ? 0 : x) reading and writing x's array; elsewhere the general path
+    if not _fused.usable(a, min_size=1):
+        return False
+    flat = a.reshape(-1)
+    _fused.relu(flat, flat)
+
+
+clamp._wb_inplace_method = lambda name, general: _fast_inplace(name, general, ("min", "max"), _clamp_into)
+clamp_min._wb_inplace_method = lambda name, general: _fast_inplace(name, general, ("min",), _clamp_into)
+clamp_max._wb_inplace_method = lambda name, general: _fast_inplace(name, general, ("max",), _clamp_into)
+relu._wb_inplace_method = lambda name, general: _fast_inplace(name, general, (), _relu_into)
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
 
 _NOT_METHODS = ("where", "rsub", "relu", "positive", "real", "imag")
