@@ -115,3 +115,19 @@ def test_matrix_rules_name_parameters_once_and_powers_by_their_exponent():
     assert "dL/d2.bias = dL/dlinear" in d and "2.2.bias" not in d
     assert "@ 2.weightᵀ + 2.bias" in d
     assert "^2\n" in d and "· (2 · sub" in d
+
+
+def test_debugger_names_the_inplace_op_and_the_line_that_changed_the_graph():
+    # an in-place op under no_grad keeps its site as a graph.Mark: the message reads its line
+    m = MLP()
+    loss = mse(m(wb.randn(8, 3)), wb.randn(8, 2))
+    dbg = wb.viz.debug(loss, m, display=False)
+    w = list(m.parameters())[-2]  # the last layer's weight: saved for its input's gradient
+    with wb.no_grad():
+        w.mul_(0.5)
+    line = test_debugger_names_the_inplace_op_and_the_line_that_changed_the_graph.__code__.co_firstlineno + 7
+    with pytest.raises(RuntimeError) as e:
+        dbg.continue_()
+    msg = str(e.value)
+    assert "changed by code run after its forward pass" in msg
+    assert re.search(rf"was modified in place by mul_ at \S*test_classroom_nan\.py:{line} in test_debugger", msg), msg
