@@ -277,3 +277,56 @@ def test_clamp_and_relu_in_place_allocate_nothing_and_keep_their_errors():
     c = wb.tensor([1, -2, 3])  # an integer tensor: the general path
     c.clamp_(0, 2)
     assert c.tolist() == [1, 0, 2]
+
+
+FUSED_UPDATES = [("addcmul_", 2, {"value": 0.3}), ("addcmul_", 2, {}), ("addcmul_", 2, {"value": -2}),
+                 ("addcdiv_", 2, {"value": -0.01}), ("addcdiv_", 2, {}), ("lerp_", 1, 0.1), ("lerp_", 1, 0.7),
+                 ("lerp_", 1, 0), ("lerp_", 1, 1), ("lerp_", 1, -0.25), ("lerp_", 1, 0.5)]
+
+
+@pytest.mark.parametrize("name,ntensors,number", FUSED_UPDATES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(3, 4), (256, 256)])  # the second one loop (fused.addcmul_ ...)
+def test_hand_written_optimizer_updates_in_place_match_the_general_path_and_pytorch(name, ntensors, number, dtype,
+                                                                                   shape):
+    import torch as T
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal(shape).astype(dtype)
+    ops = [rng.standard_normal(shape).astype(dtype) for _ in range(ntensors)]
+    if name == "addcdiv_":
+        ops[1] = np.abs(ops[1]) + 0.5
+    args_w = [wb.tensor(o) for o in ops] + ([number] if name == "lerp_" else [])
+    args_t = [T.tensor(o) for o in ops] + ([number] if name == "lerp_" else [])
+    kw = {} if name == "lerp_" else number
+    x, y, t = wb.tensor(base), wb.tensor(base), T.tensor(base)
+    data = x._data
+    assert getattr(x, name)(*args_w, **kw) is x and x._data is data
+    getattr(wb.Tensor, name)._wb_general(y, *args_w, **kw)
+    getattr(t, name)(*args_t, **kw)
+    np.testing.assert_array_equal(x.numpy(), y.numpy())
+    np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
+    assert x._version == y._version == 1
+
+
+def test_hand_written_optimizer_updates_keep_the_general_path_where_they_must():
+    import tracemalloc
+    m, g = wb.randn(1_000_000), wb.randn(1_000_000)
+    tracemalloc.start()
+    try:
+        m.lerp_(g, 0.1)
+        m.addcmul_(g, g, value=0.001)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000, peak
+    buf = wb.arange(70_000, dtype=wb.float32)
+    x, u = buf[1:], buf[:-1]  # u overlaps x one element behind: the general path's values
+    want = x.numpy() + u.numpy() * u.numpy() * np.float32(0.5)
+    x.addcmul_(u, u, value=0.5)
+    np.testing.assert_array_equal(x.numpy(), want)
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer supported"):
+        wb.ones(3).addcdiv_(wb.tensor([1, 2, 3]), wb.tensor([1, 1, 1]))
+    w = wb.ones(3, requires_grad=True)
+    h = w * 1
+    h.lerp_(wb.zeros(3), 0.5)  # recorded: the general path
+    assert h.grad_fn is not None and h.grad_fn.name() == "LerpBackward0"

@@ -752,6 +752,27 @@ def add_scaled_(x, u, alpha):  # x <- x + u * alpha in place: u * alpha rounded,
         x[i] = x[i] + u[i] * alpha
 
 
+@_loop
+def addcmul_(x, t1, t2, value, scaled):  # x <- x + (t1 t2) value: addcmul's rounding order (the product, then
+    for i in range(x.size):              # the scale where value != 1, then the sum), in one pass
+        p = t1[i] * t2[i]
+        x[i] = x[i] + (p * value if scaled else p)
+
+
+@_loop
+def addcdiv_(x, t1, t2, value, scaled):  # x <- x + (t1 / t2) value, in addcdiv's rounding order
+    for i in range(x.size):
+        q = t1[i] / t2[i]
+        x[i] = x[i] + (q * value if scaled else q)
+
+
+@_loop
+def lerp_(x, e, w, one_minus_w, low):  # x <- lerp(x, e, w) for a number weight: PyTorch's two forms, exact at
+    for i in range(x.size):            # both ends (x + w (e - x) where |w| < 0.5, else e - (e - x)(1 - w))
+        d = e[i] - x[i]
+        x[i] = x[i] + w * d if low else e[i] - d * one_minus_w
+
+
 # --- optimizer updates of one parameter in one pass ------------------------------------------------------
 @_helper
 def _add_scaled(x, u, alpha, fused):  # x + alpha u: one rounding as BLAS's axpy (fused), else u alpha then the sum

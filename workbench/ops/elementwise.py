@@ -1356,7 +1356,7 @@ def _clamp_into(a, min=None, max=None):
 
 def _relu_into(a):
     # Relu's loop (x < 0 ? 0 : x) reading and writing x's array; elsewhere the general path
-    if not _fused.usable(a, min_size=1):
+    if not _fused.usable(a, min_size=_RELU_LOOP_MIN):
         return False
     flat = a.reshape(-1)
     _fused.relu(flat, flat)

@@ -1,8 +1,15 @@
 """The fused updates optimizers use: lerp, addcmul, addcdiv (one pass each, PyTorch's formulas)."""
+from .. import _backend
+from .._backend import fused as _fused
+from .._core import Tensor
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
 from ._util import _out, cast, check_operands, dtype_error, result_dtype, result_dtype_n
+
+
+_xp = _backend.numpy
 
 
 # --- fused updates -------------------------------------------------------------------------------
@@ -120,6 +127,40 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
         input, tensor1, tensor2 = _autocast_cast("addcdiv", input, tensor1, tensor2)
     return _out(Addcdiv.apply(input, tensor1, tensor2, value), out)
 
+
+def _fused_inplace(name, general, loop, number):
+    """x.addcmul_(t1, t2, value=v), x.addcdiv_(...), x.lerp_(end, w) as one loop over x's array (the general
+    path's formulas and rounding order) when nothing records, x and the tensor operands are C-contiguous float
+    NumPy arrays of one dtype and shape, from ``fused.MIN_SIZE`` elements, that do not partly overlap, and the
+    number (``value``, ``weight``) is a Python float or int; anything else goes to ``general``, the generic
+    in-place op (a hand-written Adam step: 1M float32 ``addcmul_`` 1476 us, ``lerp_`` 2563 us before)."""
+    def method(self, *args, **kwargs):
+        if name == "lerp_":  # lerp_(end, weight)
+            tensors, v = args[:1], (args[1] if len(args) == 2 and not kwargs else None)
+        else:  # addcmul_(tensor1, tensor2, *, value=1)
+            tensors, v = args, (kwargs.get("value", 1) if len(args) == 2 and set(kwargs) <= {"value"} else None)
+        a = self._data
+        if ((v.__class__ is float or v.__class__ is int) and _fused.usable(a)
+                and not (STATE.enabled and (self._rg or any(t.__class__ is Tensor and t._rg for t in tensors)))
+                and all(t.__class__ is Tensor and t._data.shape == a.shape and _fused.usable(a, t._data)
+                        and (t._data is a or not _xp.may_share_memory(a, t._data)) for t in tensors)):
+            self._check_inplace(name)
+            loop(a.reshape(-1), *[t._data.reshape(-1) for t in tensors], *number(a.dtype.type, v))
+            self._bump(name, 2)
+            return self
+        return general(self, *args, **kwargs)
+
+    method.__name__, method.__qualname__, method.__doc__ = name, "Tensor." + name, general.__doc__
+    method._wb_general = general  # what workbench.profiler and the compiler's trace call instead
+    return method
+
+
+lerp._wb_inplace_method = lambda name, general: _fused_inplace(
+    name, general, _fused.lerp_, lambda f, w: (f(w), f(1 - w), abs(w) < 0.5))
+addcmul._wb_inplace_method = lambda name, general: _fused_inplace(
+    name, general, _fused.addcmul_, lambda f, v: (f(v), v != 1))
+addcdiv._wb_inplace_method = lambda name, general: _fused_inplace(
+    name, general, _fused.addcdiv_, lambda f, v: (f(v), v != 1))
 
 __all__ = ["lerp", "addcmul", "addcdiv"]
 METHODS = {n: globals()[n] for n in __all__}
