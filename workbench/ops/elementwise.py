@@ -12,7 +12,7 @@ import math
 from .. import _backend
 from .._backend import dtypes as _dt, fused as _fused, pointwise as _pw
 from .._broadcast import broadcasting
-from ..autograd.function import Function, binary_operator, unary_operator
+from ..autograd.function import Function, binary_operator, inplace_operator, unary_operator
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
@@ -1313,10 +1313,24 @@ __all__ = [
 ]
 subtract, multiply, divide = sub, mul, div
 # the ufuncs x.add_(y), x.neg_()... run into x's array when nothing records (autograd.function.inplace_operator),
-# and the dtype kinds they serve (abs of a complex tensor is real: its in-place form is PyTorch's error)
+# and the dtype kinds they serve
 add._wb_inplace, sub._wb_inplace = (Add._ufunc, "fc"), (Sub._ufunc, "fc")
 mul._wb_inplace, div._wb_inplace, true_divide._wb_inplace = (Mul._ufunc, "fc"), (Div._ufunc, "fc"), (Div._ufunc, "fc")
-neg._wb_inplace, abs._wb_inplace = (_backend.numpy.negative, "fc"), (_backend.numpy.absolute, "f")
+neg._wb_inplace = (_backend.numpy.negative, "fc")
+
+
+def _abs_inplace(name, general):
+    # abs of a complex tensor is real: in place it is PyTorch's error, on every path (the profiler's included)
+    def checked(self, *args, **kwargs):
+        if self._data.dtype.kind == "c":
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
+        return general(self, *args, **kwargs)
+
+    checked.__doc__ = general.__doc__
+    return inplace_operator(name, _backend.numpy.absolute, "f", checked)
+
+
+abs._wb_inplace_method = _abs_inplace
 
 
 def _fast_inplace(name, general, params, body):
