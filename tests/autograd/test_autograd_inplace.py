@@ -101,6 +101,19 @@ def test_view_of_leaf_inplace_then_backward():
     both(f)
 
 
+def _fast_general_torch(name, base, args_w, args_t=None, kwargs=None):
+    """Run Tensor.<name> three ways on copies of base: the method (checked to return x and keep x's array), its
+    general form (``_wb_general``: the out-of-place result copied in) and PyTorch's. Returns the three tensors."""
+    import torch as T
+    kwargs = kwargs or {}
+    x, y, t = wb.tensor(base), wb.tensor(base), T.tensor(base)
+    data = x._data
+    assert getattr(x, name)(*args_w, **kwargs) is x and x._data is data
+    getattr(wb.Tensor, name)._wb_general(y, *args_w, **kwargs)
+    getattr(t, name)(*(args_w if args_t is None else args_t), **kwargs)
+    return x, y, t
+
+
 INPLACE_FAST = [("add_", 1), ("sub_", 1), ("mul_", 1), ("div_", 1), ("true_divide_", 1), ("subtract_", 1),
                 ("multiply_", 1), ("divide_", 1), ("exp_", 0), ("sin_", 0), ("tanh_", 0), ("sqrt_", 0),
                 ("log1p_", 0), ("neg_", 0), ("negative_", 0), ("abs_", 0), ("absolute_", 0)]
@@ -241,17 +254,12 @@ CLAMP_FORMS = [("clamp_", (-0.5, 0.75), {}), ("clamp_", (), {"min": 0}), ("clamp
 
 
 @pytest.mark.parametrize("name,args,kwargs", CLAMP_FORMS)
-@pytest.mark.parametrize("shape", [(3, 5), (64, 600)])  # relu_'s loop from one element; a large one
+@pytest.mark.parametrize("shape", [(3, 5), (64, 600)])  # relu_: the general path, then its loop (>= 1024)
 def test_clamp_and_relu_in_place_match_the_general_path_and_pytorch(name, args, kwargs, shape):
-    import torch as T
     rng = np.random.default_rng(0)
     base = rng.standard_normal(shape).astype(np.float32)
     base.flat[:4] = [-0.0, 0.0, np.nan, np.inf]
-    x, y, t = wb.tensor(base), wb.tensor(base), T.tensor(base)
-    data = x._data
-    assert getattr(x, name)(*args, **kwargs) is x and x._data is data
-    getattr(wb.Tensor, name)._wb_general(y, *args, **kwargs)
-    getattr(t, name)(*args, **kwargs)
+    x, y, t = _fast_general_torch(name, base, args, kwargs=kwargs)
     np.testing.assert_array_equal(x.numpy(), y.numpy())
     np.testing.assert_array_equal(np.signbit(x.numpy()), np.signbit(y.numpy()))
     np.testing.assert_array_equal(x.numpy(), t.numpy())
@@ -303,11 +311,7 @@ def test_hand_written_optimizer_updates_in_place_match_the_general_path_and_pyto
     args_w = [wb.tensor(o) for o in ops] + ([number] if name == "lerp_" else [])
     args_t = [T.tensor(o) for o in ops] + ([number] if name == "lerp_" else [])
     kw = {} if name == "lerp_" else number
-    x, y, t = wb.tensor(base), wb.tensor(base), T.tensor(base)
-    data = x._data
-    assert getattr(x, name)(*args_w, **kw) is x and x._data is data
-    getattr(wb.Tensor, name)._wb_general(y, *args_w, **kw)
-    getattr(t, name)(*args_t, **kw)
+    x, y, t = _fast_general_torch(name, base, args_w, args_t, kw)
     np.testing.assert_array_equal(x.numpy(), y.numpy())
     np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
     assert x._version == y._version == 1

@@ -480,10 +480,14 @@ def inplace_operator(name, uf, kinds, general, alpha=False):
                 return self
         return general(self, *args, **kwargs)
 
-    method.__name__ = name
-    method.__qualname__ = "Tensor." + name
-    method.__doc__ = general.__doc__
-    method._wb_general = general  # what workbench.profiler and the compiler's trace call instead
+    return fast_inplace_method(method, name, general)
+
+
+def fast_inplace_method(method, name, general):
+    """``method`` named as the Tensor method ``name``, documented and tagged with its general form (the generic
+    in-place op), which workbench.profiler and the compiler's trace call instead while they run."""
+    method.__name__, method.__qualname__, method.__doc__ = name, "Tensor." + name, general.__doc__
+    method._wb_general = general
     return method
 
 

@@ -12,7 +12,7 @@ import math
 from .. import _backend
 from .._backend import dtypes as _dt, fused as _fused, pointwise as _pw
 from .._broadcast import broadcasting
-from ..autograd.function import Function, binary_operator, inplace_operator, unary_operator
+from ..autograd.function import Function, binary_operator, fast_inplace_method, inplace_operator, unary_operator
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
@@ -1353,9 +1353,7 @@ def _fast_inplace(name, general, params, body):
                     return self
         return general(self, *args, **kwargs)
 
-    method.__name__, method.__qualname__, method.__doc__ = name, "Tensor." + name, general.__doc__
-    method._wb_general = general  # what workbench.profiler and the compiler's trace call instead
-    return method
+    return fast_inplace_method(method, name, general)
 
 
 def _clamp_into(a, min=None, max=None):

@@ -198,8 +198,7 @@ def setitem(self, key, value):
     a = self._data
     if (STATE.enabled and (self._rg or isinstance(value, Tensor) and value._rg)
             or a.__class__ is _backend.ndarray and not a.flags.writeable):  # (the general path's error)
-        self._inplace("__setitem__", lambda x, v: IndexPut.apply(x, k, v), value, region=k)
-        return
+        return _store_recorded(self, k, value)
     # nothing records: store the elements where they go, as PyTorch's index_put_ does (IndexPut's result is
     # a copy of the whole tensor: x[i] = v in a loop over a 1M-element tensor took 0.3 ms a store)
     self._check_inplace("__setitem__")
@@ -216,11 +215,15 @@ def setitem(self, key, value):
 def _setitem_recorded(self, key, value):
     """``setitem`` through IndexPut whether or not anything records: what the profiler and the compiler's
     trace call instead, so they see the store as an ``index_put``."""
-    k, value = _setitem_args(self, key, value)
-    self._inplace("__setitem__", lambda x, v: IndexPut.apply(x, k, v), value, region=k)
+    _store_recorded(self, *_setitem_args(self, key, value))
 
 
 setitem._wb_general = _setitem_recorded
+
+
+def _store_recorded(self, k, value):
+    # the generic in-place op around IndexPut (the graph where something requires grad), storing only region k
+    self._inplace("__setitem__", lambda x, v: IndexPut.apply(x, k, v), value, region=k)
 
 
 def _setitem_args(self, key, value):

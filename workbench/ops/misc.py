@@ -2,7 +2,7 @@
 from .. import _backend
 from .._backend import fused as _fused
 from .._core import Tensor
-from ..autograd.function import Function
+from ..autograd.function import Function, fast_inplace_method
 from ..autograd.grad_mode import STATE
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
@@ -150,9 +150,7 @@ def _fused_inplace(name, general, loop, number):
             return self
         return general(self, *args, **kwargs)
 
-    method.__name__, method.__qualname__, method.__doc__ = name, "Tensor." + name, general.__doc__
-    method._wb_general = general  # what workbench.profiler and the compiler's trace call instead
-    return method
+    return fast_inplace_method(method, name, general)
 
 
 lerp._wb_inplace_method = lambda name, general: _fused_inplace(
