@@ -64,7 +64,10 @@ def reopen_without_kernel(page, lab, name):
     page.goto(f"{lab.url}/lab/workspaces/{name.split('.')[0]}-offline/tree/{name}?reset")
     page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=90_000)
-    page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    # shut down once the session context is ready: before that, shutdown() finds no session and does nothing,
+    # and the kernel then starts anyway (a loaded CI run waited 90 s for it; not awaited here, the wait is below)
+    page.evaluate("() => { const sc = window.jupyterapp.shell.currentWidget.sessionContext;"
+                  " sc.ready.then(() => sc.shutdown()); }")
     # a kernel shutdown can take tens of seconds on a loaded 2-core machine
     page.wait_for_function("!window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=90_000)
 
