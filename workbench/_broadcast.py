@@ -15,6 +15,8 @@ RuntimeError: The size of tensor a (2) must match the size of tensor b (4) at no
 import functools
 import re
 
+from ._backend.dtypes import is_half
+
 _SHAPE = re.compile(r"\(([\d,\s]*)\)")
 
 
@@ -94,3 +96,18 @@ def broadcasting(fn):
             raise broadcast_error(e, args) or e from None
 
     return op
+
+
+def sum_to(x, shape):
+    """Array ``x`` summed over the dims broadcasting added or stretched, down to ``shape`` (which must expand
+    to x's): sum_to_size's forward, and the engine's for a broadcast operand's gradient. 16-bit floats are
+    summed in float32 and rounded once."""
+    if x.ndim == 2 and len(shape) == 1 and shape[0] == x.shape[1] and not is_half(x.dtype):
+        return x.sum(0)  # a bias's gradient summed over the batch (the same sums)
+    nd = x.ndim - len(shape)
+    axes = tuple(range(nd)) + tuple(i + nd for i, s in enumerate(shape) if s == 1 and x.shape[i + nd] != 1)
+    if not axes:
+        return x.reshape(shape)
+    if is_half(x.dtype):
+        return x.sum(axis=axes, keepdims=True, dtype="float32").astype(x.dtype).reshape(shape)
+    return x.sum(axis=axes, keepdims=True, dtype=x.dtype).reshape(shape)

@@ -25,12 +25,12 @@ def _declaring(cls=Function):
 
 DECLARING = sorted(set(_declaring()), key=lambda c: c.__name__)
 BINARY = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul}
-UNARY = {c.__name__: getattr(wb.Tensor, c.op_name) for c in DECLARING if c.__name__ not in BINARY}
+UNARY = {c.__name__: getattr(wb.Tensor, c.op_name) for c in DECLARING if c.__name__ not in BINARY and c.__name__ != "Mm"}
 
 
 def test_the_operators_declare_their_saves():
     names = {c.__name__ for c in DECLARING}
-    assert set(BINARY) <= names and {"Exp", "Tanh", "Sin", "Log", "Sqrt"} <= names
+    assert set(BINARY) <= names and {"Exp", "Tanh", "Sin", "Log", "Sqrt", "Relu", "Mm"} <= names
 
 
 def _leaf(shape, dtype, seed, rg=True, view=False):
@@ -87,6 +87,21 @@ def test_binary(name, dtype, shape, grads):
     b = _leaf(shape, dtype, 1, rg=grads != "first")
     fast, slow = _both(BINARY[name], cls, (a, b))
     _check(fast, slow, (a, b))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "complex64"])
+@pytest.mark.parametrize("grads", ["both", "first", "second"])
+def test_matrix_product(dtype, grads):
+    # x @ w (the @ operator's own fast path, product_operator) against Mm.apply, which runs forward
+    from workbench.ops.linalg_core import Mm
+    a = _leaf((3, 2), dtype, 0, rg=grads != "second")
+    b = _leaf((2, 4), dtype, 1, rg=grads != "first")
+    fast, slow = _both(operator.matmul, Mm, (a, b))
+    assert type(fast.grad_fn).__name__ == "MmBackward0"
+    _check(fast, slow, (a, b))
+    x = _leaf((3, 3), dtype, 2)
+    fast, slow = _both(operator.matmul, Mm, (x, x))  # x @ x: both entries are x
+    _check(fast, slow, (x,))
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))

@@ -55,14 +55,14 @@ def _check_overlay(page):
     root.locator(".wb-select").select_option("flops")
     # the most expensive op sits inside the collapsed encoder: its row opens the module and selects it
     row = root.locator(".wb-topn-row").first
-    assert "MatmulBackward0" in row.inner_text() and "encoder.0" in row.inner_text()
+    assert "MmBackward0" in row.inner_text() and "encoder.0" in row.inner_text()
     node_id = row.get_attribute("data-id")
     assert root.locator(f".wb-graph [data-id='{node_id}']").count() == 0
     row.click()
     node = root.locator(f".wb-graph .wb-node[data-id='{node_id}']")
     node.wait_for(timeout=10_000)
     page.wait_for_function("(g) => g.classList.contains('wb-selected')", arg=node.element_handle())
-    assert "MatmulBackward0" in root.locator(".wb-panel section[aria-label='selected node']").inner_text()
+    assert "MmBackward0" in root.locator(".wb-panel section[aria-label='selected node']").inner_text()
     page.wait_for_timeout(400)  # the pan is animated
     nb, cb = node.bounding_box(), root.locator(".wb-canvas").bounding_box()
     assert abs(nb["x"] + nb["width"] / 2 - (cb["x"] + cb["width"] / 2)) < 40

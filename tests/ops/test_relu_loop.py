@@ -1,7 +1,9 @@
-"""relu's one-pass loops (``fused.relu``, ``fused.relu_grad``) from ``elementwise._RELU_LOOP_MIN`` elements on
-(hidden layers as small as the digits MLP's 64x256, below ``fused.MIN_SIZE``): they run where they should, give
-PyTorch's values and edges (signed zeros, NaN, inf, subnormals; float32 and float64), and the NumPy form below
-the cut and for non-contiguous inputs; gradients by gradcheck/gradgradcheck."""
+"""relu's one-pass forms: the forward loop (``fused.relu``) from ``elementwise._RELU_LOOP_MIN`` elements (hidden
+layers as small as the digits MLP's 64x256, below ``fused.MIN_SIZE``) and NumPy's ``maximum(0, x)`` below it and
+for non-contiguous inputs; the backward loop (``fused.relu_grad``) at any size, and NumPy's select for
+non-contiguous gradients. They run where they should and give PyTorch's values and edges (signed zeros, NaN,
+inf, subnormals; float32 and float64); gradients by gradcheck/gradgradcheck; complex and bool inputs raise
+PyTorch's errors."""
 import numpy as np
 import pytest
 import torch
@@ -9,9 +11,6 @@ import torch
 import workbench as wb
 from workbench._backend import fused
 from workbench.ops import elementwise
-
-pytestmark = pytest.mark.skipif(fused._numba() is None or not fused.ENABLED[0],
-                                reason="numba is not installed or WORKBENCH_NUMBA=0")
 
 SPECIAL = [-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, -1.0, 1.0, 1e-45, -1e-45, 5e-324, -5e-324]
 
@@ -35,6 +34,8 @@ def _run(lib, x, g):
 
 @pytest.fixture
 def calls(monkeypatch):
+    if fused._numba() is None or not fused.ENABLED[0]:
+        pytest.skip("numba is not installed or WORKBENCH_NUMBA=0")
     got = []
     for name in ("relu", "relu_grad"):
         loop = getattr(fused, name)
@@ -55,19 +56,55 @@ def test_loops_run_from_the_cut_with_pytorch_edges(n, dtype, calls):
     np.testing.assert_array_equal(dx, dxt)
 
 
-def test_numpy_form_below_the_cut_and_for_views(calls):
-    x, g = _case(elementwise._RELU_LOOP_MIN - 1, np.float32)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 30, 128, elementwise._RELU_LOOP_MIN - 1])
+def test_numpy_forward_below_the_cut_loop_backward(n, dtype, calls):
+    x, g = _case(max(n, 30), dtype)
+    x, g = x[:n].copy(), g[:n].copy()
+    y, dx = _run(wb, x, g)
+    assert calls == ["relu_grad"]
+    yt, dxt = _run(torch, x, g)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(yt))
+    np.testing.assert_array_equal(y, yt)
+    np.testing.assert_array_equal(np.signbit(dx), np.signbit(dxt))
+    np.testing.assert_array_equal(dx, dxt)
+
+
+def test_numpy_forms_for_views(calls):
     rng = np.random.default_rng(3)
-    xs = rng.standard_normal((64, 64)).astype(np.float32).T  # a transposed view: not C-contiguous
-    with np.errstate(all="ignore"):
-        for a, b in ((x, g), (xs, xs.copy())):
-            y, dx = _run(wb, a, b)
-            yt, dxt = _run(torch, a, b)
-            np.testing.assert_array_equal(np.signbit(y), np.signbit(yt))
-            np.testing.assert_array_equal(y, yt)
-            np.testing.assert_array_equal(np.signbit(dx), np.signbit(dxt))
-            np.testing.assert_array_equal(dx, dxt)
+    xs = rng.standard_normal((64, 64)).astype(np.float32)
+    xs[::3, ::5] = -0.0
+    xs[1::7, ::3] = np.nan
+    xs = xs.T  # a transposed view: not C-contiguous
+    y, dx = _run(wb, xs, xs.T.copy().T)
+    yt, dxt = _run(torch, xs, xs.T.copy().T)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(yt))
+    np.testing.assert_array_equal(y, yt)
+    np.testing.assert_array_equal(np.signbit(dx), np.signbit(dxt))
+    np.testing.assert_array_equal(dx, dxt)
     assert calls == []
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.tensor([1 + 1j, -1 - 2j]),
+                                  lambda lib: lib.tensor([1 + 1j, -1 - 2j], requires_grad=True),
+                                  lambda lib: lib.tensor([True, False])])
+@pytest.mark.parametrize("form", ["function", "method", "F", "inplace"])
+def test_complex_and_bool_raise_pytorch_errors(make, form):
+    def run(lib):
+        x = make(lib)
+        if form == "inplace":
+            with lib.no_grad():
+                return x.relu_()
+        return {"function": lib.relu, "method": lambda t: t.relu(), "F": lib.nn.functional.relu}[form](x)
+    with pytest.raises(Exception) as et:
+        run(torch)
+    with pytest.raises(et.type, match=str(et.value).split("\n")[0]):
+        run(wb)
+
+
+def test_relu_takes_no_out():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        wb.relu(wb.ones(2), out=wb.empty(2))
 
 
 def test_gradchecks():

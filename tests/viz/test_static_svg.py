@@ -25,7 +25,7 @@ def test_mlp_svg_is_xml_with_every_node():
     root = ElementTree.fromstring(snap.svg(standalone=True))
     texts = [t.text for t in root.iter(SVG + "text")]
     # the viewer's words and shapes: node names, "op → shape", "param 4×3 float32", scalars as "scalar"
-    for label in ("encoder.0.weight", "head.bias", "MatmulBackward0", "relu → 8×4", "param 4×3 float32", "x", "y",
+    for label in ("encoder.0.weight", "head.bias", "MmBackward0", "relu → 8×4", "param 4×3 float32", "x", "y",
                   "8×4"):
         assert label in texts, label
     assert any(t.startswith("mean → scalar") for t in texts)

@@ -12,6 +12,7 @@ import sys
 import warnings
 
 from .. import _backend
+from .._broadcast import sum_to
 from .._pyframe import call2 as _call2, iadd_cast as _iadd_cast
 from .._core import Tensor
 from . import graph
@@ -439,7 +440,9 @@ def _conform(node, nxt, nr, g, shape, dt):
                         "or None")
     if g._data.shape != shape:
         if _expandable(shape, g._data.shape):
-            g = g.sum_to_size(shape)
+            # the op, recorded, for create_graph; else the sum on the array (a bias's gradient, summed over
+            # the batch: sum_to_size's apply cost 3x the sum)
+            g = g.sum_to_size(shape) if STATE.enabled else _sum_to(g, shape)
         else:
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid gradient at index {nr} - got {list(g._data.shape)} "
@@ -450,6 +453,12 @@ def _conform(node, nxt, nr, g, shape, dt):
             g = g.real
         g = g.to(_backend.dtypes.from_numpy_dtype(dt))
     return g
+
+
+def _sum_to(g, shape):
+    # a broadcast operand's gradient summed back to its shape, on the array (a function of its own: the
+    # compiler's trace records it)
+    return _make(sum_to(g._data, shape))
 
 
 def _expandable(shape, target):

@@ -399,11 +399,13 @@ def binary_operator(cls, general, reflected=False):
     return operator
 
 
-def unary_operator(cls, general, autocast):
+def unary_operator(cls, general, autocast, kinds="fc", inplace=True):
     """The same fast path for a unary primitive's method and function (``x.exp()``, ``wb.exp(x)``).
 
     autocast: the ops' autocast flag (a one-element list); while it is on, a recorded call goes through
-    ``general``, which applies the cast policy.
+    ``general``, which applies the cast policy. kinds: the NumPy dtype kinds the fast path takes (relu:
+    "f", as complex inputs raise). inplace: whether the in-place method (``x.exp_()``) may run the ufunc into
+    x's array (False where ``_ufunc`` is not a NumPy ufunc).
     """
     uf = cls._ufunc
     Tensor = _Tensor
@@ -412,7 +414,7 @@ def unary_operator(cls, general, autocast):
         if input.__class__ is Tensor and out is None:
             a = input._data
             rg = input._rg
-            if a.__class__ is _ndarray and a.dtype.kind in "fc":
+            if a.__class__ is _ndarray and a.dtype.kind in kinds:
                 if not (rg and STATE.enabled):
                     return _plain(_call1(uf, a), rg, cls, (input,))
                 if not autocast[0]:  # recorded: what cls.apply would do
@@ -422,7 +424,40 @@ def unary_operator(cls, general, autocast):
     operator.__name__ = operator.__qualname__ = general.__name__
     operator.__doc__ = general.__doc__
     operator._wb_general = general
-    operator._wb_inplace = (uf, "fc")  # what the in-place method (x.exp_()) runs into x's array
+    if inplace:
+        operator._wb_inplace = (uf, "fc")  # what the in-place method (x.exp_()) runs into x's array
+    return operator
+
+
+def product_operator(cls, general, autocast):
+    """``x @ w`` for the matrix-product primitive ``cls`` (a ``_ufunc`` of two matrices, declared ``_saves``).
+
+    When both operands are 2-D NumPy arrays of one floating or complex dtype whose inner dims agree, and
+    autocast is off, the product is computed and recorded here (no public-function wrapper, no ``apply``,
+    no ctx, no forward frame): the raw-tensor MLP a lecture writes (``x @ w + b``) spent half of each
+    product's time there. Anything else goes to ``general(self, other)``, the public ``matmul``, which
+    checks, casts and raises as PyTorch does.
+    """
+    uf = cls._ufunc
+    saves = cls._saves
+    Tensor = _Tensor
+
+    def operator(self, other):
+        if other.__class__ is Tensor or isinstance(other, Tensor):
+            a = self._data
+            b = other._data
+            if (a.__class__ is _ndarray and b.__class__ is _ndarray and a.ndim == 2 and b.ndim == 2
+                    and a.dtype is b.dtype and a.dtype.kind in "fc" and a.shape[1] == b.shape[0]
+                    and not autocast[0]):
+                rg = self._rg or other._rg
+                if rg and STATE.enabled:
+                    return _record_raw(cls, (self, other), [a, b], _numpy, saves)
+                return _plain(_call2(uf, a, b), rg, cls, (self, other))
+        elif not hasattr(other, "ndim"):  # not an array: Python's TypeError, as PyTorch's operator
+            return NotImplemented
+        return general(self, other)
+
+    operator._wb_general = general  # what workbench.profiler calls instead, so the op goes through apply
     return operator
 
 

@@ -16,6 +16,7 @@ import importlib
 import sys
 
 from .. import _backend
+from .. import _broadcast
 from .._patches import Patches, subclasses
 from ..autograd import engine as _engine
 from ..autograd import function as _function
@@ -198,6 +199,7 @@ class Tracer:
         swap(_function, "_view_of", _hook_view_of(_function._view_of, T))
         swap(_function, "_record_raw", _hook_record_raw(_function._record_raw, T))
         swap(_engine, "_add_grads", _hook_add_grads(_engine._add_grads, T))
+        swap(_engine, "_sum_to", _hook_sum_to(_engine._sum_to, T))
         swap(_engine, "_accumulate", _hook_accumulate(_engine._accumulate, T))
         swap(_engine, "_call_backward", _hook_call_backward(_engine._call_backward, T))
         swap(_engine, "_make", _hook_make(_engine._make, T, "engine"))
@@ -421,6 +423,19 @@ def _hook_add_grads(orig, T):
         return res
 
     return _add_grads
+
+
+def _hook_sum_to(orig, T):
+    def _sum_to(g, shape):
+        res = orig(g, shape)
+        if _recording(T):
+            def rec():
+                T.add(Event("call", _broadcast.sum_to, [T.ref(g, "sum_to_size"), ("c", shape)],
+                            T.outputs([res._data]), "sum_to_size", "", "ufunc"))
+            _guarded(T, rec)
+        return res
+
+    return _sum_to
 
 
 def _hook_accumulate(orig, T):

@@ -138,7 +138,7 @@ def _linear(g, node, args, results):
     return [g.op("Add", [y, g.value(b)]) if b is not None else y]
 
 
-@translates("matmul")
+@translates("matmul", "mm")
 def _matmul(g, node, args, results):
     return [g.op("MatMul", [g.value(args[0]), g.value(args[1])])]
 

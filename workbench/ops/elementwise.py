@@ -734,23 +734,44 @@ def imag(input):
     return Imag.apply(input)
 
 
-_RELU_LOOP_MIN = 1 << 10  # from here the loops beat NumPy's two selects (measured ~2x at 4k elements, ~2.5x at 16k)
+_RELU_LOOP_MIN = 1 << 10  # from here the loop beats NumPy's maximum (~2x at 16k elements)
+
+
+def _relu_array(x):
+    """max(x, 0) of a NumPy floating array with PyTorch's bits: NaN and -0. kept (clamp_min's). One pass:
+    the loop where it serves, else NumPy's maximum with 0 first (it returns its second operand on a tie, so
+    -0. stays; its select, ``where(x < 0, 0, x)``, took 4x as long on a small layer). Complex: PyTorch's error
+    (``apply`` calls this for any floating or complex operand)."""
+    if x.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
+    if _fused.usable(x, min_size=_RELU_LOOP_MIN):
+        y = _numpy.empty_like(x)
+        _fused.relu(x.reshape(-1), y.reshape(-1))
+        return y
+    return _numpy.maximum(x.dtype.type(0), x)
 
 
 class Relu(Function):
-    """max(x, 0), and g where y > 0 (else 0) back. Where the loops serve (``fused.relu``, ``relu_grad``: float32/64 from
-    ``_RELU_LOOP_MIN`` elements, the digits MLP's hidden layers included) one pass each, with PyTorch's edges
-    (clamp_min keeps NaN and -0.; threshold_backward passes g where y is NaN, 0 where y <= 0)."""
+    """max(x, 0), and g where y > 0 (else 0) back, with PyTorch's edges (clamp_min keeps NaN and -0.;
+    threshold_backward passes g where y is NaN, 0 where y <= 0). On NumPy floating arrays the forward is
+    ``_relu_array`` alone (its ``_ufunc``: ``x.relu()`` records it without a forward frame) and the backward
+    one pass of ``fused.relu_grad`` where the loops serve (float32/64, any size)."""
 
     _raw = True
     op_name = "relu"
+    _ufunc = staticmethod(_relu_array)
+    _saves = ((-1, None),)
 
     @staticmethod
     def forward(ctx, x):
-        if _fused.usable(x, min_size=_RELU_LOOP_MIN):  # one pass instead of NumPy's maximum
-            y = ctx.xp.empty_like(x)
-            _fused.relu(x.reshape(-1), y.reshape(-1))
-        else:  # x < 0 ? 0 : x, as the loop (NumPy's maximum would turn -0. into 0.)
+        kind = x.dtype.kind
+        if kind == "b":
+            raise RuntimeError("Boolean inputs not supported for relu")
+        if ctx.xp is _numpy and kind in "fc":
+            y = _relu_array(x)
+        elif kind == "c":
+            raise NotImplementedError("clamp is not supported for complex types")
+        else:  # x < 0 ? 0 : x (integers, bfloat16, CuPy)
             y = ctx.xp.where(x < 0, x.dtype.type(0), x)
         ctx.save_for_backward(y)
         return y
@@ -760,9 +781,8 @@ class Relu(Function):
         (y,) = ctx.saved_tensors
         if not STATE.enabled:
             gd, yd = g._data, y._data
-            # one pass, not a compare and a select
-            if _fused.usable(gd, yd, min_size=_RELU_LOOP_MIN) and gd.shape == yd.shape:
-                d = ctx.xp.empty_like(gd)
+            if _fused.usable(gd, yd, min_size=1) and gd.shape == yd.shape:  # one pass, not a compare and a select
+                d = _numpy.empty_like(gd)
                 _fused.relu_grad(gd.reshape(-1), yd.reshape(-1), d.reshape(-1))
                 return Tensor._make(d)
             # a select, not g * (y > 0): an inf or NaN g where y <= 0 gives 0 (not NaN), a negative one 0. (not -0.)
@@ -770,9 +790,14 @@ class Relu(Function):
         return where(y <= 0, 0.0, g)
 
 
-def relu(input):
+def relu(input, *, out=None):
     """max(input, 0).  >>> wb.relu(wb.tensor([-1., 2.]))  ->  tensor([0., 2.])"""
+    if out is not None:  # PyTorch's relu has no out= (the fast path's signature takes one for its siblings)
+        raise TypeError("relu() got an unexpected keyword argument 'out'")
     return Relu.apply(input)
+
+
+relu = unary_operator(Relu, relu, _AUTOCAST, kinds="f", inplace=False)
 
 
 # --- binary math ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """matmul and its relatives, the ops most models spend their time in."""
 from .._core import Tensor
-from ..autograd.function import Function
+from ..autograd.function import Function, product_operator
 from ..autograd.grad_mode import STATE
 from .views import broadcast_shapes
 from ._autocast import AUTOCAST as _AUTOCAST
@@ -34,14 +34,7 @@ class Matmul(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        na, nb = ctx.nd
-        if na == 2 and nb == 2 and not STATE.enabled:
-            # first derivatives of a matrix product: the two products on raw arrays (the Tensor form below
-            # records nothing here, and paid two more matmul applies and two mH views for it)
-            gd = g._data
-            ga = None if b is None else Tensor._make(_mm(gd, _adjoint(b._data)))
-            gb = None if a is None else Tensor._make(_mm(_adjoint(a._data), gd))
-            return ga, gb
+        na, nb = ctx.nd  # (two matrices of one dtype are Mm's)
         if na == 1 and nb == 1:  # a dot product: g is 0-d
             return (g * b.conj() if b is not None else None), (g * a.conj() if a is not None else None)
         # lift 1-D operands to matrices, as matmul itself does, then drop the added dims
@@ -82,6 +75,41 @@ def _adjoint(m):
     return m.T.conj() if m.dtype.kind == "c" else m.T
 
 
+class Mm(Function):
+    """The product of two matrices of one dtype whose inner dims agree (checked by the caller): matmul's
+    common case, PyTorch's ``MmBackward0``. Its forward is ``_mm`` alone, so the ``@`` operator records it
+    without a forward frame (``product_operator``), saving a for b's gradient and b for a's."""
+
+    _raw = True
+    op_name = "mm"
+    _ufunc = staticmethod(_mm)  # the whole forward (after the caller's checks)
+    _saves = ((0, 1), (1, 0))
+
+    @staticmethod
+    def forward(ctx, a, b):
+        nig = ctx.needs_input_grad
+        ctx.save_for_backward(a if nig[1] else None, b if nig[0] else None)
+        return _mm(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        if not STATE.enabled:  # first derivatives: the two products on the arrays
+            gd = g._data
+            return (None if b is None else Tensor._make(_mm(gd, _adjoint(b._data))),
+                    None if a is None else Tensor._make(_mm(_adjoint(a._data), gd)))
+        # conjugated: PyTorch's convention for complex gradients
+        return (None if b is None else g @ b.mH), (None if a is None else a.mH @ g)
+
+
+def _product(a, b):
+    """Mm for two matrices of one dtype whose inner dims agree, else Matmul (which checks and raises)."""
+    da, db = a._data, b._data
+    if da.ndim == 2 and db.ndim == 2 and da.dtype == db.dtype and da.shape[1] == db.shape[0]:
+        return Mm.apply(a, b)
+    return Matmul.apply(a, b)
+
+
 def matmul(input, other, *, out=None):
     """Matrix product with NumPy's broadcasting of batch dims.
 
@@ -91,6 +119,8 @@ def matmul(input, other, *, out=None):
     """
     if _AUTOCAST[0]:
         input, other = _autocast_cast("matmul", input, other)
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _out(_product(input, other), out, "same")
     return _out(Matmul.apply(input, other), out, "same")
 
 
@@ -279,5 +309,6 @@ def _rmatmul(self, other):
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "addmv", "addr", "baddbmm",
            "addbmm", "trace"]
-METHODS = {**{n: globals()[n] for n in __all__}, "__matmul__": matmul, "__rmatmul__": _rmatmul}
+METHODS = {**{n: globals()[n] for n in __all__}, "__matmul__": product_operator(Mm, matmul, _AUTOCAST),
+           "__rmatmul__": _rmatmul}
 INPLACE = ("addmm", "addmv", "addr", "baddbmm", "addbmm")

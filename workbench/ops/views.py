@@ -5,8 +5,7 @@ every as_strided-style view is one storage-map primitive (``StorageMap``). Writi
 ``ScatterView``.
 """
 from .. import _backend
-from .._backend import dtypes as _dt
-from .._broadcast import infer_size
+from .._broadcast import infer_size, sum_to
 from .._core import Size, Tensor
 from ..autograd.function import Function, _NoGradCtx
 from ..autograd.grad_mode import STATE
@@ -225,13 +224,7 @@ class SumToSize(Function):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
-        nd = x.ndim - len(shape)
-        axes = tuple(range(nd)) + tuple(i + nd for i, s in enumerate(shape) if s == 1 and x.shape[i + nd] != 1)
-        if not axes:
-            return x.reshape(shape)
-        if _dt.is_half(x.dtype):  # a broadcast gradient of a 16-bit float: summed in float32, rounded once
-            return x.sum(axis=axes, keepdims=True, dtype="float32").astype(x.dtype).reshape(shape)
-        return x.sum(axis=axes, keepdims=True, dtype=x.dtype).reshape(shape)
+        return sum_to(x, shape)
 
     @staticmethod
     def backward(ctx, g):

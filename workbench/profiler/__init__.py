@@ -6,7 +6,7 @@
 ...     y.backward()
 >>> print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=3))
 ---...Name...Self CPU %...# of Calls...Self CPU time total: ...
->>> {"matmul", "sum", "autograd::engine::evaluate_function: MatmulBackward0"} <= {e.key for e in prof.key_averages()}
+>>> {"mm", "sum", "autograd::engine::evaluate_function: MmBackward0"} <= {e.key for e in prof.key_averages()}
 True
 """
 from .profiler import (DeviceType, ProfilerAction, ProfilerActivity, kineto_available, profile, record_function, schedule,

@@ -136,7 +136,7 @@ def _solve(m, ins, saved):
 
 
 RULES = {
-    "matmul": _matmul, "linear": _linear, "einsum": _einsum,
+    "matmul": _matmul, "mm": _matmul, "linear": _linear, "einsum": _einsum,
     "convolution": _conv, "convolution_backward_input": _conv_grad_input,
     "convolution_backward_weight": _conv_grad_weight,
     "scaled_dot_product_attention": _attention,
