@@ -373,6 +373,7 @@ def channel_norm_grad(g, x, w, mean, rstd, dx, dw, db):
 
 # --- exp-based activations (float32): e**x as a polynomial LLVM vectorises -------------------------------
 _F = numpy.float32
+_F0, _F1 = _F(0.0), _F(1.0)
 _LOG2E, _ROUND, _LN2_HI, _LN2_LO = _F(1.44269504088896341), _F(12582912.0), _F(0.693359375), _F(-2.12194440e-4)
 _EXP_P = tuple(map(_F, (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
                         5.0000001201e-1)))
@@ -706,8 +707,9 @@ def cross_entropy(x, t, weight, ignore_index, label_smoothing):
     (2, rows): each row's max and log-sum-exp after it, what ``cross_entropy_grad`` needs."""
     rows, cols = x.shape
     loss, stats = numpy.empty(rows, x.dtype), numpy.empty((2, rows), x.dtype)
+    keep, spread = (_F1, _F0) if label_smoothing == 0 else (_F(1.0 - label_smoothing), _F(label_smoothing / cols))
     total, denom, bad = _ce_rows(x, t, loss if weight is None else weight, loss, stats[0], stats[1], ignore_index,
-                                 _F(1.0 - label_smoothing), _F(label_smoothing / cols), weight is not None)
+                                 keep, spread, weight is not None)
     return loss, stats, total, denom, bad
 
 

@@ -78,7 +78,10 @@ def add_hook(owner, attr, fn):
 _PKG = os.path.join(os.path.abspath(sys.modules[__name__.partition(".")[0]].__path__[0]), "")
 
 
-_OURS = {}  # code object -> whether it is workbench's own (every backward() asks for its caller's line)
+# file name -> whether it is workbench's own (every backward() and in-place op asks for its caller's frame).
+# Keyed by the name, a str whose hash is cached: a code object's hash is recomputed on every lookup (its
+# consts and bytecode), which made this search cost as much as a small op
+_OURS = {}
 
 
 def user_frame(depth=2):
@@ -92,10 +95,10 @@ def user_frame(depth=2):
         return None
     ours = _OURS
     while f is not None:
-        code = f.f_code
-        mine = ours.get(code)
+        name = f.f_code.co_filename
+        mine = ours.get(name)
         if mine is None:
-            mine = ours[code] = code.co_filename.startswith(_PKG)
+            mine = ours[name] = name.startswith(_PKG)
         if not mine:
             return f
         f = f.f_back

@@ -25,6 +25,7 @@ from .linalg import vecdot, vector_norm
 from .linear import linear
 
 _REDUCTIONS = ("mean", "sum", "none")
+_INT64 = _backend.numpy.dtype("int64")
 
 
 def _legacy_reduction(size_average, reduce, reduction):
@@ -76,7 +77,7 @@ class CrossEntropy(Function):
     @staticmethod
     def forward(ctx, x, target, weight, ignore_index, smoothing, reduction):
         xp, c = ctx.xp, x.shape[1]
-        t = target.reshape(-1).astype("int64", copy=False)
+        t = target if target.ndim == 1 and target.dtype == _INT64 else target.reshape(-1).astype(_INT64, copy=False)
         if _fused.usable32(x, *(() if weight is None else (weight,)), min_size=1) and t.flags.c_contiguous:
             loss, lse, total, denom, bad = _fused.cross_entropy(x, t, weight, ignore_index, smoothing)
             if bad >= 0:
@@ -236,7 +237,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if target._data.shape == input._data.shape and target.dtype.is_floating_point:
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
-    check_no_requires_grad("nll_loss_forward", weight=weight)  # class indices: PyTorch's nll_loss underneath
+    if weight is not None:  # class indices: PyTorch's nll_loss underneath
+        check_no_requires_grad("nll_loss_forward", weight=weight)
     _check_class_targets("cross_entropy", input, target)
     x2 = _rows(input, "cross_entropy")
     dt = x2._data.dtype
