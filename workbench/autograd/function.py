@@ -419,10 +419,11 @@ def unary_operator(cls, general, autocast, kinds="fc", inplace=True):
                     return _plain(_call1(uf, a), rg, cls, (input,))
                 if not autocast[0]:  # recorded: what cls.apply would do
                     return _record_raw(cls, (input,), [a], _numpy, cls._saves)
-        return general(input, out=out)
+        return general(input) if out is None else general(input, out=out)  # (relu takes no out=)
 
     operator.__name__ = operator.__qualname__ = general.__name__
     operator.__doc__ = general.__doc__
+    operator.__wrapped__ = general  # its signature is general's (inspect, the stub)
     operator._wb_general = general
     if inplace:
         operator._wb_inplace = (uf, "fc")  # what the in-place method (x.exp_()) runs into x's array

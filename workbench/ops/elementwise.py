@@ -790,10 +790,8 @@ class Relu(Function):
         return where(y <= 0, 0.0, g)
 
 
-def relu(input, *, out=None):
+def relu(input):
     """max(input, 0).  >>> wb.relu(wb.tensor([-1., 2.]))  ->  tensor([0., 2.])"""
-    if out is not None:  # PyTorch's relu has no out= (the fast path's signature takes one for its siblings)
-        raise TypeError("relu() got an unexpected keyword argument 'out'")
     return Relu.apply(input)
 
 
