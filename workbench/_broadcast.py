@@ -14,7 +14,9 @@ RuntimeError: The size of tensor a (2) must match the size of tensor b (4) at no
 """
 import functools
 import re
+import warnings
 
+from ._backend import numpy as _numpy
 from ._backend.dtypes import is_half
 
 _SHAPE = re.compile(r"\(([\d,\s]*)\)")
@@ -111,3 +113,39 @@ def sum_to(x, shape):
     if is_half(x.dtype):
         return x.sum(axis=axes, keepdims=True, dtype="float32").astype(x.dtype).reshape(shape)
     return x.sum(axis=axes, keepdims=True, dtype=x.dtype).reshape(shape)
+
+
+_BASIC = (int, slice, type(None), type(Ellipsis), _numpy.integer)
+
+
+def write_through(a, value, region=None, fill=False):
+    """``a[region] = value`` (``a[...]`` without a region) for read-only ``a``, a view that expand made: NumPy's
+    broadcast views are read-only, and PyTorch writes through them. Where the destination has internal overlap,
+    one memory element under several indices (a stretched dim), PyTorch's RuntimeError instead, before anything
+    is written: an elementwise write there has no single answer. ``fill``: every element gets one value (fill_,
+    zero_), which PyTorch allows even then. An advanced index (``index_put_``) writes through with PyTorch's
+    deprecation warning. An array read-only for another reason (a read-only buffer) gives NumPy's ValueError."""
+    if region is not None:
+        keys = region if region.__class__ is tuple else (region,)
+        if all(k.__class__ is not bool and isinstance(k, _BASIC) for k in keys):
+            # a basic index: the destination is a view of a (with an Ellipsis: a 0-d view, not a scalar)
+            a = a[keys if any(k is Ellipsis for k in keys) else keys + (Ellipsis,)]
+            region = None
+        elif _overlaps(a):
+            warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before "
+                          "performing this operation. This also applies to advanced indexing e.g. "
+                          "tensor[indices] = tensor", UserWarning, stacklevel=4)
+            fill = True
+    if not fill and _overlaps(a):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+    w = a.view()
+    w.flags.writeable = True  # ValueError where the memory itself is read-only
+    if region is None:
+        w[...] = value
+    else:
+        w[region] = value
+
+
+def _overlaps(a):
+    return any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides))

@@ -13,6 +13,7 @@ import weakref
 
 from . import _backend
 from ._backend import dtypes as _dt
+from ._broadcast import write_through
 from . import creation as _creation
 from . import ops as _ops
 from . import random as _random
@@ -260,19 +261,27 @@ class _Methods:
                     r.dtype.category <= self.dtype.category):
                 raise RuntimeError(f"result type {r.dtype.name} can't be cast to the desired output type "
                                    f"{self.dtype.name} (in {opname})")
-        if region is not None and rd.shape == self._data.shape:
-            self._data[region] = rd[region]
-            return
-        if rd.shape != self._data.shape:
-            try:
+        try:
+            if region is not None and rd.shape == self._data.shape:
+                self._data[region] = rd[region]
+                return
+            if rd.shape != self._data.shape:
                 self._data[...] = rd
-            except ValueError:
+                return
+            if rd is not self._data:
+                self._data[...] = rd
+        except ValueError:
+            if not self._data.flags.writeable:  # an expanded view: PyTorch writes through where it may
+                if region is not None and rd.shape == self._data.shape:
+                    write_through(self._data, rd[region], region)
+                else:
+                    write_through(self._data, rd)
+                return
+            if rd.shape != self._data.shape:
                 raise RuntimeError(
                     f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(rd.shape)} "
                     f"(in {opname})") from None
-            return
-        if rd is not self._data:
-            self._data[...] = rd
+            raise
 
 
 def _detach_saved(saved, old):

@@ -3,7 +3,7 @@ import warnings
 
 from .. import _backend
 from .._backend import dtypes as _dt
-from .._broadcast import broadcast_error
+from .._broadcast import broadcast_error, write_through
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
@@ -211,7 +211,9 @@ def copy_(self, src, non_blocking=False):
         try:
             self._data[...] = s
         except ValueError as e:
-            raise broadcast_error(e, (self, src)) or e from None
+            if self._data.flags.writeable:
+                raise broadcast_error(e, (self, src)) or e from None
+            write_through(self._data, s)  # an expanded view
         self._bump("copy_")
         return self
     return self._inplace("copy_", lambda x, s: CopyFrom.apply(x, s), src)
@@ -229,7 +231,10 @@ def fill_(self, value):
     self._check_inplace("fill_")
     if STATE.enabled and self._rg:
         return self._inplace("fill_", lambda x: x * 0 + value)
-    self._data.fill(value)
+    if self._data.flags.writeable:
+        self._data.fill(value)
+    else:  # an expanded view: one value into every element, as PyTorch
+        write_through(self._data, value, fill=True)
     self._bump("fill_")
     return self
 

@@ -1371,7 +1371,11 @@ def _fast_inplace(name, general, params, body):
                 bound[k] = v
             if all(v is None or v.__class__ is float or v.__class__ is int for v in bound.values()):
                 self._check_inplace(name)
-                if body(a, **bound) is not False:
+                try:
+                    done = body(a, **bound) is not False
+                except ValueError:  # a read-only (expanded) array: NumPy refuses before writing
+                    done = False
+                if done:
                     self._bump(name, 2)
                     return self
         return general(self, *args, **kwargs)

@@ -4,8 +4,10 @@ Views share memory and the version counter with their base, exactly where PyTorc
 every as_strided-style view is one storage-map primitive (``StorageMap``). Writing through a view is
 ``ScatterView``.
 """
+import math
+
 from .. import _backend
-from .._broadcast import infer_size, sum_to
+from .._broadcast import infer_size, sum_to, write_through
 from .._core import Size, Tensor
 from ..autograd.function import Function, _NoGradCtx
 from ..autograd.grad_mode import STATE
@@ -195,6 +197,8 @@ class Expand(Function):
                     f"The expanded size of the tensor ({s}) must match the existing size ({x.shape[i - nd]}) at "
                     f"non-singleton dimension {i}.  Target sizes: {list(shape)}.  Tensor sizes: {list(x.shape)}")
             full.append(s)
+        if math.prod(full) == x.size:  # nothing stretched: a writeable view (NumPy's broadcast views are read-only)
+            return x.reshape(tuple(full))
         return ctx.xp.broadcast_to(x, tuple(full))
 
     @staticmethod
@@ -303,7 +307,12 @@ class ScatterView(Function):
     def forward(ctx, base, value, vf):
         out = ctx.xp.array(base, copy=True)
         region = _replay_raw(vf, out)
-        region[...] = value
+        try:
+            region[...] = value
+        except ValueError:
+            if region.flags.writeable:
+                raise
+            write_through(region, value)  # an expanded view (PyTorch's error where it overlaps)
         ctx.vf = vf
         return out
 
