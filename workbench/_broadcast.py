@@ -127,7 +127,7 @@ def write_through(a, value, region=None, fill=False):
     deprecation warning. An array read-only for another reason (a read-only buffer) gives NumPy's ValueError."""
     if region is not None:
         keys = region if region.__class__ is tuple else (region,)
-        if all(k.__class__ is not bool and isinstance(k, _BASIC) for k in keys):
+        if basic_index(keys):
             # a basic index: the destination is a view of a (with an Ellipsis: a 0-d view, not a scalar)
             a = a[keys if any(k is Ellipsis for k in keys) else keys + (Ellipsis,)]
             region = None
@@ -145,6 +145,11 @@ def write_through(a, value, region=None, fill=False):
         w[...] = value
     else:
         w[region] = value
+
+
+def basic_index(keys):
+    """Whether index tuple ``keys`` is basic (ints, slices, None, Ellipsis): it selects a view."""
+    return all(k.__class__ is not bool and isinstance(k, _BASIC) for k in keys)
 
 
 def _overlaps(a):

@@ -252,6 +252,8 @@ class _Methods:
         self._output_nr = r._output_nr
         self._rg = r._rg
         self._bump(opname)
+        if self._base is None:
+            _refresh_views(self)
         return self
 
     def _write(self, r, opname, region=None):
@@ -314,12 +316,32 @@ def _view_inplace(view, opname, fn, args):
     base._output_nr = new_base._output_nr
     base._rg = True
     view._bump(opname)
-    # the view now reads from the rewritten base
+    # the view now reads from the rewritten base, and so do the base's other views
     new_view = replay_view(view._view_fn, base)
     view.grad_fn = new_view.grad_fn
     view._output_nr = new_view._output_nr
     view._rg = True
+    _refresh_views(base, view)
     return view
+
+
+def _refresh_views(base, skip=None):
+    """After a recorded in-place op rewrote ``base``, give its other live views (function._register_view) nodes
+    that read the new values: PyTorch regenerates a view's grad_fn when its base's version moved. Without this
+    a view made before the op differentiated through the old values (a wrong gradient, silently)."""
+    refs = base.__dict__.get("_views")
+    if not refs:
+        return
+    live = []
+    for r in refs:
+        v = r()
+        if v is None:
+            continue
+        live.append(r)
+        if v is not skip and v._view_fn is not None and v._base is base:
+            nv = replay_view(v._view_fn, base)
+            v.grad_fn, v._output_nr, v._rg = nv.grad_fn, nv._output_nr, nv._rg
+    refs[:] = live
 
 
 # --- the registry ------------------------------------------------------------------------------------

@@ -54,6 +54,18 @@ def test_overlapping_writes_on_the_tape_raise_as_pytorch(form):
     assert wk == tk == "error" and wv == tv
 
 
+@pytest.mark.parametrize("form", ["e[0] = 7", "e[0, 1] = 5", "e[1:, :2] = lib.tensor([4.0, 5.0])", "e[0].add_(1)",
+                                  "e[0] = lib.tensor([1.0, 1.0, 1.0], requires_grad=True) * 3"])
+def test_writes_on_the_tape_as_pytorch(form):
+    # the store goes into the indexed view (PyTorch's copy_ into x[k]), and the expanded view, made before it,
+    # reads the new values (tests/autograd/test_view_refresh.py)
+    (wk, wg), wy, _ = _run(wb, form, grad=True)
+    (tk, tg), ty, _ = _run(torch, form, grad=True)
+    assert wk == tk == "ok"
+    np.testing.assert_array_equal(wy, ty)
+    np.testing.assert_array_equal(wg, tg)
+
+
 def test_an_expand_that_stretches_nothing_is_a_writeable_view():
     x = wb.zeros(3)
     e = x.expand(1, 3)

@@ -15,6 +15,7 @@ benchmarks/op_overhead.py for what it costs against PyTorch).
 """
 import functools
 import math
+import weakref
 
 from .. import _backend
 from .._backend import fused as _fused
@@ -689,6 +690,9 @@ def _record_raw(cls, args, datas, xp, saves=None):
             res = _view_of(cls, args, out, xp)
             res._rg = True
             res.grad_fn = node
+            base = res._base
+            if base is not None and base.grad_fn is not None:
+                _register_view(base, res)
         elif _DIFF_DTYPES[out.dtype]:
             if out.__class__ is not _ndarray and isinstance(out, _np_generic):
                 out = _scalar_out(node, out)
@@ -726,6 +730,21 @@ def _record_raw(cls, args, datas, xp, saves=None):
         for fn in LISTENERS.fns:
             fn(node, args, results)
     return res
+
+
+def _register_view(base, view):
+    # a recorded view of a non-leaf: kept (weakly) on its base, so that a recorded in-place op on the base, or
+    # on another of its views, gives it a node that reads the new values (Tensor._refresh_views), as PyTorch
+    # regenerates a view's grad_fn when its base's version moved. Dead entries are dropped as the list grows
+    d = base.__dict__
+    refs = d.get("_views")
+    if refs is None:
+        d["_views"] = [weakref.ref(view)]
+        return
+    n = len(refs)
+    if n >= 32 and not n & (n - 1):
+        refs[:] = [r for r in refs if r() is not None]
+    refs.append(weakref.ref(view))
 
 
 def _scalar_out(node, out):

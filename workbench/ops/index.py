@@ -12,7 +12,7 @@ import warnings
 
 from .. import _backend, creation
 from .._backend import dtypes as _dt
-from .._broadcast import infer_size
+from .._broadcast import basic_index, infer_size
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
@@ -223,6 +223,13 @@ setitem._wb_general = _setitem_recorded
 
 def _store_recorded(self, k, value):
     # the generic in-place op around IndexPut (the graph where something requires grad), storing only region k
+    if (self._base is not None and STATE.enabled and (self._rg or isinstance(value, Tensor) and value._rg)
+            and not self._data.flags.writeable and basic_index(k if k.__class__ is tuple else (k,))):
+        # an expanded view on the tape: the store goes into the indexed view, as PyTorch's (x[k] is a view, and
+        # copy_ writes it), so only its region is written back (the whole view overlaps itself)
+        view = self[k]
+        view.copy_(value if isinstance(value, Tensor) else _tensor(value, dtype=self.dtype, device=self.device))
+        return
     self._inplace("__setitem__", lambda x, v: IndexPut.apply(x, k, v), value, region=k)
 
 
