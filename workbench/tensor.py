@@ -316,12 +316,12 @@ def _view_inplace(view, opname, fn, args):
     base._output_nr = new_base._output_nr
     base._rg = True
     view._bump(opname)
-    # the view now reads from the rewritten base, and so do the base's other views
+    # the base's other views, and the view itself, now read from the rewritten base
+    _refresh_views(base, view)
     new_view = replay_view(view._view_fn, base)
     view.grad_fn = new_view.grad_fn
     view._output_nr = new_view._output_nr
     view._rg = True
-    _refresh_views(base, view)
     return view
 
 
@@ -333,7 +333,7 @@ def _refresh_views(base, skip=None):
     if not refs:
         return
     live = []
-    for r in refs:
+    for r in refs[:]:  # (the replays below register their own views: temporaries, left out of the list)
         v = r()
         if v is None:
             continue
@@ -341,7 +341,7 @@ def _refresh_views(base, skip=None):
         if v is not skip and v._view_fn is not None and v._base is base:
             nv = replay_view(v._view_fn, base)
             v.grad_fn, v._output_nr, v._rg = nv.grad_fn, nv._output_nr, nv._rg
-    refs[:] = live
+    base.__dict__["_views"] = live
 
 
 # --- the registry ------------------------------------------------------------------------------------

@@ -72,6 +72,15 @@ def test_dead_views_are_dropped_and_leaves_keep_no_list():
     keep = [y.view(4, 1) for _ in range(3)]
     y.mul_(2)
     assert all(k.grad_fn is not None and type(k.grad_fn).__name__ == "ViewBackward0" for k in keep)
+    gc.collect()
+    # the refresh's own replays are temporaries: they do not stay on the list (nor make it grow while it runs)
+    assert len(y.__dict__["_views"]) == 3
+    x = wb.ones(3, requires_grad=True)
+    y = x * 1
+    a, b = y[0:2], y[1:3]
+    a.mul_(2)
+    gc.collect()
+    assert sum(r() is not None for r in y.__dict__["_views"]) == 2 and len(y.__dict__["_views"]) <= 3
 
 
 def test_gradcheck_through_a_refreshed_view():
