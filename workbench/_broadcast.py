@@ -125,6 +125,7 @@ def write_through(a, value, region=None, fill=False):
     is written: an elementwise write there has no single answer. ``fill``: every element gets one value (fill_,
     zero_), which PyTorch allows even then. An advanced index (``index_put_``) writes through with PyTorch's
     deprecation warning. An array read-only for another reason (a read-only buffer) gives NumPy's ValueError."""
+    overlap_ok = fill
     if region is not None:
         keys = region if region.__class__ is tuple else (region,)
         if basic_index(keys):
@@ -135,8 +136,8 @@ def write_through(a, value, region=None, fill=False):
             warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before "
                           "performing this operation. This also applies to advanced indexing e.g. "
                           "tensor[indices] = tensor", UserWarning, stacklevel=4)
-            fill = True
-    if not fill and _overlaps(a):
+            overlap_ok = True
+    if not overlap_ok and _overlaps(a):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
     w = a.view()

@@ -263,23 +263,20 @@ class _Methods:
                     r.dtype.category <= self.dtype.category):
                 raise RuntimeError(f"result type {r.dtype.name} can't be cast to the desired output type "
                                    f"{self.dtype.name} (in {opname})")
+        a = self._data
+        if region is not None and rd.shape == a.shape:
+            key, value = region, rd[region]
+        elif rd is a:
+            return
+        else:
+            key, value = None, rd
         try:
-            if region is not None and rd.shape == self._data.shape:
-                self._data[region] = rd[region]
-                return
-            if rd.shape != self._data.shape:
-                self._data[...] = rd
-                return
-            if rd is not self._data:
-                self._data[...] = rd
+            a[... if key is None else key] = value
         except ValueError:
-            if not self._data.flags.writeable:  # an expanded view: PyTorch writes through where it may
-                if region is not None and rd.shape == self._data.shape:
-                    write_through(self._data, rd[region], region)
-                else:
-                    write_through(self._data, rd)
+            if not a.flags.writeable:  # an expanded view: PyTorch writes through where it may
+                write_through(a, value, key)
                 return
-            if rd.shape != self._data.shape:
+            if rd.shape != a.shape:
                 raise RuntimeError(
                     f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(rd.shape)} "
                     f"(in {opname})") from None
@@ -338,7 +335,7 @@ def _refresh_views(base, skip=None):
         if v is None:
             continue
         live.append(r)
-        if v is not skip and v._view_fn is not None and v._base is base:
+        if v is not skip and v._view_fn is not None:
             nv = replay_view(v._view_fn, base)
             v.grad_fn, v._output_nr, v._rg = nv.grad_fn, nv._output_nr, nv._rg
     base.__dict__["_views"] = live

@@ -735,6 +735,7 @@ def imag(input):
 
 
 _RELU_LOOP_MIN = 1 << 10  # from here the loop beats NumPy's maximum (~2x at 16k elements)
+_RELU_COMPLEX = "clamp is not supported for complex types"  # PyTorch's relu of a complex tensor
 
 
 def _relu_array(x):
@@ -743,7 +744,7 @@ def _relu_array(x):
     -0. stays; its select, ``where(x < 0, 0, x)``, took 4x as long on a small layer). Complex: PyTorch's error
     (``apply`` calls this for any floating or complex operand)."""
     if x.dtype.kind == "c":
-        raise NotImplementedError("clamp is not supported for complex types")
+        raise NotImplementedError(_RELU_COMPLEX)
     if _fused.usable(x, min_size=_RELU_LOOP_MIN):
         y = _numpy.empty_like(x)
         _fused.relu(x.reshape(-1), y.reshape(-1))
@@ -767,10 +768,10 @@ class Relu(Function):
         kind = x.dtype.kind
         if kind == "b":
             raise RuntimeError("Boolean inputs not supported for relu")
-        if ctx.xp is _numpy and kind in "fc":
+        if kind == "c":
+            raise NotImplementedError(_RELU_COMPLEX)
+        if ctx.xp is _numpy and kind == "f":
             y = _relu_array(x)
-        elif kind == "c":
-            raise NotImplementedError("clamp is not supported for complex types")
         else:  # x < 0 ? 0 : x (integers, bfloat16, CuPy)
             y = ctx.xp.where(x < 0, x.dtype.type(0), x)
         ctx.save_for_backward(y)
