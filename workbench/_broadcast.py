@@ -118,6 +118,22 @@ def sum_to(x, shape):
 _BASIC = (int, slice, type(None), type(Ellipsis), _numpy.integer)
 
 
+def no_partial_overlap(out, a):
+    """PyTorch's error for an in-place op whose operand ``a`` covers part of the memory it writes (``out``) but is
+    not ``out`` itself: ``y.sub_(y[2])`` would read elements it already changed. As PyTorch, only contiguous
+    pairs are judged (for others the overlap is too costly to decide and the op runs)."""
+    if (a is not out and out.__class__ is _numpy.ndarray and a.__class__ is out.__class__
+            and _numpy.may_share_memory(out, a) and out.flags.c_contiguous and a.flags.c_contiguous
+            and (a.nbytes != out.nbytes or _address(a) != _address(out))):
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
+                           "refer to a single memory location. Please clone() the tensor before performing the "
+                           "operation.")
+
+
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
 def write_through(a, value, region=None, fill=False):
     """``a[region] = value`` (``a[...]`` without a region) for read-only ``a``, a view that expand made: NumPy's
     broadcast views are read-only, and PyTorch writes through them. Where the destination has internal overlap,
@@ -132,12 +148,12 @@ def write_through(a, value, region=None, fill=False):
             # a basic index: the destination is a view of a (with an Ellipsis: a 0-d view, not a scalar)
             a = a[keys if any(k is Ellipsis for k in keys) else keys + (Ellipsis,)]
             region = None
-        elif _overlaps(a):
+        elif stretched(a):
             warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before "
                           "performing this operation. This also applies to advanced indexing e.g. "
                           "tensor[indices] = tensor", UserWarning, stacklevel=4)
             overlap_ok = True
-    if not overlap_ok and _overlaps(a):
+    if not overlap_ok and stretched(a):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
     w = a.view()
@@ -153,5 +169,6 @@ def basic_index(keys):
     return all(k.__class__ is not bool and isinstance(k, _BASIC) for k in keys)
 
 
-def _overlaps(a):
+def stretched(a):
+    """Whether array a has a dim of several elements at one memory element (stride 0): an expanded view."""
     return any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides))

@@ -62,6 +62,10 @@ class Tensor:
     _post_acc_hooks = None
     _retains_grad = False
     _view_fn = None  # how this view is replayed from its base: (Function, other args, parent view_fn)
+    # a view returned with others by one call (split, chunk, unbind) while it recorded, or a view of one:
+    # (PyTorch's op name, output index), or True for a view of such a view (Tensor._check_inplace)
+    _multi_view = None
+    _multi_base = False  # a base whose views include such views (Tensor._bump makes them stale)
     @staticmethod
     def _init_from(self, data, requires_grad=False, grad_fn=None, output_nr=0, vbox=None, base=None):
         self._data = data

@@ -13,18 +13,19 @@ import weakref
 
 from . import _backend
 from ._backend import dtypes as _dt
-from ._broadcast import write_through
+from ._broadcast import no_partial_overlap, write_through
 from . import creation as _creation
 from . import ops as _ops
 from . import random as _random
 from ._core import _INFERENCE_BOX, SUBCLASS_HOOKS, Size, Tensor
 from ._format import format_tensor
 from .autograd import graph as _graph
+from .autograd.graph import _Out
 from .autograd.backprop import backward as _backward
 from .autograd.function import inplace_operator as _inplace_operator
-from .autograd.grad_mode import STATE, no_grad
+from .autograd.grad_mode import STATE, enable_grad, no_grad
 from .multiprocessing import reductions as _reductions
-from .ops.views import _scatter_view, replay_view
+from .ops.views import StaleView, _scatter_view, replay_view
 
 __all__ = ["Tensor", "Size"]
 
@@ -221,11 +222,16 @@ class _Methods:
             )
         if self._vbox is _INFERENCE_BOX and STATE.enabled:
             raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.")
+        if self._multi_view is not None and STATE.enabled:
+            raise RuntimeError(_multi_view_error(self, "is being modified inplace"))
 
     def _bump(self, opname, depth=3):
         box = self._vbox
         box[0] += 1
         box[1] = (opname, _graph.SCOPE.get(), _graph.user_mark(depth))  # the line read only for an error
+        root = self._base if self._base is not None else self
+        if root._multi_base:
+            _stale_multi_views(root)
 
     def _inplace(self, opname, fn, *args, region=None):
         """Make ``self`` hold ``fn(self, *args)``: the generic in-place op, autograd included.
@@ -234,6 +240,9 @@ class _Methods:
         stored, as PyTorch's in-place kernels store them (another process writing other elements of a shared
         tensor meanwhile keeps its writes)."""
         self._check_inplace(opname)
+        for a in args:
+            if isinstance(a, Tensor):
+                no_partial_overlap(self._data, a._data)
         if not STATE.enabled or not (self._rg or any(isinstance(a, Tensor) and a._rg for a in args)):
             with no_grad():
                 r = fn(self, *args)
@@ -242,7 +251,10 @@ class _Methods:
             return self
         if self._base is not None and (self._base._rg or self._rg) and self._view_fn is not None:
             return _view_inplace(self, opname, fn, args)
-        old = Tensor._make(self._data, self._rg, self.grad_fn, self._output_nr, self._vbox, self._base)
+        # the value before the op, as its own array object (a view): an argument that is self, or a view of it,
+        # stays distinct from it where the op dedupes one array passed twice, so a save of it fails backward
+        # once the op bumps self's version, as PyTorch's (y.mul_(y)); saves of old get a copy (_detach_saved)
+        old = Tensor._make(self._data.view(), self._rg, self.grad_fn, self._output_nr, self._vbox, self._base)
         r = fn(old, *args)
         node = r.grad_fn
         if node is not None and node._saved:
@@ -252,6 +264,8 @@ class _Methods:
         self._output_nr = r._output_nr
         self._rg = r._rg
         self._bump(opname)
+        if node is not None and node._saved:
+            _save_output_as(node, r, self)
         if self._base is None:
             _refresh_views(self)
         return self
@@ -283,6 +297,20 @@ class _Methods:
             raise
 
 
+def _save_output_as(node, r, dst):
+    """An in-place op's node saved its result ``r``, whose values are now ``dst``'s (the tensor written, or its
+    view): it keeps ``dst`` at its version after the op instead, as PyTorch saves self. A later in-place op on
+    ``dst`` (or its base) then fails the backward's version check, as in PyTorch, and r's array is not kept."""
+    box = r._vbox
+    out = []
+    for entry, b, version in node._saved:
+        if b is box and entry is not None:
+            i, rg = (entry.i, entry.requires_grad) if entry.__class__ is _Out else (entry._output_nr, entry._rg)
+            entry, b, version = _Out(i, dst._data, rg), dst._vbox, dst._vbox[0]
+        out.append((entry, b, version))
+    node._saved = tuple(out)
+
+
 def _detach_saved(saved, old):
     # the node saved the value being overwritten: give it its own copy, with its own version box
     out = []
@@ -306,13 +334,16 @@ def _view_inplace(view, opname, fn, args):
     op_node = value.grad_fn
     if op_node is not None and op_node._saved:  # the op saved the view's old value: keep a copy of it
         op_node._saved = _detach_saved(op_node._saved, old_view)
-    new_base = _scatter_view(base_old, value, view._view_fn)
+    new_base = _scatter_view(base_old, value, view._view_fn,
+                             op_node is not None and getattr(op_node._fn, "_fills", False))
     node = new_base.grad_fn
     base._data[...] = new_base._data
     base.grad_fn = node
     base._output_nr = new_base._output_nr
     base._rg = True
     view._bump(opname)
+    if op_node is not None and op_node._saved:
+        _save_output_as(op_node, value, view)
     # the base's other views, and the view itself, now read from the rewritten base
     _refresh_views(base, view)
     new_view = replay_view(view._view_fn, base)
@@ -320,6 +351,28 @@ def _view_inplace(view, opname, fn, args):
     view._output_nr = new_view._output_nr
     view._rg = True
     return view
+
+
+def _multi_view_error(view, what):
+    """PyTorch's error for a view that split, chunk or unbind returned (or a view of one): ``what`` happened."""
+    op, i = view._multi_view if view._multi_view is not True else (
+        view.grad_fn.name().replace("Backward0", "") if view.grad_fn is not None else "a view", view._output_nr)
+    return (f"Output {i} of {op} is a view and {what}. This view is the output of a function that returns multiple "
+            "views. Such functions do not allow the output views to be modified inplace. You should replace the "
+            "inplace operation by an out-of-place one.")
+
+
+def _stale_multi_views(root):
+    """After an in-place op on ``root`` or a view of it, recorded or not: the views that split, chunk or unbind
+    made of it cannot be regenerated. PyTorch raises at their next use; here a gradient through them raises."""
+    with enable_grad():
+        for r in list(root.__dict__.get("_views") or ()):
+            v = r()
+            if v is not None and v._multi_view is not None and v._view_fn is not None and not (
+                    v.grad_fn is not None and v.grad_fn._fn is StaleView):
+                nv = StaleView.apply(replay_view(v._view_fn, root), _multi_view_error(
+                    v, "its base or another view of its base has been modified inplace"))
+                v.grad_fn, v._output_nr, v._rg = nv.grad_fn, nv._output_nr, nv._rg
 
 
 def _refresh_views(base, skip=None):
@@ -337,6 +390,9 @@ def _refresh_views(base, skip=None):
         live.append(r)
         if v is not skip and v._view_fn is not None:
             nv = replay_view(v._view_fn, base)
+            if v._multi_view is not None:  # PyTorch will not regenerate it: a gradient through it raises
+                nv = StaleView.apply(nv, _multi_view_error(v, "its base or another view of its base has been "
+                                                              "modified inplace"))
             v.grad_fn, v._output_nr, v._rg = nv.grad_fn, nv._output_nr, nv._rg
     base.__dict__["_views"] = live
 

@@ -237,12 +237,18 @@ def test_inplace_add_and_sub_with_alpha_match_the_general_path_and_pytorch(name,
         wb.ones(2).add_(wb.ones(2), alpha=1j)  # not a float or int: the general path, with its checks
 
 
-def test_inplace_add_with_alpha_of_an_overlapping_operand_reads_its_old_values():
-    buf = wb.arange(70_000, dtype=wb.float32)
-    x, u = buf[1:], buf[:-1]  # u[i] is x[i - 1]: a loop writing x would read what it wrote
-    want = x.numpy() + u.numpy() * np.float32(2)
-    x.add_(u, alpha=2)
-    np.testing.assert_array_equal(x.numpy(), want)
+def test_inplace_op_with_a_partly_overlapping_operand_is_pytorchs_error():
+    # u[i] is x[i - 1]: a loop writing x would read what it wrote. PyTorch refuses (assert_no_partial_overlap),
+    # before anything is written, on every path (the fused alpha loop, the ufunc, the general op)
+    for op in (lambda x, u: x.add_(u, alpha=2), lambda x, u: x.mul_(u), lambda x, u: x.copysign_(u)):
+        for lib in (wb, torch):
+            buf = lib.arange(70_000, dtype=lib.float32)
+            with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor"):
+                op(buf[1:], buf[:-1])
+            assert buf[1:].equal(lib.arange(1, 70_000, dtype=lib.float32))
+    buf = wb.arange(10.0)
+    buf[::2].add_(buf[1::2])  # interleaved, not overlapping (and not contiguous: PyTorch does not judge those)
+    np.testing.assert_array_equal(buf.numpy()[::2], np.arange(0, 10, 2) + np.arange(1, 10, 2))
     y = wb.arange(70_000, dtype=wb.float32)
     y.sub_(y, alpha=0.5)  # the same array: each element reads itself first
     np.testing.assert_array_equal(y.numpy(), np.arange(70_000, dtype=np.float32) * np.float32(0.5))
@@ -329,10 +335,9 @@ def test_hand_written_optimizer_updates_keep_the_general_path_where_they_must():
         tracemalloc.stop()
     assert peak < 100_000, peak
     buf = wb.arange(70_000, dtype=wb.float32)
-    x, u = buf[1:], buf[:-1]  # u overlaps x one element behind: the general path's values
-    want = x.numpy() + u.numpy() * u.numpy() * np.float32(0.5)
-    x.addcmul_(u, u, value=0.5)
-    np.testing.assert_array_equal(x.numpy(), want)
+    x, u = buf[1:], buf[:-1]  # u overlaps x one element behind: PyTorch's error (assert_no_partial_overlap)
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor"):
+        x.addcmul_(u, u, value=0.5)
     with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer supported"):
         wb.ones(3).addcdiv_(wb.tensor([1, 2, 3]), wb.tensor([1, 1, 1]))
     w = wb.ones(3, requires_grad=True)

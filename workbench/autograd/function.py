@@ -20,7 +20,7 @@ import weakref
 from .. import _backend
 from .._backend import fused as _fused
 from .._pyframe import call1 as _call1, call1_out as _call1_out, call2 as _call2, call2_out as _call2_out
-from .._broadcast import broadcast_error
+from .._broadcast import broadcast_error, no_partial_overlap
 from .._core import _INFERENCE_BOX
 from .._core import Tensor as _Tensor  # hot paths bind it to a local (Tensor = _Tensor)
 from . import graph
@@ -244,7 +244,9 @@ class Function:
         cls._setup = cls.setup_context is not Function.setup_context
         if cls._raw and "apply" not in cls.__dict__:
             cls.apply = classmethod(_apply_raw)
-        if cls._raw:  # PyTorch's names: an op's node is <OpName>Backward0 (MulScalar's, too, is MulBackward0)
+        if "node_name" in cls.__dict__:  # a primitive named after one of PyTorch's overloads (FillBackward2)
+            name = cls.node_name
+        elif cls._raw:  # PyTorch's names: an op's node is <OpName>Backward0 (MulScalar's, too, is MulBackward0)
             name = "".join(p.capitalize() for p in cls.op_name.split("_")) if cls.op_name else cls.__name__
             name += "Backward0"
         else:  # a custom Function's node is <ClassName>Backward
@@ -500,6 +502,8 @@ def inplace_operator(name, uf, kinds, general, alpha=False):
                     ok = other.__class__ is float or other.__class__ is int
             if ok and not (rg and STATE.enabled):
                 self._check_inplace(name)
+                if binary and b.__class__ is _ndarray:
+                    no_partial_overlap(a, b)
                 if s != 1:
                     if (b.__class__ is _ndarray and b.shape == a.shape and _fused.usable(a, b)
                             and (b is a or not _numpy.may_share_memory(a, b))):  # (the loop reads as it writes)
@@ -571,6 +575,8 @@ def _view_of(cls, args, out, xp):
             t._view_fn = (cls, args[1:], None)
         elif base._view_fn is not None:
             t._view_fn = (cls, args[1:], base._view_fn)
+            if base._multi_view is not None:  # PyTorch forbids in-place ops on a view of split's output too
+                t._multi_view = True
         return t
     return _make(out)
 

@@ -219,29 +219,62 @@ def copy_(self, src, non_blocking=False):
     return self._inplace("copy_", lambda x, s: CopyFrom.apply(x, s), src)
 
 
+class Fill(Function):
+    """Every element set to one Python number, recorded (``fill_`` on a tensor that records): the old values
+    get a zero gradient (PyTorch's ``FillBackward2``). The number replaces each element outright; an arithmetic
+    form (x * 0 + value) turned inf and NaN elements into NaN."""
+
+    _raw = True
+    op_name = "fill"
+    node_name = "FillBackward2"  # PyTorch's name: fill_'s Scalar overload
+    _fills = True  # one value everywhere: a view's in-place fill may write memory that several elements share
+
+    @staticmethod
+    def forward(ctx, x, value):
+        out = ctx.xp.empty_like(x)
+        out.fill(value)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.new_zeros(g.shape), None  # zeros, not g * 0: a NaN or inf gradient does not pass
+
+
+class Zero(Fill):
+    """``zero_`` on a tensor that records (PyTorch's ``ZeroBackward0``)."""
+
+    op_name = "zero"
+    node_name = "ZeroBackward0"
+
+
 def fill_(self, value):
     """Fill with a value, in place.  >>> wb.zeros(2).fill_(3)  ->  tensor([3., 3.])"""
+    return _fill(self, value, Fill)
+
+
+def _fill(self, value, node):
+    opname = node.op_name + "_"
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
         if STATE.enabled and (self._rg or value._rg):
-            return self._inplace("fill_", lambda x, v: CopyFrom.apply(x, v), value)
+            return self._inplace(opname, lambda x, v: CopyFrom.apply(x, v), value)
         value = value.item()
-    self._check_inplace("fill_")
+    self._check_inplace(opname)
     if STATE.enabled and self._rg:
-        return self._inplace("fill_", lambda x: x * 0 + value)
+        return self._inplace(opname, lambda x: node.apply(x, value))
     if self._data.flags.writeable:
         self._data.fill(value)
     else:  # an expanded view: one value into every element, as PyTorch
         write_through(self._data, value, fill=True)
-    self._bump("fill_")
+    self._bump(opname)
     return self
 
 
 def zero_(self):
     """Fill with zeros, in place.  >>> wb.ones(2).zero_()  ->  tensor([0., 0.])"""
-    return fill_(self, 0)
+    return _fill(self, 0, Zero)
 
 
 def view_dtype(self, dtype):

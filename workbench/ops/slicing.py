@@ -1,5 +1,6 @@
 """Slices and splits: narrow, select, split, chunk, unbind, tensor_split, and the *_scatter ops that embed a slice."""
 from .._core import Tensor
+from ..autograd.grad_mode import STATE
 from ._util import _check_scatter_src, _out, wrap_dim
 from .convert import clone
 from .index import GetItem, IndexPut
@@ -57,16 +58,30 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
                                if s == 0 else f"split expects split_size be non-negative, but got split_size={s}")
         sizes = [min(s, n - i) for i in range(0, n, s)] if n else [0]
+        op = "Split"
     else:
         sizes = [int(v) for v in split_size_or_sections]
         if sum(sizes) != n or any(v < 0 for v in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={sizes}")
+        op = "SplitWithSizes"
     out, off = [], 0
     for s in sizes:
         out.append(narrow(tensor, d, off, s))
         off += s
-    return tuple(out)
+    return _multi_output_views(tuple(out), op)
+
+
+def _multi_output_views(views, op):
+    """The views one call returned together (split, chunk, unbind), marked while grad mode records and their
+    input requires grad: PyTorch then forbids in-place ops on them, and on views of them, with grad mode on
+    (``Tensor._check_inplace``); ``op`` is PyTorch's name for the call in that error."""
+    if STATE.enabled and views and views[0]._rg:
+        for i, v in enumerate(views):
+            v._multi_view = (op, i)
+        if views[0]._base is not None:
+            views[0]._base._multi_base = True
+    return views
 
 
 def split_with_sizes(input, split_sizes, dim=0):
@@ -127,7 +142,8 @@ def tensor_split(input, indices_or_sections, dim=0):
 def unbind(input, dim=0):
     """The slices along ``dim`` as a tuple of views.  >>> [t.tolist() for t in wb.eye(2).unbind()]  ->  [[1.0, 0.0], [0.0, 1.0]]"""
     d = wrap_dim(dim, input._data.ndim)
-    return tuple(GetItem.apply(input, (slice(None),) * d + (i, Ellipsis)) for i in range(input.shape[d]))
+    return _multi_output_views(tuple(GetItem.apply(input, (slice(None),) * d + (i, Ellipsis))
+                                     for i in range(input.shape[d])), "Unbind")
 
 
 # --- split/scatter variants ------------------------------------------------------------------------
@@ -211,7 +227,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     base = clone(input).contiguous()
     region = as_strided(base, size, stride, storage_offset)
     _check_scatter_src("as_strided_scatter", region, src)
-    return ScatterView.apply(base, src, region._view_fn)
+    return ScatterView.apply(base, src, region._view_fn, False)
 
 
 __all__ = ["narrow", "select", "split", "chunk", "tensor_split", "unbind", "hsplit", "vsplit", "dsplit",

@@ -7,7 +7,7 @@ every as_strided-style view is one storage-map primitive (``StorageMap``). Writi
 import math
 
 from .. import _backend
-from .._broadcast import infer_size, sum_to, write_through
+from .._broadcast import infer_size, stretched, sum_to, write_through
 from .._core import Size, Tensor
 from ..autograd.function import Function, _NoGradCtx
 from ..autograd.grad_mode import STATE
@@ -294,9 +294,11 @@ def replay_view(vf, base):
     return cls.apply(base if parent is None else replay_view(parent, base), *rest)
 
 
-def _scatter_view(base, value, vf):
-    """base with the region of view chain ``vf`` replaced by ``value`` (for in-place ops on views)."""
-    return ScatterView.apply(base, value, vf)
+def _scatter_view(base, value, vf, fill=False):
+    """base with the region of view chain ``vf`` replaced by ``value`` (for in-place ops on views). ``fill``: the
+    value is one number everywhere (fill_, zero_), which may be written where the region's elements share
+    memory (an expanded view), as PyTorch writes it."""
+    return ScatterView.apply(base, value, vf, fill)
 
 
 class ScatterView(Function):
@@ -304,7 +306,7 @@ class ScatterView(Function):
     op_name = "copy_slices"
 
     @staticmethod
-    def forward(ctx, base, value, vf):
+    def forward(ctx, base, value, vf, fill):
         out = ctx.xp.array(base, copy=True)
         region = _replay_raw(vf, out)
         try:
@@ -312,17 +314,36 @@ class ScatterView(Function):
         except ValueError:
             if region.flags.writeable:
                 raise
-            write_through(region, value)  # an expanded view (PyTorch's error where it overlaps)
+            write_through(region, value, fill=fill)  # an expanded view (PyTorch's error where it overlaps)
         ctx.vf = vf
         return out
 
     @staticmethod
     def backward(ctx, g):
-        # the chain may hold as_strided, which addresses storage: replay it on a contiguous gradient
+        # the chain may hold as_strided, which addresses storage: replay it on a contiguous gradient. Zeroing
+        # an overlapping region of it is PyTorch's backward error for an in-place fill of an expanded view
         g = g.contiguous()
         gb = _scatter_view(g, 0.0, ctx.vf) if ctx.needs_input_grad[0] else None
         gv = replay_view(ctx.vf, g) if ctx.needs_input_grad[1] else None
-        return gb, gv, None
+        return gb, gv, None, None
+
+
+class StaleView(Function):
+    """The node of a view that split, chunk or unbind returned, after its base (or another view of it) was
+    modified in place: PyTorch refuses to regenerate such a view's grad_fn, and a gradient through it raises
+    PyTorch's error (``message``) here. The forward passes the values through."""
+
+    _raw = True
+    op_name = "stale_view"
+
+    @staticmethod
+    def forward(ctx, x, message):
+        ctx.message = message
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError(ctx.message)
 
 
 def _replay_raw(vf, arr):
@@ -390,15 +411,25 @@ class StorageMap(Function):
 
 
 class _StridedView(Function):
-    """A view made with as_strided; subclasses give ``_view_of(xp, x, *args) -> view``."""
+    """A view made with as_strided; subclasses give ``_view_of(xp, x, *args) -> view``. Its gradient moves g
+    through memory (StorageMap): from the view's positions to x's. Where x is an expanded tensor (several of
+    its elements share one memory element), that would hand each of them the whole sum; a view defined by
+    index (``_by_index``: diagonal, unfold) then maps by index instead, through a contiguous layout of x's
+    shape, as PyTorch's diagonal_backward. as_strided is defined by memory and keeps it."""
 
     _raw = True
     _view = True
+    _by_index = False
 
     @classmethod
     def forward(cls, ctx, x, *args):
-        y = cls._view_of(ctx.xp, x, *args)
-        ctx.geo = (_geometry(y, x), _own_geometry(x))
+        xp = ctx.xp
+        y = cls._view_of(xp, x, *args)
+        if cls._by_index and stretched(x):
+            c = xp.empty(x.shape, x.dtype)
+            ctx.geo = (_geometry(cls._view_of(xp, c, *args), c), _own_geometry(c))
+        else:
+            ctx.geo = (_geometry(y, x), _own_geometry(x))
         return y
 
     @staticmethod
@@ -422,6 +453,8 @@ def _diagonal_view(xp, x, offset, d1, d2):
 
 
 class Diagonal(_StridedView):
+    _by_index = True
+
     @staticmethod
     def _view_of(xp, x, offset, d1, d2):
         return _diagonal_view(xp, x, offset, d1, d2)
@@ -445,6 +478,8 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 
 class Unfold(_StridedView):
+    _by_index = True
+
     @staticmethod
     def _view_of(xp, x, dim, size, step):
         if x.ndim == 0:
