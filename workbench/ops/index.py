@@ -81,6 +81,78 @@ def _convert_key1(k, x):
                      f"valid indices (got {type(k).__name__})")
 
 
+_PLAIN = frozenset((int, slice, type(None), type(Ellipsis)))
+
+
+def _torch_order(key, ndim):
+    """None where NumPy and PyTorch put an advanced index's dims in the same place, else (n, p): the first n
+    dims of NumPy's result belong at p in PyTorch's. They differ where only integers, or an Ellipsis that spans
+    no dim, keep the index arrays apart (``x[0, :, idx]``: PyTorch (3, 2), NumPy (2, 3)). PyTorch applies
+    integers first (each removes its dim; a 0-d integer tensor counts as one), so its index arrays are adjacent
+    and their dims stay in place; to NumPy an integer is an index array too, and index arrays that are not
+    adjacent, an Ellipsis between them or not, put their dims first."""
+    if key.__class__ is not tuple:
+        return None
+    for k in key:  # (every basic key: ints, slices, None and Ellipsis only)
+        if k.__class__ not in _PLAIN:
+            break
+    else:
+        return None
+    arrays = ints = ellipsis = None
+    for i, k in enumerate(key):
+        c = k.__class__
+        if c is int:
+            ints = (ints or []) + [i]
+        elif c is slice or k is None:
+            continue
+        elif k is Ellipsis:
+            ellipsis = i
+        elif c is bool or k.ndim or k.dtype.kind == "b":
+            arrays = (arrays or []) + [i]
+        else:  # a 0-d integer array
+            ints = (ints or []) + [i]
+    if arrays is None or len(arrays) + len(ints or ()) < 2:
+        return None
+    adv = sorted(arrays + (ints or []))
+    if adv[-1] - adv[0] + 1 == len(adv):
+        return None  # adjacent for NumPy, then for PyTorch too, at the same place
+    consumed = sum(k.ndim if hasattr(k, "dtype") and k.dtype.kind == "b" else
+                   0 if k is None or k is Ellipsis or k.__class__ is bool else 1 for k in key)
+    gone = set(ints or ())
+    if ellipsis is not None and ndim == consumed:
+        gone.add(ellipsis)  # it spans no dim
+    rest = [i for i in range(len(key)) if i not in gone]
+    where = [rest.index(i) for i in arrays]
+    if where[-1] - where[0] + 1 != len(where):
+        return None  # apart for both: both put the dims first
+    p = sum(ndim - consumed if key[i] is Ellipsis else 1 for i in range(arrays[0]) if i not in gone)
+    n = max(1 if key[i].__class__ is bool or key[i].dtype.kind == "b" else key[i].ndim for i in arrays)
+    return (n, p) if p else None
+
+
+def _to_torch(xp, y, order):
+    """An advanced index's result (or a gradient there) moved from NumPy's dims order to PyTorch's."""
+    n, p = order
+    return xp.ascontiguousarray(xp.moveaxis(y, tuple(range(n)), tuple(range(p, p + n))))
+
+
+def _to_numpy(xp, y, order):
+    n, p = order
+    return xp.moveaxis(y, tuple(range(p, p + n)), tuple(range(n)))
+
+
+def _value_in_numpy_order(xp, v, shape, order):
+    """A value stored through an index whose dims PyTorch orders differently (``_torch_order``): broadcast to
+    the indexed region's shape in PyTorch's order (``shape``, NumPy's order), then put in NumPy's."""
+    n, p = order
+    want = shape[n:n + p] + shape[:n] + shape[n + p:]
+    try:
+        vb = xp.broadcast_to(v, want)
+    except ValueError as e:
+        raise _shape_mismatch(v, want, e) from None
+    return _to_numpy(xp, vb, order)
+
+
 def _is_basic(key):
     ks = key if isinstance(key, tuple) else (key,)
     return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in ks)
@@ -96,9 +168,14 @@ class GetItem(Function):
         ctx.in_shape = x.shape
         ctx.key = key
         try:
-            return x[key]
+            y = x[key]
         except IndexError as e:
             raise IndexError(f"{e} (indexing a tensor of shape {list(x.shape)})") from None
+        b = y.base
+        if b is not None and (b is x or b is x.base):
+            return y  # a view: a basic index (no index arrays)
+        order = _torch_order(key, x.ndim)
+        return y if order is None else _to_torch(ctx.xp, y, order)
 
     @staticmethod
     def backward(ctx, g):
@@ -119,12 +196,13 @@ class IndexBackward(Function):
         if _is_basic(key):
             out[key] = g
         else:
-            ufunc_at(xp, "add", out, key, g)
+            order = _torch_order(key, len(shape))
+            ufunc_at(xp, "add", out, key, g if order is None else _to_numpy(xp, g, order))
         return out
 
     @staticmethod
     def backward(ctx, gg):
-        return gg[ctx.key], None, None
+        return gg[ctx.key], None, None  # (a Tensor's index: GetItem, in PyTorch's order)
 
 
 def getitem(input, key):
@@ -155,6 +233,9 @@ class IndexPut(Function):
         ctx.key = key
         ctx.accumulate = accumulate
         vv = v if not hasattr(v, "dtype") else v.astype(x.dtype, copy=False)
+        order = _torch_order(key, x.ndim)
+        if order is not None and hasattr(vv, "shape"):
+            vv = _value_in_numpy_order(xp, vv, out[key].shape, order)
         if accumulate:
             ufunc_at(xp, "add", out, key, xp.broadcast_to(vv, out[key].shape) if hasattr(vv, "shape") else vv)
         else:
@@ -171,7 +252,7 @@ class IndexPut(Function):
             gx = g
         else:
             gx = IndexPut.apply(g, ctx.key, 0.0)
-        gv = g[ctx.key] if ctx.needs_input_grad[2] else None
+        gv = g[ctx.key] if ctx.needs_input_grad[2] else None  # (GetItem: in PyTorch's order)
         return gx, None, gv, None
 
 
@@ -205,6 +286,9 @@ def setitem(self, key, value):
     v = value._data if isinstance(value, Tensor) else value
     if hasattr(v, "dtype"):
         v = v.astype(a.dtype, copy=False)
+        order = _torch_order(k, a.ndim)
+        if order is not None:
+            v = _value_in_numpy_order(_backend.xp_of(a), v, a[k].shape, order)
     try:
         a[k] = v  # NumPy and CuPy copy a source that overlaps the destination first
     except ValueError as e:
