@@ -283,6 +283,11 @@ class _Methods:
         elif rd is a:
             return
         else:
+            if region is None and rd.shape != a.shape and rd.size == a.size:
+                # NumPy would drop the result's leading 1-dims ((1, 3) into (3,)); PyTorch's in-place output
+                # must have the broadcast shape
+                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                                   f"{list(rd.shape)} (in {opname})")
             key, value = None, rd
         try:
             a[... if key is None else key] = value

@@ -325,9 +325,19 @@ class Pow(Function):
         rd = result_dtype(a, b)
         xp = ctx.xp
         a2, b2 = cast(a, rd), cast(b, rd)
-        if rd.kind in "iu" and bool((b2 < 0).any() if _isarr(b2) else b2 < 0):
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        if rd == bool:  # a bool tensor to a bool power stays bool; two bool tensors have no kernel
+        neg = None
+        if rd.kind in "iu":
+            if not _isarr(b2):
+                if b2 < 0:
+                    raise RuntimeError("Integers to negative integer powers are not allowed.")
+            elif bool((b2 < 0).any()):  # a tensor exponent: PyTorch's integer kernel computes these
+                neg = b2 < 0
+        if neg is not None:
+            # base ** negative: 1 for base 1, +-1 for base -1 (by the exponent's parity), else 0, as PyTorch
+            r = xp.power(a2, xp.where(neg, 0, b2))
+            flip = xp.where((b2 % 2) == 0, 1, -1).astype(rd)
+            r = xp.where(neg, xp.where(a2 == 1, 1, xp.where(a2 == -1, flip, 0)).astype(rd), r).astype(rd)
+        elif rd == bool:  # a bool tensor to a bool power stays bool; two bool tensors have no kernel
             if _isarr(b):
                 raise dtype_error("pow", rd)
             r = a2 | (not b2)
