@@ -13,6 +13,7 @@ from .autograd.function import Function
 from .autograd.grad_mode import STATE, no_grad
 from .creation import _size_args
 from .creation import _sizes_or_keyword
+from ._array_step import array_step
 from ._outargs import _out
 
 np = _backend.numpy
@@ -98,12 +99,26 @@ def _setup(size, dtype, device, generator, default=None):
     shape = _size_args(size, "rand")
     dt = _dt.to_dtype(dtype) if dtype is not None else (default or _dt.get_default_dtype())
     dev = _backend.resolve_device(device) if device is not None else _backend.CPU
-    g = generator or default_generator
-    return shape, dt, dev, g._stream(dev)
+    return shape, dt, dev, generator or default_generator
 
 
 def _done(arr, dt, requires_grad):
     t = Tensor._make(arr.astype(dt.np, copy=False))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _sampled(draw, g, dev, dt, requires_grad):
+    """The tensor of ``draw(stream)`` (the generator's stream on ``dev``), drawn inside one array step, so that
+    ``workbench.compile`` draws again on each replay from the generator's state then, as eager calls do."""
+    def sample():
+        if dev.type == "cpu":
+            return draw(g._stream(dev)).astype(dt.np, copy=False)
+        with _backend.on_device(dev):
+            return draw(g._stream(dev)).astype(dt.np, copy=False)
+
+    t = array_step(sample)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -143,22 +158,19 @@ def _uniform(rs, dev, shape):
 def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
     """Uniform samples in [0, 1).  >>> wb.rand(2, 3).shape  ->  workbench.Size([2, 3])"""
-    shape, dt, dev, rs = _setup(_sizes_or_keyword(sizes, size, "rand"), dtype, device, generator)
-    arr = _uniform(rs, dev, shape)
-    return _out(_done(arr, dt, requires_grad), out)
+    shape, dt, dev, g = _setup(_sizes_or_keyword(sizes, size, "rand"), dtype, device, generator)
+    return _out(_sampled(lambda rs: _uniform(rs, dev, shape), g, dev, dt, requires_grad), out)
 
 
 def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
     """Standard normal samples.  >>> wb.randn(4).shape  ->  workbench.Size([4])"""
-    shape, dt, dev, rs = _setup(_sizes_or_keyword(sizes, size, "randn"), dtype, device, generator)
-    with _backend.on_device(dev):
-        arr = rs.standard_normal(shape) if dev.type == "cpu" else rs.standard_normal(shape)
-    if dt.is_complex:
-        with _backend.on_device(dev):
-            im = rs.standard_normal(shape)
-        arr = (arr + 1j * im) / np.sqrt(2)
-    return _out(_done(arr, dt, requires_grad), out)
+    shape, dt, dev, g = _setup(_sizes_or_keyword(sizes, size, "randn"), dtype, device, generator)
+
+    def draw(rs):
+        arr = rs.standard_normal(shape)
+        return (arr + 1j * rs.standard_normal(shape)) / np.sqrt(2) if dt.is_complex else arr
+    return _out(_sampled(draw, g, dev, dt, requires_grad), out)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -172,19 +184,16 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
         low, high = 0, low
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    shape, dt, dev, rs = _setup((tuple(size),), dtype, device, generator, _dt.int64)
-    with _backend.on_device(dev):
-        arr = rs.integers(low, high, shape) if dev.type == "cpu" else rs.randint(low, high, shape)
-    return _out(_done(arr, dt, requires_grad), out)
+    shape, dt, dev, g = _setup((tuple(size),), dtype, device, generator, _dt.int64)
+    return _out(_sampled(lambda rs: rs.integers(low, high, shape) if dev.type == "cpu" else rs.randint(low, high, shape),
+                         g, dev, dt, requires_grad), out)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     """A random permutation of 0..n-1.  >>> sorted(wb.randperm(4).tolist())  ->  [0, 1, 2, 3]"""
-    shape, dt, dev, rs = _setup((), dtype, device, generator, _dt.int64)
-    with _backend.on_device(dev):
-        arr = rs.permutation(n)
-    return _out(_done(arr, dt, requires_grad), out)
+    shape, dt, dev, g = _setup((), dtype, device, generator, _dt.int64)
+    return _out(_sampled(lambda rs: rs.permutation(n), g, dev, dt, requires_grad), out)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):

@@ -258,7 +258,7 @@ class _Methods:
         r = fn(old, *args)
         node = r.grad_fn
         if node is not None and node._saved:
-            node._saved = _detach_saved(node._saved, old)
+            node._saved = _detach_saved(node, old)
         self._write(r, opname, region)
         self.grad_fn = node
         self._output_nr = r._output_nr
@@ -316,10 +316,10 @@ def _save_output_as(node, r, dst):
     node._saved = tuple(out)
 
 
-def _detach_saved(saved, old):
+def _detach_saved(node, old):
     # the node saved the value being overwritten: give it its own copy, with its own version box
     out = []
-    for entry in saved:
+    for entry in node._saved:
         t = entry[0]
         if t is old:
             old._data = old.xp_copy()
@@ -338,11 +338,11 @@ def _view_inplace(view, opname, fn, args):
     value = fn(old_view, *args)
     op_node = value.grad_fn
     if op_node is not None and op_node._saved:  # the op saved the view's old value: keep a copy of it
-        op_node._saved = _detach_saved(op_node._saved, old_view)
+        op_node._saved = _detach_saved(op_node, old_view)
     new_base = _scatter_view(base_old, value, view._view_fn,
                              op_node is not None and getattr(op_node._fn, "_fills", False))
     node = new_base.grad_fn
-    base._data[...] = new_base._data
+    base._write(new_base, opname)  # (not a raw store: workbench.compile records the write)
     base.grad_fn = node
     base._output_nr = new_base._output_nr
     base._rg = True

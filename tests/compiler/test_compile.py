@@ -92,6 +92,10 @@ ZOO = {
                            (2, 2, 5, 5), None),
     "dropout": (lambda: nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.SiLU(), nn.Linear(8, 2)), (4, 8), None),
     "embedding": (lambda: nn.Sequential(nn.Embedding(10, 8), nn.Linear(8, 2)), (4, 3), 10),
+    "spectral-norm": (lambda: nn.Sequential(nn.utils.parametrizations.spectral_norm(nn.Linear(8, 8)), nn.Tanh(),
+                                            nn.Linear(8, 3)), (4, 8), None),
+    "relu-inplace": (lambda: nn.Sequential(nn.Linear(8, 16), nn.ReLU(inplace=True), nn.Linear(16, 3)), (4, 8),
+                     None),
     "lstm": (lambda: nn.LSTM(8, 8, batch_first=True), (2, 3, 8), None),
     "gru": (lambda: nn.GRU(8, 8, batch_first=True), (2, 3, 8), None),
     "rnn-tanh-2layers": (lambda: nn.RNN(8, 8, num_layers=2), (3, 2, 8), None),
@@ -400,6 +404,150 @@ def test_in_place_on_a_leaf_raises_as_eager():
     c = wb.compile(lambda: w.add_(1))
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         c()
+
+
+def test_an_argument_that_requires_grad_gets_its_gradient_on_every_replay():
+    w = nn.Parameter(wb.randn(6))
+
+    def f(x):
+        loss = (wb.maximum(x, w).relu() ** 2).mean()
+        loss.backward()
+        return loss
+
+    c = wb.compile(f)
+    for i in range(3):
+        x1, x2 = (_input((4, 6), seed=i).requires_grad_() for _ in range(2))
+        w.grad = None
+        f(x1)
+        g1 = _bits(w.grad)
+        w.grad = None
+        c(x2)
+        assert x2.grad is not None and _bits(x2.grad) == _bits(x1.grad) and _bits(w.grad) == g1
+    assert wb.compiler.explain(c).replays == 2
+
+
+def test_an_argument_with_a_graph_of_its_own_is_not_replayed_as_a_leaf():
+    w = nn.Parameter(wb.randn(6))
+
+    def f(x):
+        (x * w).sum().backward()
+
+    c = wb.compile(f)
+    a = wb.randn(4, 6, requires_grad=True)
+    c(a)
+    c(a)  # a leaf: replayed
+    b = wb.randn(4, 6, requires_grad=True)
+    c(b * 2)  # a non-leaf: its gradient must reach b, through the graph made outside the call
+    assert b.grad is not None and _bits(b.grad) == _bits(w.detach().expand(4, 6) * 2)
+    e = wb.compiler.explain(c)
+    assert e.replays == 1 and e.traces == 2
+    assert "recorded before the call" in e.reasons[0]
+
+
+def test_a_shape_that_follows_from_values_is_checked_on_replay():
+    def f(x):
+        n = (x > 0).nonzero().shape[0]  # Python reads the count: the trace would bake it in
+        return x * n + x[x < 0].sum()
+
+    c = wb.compile(f)
+    xs = [wb.tensor([[1., -2.], [3., 4.]]), wb.tensor([[-1., -2.], [3., 4.]]), wb.tensor([[5., -6.], [7., 8.]])]
+    for x in xs:
+        assert _bits(c(x)) == _bits(f(x))
+    e = wb.compiler.explain(c)
+    assert (e.replays, e.eager_calls, e.programs[0].shape_misses) == (1, 1, 1)
+    assert "nonzero's shape changed" in e.log[-1][1] and "ran eagerly where a shape" in repr(e)
+
+
+def test_a_value_dependent_shape_read_after_a_state_change_runs_eagerly():
+    w = nn.Parameter(wb.randn(6))
+    opt = wb.optim.SGD([w], lr=0.1)
+
+    def step(x):
+        opt.zero_grad()  # does not count: the eager call repeats it to the same effect
+        (x * w).sum().backward()
+        opt.step()
+        return x * (w > 0).nonzero().shape[0]
+
+    c = wb.compile(step)
+    c(wb.ones(6))
+    c(wb.ones(6))
+    e = wb.compiler.explain(c)
+    assert e.replays == 0 and "after AccumulateGrad ran" in e.reasons[0]
+
+
+def test_argmax_argsort_and_masked_fill_replay():
+    def f(x):
+        i = x.argmax(1, keepdim=True)
+        return x.gather(1, x.argsort(1)) + x.masked_fill(x > 0.5, 2.0) * x.gather(1, i) + x.argmin()
+
+    c = wb.compile(f)
+    for seed in range(3):
+        x = _input((3, 5), seed=seed)
+        assert _bits(c(x)) == _bits(f(x))
+    assert wb.compiler.explain(c).replays == 2
+
+
+def _set_rows(x):
+    y = x * 1
+    y[:, 1:3].add_(x[:, :2])  # in place on a view of a tensor that records: the base is rewritten
+    return y
+
+
+WRITES = {
+    "copy_ under no_grad": lambda x: wb.zeros(4, 5).copy_(x * 2) + 1,
+    "copy_ into the argument": lambda x: x.copy_(x.flip(0) * 3) + 0,
+    "fill_": lambda x: (x * 1).fill_(2.0) + x,
+    "zero_": lambda x: (x * 1).zero_() + x,
+    "index_add_ into zeros": lambda x: wb.zeros(5).index_add_(0, wb.tensor([0, 0, 4]), x[0, :3]) * 2,
+    ".data.copy_": lambda x: (x * 1).data.copy_(x * 5) + 0,
+    "out=": lambda x: wb.mul(x, 2, out=wb.empty(4, 5)) + 1,
+    "in place on a view": _set_rows,
+    "randn_like": lambda x: x + wb.randn_like(x),
+    "rand, randint, randperm": lambda x: x * wb.rand(5) + wb.randint(0, 3, (5,)) + x[wb.randperm(4)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+def test_writes_and_draws_replay_as_eager(name):
+    """Each of these once replayed wrongly (a write or a draw the trace did not record) or not at all."""
+    f = WRITES[name]
+    c = wb.compile(f)
+    for seed in range(4):
+        x1, x2 = _input((4, 5), seed=seed), _input((4, 5), seed=seed)
+        wb.manual_seed(seed)
+        r1 = f(x1)
+        wb.manual_seed(seed)
+        r2 = c(x2)
+        assert _bits(r1) == _bits(r2) and _bits(x1) == _bits(x2)
+    assert wb.compiler.explain(c).replays == 3
+
+
+def test_in_place_random_fills_run_eagerly_with_the_reason():
+    c = wb.compile(lambda x: x + wb.empty_like(x).normal_())
+    c(wb.ones(3))
+    c(wb.ones(3))
+    e = wb.compiler.explain(c)
+    assert e.replays == 0 and "normal_() fills a tensor with random numbers in place" in e.reasons[0]
+
+
+def test_a_backward_whose_op_hands_back_its_input_array_replays():
+    # CopyBackward0's cast of the gradient to its own dtype returns the same array: it must keep its slot
+    m = nn.Parameter(wb.randn(5, 5))
+
+    def f(x):
+        h = wb.zeros(4, 5).copy_(x @ m)
+        loss = (h * h).mean()
+        loss.backward()
+        return loss
+
+    c = wb.compile(f)
+    for seed in range(3):
+        x = _input((4, 5), seed=seed)
+        m.grad = None
+        l1, g1 = _bits(f(x)), _bits(m.grad)
+        m.grad = None
+        assert _bits(c(x)) == l1 and _bits(m.grad) == g1
+    assert wb.compiler.explain(c).replays == 2
 
 
 def test_fullgraph_raises_and_the_recompile_limit_falls_back():

@@ -9,7 +9,7 @@ DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "compile.md"
 
 def test_compile_doc_runs():
     """run_page checks the printed lines against the page's ```text blocks (tests/test_doc_pages.py runs it too)."""
-    assert [b.expected is not None for b in doc_pages.blocks(DOC)] == [True, True, True]
+    assert [b.expected is not None for b in doc_pages.blocks(DOC)] == [True, True, True, True]
     ns = doc_pages.run_page(DOC)
     assert ns["torch"].compiler.explain(ns["f"]).eager_calls == 1
 

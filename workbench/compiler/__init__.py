@@ -98,6 +98,9 @@ class Explanation:
                  f"{self.replays} replay(s), {self.eager_calls} eager call(s)"]
         for i, p in enumerate(self.programs):
             graph = "" if p.cuda_graph is None else f"; {p.cuda_graph.describe()}"
+            if p.shape_misses:
+                graph += (f"; {p.shape_misses} call(s) ran eagerly where a shape that follows from the values "
+                          "changed")
             if p.reason is None and p.backward_steps:
                 lines.append(f"  trace {i}: replays {len(p.steps) - p.backward_steps} steps, and "
                              f"{p.backward_steps} in the backward of its one tape node ({p.replays} replays{graph})")

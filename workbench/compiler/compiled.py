@@ -45,9 +45,18 @@ class CompiledFunction:
                     return self._fn(*args, **kwargs)
                 self.calls["replay"] += 1
                 p.replays += 1
-                if self._cuda_graphs:
-                    return _cudagraph.call(p, args, kwargs)
-                return p.run(args, kwargs)
+                try:
+                    if self._cuda_graphs:
+                        return _cudagraph.call(p, args, kwargs)
+                    return p.run(args, kwargs)
+                except _trace.ShapeChanged as e:  # raised before the replay changed anything
+                    self.calls["replay"] -= 1
+                    p.replays -= 1
+                    p.shape_misses += 1
+                    self.calls["eager"] += 1
+                    if p.shape_misses == 1:
+                        self.log.append(("eager", str(e)))
+                    return self._fn(*args, **kwargs)
         if len(self._programs) >= self._limit:
             self.calls["eager"] += 1
             if not self.log or self.log[-1][0] != "limit":
@@ -66,7 +75,7 @@ class CompiledFunction:
             if id(t._data) not in T.slot_of:
                 n = T.new_slot(t._data)
                 T.bindings[n] = ("arg", t)
-        seq0 = next(_graph._seq)
+        seq0 = T.seq0 = next(_graph._seq)
         with T:
             result = self._fn(*args, **kwargs)
             if T.reason is None and STATE.enabled:

@@ -33,6 +33,9 @@ def why_not(program):
     for kind, op, _scope in program.steps:
         if kind in _NOT_CAPTURED:
             return _NOT_CAPTURED[kind].format(op=op)
+    if program.checks:
+        return ("its shapes follow from values (nonzero, a boolean mask), which the replay checks on the host and a "
+                "graph would fix")
     if program.random:
         return "it draws random numbers (a captured graph would repeat the same ones on every launch)"
     return None

@@ -16,7 +16,7 @@ from ..autograd import engine as _engine
 from ..autograd import function as _function
 from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
-from .trace import Unsupported
+from .trace import ShapeChanged, Unsupported, _where, slot_refs as _slot_refs
 
 np = _backend.numpy
 _make = Tensor._make
@@ -126,7 +126,7 @@ class Program:
         self._names = {}
         self._globals = {"Tensor": Tensor, "STATE": STATE, "np": np, "_ACC": accumulate, "_SETGRAD": set_grad,
                          "_OUT": make_output, "_BW": _engine._call_backward, "_mk": _make,
-                         "_asarray": _backend.numpy.asarray}
+                         "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged}
         self.guard_src = self._guard_source(args, kwargs, arg_paths)
         self.guard = self._compile(self.guard_src, "guard")
         self.run = None
@@ -136,6 +136,8 @@ class Program:
         self.random = tracer.random
         self.externals = [t for t, _slot in tracer.externals.values()]
         self.cuda_graph = None  # mode="reduce-overhead": the program's cudagraph.GraphReplay
+        self.checks = 0  # shapes that follow from values, checked by the replay (see _value_checks)
+        self.shape_misses = 0  # replays that found one changed and ran the call eagerly
         if self.reason is None:
             try:
                 self.run_src = self._program_source(result, arg_paths)
@@ -207,11 +209,14 @@ class Program:
                 f"{expr}._data.__class__ is {self._bind(d.__class__, 'K')}",
                 f"{expr}._data.shape == {tuple(d.shape)!r}",
                 f"{expr}._data.dtype == {self._bind(d.dtype, 'K')}",
-                f"{expr}._rg is {bool(t._rg)}"]
+                f"{expr}._rg is {bool(t._rg)}"] + (
+                    # a leaf's gradient is accumulated into it; a non-leaf's flows on to its graph
+                    [f"({expr}.grad_fn is None) is {t.grad_fn is None}"] if t._rg else [])
 
     # --- the program ---------------------------------------------------------------------------
     def _program_source(self, result, arg_paths):
         T = self.tracer
+        self._arg_paths = arg_paths
         region = T.region
         events = T.events
         if region is not None:
@@ -256,6 +261,7 @@ class Program:
             dead.setdefault(i, []).extend(f"s{o}" for o in ev.outs if o not in uses)
         for k, i in ctx_uses.items():
             dead.setdefault(i, []).append(f"_c{k}")
+        self._value_checks(events, stop)
         host_vars = {}
         ctx = {"uses": uses, "units": units, "events": events, "host_vars": host_vars, "dead": dead,
                "grad_mode": bool(STATE.enabled), "in_backward": False}
@@ -273,6 +279,36 @@ class Program:
             body = ["    try:"] + ["    " + ln for ln in lines[1:]] + ["    finally:", "        STATE.enabled = True"]
             lines = lines[:1] + body
         return "\n".join(lines) + "\n"
+
+    def _value_checks(self, events, stop):
+        """Count the replay's shape checks (events whose shape follows from values and was read by Python:
+        nonzero's count in a reshape, a mask's in a size); fail if one would come after the call changed
+        something a fallback to eager could not undo."""
+        T = self.tracer
+        checked = [i for i, ev in enumerate(events) if ev.checked is not None]
+        if not checked:
+            return
+        if checked[-1] >= stop:
+            ev = events[checked[-1]]
+            raise Unsupported(f"{ev.op}'s shape follows from the values{_where(ev.value_shaped)} and was read in the "
+                              f"backward that runs after the call ({ev.checked})")
+        self.checks = len(checked)
+        last = checked[-1]
+        changed = "it drew random numbers" if T.random_from is not None and T.random_from <= last else None
+        for ev in events[:last]:
+            if changed is not None:
+                break
+            if ev.kind in ("acc", "setgrad") or ev.kind == "opaque" and not ev.op.endswith("zero_grad"):
+                changed = f"{ev.op} ran"  # (zero_grad is not: the eager call does it again, to the same effect)
+            elif ev.kind == "write":  # into an argument, a parameter, or a view (of who knows what)
+                dst = ev.ins[0][1]
+                if T.bindings.get(dst) is not None or T.arrays[dst].base is not None:
+                    changed = f"{ev.op} wrote a tensor in place"
+        if changed is not None:
+            ev = events[last]
+            raise Unsupported(f"{ev.op}'s shape follows from the values{_where(ev.value_shaped)} and the call read "
+                              f"it ({ev.checked}) after {changed}: a replay could not fall back to eager where the "
+                              "shape differs")
 
     def _event_lines(self, i, ev, ctx, lines):
         """The source lines of event ``i``, appended to ``lines``."""
@@ -299,7 +335,7 @@ class Program:
                 call = f"{self._bind(ev.fn, 'F')}({c}{', ' if args_src else ''}{args_src})"
             else:  # a recorded forward: its ctx keeps what the backward formulas read
                 _, xp, nig = info
-                need = [e for e in ev.extract if e[0] in uses]
+                need = [e for e in ev.extract if e[0] in uses] or list(ev.copy_saved)
                 unit_node = units.get(id(ev))
                 if unit_node is not None or need:
                     ctxc = self._bind(_unit_ctx_class(xp, unit_node) if unit_node is not None
@@ -314,7 +350,16 @@ class Program:
             lines.append(f"    {lhs} = {call}")
             for k in ev.scalar:
                 lines.append(f"    s{outs[k]} = _asarray(s{outs[k]})")
+            if ev.checked is not None:
+                why = self._bind(f"{ev.op}'s shape changed (it follows from the values; the traced call read it: "
+                                 f"{ev.checked})", "V")
+                for o in outs:
+                    lines.append(f"    if s{o}.shape != {tuple(T.arrays[o].shape)!r}:")
+                    lines.append(f"        raise _SHAPE({why})")
             if info != "ufunc" and info[0] == "ctx":
+                for k, slot in ev.copy_saved:  # the value an in-place op overwrites next: the ctx keeps a copy
+                    lines.append(f"    s{slot} = _c{i}._saved[{k}].copy()")
+                    lines.append(f"    _c{i}._saved = _c{i}._saved[:{k}] + (s{slot},) + _c{i}._saved[{k + 1}:]")
                 for slot, where, key, sub in ev.extract:
                     if slot in uses:
                         src = f"_c{i}._saved[{key}]" if where == "saved" else f"_c{i}.{key}"
@@ -337,11 +382,11 @@ class Program:
         elif ev.kind == "acc":
             g = ev.ins[1]
             steal = g[0] == "s" and uses.get(g[1], -1) <= i and T.bindings.get(g[1]) is None
-            lines.append(f"    {lhs} = _ACC({self._bind(ev.info, 'L')}, {self._ref_src(g)}, {steal})")
+            lines.append(f"    {lhs} = _ACC({self._leaf_src(ev.info)}, {self._ref_src(g)}, {steal})")
         elif ev.kind == "setgrad":
             v = ev.ins[1]
             val = "None" if v == ("c", None) else f"Tensor._make({self._ref_src(v)})"
-            lines.append(f"    _SETGRAD({self._bind(ev.info, 'L')}, {val})")
+            lines.append(f"    _SETGRAD({self._leaf_src(ev.info)}, {val})")
         elif ev.kind == "opaque":
             fn, a, k = ev.fn
             if ev.info == "step" and len(a) == 1 and not k and not outs:  # optimizer.step(), no closure
@@ -409,6 +454,11 @@ class Program:
         res = ", ".join(f"s{s}" for _src, s in region.contributions)
         lines.append(f"    return ({res}{',' if len(region.contributions) == 1 else ''})")
         return "\n".join(lines) + "\n"
+
+    def _leaf_src(self, t):
+        # the tensor whose .grad an event sets: this call's argument where it was one, else the traced tensor
+        path = self._arg_paths.get(id(t))
+        return path if path is not None else self._bind(t, "L")
 
     def _ref_src(self, r):
         if r[0] == "s":
@@ -499,14 +549,6 @@ def _live_backward(events, region):
             keep.append(ev)
             live.update(_slot_refs(ev.ins))
     return events[:region.split] + keep[::-1]
-
-
-def _slot_refs(refs):
-    for r in refs:
-        if r[0] == "s":
-            yield r[1]
-        elif r[0] == "seq":
-            yield from _slot_refs(r[2])
 
 
 def tensors_in(out):

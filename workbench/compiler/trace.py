@@ -28,12 +28,16 @@ from ..nn.module import Module
 from ..nn.utils import clip_grad as _clip_grad
 from ..optim import lr_scheduler as _lr_scheduler
 from ..optim.optimizer import Optimizer
+from ..ops._util import ArrayStep
+from ..ops.index import GetItem
 from ..random import Generator
 from ..tensor import Tensor
+from .. import _outargs
 from .. import creation as _creation
 
 np = _backend.numpy
 _tensor_mod = importlib.import_module("workbench.tensor")  # the name 'tensor' is also the factory
+_random_mod = importlib.import_module("workbench.random")  # (the package exports a function 'random' too)
 _ndarray = _backend.ndarray
 ACTIVE = [None]  # the Tracer recording in this process, if any
 
@@ -44,6 +48,11 @@ _CONST_MAKERS = ((_creation, "_finish"), (_engine, "_materialize"), (_backprop, 
 
 class Unsupported(Exception):
     """Raised inside the tracer's bookkeeping when the call cannot be replayed (the reason is kept)."""
+
+
+class ShapeChanged(Exception):
+    """Raised by a replay where a shape that follows from values (a mask's count, nonzero), and that the traced
+    call read, came out different: nothing has changed yet, and the call runs eagerly instead."""
 
 
 def _site(depth):
@@ -73,7 +82,8 @@ class Event:
     """One step of the recorded program. kind: 'call' (fn(*ins) -> outs), 'write' (ins[0][...] = ins[1]),
     'acc' (leaf accumulation), 'opaque' (a Python call replayed as is), 'host' (a value read back)."""
 
-    __slots__ = ("kind", "fn", "ins", "outs", "info", "op", "scope", "extract", "multi", "scalar", "keep_ctx")
+    __slots__ = ("kind", "fn", "ins", "outs", "info", "op", "scope", "extract", "multi", "scalar", "keep_ctx",
+                 "value_shaped", "checked", "copy_saved")
 
     def __init__(self, kind, fn, ins, outs, op="", scope="", info=None):
         self.kind, self.fn, self.ins, self.outs, self.op, self.scope, self.info = kind, fn, ins, outs, op, scope, info
@@ -81,6 +91,9 @@ class Event:
         self.multi = False
         self.scalar = ()  # output positions that came back as NumPy scalars (made 0-d arrays)
         self.keep_ctx = False  # a recorded forward whose ctx a backward unit reads
+        self.value_shaped = None  # where an op's output shape depends on values (nonzero, a mask): its site
+        self.checked = None  # such an op whose shape Python read: what read it (the replay checks the shape)
+        self.copy_saved = ()  # (index in the ctx's saves, slot): saves an in-place op then overwrote (copied)
 
 
 class Tracer:
@@ -89,6 +102,7 @@ class Tracer:
     def __init__(self):
         self.events = []
         self.slot_of = {}  # id(array) -> slot number
+        self.shadowed = {}  # slot -> the earlier slot of the same array, restored if the slot is rolled back
         self.arrays = []  # every array with a slot, kept alive so ids stay unique during the trace
         self.bindings = {}  # slot -> ('arg', path) | ('ext', tensor) | ('const', array)
         self.externals = {}  # id(tensor) -> (tensor, slot)
@@ -110,25 +124,37 @@ class Tracer:
         self.random = False  # whether the call drew random numbers (a CUDA graph would repeat them)
         self.suspended = 0
         self.in_record = 0
+        self.seq0 = -1  # the tape's node counter when the call began (nodes numbered above it are the call's)
+        self.dyn = {}  # slot -> indices of the value-shaped events its shape follows from
+        self.random_from = None  # index of the first event after the call first drew random numbers
         self._patches = Patches()
 
     # --- slots ---------------------------------------------------------------------------------
     def new_slot(self, arr):
         n = len(self.arrays)
         self.arrays.append(arr)
+        prev = self.slot_of.get(id(arr))
+        if prev is not None:  # an op that hands back its input's array (a cast to the same dtype)
+            self.shadowed[n] = prev
         self.slot_of[id(arr)] = n
         return n
 
     def rollback(self, n_events, n_slots):
         """Forget the events and slots recorded since (n_events, n_slots)."""
         del self.events[n_events:]
-        for n in range(n_slots, len(self.arrays)):
+        for n in range(len(self.arrays) - 1, n_slots - 1, -1):
             a = self.arrays[n]
             if self.slot_of.get(id(a)) == n:
-                del self.slot_of[id(a)]
+                prev = self.shadowed.pop(n, None)
+                if prev is None:
+                    del self.slot_of[id(a)]
+                else:
+                    self.slot_of[id(a)] = prev
             self.bindings.pop(n, None)
         self.keep_alive.extend(self.arrays[n_slots:])
         del self.arrays[n_slots:]
+        if self.dyn:
+            self.dyn = {k: v for k, v in self.dyn.items() if k < n_slots}
 
     def fail(self, reason):
         if self.reason is None:
@@ -172,7 +198,8 @@ class Tracer:
             self.fail(f"'{opname}' used a tensor made from raw arrays outside any op{_where(site)} "
                       "(its values would be frozen in the replay)")
         n = self.new_slot(arr)
-        self.bindings[n] = ("const", arr)
+        # its value now: the call may write into it later (zeros(3).index_add_(...)), and the replay repeats that
+        self.bindings[n] = ("const", arr.copy())
         return n
 
     def outputs(self, arrays):
@@ -184,7 +211,30 @@ class Tracer:
             self.fail(f"a tensor's value was read on the host ({self.events[-1].op}{_where(site)}) and the call "
                       "went on computing: the rest may depend on it")
         self.events.append(ev)
+        if self.dyn or ev.value_shaped is not None:
+            self._propagate_dyn(len(self.events) - 1, ev)
         return ev
+
+    def _propagate_dyn(self, i, ev):
+        srcs = set()
+        for r in slot_refs(ev.ins):
+            srcs.update(self.dyn.get(r, ()))
+        if ev.value_shaped is not None:
+            srcs.add(i)
+        if not srcs:
+            return
+        if ev.kind == "opaque":  # Python code the replay repeats as is, given an array of that shape
+            self.observe(srcs, ev.op)
+        srcs = frozenset(srcs)
+        for o in ev.outs:
+            if self.arrays[o].ndim:
+                self.dyn[o] = srcs
+
+    def observe(self, srcs, what):
+        for k in srcs:
+            ev = self.events[k]
+            if ev.checked is None:
+                ev.checked = what
 
     # --- installing the recording hooks ---------------------------------------------------------
     def __enter__(self):
@@ -214,9 +264,16 @@ class Tracer:
             if general is not None and (name == "__setitem__" or name[-1] == "_" and name[-2:] != "__"):
                 swap(Tensor, name, general)
         swap(_tensor_mod, "_detach_saved", _hook_detach_saved(_tensor_mod._detach_saved, T))
+        swap(_outargs, "_write_out", _hook_write_out(_outargs._write_out, T))
+        swap(_random_mod, "_fill_from", _hook_fill_from(_random_mod._fill_from, T))
         for name in ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "__array__",
                      "__repr__", "__format__"):
             swap(Tensor, name, _hook_host(Tensor.__dict__[name], T, name))
+        # Python reading the shape of a tensor whose shape follows from values: the replay must check it
+        shape = Tensor.__dict__["shape"]
+        swap(Tensor, "shape", property(_hook_shape_read(shape.fget, T, "shape"), None, None, shape.__doc__))
+        for name in ("size", "numel", "nelement", "__len__"):
+            swap(Tensor, name, _hook_shape_read(getattr(Tensor, name), T, name))
         grad = Tensor.__dict__["grad"]
         swap(Tensor, "grad", property(grad.fget, _hook_setgrad(grad.fset, T), grad.fdel, grad.__doc__))
         data = Tensor.__dict__["data"]
@@ -256,6 +313,35 @@ class Tracer:
                           "would not repeat it")
 
 
+def slot_refs(refs):
+    """The slots an event's input references name."""
+    for r in refs:
+        if r[0] == "s":
+            yield r[1]
+        elif r[0] == "seq":
+            yield from slot_refs(r[2])
+
+
+def _op_name(cls, args):
+    if cls is ArrayStep and getattr(args[0], "__name__", "<lambda>") != "<lambda>":
+        return args[0].__name__  # the op an array step serves (nonzero)
+    return cls.op_name or cls.__name__.lower()
+
+
+def _value_shaped(cls, args):
+    """Whether primitive ``cls``'s output shape on ``args`` follows from values, not only from the inputs'
+    shapes: a boolean mask's count (x[mask], masked_select), nonzero (an array step marked so)."""
+    if cls is ArrayStep:
+        return getattr(args[0], "value_shaped", False)
+    if issubclass(cls, GetItem) and len(args) > 1:
+        key = args[1]
+        for k in key if key.__class__ is tuple else (key,):
+            d = k._data if isinstance(k, Tensor) else k
+            if _is_array(d) and d.dtype.kind == "b":
+                return True
+    return False
+
+
 def _is_array(x):
     if x.__class__ is _ndarray or isinstance(x, _ndarray):
         return True
@@ -273,7 +359,7 @@ def _datas(args):
 
 def _call_event(T, cls, args, result_arrays, scalars, view=False):
     datas = _datas(args)
-    name = cls.op_name or cls.__name__.lower()
+    name = _op_name(cls, args)
     ins = [T.ref(a, name) for a in args]
     xp = _backend.xp_of(next(d for d in datas if _is_array(d))) if any(
         _is_array(d) for d in datas) else np
@@ -284,6 +370,8 @@ def _call_event(T, cls, args, result_arrays, scalars, view=False):
         fn, info = cls.forward, ("noctx", xp, len(args))
     ev = Event("call", fn, ins, T.outputs(result_arrays), name, _graph.SCOPE.get(), info)
     ev.scalar = scalars
+    if _value_shaped(cls, args):
+        ev.value_shaped = _site(3)
     return T.add(ev)
 
 
@@ -346,7 +434,7 @@ def _hook_record_raw(orig, T):
 
 def _forward_event(T, cls, args, xp, res):
     results = res if res.__class__ is tuple else (res,)
-    name = cls.op_name or cls.__name__.lower()
+    name = _op_name(cls, args)
     node = next((r.grad_fn for r in results if r.grad_fn is not None), None)
     ins = [T.ref(a, name) for a in args]
     datas = _datas(args)
@@ -374,6 +462,8 @@ def _forward_event(T, cls, args, xp, res):
         ev.extract = ext
         T.forward_of[id(node)] = ev
     del datas
+    if _value_shaped(cls, args):
+        ev.value_shaped = _site(3)
     T.add(ev)
 
 
@@ -394,8 +484,13 @@ def _hook_call_backward(orig, T):
         T.reason, T.host_after = None, host_after
         fwd = T.forward_of.get(id(node))
         if fwd is None:
-            T.reason = T.reason or (f"the backward of {node.name()} computes on raw arrays and its forward was not "
-                                    "recorded as a primitive (a custom Function?)")
+            if getattr(node, "_seq", T.seq0 + 1) <= T.seq0:
+                T.reason = T.reason or (f"the backward reached {node.name()}, recorded before the call: an argument or "
+                                        "captured tensor carries a graph from outside the compiled function (compile "
+                                        "the function that builds it too, or pass it detached)")
+            else:
+                T.reason = T.reason or (f"the backward of {node.name()} computes on raw arrays and its forward was "
+                                        "not recorded as a primitive (a custom Function?)")
             return res
 
         def rec():
@@ -485,6 +580,11 @@ def _hook_make(orig, T, where):
     def _make(data, *a, **k):
         t = orig(data, *a, **k)
         if _recording(T) and id(t._data) not in T.slot_of:
+            n = _same_memory_slot(T, t._data)
+            if n is not None:  # a new array object over an array with a slot (the value before an in-place op)
+                T.slot_of[id(t._data)] = n
+                T.keep_alive.append(t._data)
+                return t
             f = sys._getframe(1)  # the caller, or where compiled code (no frames) was called from
             kind = "const" if T.const_depth else "raw"
             T.made[id(t._data)] = (kind, None if kind == "const" else (f.f_code.co_filename, f.f_lineno,
@@ -495,12 +595,42 @@ def _hook_make(orig, T, where):
     return _make
 
 
+def _layout(a):
+    ptr = a.__array_interface__["data"][0] if a.__class__ is _ndarray else a.data.ptr
+    return ptr, a.shape, a.strides, a.dtype
+
+
+def _same_memory_slot(T, data):
+    # the slot of an array with the same memory, shape, strides and dtype as the view ``data``, if any
+    base = data.base
+    if base is None or not _is_array(base):
+        return None
+    lay = _layout(data)
+    n = T.slot_of.get(id(base))
+    if n is None and _layout(base) == lay:
+        made = T.made.get(id(base))
+        if made is not None and made[0] == "const":  # a constant not read yet (zeros(3).index_add_(...))
+            n = T._made_slot(base, made, "view")
+    if n is not None and _layout(base) == lay:
+        return n
+    for n in range(len(T.arrays) - 1, -1, -1):
+        a = T.arrays[n]
+        if a.base is base and T.slot_of.get(id(a)) == n and _layout(a) == lay:
+            return n
+    return None
+
+
 def _hook_write(orig, T):
     def _write(self, r, opname, region=None):
-        orig(self, r, opname, region)  # the replay writes the whole result: in one process the same values
+        dst = None
         if _recording(T) and r._data is not self._data:
-            def rec():
+            try:  # before the write: a constant written into is bound with its value before it
                 dst = T.ref(self, opname)
+            except Unsupported:
+                pass
+        orig(self, r, opname, region)  # the replay writes the whole result: in one process the same values
+        if dst is not None and _recording(T):
+            def rec():
                 src = T.ref(r, opname)
                 T.written.add(id(self._data))
                 T.add(Event("write", None, [dst, src], [], opname, _graph.SCOPE.get(), self))
@@ -509,11 +639,53 @@ def _hook_write(orig, T):
     return _write
 
 
-def _hook_detach_saved(orig, T):
-    def _detach_saved(saved, old):
+def _hook_write_out(orig, T):
+    # a result stored into out=: a write the replay repeats (a resized out gets a new array: not replayed)
+    def _write_out(r, out):
+        before = out._data
+        res = orig(r, out)
         if _recording(T):
-            T.reason = T.reason or "an in-place op overwrote a value saved for backward (the graph keeps a copy)"
-        return orig(saved, old)
+            if out._data is not before:
+                T.reason = T.reason or (f"an out= tensor was resized{_where(_site(1))} (it gets a new array the replay "
+                                        "would not make)")
+            else:
+                def rec():
+                    dst, src = T.ref(out, "out="), T.ref(r, "out=")
+                    T.written.add(id(before))
+                    T.add(Event("write", None, [dst, src], [], "out=", _graph.SCOPE.get(), out))
+                _guarded(T, rec)
+        return res
+
+    return _write_out
+
+
+def _hook_fill_from(orig, T):
+    def _fill_from(self, arr, opname):
+        if _recording(T):
+            T.reason = T.reason or (f"{opname}() fills a tensor with random numbers in place{_where(_site(1))} (the "
+                                    "replay would not draw them again; wb.rand/randn/dropout replay)")
+        return orig(self, arr, opname)
+
+    return _fill_from
+
+
+def _hook_detach_saved(orig, T):
+    # an in-place op whose own forward saved the value it overwrites: eager gives the node a copy; the replay
+    # copies what its forward's ctx saved right after that forward, before the write
+    def _detach_saved(node, old):
+        hit = [i for i, entry in enumerate(node._saved) if entry[0] is old]
+        if not hit or not _recording(T):
+            return orig(node, old)
+        fwd = T.forward_of.get(id(node))
+        src = T.slot_of.get(id(old._data))
+        res = orig(node, old)
+        if fwd is None or src is None or fwd.info == "ufunc" or fwd.info[0] != "ctx":
+            T.reason = T.reason or (f"an in-place op overwrote a value its own backward reads{_where(_site(1))}, "
+                                    "and its forward was not recorded with a ctx (eager keeps a copy for the graph)")
+        else:
+            slot = T.new_slot(old._data)
+            fwd.copy_saved = fwd.copy_saved + tuple((i, slot) for i in hit)
+        return res
 
     return _detach_saved
 
@@ -583,9 +755,23 @@ def _hook_module_call(orig, T):
     return __call__
 
 
+def _hook_shape_read(orig, T, name):
+    def read(self, *a):
+        if T.dyn:
+            n = T.slot_of.get(id(self._data))
+            if n is not None and n in T.dyn:
+                T.observe(T.dyn[n], f".{name}" + ("" if name == "shape" else "()") + _where(_site(1)))
+        return orig(self, *a)
+
+    read.__name__ = orig.__name__
+    return read
+
+
 def _hook_random(orig, T):
     def _stream(self, dev):
         T.random = True
+        if T.random_from is None:
+            T.random_from = len(T.events)
         return orig(self, dev)
 
     return _stream

@@ -6,6 +6,7 @@ from .._backend import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from .._core import Tensor
+from .._array_step import ArrayStep, array_step  # noqa: F401 - the op families import them from here
 from .._outargs import _out, _outs, writes_out  # noqa: F401 - the op families import them from here
 
 np = _backend.numpy
@@ -254,21 +255,6 @@ def _uniform_array(like, shape):
     return _backend.xp_of(like).asarray(u)
 
 
-class ArrayStep(Function):
-    """fn(*arrays) as one primitive with no gradient: see ``array_step``."""
-
-    _raw = True
-    op_name = "array_step"
-
-    @staticmethod
-    def forward(ctx, fn, *arrays):
-        return fn(*arrays)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return (None,) * (1 + len(ctx.needs_input_grad))
-
-
 def check_no_requires_grad(fn, **tensors):
     """Raise PyTorch's error when an argument it does not differentiate requires grad (under grad mode).
 
@@ -315,22 +301,6 @@ def no_derivative(name, result, *inputs):
     if STATE.enabled and any(t.requires_grad for t in inputs):
         return _NoDerivative.apply(name, result._data, *inputs)
     return result
-
-
-def array_step(fn, *tensors):
-    """``fn`` on the tensors' arrays, returning a tensor (or a tuple of them) that requires no grad.
-
-    For the array work of an op's public function that feeds the op but needs no gradient (class
-    targets, masks, dropout's random keep mask, constant matrices): as a primitive it is one step of
-    the tape, and ``workbench.compile`` replays it (random draws included) instead of freezing its
-    result. ``fn`` receives arrays and returns arrays.
-
-    >>> import workbench as wb
-    >>> from workbench.ops._util import array_step
-    >>> array_step(lambda a: a * 2, wb.ones(2))
-    tensor([2., 2.])
-    """
-    return ArrayStep.apply(fn, *[t.detach() if t._rg else t for t in tensors])
 
 
 def as_strided_raw(xp, x, shape, strides):

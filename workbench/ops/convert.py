@@ -219,6 +219,16 @@ def copy_(self, src, non_blocking=False):
     return self._inplace("copy_", lambda x, s: CopyFrom.apply(x, s), src)
 
 
+def _copy_recorded(self, src, non_blocking=False):
+    # copy_ as an op and a write even where nothing records (what workbench.compile traces)
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    return self._inplace("copy_", lambda x, s: CopyFrom.apply(x, s), src)
+
+
+copy_._wb_general = _copy_recorded
+
+
 class Fill(Function):
     """Every element set to one Python number, recorded (``fill_`` on a tensor that records): the old values
     get a zero gradient (PyTorch's ``FillBackward2``). The number replaces each element outright; an arithmetic
@@ -252,17 +262,18 @@ def fill_(self, value):
     return _fill(self, value, Fill)
 
 
-def _fill(self, value, node):
+def _fill(self, value, node, recorded=False):
+    """recorded: as an op and a write even where nothing records (what workbench.compile traces)."""
     opname = node.op_name + "_"
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
-        if STATE.enabled and (self._rg or value._rg):
+        if recorded or STATE.enabled and (self._rg or value._rg):
             return self._inplace(opname, lambda x, v: CopyFrom.apply(x, v), value)
         value = value.item()
     self._check_inplace(opname)
-    if STATE.enabled and self._rg:
+    if recorded or STATE.enabled and self._rg:
         return self._inplace(opname, lambda x: node.apply(x, value))
     if self._data.flags.writeable:
         self._data.fill(value)
@@ -275,6 +286,10 @@ def _fill(self, value, node):
 def zero_(self):
     """Fill with zeros, in place.  >>> wb.ones(2).zero_()  ->  tensor([0., 0.])"""
     return _fill(self, 0, Zero)
+
+
+fill_._wb_general = lambda self, value: _fill(self, value, Fill, True)
+zero_._wb_general = lambda self: _fill(self, 0, Zero, True)
 
 
 def view_dtype(self, dtype):

@@ -19,7 +19,7 @@ from ..autograd.grad_mode import STATE
 from ..creation import tensor as _tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, _outs, no_derivative, ufunc_at, wrap_dim, writes_out
+from ._util import _out, _outs, array_step, no_derivative, ufunc_at, wrap_dim, writes_out
 from .elementwise import where
 from .views import Expand, broadcast_tensors, reshape
 
@@ -681,7 +681,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 
 def _dim_key(input, dim, index):
-    return (slice(None),) * dim + (_on(index._data.reshape(-1), input),)
+    i = index._data
+    return (slice(None),) * dim + (_on(i if i.ndim == 1 else i.reshape(-1), input),)
 
 
 def _check_index_op(op, input, dim, index, source=None):
@@ -790,7 +791,7 @@ def masked_fill(input, mask, value):
         if value.dtype != input.dtype:
             value = value.to(input.dtype)
     else:
-        value = Tensor._make(_backend.xp_of(input._data).asarray(value).astype(input._data.dtype))
+        value = creation._finish(_backend.xp_of(input._data).asarray(value).astype(input._data.dtype), False)
     return where(mask, value, input)  # broadcast as PyTorch's: mask first, then input
 
 
@@ -922,13 +923,21 @@ def nonzero(input, *, out=None, as_tuple=False):
             [3]])
     """
     xp = _backend.xp_of(input._data)
-    d = input._data if input.ndim else input._data.reshape(1)
-    idx = [i.astype("int64") for i in xp.nonzero(d)]
+
+    def indices(a):
+        return [i.astype("int64") for i in xp.nonzero(a if a.ndim else a.reshape(1))]
+
     if as_tuple:
-        return tuple(Tensor._make(i) for i in idx)
-    if input.ndim == 0:
-        return Tensor._make(xp.zeros((idx[0].size, 0), dtype="int64"))
-    return Tensor._make(xp.stack(idx, axis=1) if idx else xp.zeros((0, 0), dtype="int64"))
+        def nonzero(a):
+            return tuple(indices(a))
+    else:
+        def nonzero(a):
+            idx = indices(a)
+            if a.ndim == 0:
+                return xp.zeros((idx[0].size, 0), dtype="int64")
+            return xp.stack(idx, axis=1) if idx else xp.zeros((0, 0), dtype="int64")
+    nonzero.value_shaped = True  # workbench.compile checks the count where Python reads it
+    return array_step(nonzero, input)
 
 
 def argwhere(input):
@@ -996,10 +1005,10 @@ def argsort(input, dim=-1, descending=False, stable=False, *, out=None):
     d = wrap_dim(dim, input.ndim)
     xp = _backend.xp_of(input._data)
     if input.ndim == 0:
-        r = xp.zeros((), dtype="int64")
+        r = array_step(lambda a: xp.zeros((), dtype="int64"), input)
     else:
-        r = _argsort_raw(xp, input._data, d, bool(descending), bool(stable)).astype("int64")
-    return _out(Tensor._make(r), out, "same")
+        r = array_step(lambda a: _argsort_raw(xp, a, d, bool(descending), bool(stable)).astype("int64"), input)
+    return _out(r, out, "same")
 
 
 def msort(input, *, out=None):

@@ -20,7 +20,7 @@ from ..creation import full
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, _outs, norm_dims, to_float, wrap_dim
+from ._util import _out, _outs, array_step, norm_dims, to_float, wrap_dim
 from .elementwise import isnan, maximum, minimum, where
 from .index import IndexBackward
 from .join import cat
@@ -778,16 +778,17 @@ def _arg(name, fn):
             raise RuntimeError(f"{name}(): complex tensors have no order; use .real or .abs() first")
         if x.dtype == bool:
             raise RuntimeError(f"{name}(): does not support bool input; convert it with .long() first")
+        # one array step each (not a tensor made from raw arrays), so workbench.compile replays it
         if dim is None:
             _empty_error(name, x, None, IndexError)
-            r = getattr(xp, fn)(x.reshape(-1))
-            r = xp.asarray(r, dtype=_INT64)
-            return Tensor._make(r.reshape((1,) * x.ndim) if keepdim else r)
+            shape = (1,) * x.ndim if keepdim else ()
+            return array_step(lambda a: xp.asarray(getattr(xp, fn)(a.reshape(-1)), dtype=_INT64).reshape(shape),
+                              input)
         d = wrap_dim(dim, x.ndim)
         if x.ndim == 0:
-            return Tensor._make(xp.zeros((), _INT64))
+            return array_step(lambda a: xp.zeros((), _INT64), input)
         _empty_error(name, x, (d,))
-        return Tensor._make(xp.asarray(getattr(xp, fn)(x, axis=d, keepdims=keepdim), dtype=_INT64))
+        return array_step(lambda a: xp.asarray(getattr(xp, fn)(a, axis=d, keepdims=keepdim), dtype=_INT64), input)
 
     arg.__name__ = arg.__qualname__ = name
     arg.__doc__ = f"Index of the {fn[3:]}imum (flat when dim is None; the first on ties).  >>> wb.{name}(wb.tensor([1, 9, 3]))  ->  tensor({int(fn == 'argmax')})"

@@ -79,8 +79,8 @@ class _SpectralNorm(Module):
 
 
 def _set(buf, value):
-    buf._data[...] = value._data
-    buf._vbox[0] += 1
+    with no_grad():
+        buf.copy_(value)  # (a write workbench.compile records: a compiled model repeats the power iteration)
 
 
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
