@@ -68,11 +68,14 @@ def _train_pair(build, x, loss_fn=_mean_sq, opt_cls=wb.optim.SGD, steps=4, form=
 
     eager = make(m1, o1)
     compiled = wb.compile(make(m2, o2)) if form == "step" else make(cm, o2)
+    # new values on every step (a value frozen into the replay shows), the same shape
+    xs = [x if k == 0 else (x.flip(0) + k) % (int(x.max()) + 1) if not x.is_floating_point() else x * (1 + k / 3)
+          + _input(tuple(x.shape), seed=k) for k in range(steps)]
     wb.manual_seed(1)
-    l1 = [_bits(eager(x)) for _ in range(steps)]
+    l1 = [_bits(eager(xk)) for xk in xs]
     rng1 = wb.random.get_rng_state().numpy().tobytes()
     wb.manual_seed(1)
-    l2 = [_bits(compiled(x)) for _ in range(steps)]
+    l2 = [_bits(compiled(xk)) for xk in xs]
     assert l1 == l2
     assert _state(m1, o1) == _state(m2, o2)
     assert wb.random.get_rng_state().numpy().tobytes() == rng1

@@ -7,12 +7,14 @@ gathers they feed, masks, masked stores, a data-dependent number of elements), n
 trips, in-place ops and stores on non-leaf tensors and views (activations with inplace=True included),
 writes into fresh tensors (fill_, zero_, copy_, index_add_, out=), random draws (randn_like, rand, randperm,
 dropout), and a loss; now and then a form the compiler runs eagerly (a value read on the host, an in-place
-normal_). It runs in one of four forms:
+normal_). It runs in one of five forms:
 
 - ``step``: a whole training step (zero_grad, forward, loss, backward, SGD with momentum or Adam) compiled;
 - ``grad``: forward and backward with the input requiring grad, returning the output and loss (x.grad read);
 - ``module``: the program as an ``nn.Module``, compiled, with the loss and backward eager;
-- ``nograd``: the module's forward under ``no_grad``.
+- ``nograd``: the module's forward under ``no_grad``;
+- ``accumulate``: forward and backward compiled, the gradients accumulating over two calls between optimizer
+  steps.
 
 Each program is called five times with new input values (so a value baked into a trace shows), then once
 with a new batch size (a retrace), then once more. The loss, the output, every gradient, the parameters,
@@ -211,7 +213,7 @@ def _make_program(seed):
     if rng.random() < 0.08:
         steps.insert(int(rng.integers(0, len(steps) + 1)), _EAGER[int(rng.integers(0, len(_EAGER)))])
     loss = _LOSSES[int(rng.integers(0, len(_LOSSES)))]
-    form = ("step", "grad", "module", "nograd")[int(rng.integers(0, 4))]
+    form = ("step", "grad", "module", "nograd", "accumulate")[int(rng.integers(0, 5))]
     opt = ("sgd", "adam")[int(rng.integers(0, 2))]
     return steps, loss, form, opt
 
@@ -249,6 +251,23 @@ def _runner(form, model, opt, loss_fn, compiled):
                 p.grad = None
             loss, out = fn(x, y, lab)
             return loss, out, x.grad
+        call.compiled = fn
+        return call
+    if form == "accumulate":  # gradient accumulation: backward on every call, the optimizer every other call
+        def micro(x, y, lab):
+            loss = loss_fn(model(x), y, lab) / 2
+            loss.backward()
+            return loss
+        fn = wb.compile(micro) if compiled else micro
+        calls = [0]
+
+        def call(x, y, lab):
+            loss = fn(x, y, lab)
+            calls[0] += 1
+            if calls[0] % 2 == 0:
+                opt.step()
+                opt.zero_grad()
+            return (loss,)
         call.compiled = fn
         return call
     mod = wb.compile(model) if compiled else model

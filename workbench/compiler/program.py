@@ -302,7 +302,8 @@ class Program:
                 changed = f"{ev.op} ran"  # (zero_grad is not: the eager call does it again, to the same effect)
             elif ev.kind == "write":  # into an argument, a parameter, or a view (of who knows what)
                 dst = ev.ins[0][1]
-                if T.bindings.get(dst) is not None or T.arrays[dst].base is not None:
+                b = T.bindings.get(dst)  # (a constant is copied afresh for each replay)
+                if b is not None and b[0] != "const" or T.arrays[dst].base is not None:
                     changed = f"{ev.op} wrote a tensor in place"
         if changed is not None:
             ev = events[last]
