@@ -123,6 +123,7 @@ def no_partial_overlap(out, a):
     not ``out`` itself: ``y.sub_(y[2])`` would read elements it already changed. As PyTorch, only contiguous
     pairs are judged (for others the overlap is too costly to decide and the op runs)."""
     if (a is not out and out.__class__ is _numpy.ndarray and a.__class__ is out.__class__
+            and (a.base is not None or out.base is not None)  # two arrays that own their memory never share it
             and _numpy.may_share_memory(out, a) and out.flags.c_contiguous and a.flags.c_contiguous
             and (a.nbytes != out.nbytes or _address(a) != _address(out))):
         raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "

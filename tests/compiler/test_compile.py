@@ -553,6 +553,103 @@ def test_a_backward_whose_op_hands_back_its_input_array_replays():
     assert wb.compiler.explain(c).replays == 2
 
 
+def test_train_and_eval_inside_the_call_replay_and_the_guard_checks_the_mode_on_entry():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+
+    def train_step(x):
+        model.train()  # the usual loop: an evaluation left the model in eval mode
+        return model(x).sum()
+
+    c = wb.compile(train_step)
+    for i in range(6):
+        model.eval()
+        wb.manual_seed(i)
+        a = train_step(_input((3, 4), seed=i))
+        model.eval()
+        wb.manual_seed(i)
+        b = c(_input((3, 4), seed=i))
+        assert _bits(a) == _bits(b) and model.training
+    e = wb.compiler.explain(c)
+    assert (e.traces, e.replays) == (1, 5)
+
+    def predict_then_train(x):
+        y = model(x)  # in the mode the model arrived in
+        model.train()
+        return y
+
+    c = wb.compile(predict_then_train)
+    model.eval()
+    outs = [c(wb.ones(2, 4)) for _ in range(3)]  # eval, then train (dropout), then train again: two traces
+    assert not (outs[0] == 0).any() and (outs[1] == 0).any()
+    assert wb.compiler.explain(c).traces == 2
+
+
+def test_an_iterator_argument_to_a_replayed_call_is_kept_as_a_list():
+    model = nn.Linear(3, 1)
+    c = wb.compile(lambda: nn.utils.clip_grad_norm_(model.parameters(), 0.5))  # a generator, used up by the trace
+    for i in range(3):
+        model.zero_grad()
+        model(wb.ones(2, 3) * (i + 1)).sum().backward()
+        g = model.weight.grad.clone()
+        expected = float((g.square().sum() + model.bias.grad.square().sum()).sqrt())
+        norm = c()
+        assert float(norm) == pytest.approx(expected)
+        assert float(model.weight.grad.norm()) < float(g.norm())  # clipped
+    assert wb.compiler.explain(c).replays == 2
+
+
+def test_a_grad_made_before_the_call_is_read_afresh_on_each_replay():
+    model = nn.Linear(3, 1)
+    opt = wb.optim.SGD(model.parameters(), lr=0.1)
+    c = wb.compile(lambda: wb.linalg.vector_norm(model.weight.grad))
+    for i in range(3):
+        opt.zero_grad()  # set_to_none: the next backward makes a new .grad tensor
+        model(_input((2, 3), seed=i)).sum().backward()
+        assert _bits(c()) == _bits(wb.linalg.vector_norm(model.weight.grad))
+    assert wb.compiler.explain(c).replays == 2
+    opt.zero_grad()
+    with pytest.raises((AttributeError, TypeError)):  # no .grad now: the guard misses, the call fails as eager
+        c()
+
+
+def test_pythons_and_numpys_global_random_functions_run_eagerly_with_the_reason():
+    import random
+
+    c = wb.compile(lambda x: x * 2 if random.random() < 0.5 else x * 3)
+    d = wb.compile(lambda x: x * float(np.random.rand()))
+    for f in (c, d):
+        f(wb.ones(1))
+        f(wb.ones(1))
+    assert "random.random() was called" in wb.compiler.explain(c).reasons[0]
+    assert "numpy.random.rand() was called" in wb.compiler.explain(d).reasons[0]
+
+
+def test_masks_and_predicates_replay():
+    def f(x):
+        keep = ~(x > 0.5) & wb.isfinite(x) & wb.logical_not(wb.isnan(x))
+        return x.masked_fill(~keep, 0.0) + x.isinf().float() + wb.signbit(x) + (x > 0).any() + (x > 0).all(1, True)
+
+    c = wb.compile(f)
+    for seed in range(3):
+        x = _input((3, 4), seed=seed)
+        assert _bits(c(x)) == _bits(f(x))
+    assert wb.compiler.explain(c).replays == 2
+
+
+def test_a_fallback_names_the_function_and_the_users_line():
+    c = wb.compile(lambda x: x * wb.unique(x).sum())
+    c(wb.ones(3))
+    reason = wb.compiler.explain(c).reasons[0]
+    assert "unique() made from raw arrays" in reason and "test_compile.py" in reason
+
+
+def test_the_recompile_limit_is_among_the_reasons():
+    c = wb.compile(lambda x: x * 2, recompile_limit=2)
+    for n in range(1, 5):
+        c(wb.ones(n))
+    assert "recompile_limit" in wb.compiler.explain(c).reasons[-1]
+
+
 def test_fullgraph_raises_and_the_recompile_limit_falls_back():
     c = wb.compile(lambda x: x * x.sum().item(), fullgraph=True)
     with pytest.raises(wb.compiler.Unsupported, match="cannot be replayed"):

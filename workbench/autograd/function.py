@@ -502,8 +502,8 @@ def inplace_operator(name, uf, kinds, general, alpha=False):
                     ok = other.__class__ is float or other.__class__ is int
             if ok and not (rg and STATE.enabled):
                 self._check_inplace(name)
-                if binary and b.__class__ is _ndarray:
-                    no_partial_overlap(a, b)
+                if binary and b.__class__ is _ndarray and (b.base is not None or a.base is not None):
+                    no_partial_overlap(a, b)  # (two arrays that own their memory never share it)
                 if s != 1:
                     if (b.__class__ is _ndarray and b.shape == a.shape and _fused.usable(a, b)
                             and (b is a or not _numpy.may_share_memory(a, b))):  # (the loop reads as it writes)

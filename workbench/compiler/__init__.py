@@ -89,7 +89,8 @@ class Explanation:
         self.replays = compiled.calls["replay"]
         self.eager_calls = compiled.calls["eager"]
         self.traced_calls = compiled.calls["trace"]
-        self.reasons = [p.reason for p in compiled._programs if p.reason is not None]
+        self.reasons = [p.reason for p in compiled._programs if p.reason is not None] + [
+            detail for kind, detail in compiled.log if kind == "limit"]
         self.programs = list(compiled._programs)
         self.log = list(compiled.log)
 

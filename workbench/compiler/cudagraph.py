@@ -33,6 +33,8 @@ def why_not(program):
     for kind, op, _scope in program.steps:
         if kind in _NOT_CAPTURED:
             return _NOT_CAPTURED[kind].format(op=op)
+    if program.grad_reads:
+        return "it reads a .grad made before the call (zero_grad may replace that tensor between launches)"
     if program.checks:
         return ("its shapes follow from values (nonzero, a boolean mask), which the replay checks on the host and a "
                 "graph would fix")

@@ -135,6 +135,7 @@ class Program:
         self.backward_steps = 0  # of a grad-mode call: the steps its one tape node's backward runs
         self.random = tracer.random
         self.externals = [t for t, _slot in tracer.externals.values()]
+        self.grad_reads = len(tracer.grad_reads)  # .grad tensors made before the call, read afresh on each replay
         self.cuda_graph = None  # mode="reduce-overhead": the program's cudagraph.GraphReplay
         self.checks = 0  # shapes that follow from values, checked by the replay (see _value_checks)
         self.shape_misses = 0  # replays that found one changed and ran the call eagerly
@@ -185,9 +186,15 @@ class Program:
                 conds.append(f"{expr} is {self._bind(value, 'V')}")
         for t, slot in T.externals.values():
             conds.extend(self._tensor_conds(self._bind(t, "E"), t))
+        for t in T.grad_reads.values():  # a .grad made before the call, read where the call reads it
+            g = t._grad
+            gn = f"{self._bind(t, 'E')}._grad"
+            conds.append(f"{gn} is not None")
+            conds.extend(self._tensor_conds(gn, g))
+        for m, training in T.entry_modes.values():  # as the call found it: a train()/eval() in the call replays
+            conds.append(f"{self._bind(m, 'M')}.training is {bool(training)}")
         for m in T.modules.values():
             mn = self._bind(m, "M")
-            conds.append(f"{mn}.training is {bool(m.training)}")
             conds.append(f"not ({mn}._forward_pre_hooks or {mn}._forward_hooks or {mn}._backward_hooks or "
                          f"{mn}._backward_pre_hooks)")
             for table in ("_parameters", "_buffers"):
@@ -245,6 +252,8 @@ class Program:
                 lines.append(f"    s{s} = {arg_paths[id(obj)]}._data")
             elif kind == "ext":
                 lines.append(f"    s{s} = {self._bind(obj, 'E')}._data")
+            elif kind == "grad":
+                lines.append(f"    s{s} = {self._bind(obj, 'E')}._grad._data")
             elif kind == "const":  # a fresh copy when the program writes into it, or hands it out
                 cn = self._bind(obj, "C")
                 stolen = any(ev.kind == "acc" and ev.ins[1] == ("s", s) for ev in events)

@@ -13,6 +13,8 @@ array made from raw arrays outside an op, a host read followed by more work, a h
 unusable, with the reason; the call itself has run eagerly, so its result is eager's either way.
 """
 import importlib
+import os
+import random
 import sys
 
 from .. import _backend
@@ -40,6 +42,7 @@ _tensor_mod = importlib.import_module("workbench.tensor")  # the name 'tensor' i
 _random_mod = importlib.import_module("workbench.random")  # (the package exports a function 'random' too)
 _ndarray = _backend.ndarray
 ACTIVE = [None]  # the Tracer recording in this process, if any
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # workbench's own source
 
 # the functions whose Tensor._make calls make deterministic constants (a factory's fresh array, the implicit
 # ones gradient of backward(), zeros for gradients that never arrived): (module, name)
@@ -112,6 +115,8 @@ class Tracer:
         self.keep_alive = []  # arrays whose slots were rolled back (their ids must stay unique)
         self.forward_of = {}  # id(node) -> the forward event that made it (its ctx serves a backward unit)
         self.modules = {}  # id(module) -> module, every module called
+        self.entry_modes = {}  # id(module) -> (module, its .training when the call began): what the guard checks
+        self.grad_reads = {}  # slot -> the tensor whose .grad (made before the call) the call read
         self.snapshots = []  # (what, tensor, array, copy): module state to check for unrecorded writes
         self.written = set()  # ids of arrays that recorded events wrote
         self.covered = set()  # ids of arrays that opaque calls may change (optimized parameters)
@@ -195,8 +200,10 @@ class Tracer:
     def _made_slot(self, arr, made, opname):
         kind, site = made
         if kind != "const":
-            self.fail(f"'{opname}' used a tensor made from raw arrays outside any op{_where(site)} "
-                      "(its values would be frozen in the replay)")
+            maker, site = site
+            by = f"{maker}() made" if maker else "was made"
+            self.fail(f"'{opname}' used a tensor that {by} from raw arrays, not as a recorded op{_where(site)} (the "
+                      "replay would freeze its values)")
         n = self.new_slot(arr)
         # its value now: the call may write into it later (zeros(3).index_add_(...)), and the replay repeats that
         self.bindings[n] = ("const", arr.copy())
@@ -275,12 +282,20 @@ class Tracer:
         for name in ("size", "numel", "nelement", "__len__"):
             swap(Tensor, name, _hook_shape_read(getattr(Tensor, name), T, name))
         grad = Tensor.__dict__["grad"]
-        swap(Tensor, "grad", property(grad.fget, _hook_setgrad(grad.fset, T), grad.fdel, grad.__doc__))
+        swap(Tensor, "grad", property(_hook_getgrad(grad.fget, T), _hook_setgrad(grad.fset, T), grad.fdel,
+                                      grad.__doc__))
         data = Tensor.__dict__["data"]
         swap(Tensor, "data", property(data.fget, _hook_setdata(T), None, data.__doc__))
         swap(Module, "__call__", _hook_module_call(Module.__call__, T))
         swap(Generator, "_stream", _hook_random(Generator.__dict__["_stream"], T))
         swap(Module, "zero_grad", _hook_opaque(Module.zero_grad, T, "zero_grad", None))
+        for cls in subclasses(Module):  # train()/eval() inside the call: replayed, and the guard checks the mode before
+            if "train" in cls.__dict__:
+                swap(cls, "train", _hook_train(cls.__dict__["train"], T, f"{cls.__name__}.train"))
+        for mod, names in _PY_RANDOM:
+            for name in names:
+                if hasattr(mod, name):
+                    swap(mod, name, _hook_py_random(getattr(mod, name), T, f"{mod.__name__}.{name}"))
         for cls in subclasses(Optimizer):
             for name in ("step", "zero_grad"):
                 if name in cls.__dict__:
@@ -585,10 +600,13 @@ def _hook_make(orig, T, where):
                 T.slot_of[id(t._data)] = n
                 T.keep_alive.append(t._data)
                 return t
-            f = sys._getframe(1)  # the caller, or where compiled code (no frames) was called from
             kind = "const" if T.const_depth else "raw"
-            T.made[id(t._data)] = (kind, None if kind == "const" else (f.f_code.co_filename, f.f_lineno,
-                                                                       f.f_code.co_name))
+            if kind == "const":
+                T.made[id(t._data)] = (kind, None)
+            else:  # the function that made it (workbench's, or compiled code's caller), and the user's line
+                f = sys._getframe(1)
+                maker = f.f_code.co_name if f.f_code.co_filename.startswith(_PACKAGE_DIR) else None
+                T.made[id(t._data)] = (kind, (maker, _graph.user_site(1)))
             T.made_keep.append(t._data)
         return t
 
@@ -742,6 +760,7 @@ def _hook_module_call(orig, T):
     def __call__(self, *args, **kwargs):
         if _recording(T) and id(self) not in T.modules:
             T.modules[id(self)] = self
+            T.entry_modes.setdefault(id(self), (self, self.training))
             d = self.__dict__
             if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
                 T.reason = T.reason or (f"module {type(self).__name__} has hooks (they run Python code the replay "
@@ -777,10 +796,63 @@ def _hook_random(orig, T):
     return _stream
 
 
+def _is_iterator(x):
+    return hasattr(x, "__next__") and not isinstance(x, Tensor)
+
+
+def _hook_train(orig, T, name):
+    opaque = _hook_opaque(orig, T, name, None)
+
+    def train(self, mode=True):
+        if _recording(T):  # the modes before the call changed them: what the guard checks
+            for m in self.modules():
+                T.entry_modes.setdefault(id(m), (m, m.training))
+        return opaque(self, mode)
+
+    return train
+
+
+# Python's and NumPy's global random functions: a trace would freeze what they returned
+_PY_RANDOM = ((random, ("random", "randint", "randrange", "uniform", "choice", "choices", "shuffle", "sample",
+                        "gauss", "normalvariate", "getrandbits", "betavariate", "expovariate", "triangular")),
+              (np.random, ("random", "rand", "randn", "randint", "random_sample", "choice", "uniform", "normal",
+                           "permutation", "shuffle", "binomial", "poisson", "beta", "exponential")))
+
+
+def _hook_py_random(orig, T, name):
+    def draw(*args, **kwargs):
+        if _recording(T):
+            T.reason = T.reason or (f"{name}() was called{_where(_site(1))}: the replay would repeat the value it "
+                                    "returned this time (draw with workbench's generator, e.g. wb.rand, to replay)")
+        return orig(*args, **kwargs)
+
+    return draw
+
+
+def _hook_getgrad(orig, T):
+    # a .grad made before the call (by a backward outside it): the replay reads the tensor's .grad then, not
+    # the tensor the trace saw (zero_grad() may have replaced it)
+    def grad(self):
+        g = orig(self)
+        if g is not None and _recording(T):
+            d = g._data
+            if id(d) not in T.slot_of and id(d) not in T.made:
+                n = T.new_slot(d)
+                T.bindings[n] = ("grad", self)
+                T.grad_reads[n] = self
+        return g
+
+    return grad
+
+
 def _hook_opaque(orig, T, name, kind):
     def opaque(*args, **kwargs):
         if not _recording(T):
             return orig(*args, **kwargs)
+        # an iterator argument (clip_grad_norm_(model.parameters(), ...)) is used up by this call: the replay
+        # gets the list of what it yielded
+        args = tuple(list(a) if _is_iterator(a) else a for a in args)
+        kwargs = {k: list(v) if _is_iterator(v) else v for k, v in kwargs.items()}
         T.suspended += 1
         try:
             r = orig(*args, **kwargs)

@@ -807,6 +807,7 @@ class Module:
         """
         from ..compiler import compile as _compile  # a real cycle: workbench.compiler imports nn.module (it traces modules)
 
+        kwargs.setdefault("name", type(self).__name__)  # as workbench.compile(module) names it
         self.__dict__["forward"] = _compile(self.__dict__.get("forward", self.forward), *args, **kwargs)
 
     def requires_grad_(self, requires_grad=True):

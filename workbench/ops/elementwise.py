@@ -17,7 +17,7 @@ from ..autograd.grad_mode import STATE
 from .._core import Tensor
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._autocast import cast as _autocast_cast
-from ._util import _out, cast, check_operands, dtype_error, float_np, result_dtype, to_float
+from ._util import _out, array_step, cast, check_operands, dtype_error, float_np, result_dtype, to_float
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _ndarray = _backend.ndarray
@@ -1148,29 +1148,27 @@ def where(condition, input=None, other=None, *, out=None):
 
 def isnan(input):
     """True where input is NaN.  >>> wb.isnan(wb.tensor([1., float('nan')]))  ->  tensor([False,  True])"""
-    return Tensor._make(_backend.xp_of(input._data).isnan(input._data))
+    return array_step(lambda d: _backend.xp_of(d).isnan(d), input)
 
 
 def isinf(input):
     """True where input is ±inf.  >>> wb.isinf(wb.tensor([1., float('inf')]))  ->  tensor([False,  True])"""
-    return Tensor._make(_backend.xp_of(input._data).isinf(input._data))
+    return array_step(lambda d: _backend.xp_of(d).isinf(d), input)
 
 
 def isfinite(input):
     """True where input is neither inf nor NaN.  >>> wb.isfinite(wb.tensor([1., float('inf')]))  ->  tensor([ True, False])"""
-    return Tensor._make(_backend.xp_of(input._data).isfinite(input._data))
+    return array_step(lambda d: _backend.xp_of(d).isfinite(d), input)
 
 
 def isposinf(input, *, out=None):
     """True where input is +inf.  >>> wb.isposinf(wb.tensor([-float('inf'), float('inf')]))  ->  tensor([False, True])"""
-    d = input._data
-    return _out(Tensor._make(_backend.xp_of(d).isinf(d) & (d > 0)), out, "same")  # a bool out only, as PyTorch
+    return _out(array_step(lambda d: _backend.xp_of(d).isinf(d) & (d > 0), input), out, "same")  # bool out only
 
 
 def isneginf(input, *, out=None):
     """True where input is -inf.  >>> wb.isneginf(wb.tensor([-float('inf'), float('inf')]))  ->  tensor([ True, False])"""
-    d = input._data
-    return _out(Tensor._make(_backend.xp_of(d).isinf(d) & (d < 0)), out, "same")
+    return _out(array_step(lambda d: _backend.xp_of(d).isinf(d) & (d < 0), input), out, "same")
 
 
 def isreal(input):
@@ -1184,8 +1182,8 @@ def isreal(input):
 
 def signbit(input, *, out=None):
     """True where the sign bit is set (including -0.0).  >>> wb.signbit(wb.tensor([-0.0, 1.0]))  ->  tensor([ True, False])"""
-    d = input._data
-    return _out(Tensor._make(_backend.xp_of(d).signbit(d) if d.dtype.kind != "b" else d & False), out, "same")
+    return _out(array_step(lambda d: _backend.xp_of(d).signbit(d) if d.dtype.kind != "b" else d & False, input), out,
+                "same")
 
 
 def _check_same_dtype(op, a, b):
@@ -1271,7 +1269,7 @@ LogicalXor, logical_xor = _logical("logical_xor", "logical_xor")
 
 def logical_not(input, *, out=None):
     """not input, a bool tensor.  >>> wb.logical_not(wb.tensor([0, 1]))  ->  tensor([ True, False])"""
-    return _out(Tensor._make(_backend.xp_of(input._data).logical_not(input._data)), out)
+    return _out(array_step(lambda d: _backend.xp_of(d).logical_not(d), input), out)
 
 
 def _bitwise(name, ufunc, kernel, refuse="fc"):
@@ -1297,7 +1295,7 @@ def bitwise_not(input, *, out=None):
     d = input._data
     if d.dtype.kind not in "biu":
         raise dtype_error("bitwise_not_cpu", d.dtype)
-    return _out(Tensor._make(_backend.xp_of(d).invert(d)), out, "same")
+    return _out(array_step(lambda a: _backend.xp_of(a).invert(a), input), out, "same")
 
 
 def _invert(self):

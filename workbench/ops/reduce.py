@@ -1042,11 +1042,13 @@ def _logical_reduce(name):
         x = input._data
         xp = _backend.xp_of(x)
         dims = _dims(input, dim, name)
-        r = xp.asarray(getattr(xp, name)(x, axis=dims, keepdims=keepdim))
         # PyTorch's result is uint8 for a uint8 input, else bool; an out= of either dtype takes it in its own
-        if (x.dtype == _np.uint8) if out is None else (out.dtype is _dt.uint8):
-            r = r.astype(_np.uint8)
-        return _out(Tensor._make(r), out, "same")  # a bool or uint8 out only, as PyTorch
+        u8 = (x.dtype == _np.uint8) if out is None else (out.dtype is _dt.uint8)
+
+        def reduce(a):
+            r = xp.asarray(getattr(xp, name)(a, axis=dims, keepdims=keepdim))
+            return r.astype(_np.uint8) if u8 else r
+        return _out(array_step(reduce, input), out, "same")  # a bool or uint8 out only, as PyTorch
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Whether {'all' if name == 'all' else 'any'} elements (over ``dim``) are nonzero, a bool tensor.  "
