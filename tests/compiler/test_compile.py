@@ -82,7 +82,31 @@ def _train_pair(build, x, loss_fn=_mean_sq, opt_cls=wb.optim.SGD, steps=4, form=
     return wb.compiler.explain(compiled if form == "step" else cm)
 
 
+class _PaddedAttention(nn.Module):
+    # a bool key padding mask computed from the input (the usual form), and a bool causal mask
+    def __init__(self):
+        super().__init__()
+        self.att = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        causal = wb.ones(x.shape[1], x.shape[1], dtype=wb.bool).triu(1)
+        return self.att(x, x, x, key_padding_mask=x[..., 0] > 1.0, attn_mask=causal)[0]
+
+
+class _PoolUnpool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.pool, self.unpool = nn.Conv2d(1, 2, 3, padding=1), nn.MaxPool2d(2, return_indices=True), \
+            nn.MaxUnpool2d(2)
+
+    def forward(self, x):
+        return self.unpool(*self.pool(self.conv(x)))
+
+
 ZOO = {
+    "embedding-padding-idx": (lambda: nn.Sequential(nn.Embedding(10, 8, padding_idx=0), nn.Linear(8, 2)), (4, 3), 10),
+    "attention-bool-masks": (_PaddedAttention, (2, 5, 8), None),
+    "maxpool-unpool": (_PoolUnpool, (2, 1, 6, 6), None),
     "mlp-relu": (lambda: nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)), (4, 8), None),
     "cnn": (lambda: nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                                   nn.Linear(4 * 4 * 4, 3)), (2, 1, 8, 8), None),
@@ -641,6 +665,91 @@ def test_a_fallback_names_the_function_and_the_users_line():
     c(wb.ones(3))
     reason = wb.compiler.explain(c).reasons[0]
     assert "unique() made from raw arrays" in reason and "test_compile.py" in reason
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5])
+@pytest.mark.parametrize("form", ["step", "module"])
+def test_activation_checkpointing_runs_eagerly_with_the_reason(form, p):
+    from workbench.utils.checkpoint import checkpoint
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Dropout(p))
+
+        def forward(self, x):
+            return checkpoint(self.a, x, use_reentrant=False).sum()
+
+    wb.manual_seed(0)
+    m1 = M()
+    m2 = copy.deepcopy(m1)
+    c = wb.compile(lambda x: m2(x).backward()) if form == "step" else wb.compile(m2)
+    for i in range(3):
+        x = _input((2, 4), seed=i)
+        wb.manual_seed(i)
+        m1(x).backward()
+        wb.manual_seed(i)
+        c(x) if form == "step" else c(x).backward()
+        assert _bits(m1.a[0].weight.grad) == _bits(m2.a[0].weight.grad)
+    assert "activation checkpointing" in wb.compiler.explain(c).reasons[0]
+
+
+def test_a_closure_handed_to_a_replayed_call_runs_eagerly_and_lbfgs_matches():
+    def run(compiled):
+        wb.manual_seed(0)
+        model = nn.Linear(3, 1)
+        opt = wb.optim.LBFGS(model.parameters(), lr=0.5)
+
+        def step(x, y):
+            def closure():
+                opt.zero_grad()
+                loss = F.mse_loss(model(x), y)
+                loss.backward()
+                return loss
+            return opt.step(closure)
+        f = wb.compile(step) if compiled else step
+        return [_bits(f(_input((4, 3), seed=i), _input((4, 1), seed=9 + i))) for i in range(3)], f
+
+    assert run(False)[0] == run(True)[0]
+    assert "was given a Python function (a closure)" in wb.compiler.explain(run(True)[1]).reasons[0]
+
+
+def test_a_tensor_the_call_computed_reaches_a_replayed_scheduler_as_this_replays():
+    def run(compiled):
+        wb.manual_seed(0)
+        model = nn.Linear(3, 1)
+        opt = wb.optim.SGD(model.parameters(), lr=0.1)
+        sched = wb.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step(loss)
+            return loss
+        f = wb.compile(step) if compiled else step
+        out = [(_bits(f(_input((4, 3), seed=i), _input((4, 1), seed=9 + i))), opt.param_groups[0]["lr"], sched.best)
+               for i in range(5)]
+        return out, f
+
+    eager, (compiled, f) = run(False)[0], run(True)
+    assert eager == compiled and wb.compiler.explain(f).replays == 4
+
+
+def test_a_namedtuple_result_replays():
+    c = wb.compile(lambda x: x.max(dim=1))
+    for seed in range(3):
+        r = c(_input((3, 4), seed=seed))
+        assert type(r).__name__ == "max" and _bits(r.values) == _bits(_input((3, 4), seed=seed).max(dim=1).values)
+    assert wb.compiler.explain(c).replays == 2
+
+
+def test_each_later_trace_says_what_differed():
+    c = wb.compile(lambda x, lr: x * lr)
+    c(wb.ones(2), 0.1)
+    c(wb.ones(2), 0.05)
+    assert "traced because args[1] was float 0.1, now float 0.05" in repr(wb.compiler.explain(c))
 
 
 def test_the_recompile_limit_is_among_the_reasons():

@@ -99,6 +99,8 @@ class Explanation:
                  f"{self.replays} replay(s), {self.eager_calls} eager call(s)"]
         for i, p in enumerate(self.programs):
             graph = "" if p.cuda_graph is None else f"; {p.cuda_graph.describe()}"
+            if p.retraced:
+                graph += f"; traced because {p.retraced}"
             if p.shape_misses:
                 graph += (f"; {p.shape_misses} call(s) ran eagerly where a shape that follows from the values "
                           "changed")

@@ -15,7 +15,7 @@ from ..tensor import Tensor
 from . import cudagraph as _cudagraph
 from . import grad_region as _grad_region
 from . import trace as _trace
-from .program import Program, _walk, arg_paths_of
+from .program import Program, _walk, arg_paths_of, signature
 
 RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
 
@@ -60,8 +60,12 @@ class CompiledFunction:
         if len(self._programs) >= self._limit:
             self.calls["eager"] += 1
             if not self.log or self.log[-1][0] != "limit":
+                numbers = any(" was float " in (p.retraced or "") or " was int " in (p.retraced or "")
+                              for p in self._programs)
                 self.log.append(("limit", f"{self._limit} traces kept (recompile_limit); further signatures run "
-                                          "eagerly"))
+                                          "eagerly" + ("; traces specialise on Python numbers: pass a value that "
+                                                       "changes every call as a tensor (wb.tensor(lr))"
+                                                       if numbers else "")))
             return self._fn(*args, **kwargs)
         return self._trace(args, kwargs)
 
@@ -90,6 +94,11 @@ class CompiledFunction:
             except _trace.Unsupported:
                 pass
         prog = Program(T, args, kwargs, result, paths)
+        prog.signature = signature(args, kwargs)
+        if self._programs:  # what differs from the latest trace (the guard missed for it, or for a module's mode)
+            last = self._programs[0].signature
+            diff = [f"{k} was {last.get(k, 'absent')}, now {v}" for k, v in prog.signature.items() if last.get(k) != v]
+            prog.retraced = "; ".join(diff[:3]) or "a module's train/eval mode, a parameter or a captured tensor changed"
         self._programs.insert(0, prog)
         if prog.reason is None:
             self.log.append(("trace", f"traced {len(prog.steps)} steps"))

@@ -137,6 +137,8 @@ class Program:
         self.externals = [t for t, _slot in tracer.externals.values()]
         self.grad_reads = len(tracer.grad_reads)  # .grad tensors made before the call, read afresh on each replay
         self.cuda_graph = None  # mode="reduce-overhead": the program's cudagraph.GraphReplay
+        self.signature = None  # {argument path: description} of the traced call (compiled.signature)
+        self.retraced = None  # what differed from the trace before it, if any
         self.checks = 0  # shapes that follow from values, checked by the replay (see _value_checks)
         self.shape_misses = 0  # replays that found one changed and ran the call eagerly
         if self.reason is None:
@@ -403,8 +405,16 @@ class Program:
                 lines.append(f"    {self._bind(PlannedStep(fn, a[0]), 'O')}()")
                 return self._drop(i, ctx, lines)
             fname = self._bind(fn, "O")
-            an = self._bind(a, "A")
-            kn = self._bind(k, "A")
+            if ev.extract:  # tensors the call computed, passed as this replay's
+                at = dict(zip(ev.extract, ev.ins))
+
+                def item(key, v):
+                    return f"_mk({self._ref_src(at[key])})" if key in at else self._bind(v, "A")
+                an = "(" + "".join(f"{item(j, v)}, " for j, v in enumerate(a)) + ")"
+                kn = "{" + ", ".join(f"{key!r}: {item(key, v)}" for key, v in k.items()) + "}"
+            else:
+                an = self._bind(a, "A")
+                kn = self._bind(k, "A")
             if outs:
                 lines.append(f"    s{outs[0]} = {fname}(*{an}, **{kn})._data")
             else:
@@ -506,6 +516,9 @@ class Program:
             if out.__class__ is list:
                 return "[" + ", ".join(items) + "]"
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if isinstance(out, tuple) and hasattr(out.__class__, "_fields"):  # a namedtuple (return types included)
+            items = [self._output_src(o, arg_paths, host_vars, region) for o in out]
+            return f"{self._bind(out.__class__, 'K')}({''.join(i + ', ' for i in items)})"
         if out.__class__ is dict:
             return "{" + ", ".join(f"{self._bind(k, 'V')}: {self._output_src(v, arg_paths, host_vars, region)}"
                                    for k, v in out.items()) + "}"
@@ -542,6 +555,18 @@ def _walk(args, kwargs):
             stack.extend(reversed([(f"{path}[{k!r}]", x) for k, x in v.items()]))
         else:
             yield path, v
+
+
+def signature(args, kwargs):
+    """{argument path: what the guards see of it}, to say what differed when a call traces again."""
+    sig = {"grad mode": "on" if STATE.enabled else "off"}
+    for path, v in _walk(args, kwargs):
+        if isinstance(v, Tensor):
+            sig[path] = (f"a {v.dtype} tensor of shape {list(v.shape)} on {v.device}"
+                         + (" that requires grad" if v._rg else "") + ("" if v.grad_fn is None else " (non-leaf)"))
+        else:
+            sig[path] = f"{type(v).__name__} {v!r}"[:80]
+    return sig
 
 
 def arg_paths_of(args, kwargs):

@@ -33,6 +33,7 @@ from ..optim.optimizer import Optimizer
 from ..ops._util import ArrayStep
 from ..ops.index import GetItem
 from ..random import Generator
+from ..utils.checkpoint import Checkpoint as _Checkpoint
 from ..tensor import Tensor
 from .. import _outargs
 from .. import creation as _creation
@@ -288,6 +289,8 @@ class Tracer:
         swap(Tensor, "data", property(data.fget, _hook_setdata(T), None, data.__doc__))
         swap(Module, "__call__", _hook_module_call(Module.__call__, T))
         swap(Generator, "_stream", _hook_random(Generator.__dict__["_stream"], T))
+        for name in ("manual_seed", "seed", "set_state"):  # a replay would not reseed
+            swap(Generator, name, _hook_reseed(Generator.__dict__[name], T, name))
         swap(Module, "zero_grad", _hook_opaque(Module.zero_grad, T, "zero_grad", None))
         for cls in subclasses(Module):  # train()/eval() inside the call: replayed, and the guard checks the mode before
             if "train" in cls.__dict__:
@@ -488,6 +491,10 @@ def _hook_call_backward(orig, T):
     def _call_backward(node, grads):
         T.differentiated.add(id(node))
         if not _recording(T):
+            return orig(node, grads)
+        if node._fn is _Checkpoint:
+            T.reason = T.reason or ("activation checkpointing (utils.checkpoint) recomputes its segment in backward "
+                                    "from Python, with the RNG state put back: the replay cannot repeat that")
             return orig(node, grads)
         n_ev, n_sl, host_after = len(T.events), len(T.arrays), T.host_after
         res = orig(node, grads)
@@ -786,6 +793,16 @@ def _hook_shape_read(orig, T, name):
     return read
 
 
+def _hook_reseed(orig, T, name):
+    def reseed(self, *args):
+        if _recording(T):
+            T.reason = T.reason or (f"the random generator was reseeded or its state set during the call ({name}"
+                                    f"{_where(_site(1))}): the replay would not do it again")
+        return orig(self, *args)
+
+    return reseed
+
+
 def _hook_random(orig, T):
     def _stream(self, dev):
         T.random = True
@@ -865,7 +882,17 @@ def _hook_opaque(orig, T, name, kind):
                     T.covered.add(id(p._data))
 
         def rec():
-            ev = T.add(Event("opaque", (orig, args, kwargs), [], [], name, "", "step" if is_step else None))
+            for a in list(args[1:] if kind in ("optimizer", None) else args) + list(kwargs.values()):
+                if callable(a) and not isinstance(a, (Tensor, Module)):
+                    T.fail(f"{name}() was given a Python function (a closure){_where(_site(2))}: the replay would "
+                           "call the one this call made, on this call's tensors")
+            # a tensor the call computed (a loss handed to ReduceLROnPlateau.step): the replay passes its own
+            made = [(k, ("s", T.slot_of[id(v._data)])) for k, v in list(enumerate(args)) + list(kwargs.items())
+                    if isinstance(v, Tensor) and id(v._data) in T.slot_of]
+            ev = Event("opaque", (orig, args, kwargs), [ref for _k, ref in made], [], name, "",
+                       "step" if is_step else None)
+            ev.extract = tuple(k for k, _ref in made)
+            T.add(ev)
             if isinstance(r, Tensor):  # a closure's loss, a gradient norm: the replay hands out its own
                 ev.outs = T.outputs([r._data])
         _guarded(T, rec)

@@ -836,13 +836,18 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         _embedding_renorm(weight, idx, max_norm, norm_type)
     scale = None
     if padding_idx is not None or scale_grad_by_freq:
-        s = xp.ones(idx.shape, weight._data.dtype)
-        if scale_grad_by_freq:
-            counts = xp.bincount(idx.reshape(-1), minlength=n)
-            s = s / counts[idx]
-        if padding_idx is not None:
-            s = s * (idx != padding_idx)
-        scale = Tensor._make(s[..., None].astype(weight._data.dtype))
+        wdt, dev = weight._data.dtype, weight.device
+
+        def grad_scale(i):  # one array step (workbench.compile replays it)
+            if input.device != dev:
+                i = _backend.to_device(i, dev)
+            s = xp.ones(i.shape, wdt)
+            if scale_grad_by_freq:
+                s = s / xp.bincount(i.reshape(-1), minlength=n)[i]
+            if padding_idx is not None:
+                s = s * (i != padding_idx)
+            return s[..., None].astype(wdt)
+        scale = array_step(grad_scale, input)
     return Embedding.apply(weight, idx, scale)
 
 

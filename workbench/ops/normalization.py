@@ -393,23 +393,32 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if _AUTOCAST[0]:
         input, weight, bias = _autocast_cast("layer_norm", input, weight, bias)
     _, k = _norm_shape("layer_norm", input, normalized_shape, (weight, "weight"), (bias, "bias"))
+    if _dt.is_half(input._data.dtype) and any(p is not None and p.dtype is _dt.float32 for p in (weight, bias)) and all(
+            p is None or p.dtype in (input.dtype, _dt.float32) for p in (weight, bias)):
+        # a 16-bit input with float32 parameters (autocast's, or a model half converted): PyTorch's mixed kernel,
+        # computed in float32 and rounded once to the input's dtype
+        return LayerNorm.apply(input.float(), None if weight is None else weight.float(),
+                               None if bias is None else bias.float(), k, eps).to(input.dtype)
     return LayerNorm.apply(input, weight, bias, k, eps)
 
 
 @composite("rms_norm")
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """x / sqrt(mean(x**2) + eps) over the last dims, times weight; eps defaults to the dtype's eps.
+    """x / sqrt(mean(x**2) + eps) over the last dims, times weight; eps defaults to the eps of the dtype it is
+    computed in (float32 for 16-bit inputs, which are computed in float32 and rounded once, as PyTorch's).
 
     >>> import workbench as wb
     >>> wb.rms_norm(wb.tensor([[3.0, 4.0]]), (2,), eps=0.0)
     tensor([[0.8485, 1.1314]])
     """
     _, k = _norm_shape("rms_norm", input, normalized_shape, (weight, "weight"))
+    x = input.float() if _dt.is_half(input._data.dtype) else input
     if eps is None:
-        eps = _EPS.get(str(input.dtype).replace("workbench.", ""), _EPS["float32"])
+        eps = _EPS.get(str(x.dtype).replace("workbench.", ""), _EPS["float32"])
     axes = tuple(range(input.ndim - k, input.ndim))
-    y = input * ((input * input).mean(axes, keepdim=True) + eps) ** -0.5
-    return y * weight if weight is not None else y
+    y = x * ((x * x).mean(axes, keepdim=True) + eps) ** -0.5
+    y = y * weight if weight is not None else y
+    return y.to(input.dtype) if y.dtype != input.dtype else y  # the input's dtype, as PyTorch's type_as
 
 
 @composite("local_response_norm")

@@ -10,7 +10,7 @@ from .. import _backend
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.graph import composite
-from ._util import _uniform, ntuple
+from ._util import _uniform, array_step, ntuple
 from ._windows import _pad, _sep_apply, _windows
 from .elementwise import relu
 from .index import PutRows, TakeRows
@@ -222,7 +222,8 @@ def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_siz
     xp = _backend.xp_of(idx)
     if idx.size and (bool((idx < 0).any()) or bool((idx >= area).any())):
         raise RuntimeError(f"{op}: Found an invalid max index (the output has {area} elements per channel)")
-    rows = xp.arange(n * c).reshape((n, c) + (1,) * nd) * area + idx
+    rows = array_step(lambda i: xp.arange(n * c).reshape((n, c) + (1,) * nd) * area + (i if batched else i[None]),
+                      indices)  # one array step: workbench.compile replays it
     y = Unpool.apply(x.reshape(-1), rows, n * c * area).reshape((n, c) + out)
     return y if batched else y.squeeze(0)
 

@@ -4,6 +4,7 @@ need_weights=True computes softmax(q k^T / sqrt(d) + mask) explicitly so the wei
 need_weights=False goes through the fused F.scaled_dot_product_attention.
 """
 from ... import _backend, creation, ops
+from ..._array_step import array_step
 from ...tensor import Tensor
 from .. import init
 from .. import functional as F
@@ -34,8 +35,7 @@ def _float_mask(mask, dtype, what):
     if mask.dtype.name != "bool":
         raise AssertionError(f"only bool and floating types of {what} are supported")
     xp = _backend.xp_of(mask._data)
-    return Tensor._make(xp.where(mask._data, xp.asarray(-xp.inf, dtype=dtype.np),
-                                 xp.asarray(0, dtype=dtype.np)))
+    return array_step(lambda m: xp.where(m, xp.asarray(-xp.inf, dtype=dtype.np), xp.asarray(0, dtype=dtype.np)), mask)
 
 
 def _pad_last(t, value=0.0):
