@@ -305,17 +305,8 @@ class Program:
                               f"backward that runs after the call ({ev.checked})")
         self.checks = len(checked)
         last = checked[-1]
-        changed = "it drew random numbers" if T.random_from is not None and T.random_from <= last else None
-        for ev in events[:last]:
-            if changed is not None:
-                break
-            if ev.kind in ("acc", "setgrad") or ev.kind == "opaque" and not ev.op.endswith("zero_grad"):
-                changed = f"{ev.op} ran"  # (zero_grad is not: the eager call does it again, to the same effect)
-            elif ev.kind == "write":  # into an argument, a parameter, or a view (of who knows what)
-                dst = ev.ins[0][1]
-                b = T.bindings.get(dst)  # (a constant is copied afresh for each replay)
-                if b is not None and b[0] != "const" or T.arrays[dst].base is not None:
-                    changed = f"{ev.op} wrote a tensor in place"
+        changed = ("it drew random numbers" if T.random_from is not None and T.random_from <= last
+                   else _first_change(T, events[:last]))
         if changed is not None:
             ev = events[last]
             raise Unsupported(f"{ev.op}'s shape follows from the values{_where(ev.value_shaped)} and the call read "
@@ -555,6 +546,20 @@ def _walk(args, kwargs):
             stack.extend(reversed([(f"{path}[{k!r}]", x) for k, x in v.items()]))
         else:
             yield path, v
+
+
+def _first_change(T, events):
+    """What the first of ``events`` to change state outside the replay did (None if none does): a fallback to
+    eager after it would do it twice."""
+    for ev in events:
+        if ev.kind in ("acc", "setgrad") or ev.kind == "opaque" and not ev.op.endswith("zero_grad"):
+            return f"{ev.op} ran"  # (not zero_grad: the eager call does it again, to the same effect)
+        if ev.kind == "write":  # into an argument, a parameter, or a view (of who knows what)
+            dst = ev.ins[0][1]
+            b = T.bindings.get(dst)  # (a constant is copied afresh for each replay)
+            if b is not None and b[0] != "const" or T.arrays[dst].base is not None:
+                return f"{ev.op} wrote a tensor in place"
+    return None
 
 
 def signature(args, kwargs):

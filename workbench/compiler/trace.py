@@ -631,13 +631,13 @@ def _same_memory_slot(T, data):
     if base is None or not _is_array(base):
         return None
     lay = _layout(data)
-    n = T.slot_of.get(id(base))
-    if n is None and _layout(base) == lay:
+    if _layout(base) == lay:
+        n = T.slot_of.get(id(base))
         made = T.made.get(id(base))
-        if made is not None and made[0] == "const":  # a constant not read yet (zeros(3).index_add_(...))
+        if n is None and made is not None and made[0] == "const":  # a constant not read yet (zeros(3).index_add_)
             n = T._made_slot(base, made, "view")
-    if n is not None and _layout(base) == lay:
-        return n
+        if n is not None:
+            return n
     for n in range(len(T.arrays) - 1, -1, -1):
         a = T.arrays[n]
         if a.base is base and T.slot_of.get(id(a)) == n and _layout(a) == lay:
@@ -667,17 +667,21 @@ def _hook_write(orig, T):
 def _hook_write_out(orig, T):
     # a result stored into out=: a write the replay repeats (a resized out gets a new array: not replayed)
     def _write_out(r, out):
-        before = out._data
-        res = orig(r, out)
+        before, dst = out._data, None
         if _recording(T):
+            try:  # before the write, as _write: a constant written into is bound with its value before it
+                dst = T.ref(out, "out=")
+            except Unsupported:
+                pass
+        res = orig(r, out)
+        if dst is not None and _recording(T):
             if out._data is not before:
                 T.reason = T.reason or (f"an out= tensor was resized{_where(_site(1))} (it gets a new array the replay "
                                         "would not make)")
             else:
                 def rec():
-                    dst, src = T.ref(out, "out="), T.ref(r, "out=")
                     T.written.add(id(before))
-                    T.add(Event("write", None, [dst, src], [], "out=", _graph.SCOPE.get(), out))
+                    T.add(Event("write", None, [dst, T.ref(r, "out=")], [], "out=", _graph.SCOPE.get(), out))
                 _guarded(T, rec)
         return res
 
