@@ -737,6 +737,34 @@ def test_a_tensor_the_call_computed_reaches_a_replayed_scheduler_as_this_replays
     assert eager == compiled and wb.compiler.explain(f).replays == 4
 
 
+@pytest.mark.parametrize("concatenated", [False, True])
+def test_ctc_loss_replays_with_target_lengths_that_change(concatenated):
+    def run(compiled):
+        wb.manual_seed(0)
+        m = nn.Linear(3, 5)
+        opt = wb.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x, tgt, il, tl):
+            opt.zero_grad()
+            loss = F.ctc_loss(m(x).log_softmax(-1), tgt, il, tl)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wb.compile(step) if compiled else step
+        out = []
+        # the longest target changes (so does the label rows' width); the concatenated targets keep one length
+        lengths = ([3, 2], [1, 4], [2, 3], [4, 1]) if concatenated else ([3, 2], [1, 3], [2, 2], [3, 3])
+        for i, lens in enumerate(lengths):
+            rng = np.random.default_rng(i)
+            tl = wb.tensor(lens)
+            tgt = wb.tensor(rng.integers(1, 5, sum(lens) if concatenated else (2, 3)))
+            out.append(_bits(f(_input((8, 2, 3), seed=i), tgt, wb.tensor([8, 7]), tl)))
+        return out + [_bits(p) for p in m.parameters()], f
+
+    eager, (compiled, f) = run(False)[0], run(True)
+    assert eager == compiled and wb.compiler.explain(f).replays == 3
+
+
 def test_a_namedtuple_result_replays():
     c = wb.compile(lambda x: x.max(dim=1))
     for seed in range(3):

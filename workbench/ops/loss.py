@@ -9,7 +9,7 @@ import contextlib
 import math
 import warnings
 
-from .. import _backend
+from .. import _backend, creation
 from .._core import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
@@ -1322,20 +1322,33 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if want is not None and tg.shape[0] != want:
         raise RuntimeError(f"Expected tensor to have size {want} at dimension 0, but got size {tg.shape[0]} for "
                            "argument #2 'targets' (while checking arguments for ctc_loss_cpu)")
-    lab = xp.zeros((n, s_max), dtype="int64")
-    if tg.ndim == 2 or (not batched and tg.ndim == 1 and n == 1 and tg.shape[0] >= s_max):
-        tg2 = tg.reshape(n, -1) if tg.ndim == 2 else tg[None]
-        lab[:, :] = tg2[:, :s_max]
-    else:  # concatenated 1-D targets
-        starts = xp.concatenate([xp.zeros(1, "int64"), xp.cumsum(tgt_len)[:-1]])
-        for k in range(n):
-            lab[k, :int(tgt_len[k])] = tg[int(starts[k]):int(starts[k]) + int(tgt_len[k])]
-    lab = xp.where(xp.arange(s_max)[None, :] < tgt_len[:, None], lab, blank)
-    ext = xp.full((n, 2 * s_max + 1), blank, dtype="int64")
-    ext[:, 1::2] = lab
-    nll = CTCLoss.apply(lp, ext, in_len, 2 * tgt_len + 1, blank, zero_infinity)
+    padded = tg.ndim == 2 or (not batched and tg.ndim == 1 and n == 1 and tg.shape[0] >= s_max)
+
+    def ctc_targets(tg, in_len, tgt_len):
+        # the blank-extended label rows, the lengths, the mean's divisors: one array step (workbench.compile
+        # replays it, and checks the rows' width, which follows from the target lengths, where it is read)
+        tg, in_len, tgt_len = tg.astype("int64"), in_len.reshape(-1).astype("int64"), tgt_len.reshape(-1).astype("int64")
+        s_max = int(tgt_len.max()) if n else 0
+        lab = xp.zeros((n, s_max), dtype="int64")
+        if padded:
+            lab[:, :] = (tg.reshape(n, -1) if tg.ndim == 2 else tg[None])[:, :s_max]
+        else:  # concatenated 1-D targets
+            starts = xp.concatenate([xp.zeros(1, "int64"), xp.cumsum(tgt_len)[:-1]])
+            for k in range(n):
+                lab[k, :int(tgt_len[k])] = tg[int(starts[k]):int(starts[k]) + int(tgt_len[k])]
+        lab = xp.where(xp.arange(s_max)[None, :] < tgt_len[:, None], lab, blank)
+        ext = xp.full((n, 2 * s_max + 1), blank, dtype="int64")
+        ext[:, 1::2] = lab
+        return ext, in_len, 2 * tgt_len + 1, xp.maximum(tgt_len, 1).astype(lp._data.dtype)
+    ctc_targets.value_shaped = True
+
+    def as_tensor(v):
+        return v if isinstance(v, Tensor) else creation.tensor(xp.asarray(v))
+    ext, in_len_t, ext_len, divisor = array_step(ctc_targets, as_tensor(targets), as_tensor(input_lengths),
+                                                 as_tensor(target_lengths))
+    nll = CTCLoss.apply(lp, ext._data, in_len_t._data, ext_len._data, blank, zero_infinity)
     if reduction == "mean":
-        return (nll / Tensor._make(xp.maximum(tgt_len, 1).astype(nll._data.dtype))).mean()
+        return (nll / divisor).mean()
     if reduction == "sum":
         return nll.sum()
     return nll if batched else nll.squeeze(0)
