@@ -7,14 +7,16 @@ gathers they feed, masks, masked stores, a data-dependent number of elements), n
 trips, in-place ops and stores on non-leaf tensors and views (activations with inplace=True included),
 writes into fresh tensors (fill_, zero_, copy_, index_add_, out=), random draws (randn_like, rand, randperm,
 dropout), and a loss; now and then a form the compiler runs eagerly (a value read on the host, an in-place
-normal_). It runs in one of five forms:
+normal_). It runs in one of six forms:
 
 - ``step``: a whole training step (zero_grad, forward, loss, backward, SGD with momentum or Adam) compiled;
 - ``grad``: forward and backward with the input requiring grad, returning the output and loss (x.grad read);
 - ``module``: the program as an ``nn.Module``, compiled, with the loss and backward eager;
 - ``nograd``: the module's forward under ``no_grad``;
 - ``accumulate``: forward and backward compiled, the gradients accumulating over two calls between optimizer
-  steps.
+  steps;
+- ``trainloop``: a step that calls ``model.train()`` and clips the gradients, compiled, with an eager evaluation
+  in eval mode after each call.
 
 Each program is called five times with new input values (so a value baked into a trace shows), then once
 with a new batch size (a retrace), then once more. The loss, the output, every gradient, the parameters,
@@ -97,7 +99,9 @@ def _unary():
         ("masked_fill", lambda h, P: h.masked_fill(h > 0.3, 0.0)),
         ("h * (h > 0)", lambda h, P: h * (h > 0)),
         ("h * mask.float", lambda h, P: h * (h < 0.5).float()),
-        ("dropout", lambda h, P: F.dropout(h, 0.3, training=True)),
+        ("dropout", lambda h, P: F.dropout(h, 0.3, training=P.training)),
+        ("~mask", lambda h, P: h.masked_fill(~(h > 0.2), -0.5)),
+        ("isfinite and any", lambda h, P: h * wb.isfinite(h) + (h > 1).any(1, keepdim=True)),
         ("cat halves", lambda h, P: wb.cat([h[:, 3:], h[:, :3]], dim=1)),
         ("stack sum", lambda h, P: wb.stack([h, P.w.expand_as(h)]).sum(0)),
         ("chunk mul", lambda h, P: wb.cat([a * (i + 1) for i, a in enumerate(h.chunk(3, dim=1))], dim=1)),
@@ -213,7 +217,7 @@ def _make_program(seed):
     if rng.random() < 0.08:
         steps.insert(int(rng.integers(0, len(steps) + 1)), _EAGER[int(rng.integers(0, len(_EAGER)))])
     loss = _LOSSES[int(rng.integers(0, len(_LOSSES)))]
-    form = ("step", "grad", "module", "nograd", "accumulate")[int(rng.integers(0, 5))]
+    form = ("step", "grad", "module", "nograd", "accumulate", "trainloop")[int(rng.integers(0, 6))]
     opt = ("sgd", "adam")[int(rng.integers(0, 2))]
     return steps, loss, form, opt
 
@@ -237,6 +241,25 @@ def _runner(form, model, opt, loss_fn, compiled):
             opt.step()
             return loss, out.detach()
         return wb.compile(step) if compiled else step
+    if form == "trainloop":  # the usual loop: the step sets train mode, clips; an evaluation between steps
+        def train_step(x, y, lab):
+            model.train()
+            opt.zero_grad()
+            loss = loss_fn(model(x), y, lab)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            return loss
+        fn = wb.compile(train_step) if compiled else train_step
+
+        def call(x, y, lab):
+            loss = fn(x, y, lab)
+            model.eval()
+            with wb.no_grad():
+                out = model(x)
+            return loss, out
+        call.compiled = fn
+        return call
     if form == "grad":
         def grad(x, y, lab):
             out = model(x)
