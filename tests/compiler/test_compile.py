@@ -107,6 +107,8 @@ ZOO = {
     "embedding-padding-idx": (lambda: nn.Sequential(nn.Embedding(10, 8, padding_idx=0), nn.Linear(8, 2)), (4, 3), 10),
     "attention-bool-masks": (_PaddedAttention, (2, 5, 8), None),
     "maxpool-unpool": (_PoolUnpool, (2, 1, 6, 6), None),
+    "batchnorm-cumulative": (lambda: nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8, momentum=None), nn.Linear(8, 2)),
+                             (4, 8), None),
     "mlp-relu": (lambda: nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)), (4, 8), None),
     "cnn": (lambda: nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                                   nn.Linear(4 * 4 * 4, 3)), (2, 1, 8, 8), None),

@@ -2,6 +2,7 @@
 import numbers
 
 from ... import creation
+from ..._array_step import array_step
 from ..._backend import dtypes as _dt
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
@@ -73,7 +74,9 @@ class _BatchNorm(_NormBase):
             nbt = self.num_batches_tracked
             with no_grad():
                 nbt.add_(1)  # an op (not a raw +=), so a compiled replay counts too
-            factor = 1.0 / float(nbt) if self.momentum is None else self.momentum
+            # momentum None: the cumulative mean, 1 / count, as a tensor (not read on the host, so a compiled step
+            # replays it); the running stats get the same bits as with the Python number
+            factor = array_step(lambda n: 1.0 / n.astype("float64"), nbt) if self.momentum is None else self.momentum
         bn_training = True if self.training else (self.running_mean is None and self.running_var is None)
         use_stats = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_stats else None, self.running_var if use_stats else None,
