@@ -782,6 +782,87 @@ def test_each_later_trace_says_what_differed():
     assert "traced because args[1] was float 0.1, now float 0.05" in repr(wb.compiler.explain(c))
 
 
+def test_a_replay_that_writes_into_an_argument_moves_its_version():
+    w = wb.ones(3, requires_grad=True)
+    c = wb.compile(lambda x: x.add_(1))
+    for i in range(3):
+        x = wb.ones(3)
+        y = (w * x).sum()  # saves x
+        c(x)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+
+
+def test_a_modules_plain_attributes_are_guarded():
+    m = nn.LeakyReLU(0.1)
+    c = wb.compile(m)
+    x = -wb.ones(2)
+    assert _bits(c(x)) == _bits(m(x))
+    m.negative_slope = 0.5  # (a dropout schedule changes Dropout.p the same way)
+    assert _bits(c(x)) == _bits(m(x)) == _bits(-0.5 * wb.ones(2))
+    assert "negative_slope': 0.5" in wb.compiler.explain(c).programs[0].retraced
+
+
+def test_a_generator_function_runs_eagerly():
+    def gen(x):
+        yield x * 2
+    c = wb.compile(gen)
+    assert [len(list(c(wb.ones(2)))) for _ in range(3)] == [1, 1, 1]
+    assert "an iterator" in wb.compiler.explain(c).reasons[0]
+
+
+def test_fullgraph_raises_on_every_call_that_cannot_replay():
+    c = wb.compile(lambda x: x * x.sum().item(), fullgraph=True)
+    for _ in range(3):
+        with pytest.raises(wb.compiler.Unsupported):
+            c(wb.ones(2))
+
+
+def test_a_module_with_hooks_traces_once_and_runs_eagerly():
+    m = nn.Linear(2, 2)
+    seen = []
+    m.register_forward_hook(lambda mod, inp, out: seen.append(1))
+    c = wb.compile(m)
+    for _ in range(5):
+        c(wb.ones(1, 2))
+    e = wb.compiler.explain(c)
+    assert (e.traces, e.eager_calls, len(seen)) == (1, 4, 5) and "has hooks" in e.reasons[0]
+
+
+def test_a_replay_under_inference_mode_hands_out_inference_tensors():
+    m = nn.Linear(2, 2)
+    c = wb.compile(m)
+    for _ in range(3):
+        with wb.inference_mode():
+            y = c(wb.ones(1, 2))
+        assert y.is_inference()
+
+
+def test_calls_a_watching_tool_forced_eager_are_explained():
+    c = wb.compile(nn.Linear(2, 2))
+    c(wb.ones(1, 2))
+    with wb.autograd.detect_anomaly():
+        c(wb.ones(1, 2))
+    assert "a tool was watching the tape" in wb.compiler.explain(c).reasons[-1]
+
+
+@pytest.mark.parametrize("name,f,good,bad,exc", [
+    ("embedding", lambda w, i: F.embedding(i, w), [1, 2], [1, -1], IndexError),
+    ("gather", lambda w, i: w.gather(1, i.reshape(1, -1)), [1, 2], [1, 7], RuntimeError),
+    ("index_select", lambda w, i: w.index_select(1, i), [1, 2], [0, -1], IndexError),
+])
+def test_index_values_are_checked_on_replay_as_eagerly(name, f, good, bad, exc):
+    w = _input((5, 4))
+    c = wb.compile(f)
+    c(w, wb.tensor(good))
+    c(w, wb.tensor(good))
+    with pytest.raises(exc) as eager:
+        f(w, wb.tensor(bad))
+    with pytest.raises(exc) as compiled:
+        c(w, wb.tensor(bad))
+    assert str(eager.value) == str(compiled.value) and wb.compiler.explain(c).replays == 2
+
+
 def test_the_recompile_limit_is_among_the_reasons():
     c = wb.compile(lambda x: x * 2, recompile_limit=2)
     for n in range(1, 5):

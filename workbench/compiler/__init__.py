@@ -90,7 +90,7 @@ class Explanation:
         self.eager_calls = compiled.calls["eager"]
         self.traced_calls = compiled.calls["trace"]
         self.reasons = [p.reason for p in compiled._programs if p.reason is not None] + [
-            detail for kind, detail in compiled.log if kind == "limit"]
+            detail for kind, detail in compiled.log if kind in ("limit", "listening")]
         self.programs = list(compiled._programs)
         self.log = list(compiled.log)
 
@@ -112,7 +112,7 @@ class Explanation:
             else:
                 lines.append(f"  trace {i}: runs eagerly: {p.reason}")
         for kind, detail in self.log:
-            if kind == "limit":
+            if kind in ("limit", "listening"):
                 lines.append(f"  {detail}")
         return "\n".join(lines)
 

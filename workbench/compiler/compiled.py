@@ -37,10 +37,16 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if _tools_listening():
             self.calls["eager"] += 1
+            if not any(kind == "listening" for kind, _ in self.log):
+                self.log.append(("listening", "a tool was watching the tape (a viz recorder or trace, the gradient "
+                                              "monitor, detect_anomaly): those calls ran eagerly, so it saw every op"))
             return self._fn(*args, **kwargs)
         for p in self._programs:
             if p.guard(args, kwargs):
                 if p.run is None:
+                    if self._fullgraph:
+                        raise _trace.Unsupported(f"workbench.compile(fullgraph=True): {self._name} cannot be replayed: "
+                                                 f"{p.reason}")
                     self.calls["eager"] += 1
                     return self._fn(*args, **kwargs)
                 self.calls["replay"] += 1
@@ -95,10 +101,13 @@ class CompiledFunction:
                 pass
         prog = Program(T, args, kwargs, result, paths)
         prog.signature = signature(args, kwargs)
-        if self._programs:  # what differs from the latest trace (the guard missed for it, or for a module's mode)
+        for m, training in T.entry_modes.values():  # the modules' modes and settings, as the call found them
+            prog.signature[f"{type(m).__name__} (module {id(m):#x})"] = (
+                f"in {'train' if training else 'eval'} mode, with {T.module_attrs.get(id(m), {})}")
+        if self._programs:  # what differs from the latest trace (the guard missed for it)
             last = self._programs[0].signature
             diff = [f"{k} was {last.get(k, 'absent')}, now {v}" for k, v in prog.signature.items() if last.get(k) != v]
-            prog.retraced = "; ".join(diff[:3]) or "a module's train/eval mode, a parameter or a captured tensor changed"
+            prog.retraced = "; ".join(diff[:3]) or "a parameter or a captured tensor changed"
         self._programs.insert(0, prog)
         if prog.reason is None:
             self.log.append(("trace", f"traced {len(prog.steps)} steps"))

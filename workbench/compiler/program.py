@@ -15,6 +15,7 @@ from .. import _backend
 from ..autograd import engine as _engine
 from ..autograd import function as _function
 from ..autograd.grad_mode import STATE
+from .._core import _INFERENCE_BOX
 from ..tensor import Tensor
 from .trace import ShapeChanged, Unsupported, _where, slot_refs as _slot_refs
 
@@ -112,7 +113,10 @@ def set_grad(t, value):
 
 
 def make_output(arr, rg, node):
-    return _make(arr, rg, node if rg else None)
+    t = _make(arr, rg, node if rg else None)
+    if STATE.inference:  # a replay under inference_mode (the guard holds it) hands out inference tensors, as eager
+        t._vbox = _INFERENCE_BOX
+    return t
 
 
 class Program:
@@ -197,8 +201,13 @@ class Program:
             conds.append(f"{self._bind(m, 'M')}.training is {bool(training)}")
         for m in T.modules.values():
             mn = self._bind(m, "M")
-            conds.append(f"not ({mn}._forward_pre_hooks or {mn}._forward_hooks or {mn}._backward_hooks or "
-                         f"{mn}._backward_pre_hooks)")
+            attrs = T.module_attrs.get(id(m))
+            if attrs:  # one comparison per module: its plain attributes as the traced call found them
+                names = tuple(attrs)
+                conds.append(f"tuple(map({mn}.__dict__.get, {names!r})) == {self._bind(tuple(attrs.values()), 'V')}")
+            hooked = bool(m._forward_pre_hooks or m._forward_hooks or m._backward_hooks or m._backward_pre_hooks)
+            conds.append(f"bool({mn}._forward_pre_hooks or {mn}._forward_hooks or {mn}._backward_hooks or "
+                         f"{mn}._backward_pre_hooks) is {hooked}")  # (a trace with hooks runs eagerly: it must match)
             for table in ("_parameters", "_buffers"):
                 d = m.__dict__[table]
                 if d:
@@ -226,6 +235,13 @@ class Program:
     def _program_source(self, result, arg_paths):
         T = self.tracer
         self._arg_paths = arg_paths
+        self._vboxes = {}  # id(version box) -> the source of the argument or outside tensor that owns it
+        for _s, (kind, obj) in sorted(T.bindings.items()):
+            if kind == "arg":
+                self._vboxes.setdefault(id(obj._vbox), arg_paths[id(obj)])
+            elif kind in ("ext", "grad"):
+                t = obj if kind == "ext" else obj._grad
+                self._vboxes.setdefault(id(t._vbox), self._bind(obj, "E") + ("" if kind == "ext" else "._grad"))
         region = T.region
         events = T.events
         if region is not None:
@@ -382,6 +398,9 @@ class Program:
             return self._drop(i, ctx, lines, ["_r"])
         elif ev.kind == "write":
             lines.append(f"    {self._ref_src(ev.ins[0])}[...] = {self._ref_src(ev.ins[1])}")
+            owner = self._vboxes.get(id(ev.info._vbox))
+            if owner is not None:  # an argument or an outside tensor (or a view of one) written: its version moves
+                lines.append(f"    {owner}._vbox[0] += 1")
         elif ev.kind == "acc":
             g = ev.ins[1]
             steal = g[0] == "s" and uses.get(g[1], -1) <= i and T.bindings.get(g[1]) is None
@@ -519,6 +538,9 @@ class Program:
             return repr(out)
         if _contains_tensor(out):
             raise Unsupported(f"the call returns a {type(out).__name__} holding tensors")
+        if hasattr(out, "__next__"):  # a generator function's generator runs its body later, outside any trace
+            raise Unsupported(f"the call returns a {type(out).__name__} (an iterator: the replay would hand out the "
+                              "same one, used up)")
         return self._bind(out, "V")
 
 

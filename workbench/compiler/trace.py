@@ -118,6 +118,7 @@ class Tracer:
         self.modules = {}  # id(module) -> module, every module called
         self.entry_modes = {}  # id(module) -> (module, its .training when the call began): what the guard checks
         self.grad_reads = {}  # slot -> the tensor whose .grad (made before the call) the call read
+        self.module_attrs = {}  # id(module) -> {name: value} of its plain attributes when the call first used it
         self.snapshots = []  # (what, tensor, array, copy): module state to check for unrecorded writes
         self.written = set()  # ids of arrays that recorded events wrote
         self.covered = set()  # ids of arrays that opaque calls may change (optimized parameters)
@@ -772,6 +773,10 @@ def _hook_module_call(orig, T):
         if _recording(T) and id(self) not in T.modules:
             T.modules[id(self)] = self
             T.entry_modes.setdefault(id(self), (self, self.training))
+            # the settings the forward may read (negative_slope, p, dim, a temperature): the guard checks them
+            # (not private ones: workbench's caches, such as the scope path, start with _)
+            T.module_attrs[id(self)] = {k: v for k, v in self.__dict__.items()
+                                        if k != "training" and k[0] != "_" and _simple(v)}
             d = self.__dict__
             if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
                 T.reason = T.reason or (f"module {type(self).__name__} has hooks (they run Python code the replay "
@@ -815,6 +820,11 @@ def _hook_random(orig, T):
         return orig(self, dev)
 
     return _stream
+
+
+def _simple(v):
+    return v is None or v.__class__ in (bool, int, float, str) or (
+        v.__class__ is tuple and all(x is None or x.__class__ in (bool, int, float, str) for x in v))
 
 
 def _is_iterator(x):

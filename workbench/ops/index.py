@@ -395,6 +395,7 @@ class Gather(Function):
 
     @staticmethod
     def forward(ctx, x, idx, dim):
+        _check_bounds(idx, x.shape[dim], dim, "gather", RuntimeError)
         ctx.dim, ctx.shape = dim, x.shape
         if any(i != dim and n != m for i, (n, m) in enumerate(zip(idx.shape, x.shape))):
             x = x[tuple(slice(None) if i == dim else slice(0, n) for i, n in enumerate(idx.shape))]
@@ -412,6 +413,13 @@ class Gather(Function):
 class IndexSelect(GetItem):
     _view = False
     op_name = "index_select"
+
+    @staticmethod
+    def forward(ctx, x, key):
+        # the index values are checked here (a compiled replay runs this forward): NumPy would wrap -1
+        d = len(key) - 1
+        _check_bounds(key[d], x.shape[d], d, "index_select", IndexError)
+        return GetItem.forward(ctx, x, key)
 
 
 class Scatter(IndexPut):
@@ -470,7 +478,8 @@ def _grid_key_raw(xp, idx, dim):
     return tuple(key)
 
 
-def _check_gather_like(op, input, dim, index, src=None):
+def _check_gather_like(op, input, dim, index, src=None, bounds=True):
+    """bounds=False: the op's forward checks the index values (gather: a compiled replay runs the forward)."""
     _check_index(index, op)
     xs, ix = input._data.shape, index._data.shape
     n = max(len(xs), 1)
@@ -486,12 +495,12 @@ def _check_gather_like(op, input, dim, index, src=None):
         if ss is not None and ix[k] > (ss[k] if ss else 1):
             raise RuntimeError(f"Size does not match at dimension {k} expected index {list(ix)} to be "
                                f"smaller than src {list(ss)}")
-    _check_bounds(index, xs[d] if xs else 1, d, op, RuntimeError)
+    if bounds:
+        _check_bounds(index._data, xs[d] if xs else 1, d, op, RuntimeError)
     return d
 
 
-def _check_bounds(index, size, d, op, exc):
-    data = index._data
+def _check_bounds(data, size, d, op, exc):
     if data.size and type(data) is _backend.ndarray:  # no device sync on CUDA, as PyTorch asserts on the device
         lo, hi = int(data.min()), int(data.max())
         if lo < 0 or hi >= size:
@@ -511,7 +520,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
             [4, 3]])
     """
 
-    d = _check_gather_like("gather", input, dim, index)
+    d = _check_gather_like("gather", input, dim, index, bounds=False)
     if input.ndim == 0:
         return _out(reshape(Gather.apply(reshape(input, (1,)), reshape(index, (-1,)), 0), tuple(index.shape)), out)
     r = Gather.apply(input, index, d)
@@ -685,7 +694,7 @@ def _dim_key(input, dim, index):
     return (slice(None),) * dim + (_on(i if i.ndim == 1 else i.reshape(-1), input),)
 
 
-def _check_index_op(op, input, dim, index, source=None):
+def _check_index_op(op, input, dim, index, source=None, bounds=True):
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
     if index.dtype not in (_dt.int64, _dt.int32):
@@ -695,7 +704,8 @@ def _check_index_op(op, input, dim, index, source=None):
                          f"{list(index.shape)}")
     d = wrap_dim(dim, input.ndim)
     size = input.shape[d] if input.ndim else 1
-    _check_bounds(index, size, d, op, IndexError)
+    if bounds:  # (index_select's forward checks them itself)
+        _check_bounds(index._data, size, d, op, IndexError)
     if source is not None:
         want = list(input.shape)
         if want:
@@ -719,7 +729,7 @@ def index_select(input, dim, index, *, out=None):
             [3, 4]])
     """
 
-    d = _check_index_op("index_select", input, dim, index)
+    d = _check_index_op("index_select", input, dim, index, bounds=False)
     if input.ndim == 0:
         return _out(IndexSelect.apply(reshape(input, (1,)), _dim_key(input, 0, index)).reshape(index.shape), out)
     return _out(IndexSelect.apply(input, _dim_key(input, d, index)), out, "same")

@@ -788,6 +788,13 @@ def one_hot(tensor, num_classes=-1):
     return Tensor._make((d[..., None] == xp.arange(num_classes)).astype("int64"))
 
 
+def _check_rows(idx, n):
+    # NumPy would wrap -1 round to the last row; CPU only (on the GPU the check would synchronise)
+    if idx.size and type(idx) is _backend.ndarray and (bool((idx < 0).any()) or bool((idx >= n).any())):
+        raise IndexError(f"embedding: index out of range in self (indices must be in [0, {n}), got "
+                         f"[{int(idx.min())}, {int(idx.max())}])")
+
+
 class Embedding(Function):
     _raw = True
     op_name = "embedding"
@@ -795,6 +802,7 @@ class Embedding(Function):
     @staticmethod
     def forward(ctx, w, idx, scale):
         ctx.nrows = w.shape[0]
+        _check_rows(idx, w.shape[0])  # here too, not only in embedding(): a compiled replay runs this forward
         ctx.save_for_backward(idx, scale)
         return w[idx]
 
@@ -829,10 +837,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if input.device != weight.device:
         idx = _backend.to_device(idx, weight.device)
     xp = _xp(weight)
-    if idx.size and type(idx) is _backend.ndarray and (bool((idx < 0).any()) or bool((idx >= n).any())):  # CPU only
-        raise IndexError(f"embedding: index out of range in self (indices must be in [0, {n}), got "
-                         f"[{int(idx.min())}, {int(idx.max())}])")
     if max_norm is not None:
+        _check_rows(idx, n)  # before the renorm writes into weight
         _embedding_renorm(weight, idx, max_norm, norm_type)
     scale = None
     if padding_idx is not None or scale_grad_by_freq:
