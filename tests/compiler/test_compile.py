@@ -850,6 +850,9 @@ def test_calls_a_watching_tool_forced_eager_are_explained():
     ("embedding", lambda w, i: F.embedding(i, w), [1, 2], [1, -1], IndexError),
     ("gather", lambda w, i: w.gather(1, i.reshape(1, -1)), [1, 2], [1, 7], RuntimeError),
     ("index_select", lambda w, i: w.index_select(1, i), [1, 2], [0, -1], IndexError),
+    ("index_add", lambda w, i: w.index_add(1, i, w[:, :2]), [1, 2], [0, -1], IndexError),
+    ("index_copy", lambda w, i: w.index_copy(1, i, w[:, :2]), [1, 2], [0, 4], IndexError),
+    ("index_fill", lambda w, i: w.index_fill(1, i, 0.5), [1, 2], [0, -1], IndexError),
 ])
 def test_index_values_are_checked_on_replay_as_eagerly(name, f, good, bad, exc):
     w = _input((5, 4))

@@ -410,16 +410,22 @@ class Gather(Function):
         return IndexPut.apply(zero, _grid_key_raw(xp, idx._data, ctx.dim), g, True), None, None
 
 
+def _bounds_checked(forward, op):
+    """``forward`` with the index values along the key's last dim checked first: the ops that take one index
+    vector along ``dim`` (index_select, index_add, index_copy, index_fill) refuse what NumPy would wrap (-1), and
+    a compiled replay runs the forward, not the public function."""
+    def checked(ctx, x, key, *rest):
+        d = len(key) - 1
+        _check_bounds(key[d], x.shape[d], d, op, IndexError)
+        return forward(ctx, x, key, *rest)
+    return staticmethod(checked)
+
+
 class IndexSelect(GetItem):
     _view = False
     op_name = "index_select"
 
-    @staticmethod
-    def forward(ctx, x, key):
-        # the index values are checked here (a compiled replay runs this forward): NumPy would wrap -1
-        d = len(key) - 1
-        _check_bounds(key[d], x.shape[d], d, "index_select", IndexError)
-        return GetItem.forward(ctx, x, key)
+    forward = _bounds_checked(GetItem.forward, "index_select")
 
 
 class Scatter(IndexPut):
@@ -432,14 +438,17 @@ class ScatterAdd(IndexPut):
 
 class IndexAdd(IndexPut):
     op_name = "index_add"
+    forward = _bounds_checked(IndexPut.forward, "index_add")
 
 
 class IndexCopy(IndexPut):
     op_name = "index_copy"
+    forward = _bounds_checked(IndexPut.forward, "index_copy")
 
 
 class IndexFill(IndexPut):
     op_name = "index_fill"
+    forward = _bounds_checked(IndexPut.forward, "index_fill")
 
 
 class MaskedScatter(IndexPut):
@@ -704,7 +713,7 @@ def _check_index_op(op, input, dim, index, source=None, bounds=True):
                          f"{list(index.shape)}")
     d = wrap_dim(dim, input.ndim)
     size = input.shape[d] if input.ndim else 1
-    if bounds:  # (index_select's forward checks them itself)
+    if bounds:  # (the forwards of index_select, index_add, index_copy and index_fill check them: _bounds_checked)
         _check_bounds(index._data, size, d, op, IndexError)
     if source is not None:
         want = list(input.shape)
@@ -743,7 +752,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     >>> wb.zeros(3).index_add(0, wb.tensor([0, 0]), wb.tensor([1., 2.]))
     tensor([3., 0., 0.])
     """
-    d = _check_index_op("index_add", input, dim, index, source)
+    d = _check_index_op("index_add", input, dim, index, source, bounds=False)
     if input.ndim == 0:
         return reshape(index_add(reshape(input, (1,)), 0, index.reshape(-1), reshape(source, (-1,)), alpha=alpha),
                        ())
@@ -761,7 +770,7 @@ def index_copy(input, dim, index, source, *, out=None):
     """
     if _AUTOCAST[0]:
         input, source = _autocast_cast("index_copy", input, source)
-    d = _check_index_op("index_copy", input, dim, index, source)
+    d = _check_index_op("index_copy", input, dim, index, source, bounds=False)
     if source.dtype != input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
                            f"{input.dtype} and (source) {source.dtype}")
@@ -777,7 +786,7 @@ def index_fill(input, dim, index, value):
     >>> wb.zeros(3).index_fill(0, wb.tensor([1]), 2.)
     tensor([0., 2., 0.])
     """
-    d = _check_index_op("index_fill", input, dim, index)
+    d = _check_index_op("index_fill", input, dim, index, bounds=False)
     if isinstance(value, Tensor) and value.ndim != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.ndim} dimension(s).")
