@@ -1,6 +1,6 @@
 """The workloads of issue 18 written as users write them, workbench eager against PyTorch eager, one thread.
 
-    python benchmarks/user_forms.py [--rounds R] [--only chain,tiny,raw,inplace,mlp,cnn,gpt,wide,memory]
+    python benchmarks/user_forms.py [--rounds R] [--only chain,tiny,raw,inplace,mlp,cnn,gpt,rnn,wide,memory]
 
 Each program is one function body run by both libraries (``lib`` is ``torch`` or ``workbench``), on the
 same weights and batches; the two take turns in every round (process CPU time). Figures: median step
@@ -21,6 +21,9 @@ time per library over the rounds, and the median and range of the per-round rati
           parameter tensors: F.embedding, F.layer_norm, an additive causal mask, softmax,
           F.gelu(approximate="tanh"), F.cross_entropy) and mixed (nn.Linear/nn.LayerNorm modules with
           functional attention and GELU)
+* rnn     a character model (embedding 65 -> 32, recurrent 128, linear head; batch 16 x 32 steps, CE, Adam)
+          in four forms: nn.LSTM, nn.GRU, an LSTMCell / GRUCell called in a Python loop, and the LSTM a
+          lecture writes by hand (x @ W + h @ U + b, gates.chunk(4, 1), sigmoid and tanh)   <= 1.5x each
 * wide    MLP 3 x 1024, batch 512, SGD: achieved GFLOP/s over NumPy's GEMM rate on the same shapes >= 0.9
 * memory  peak resident memory of one GPT / digits-CNN training step above the memory held before it
           (fresh process per library and form)                                               <= PyTorch
@@ -234,6 +237,64 @@ def gpt_mixed(nn):
     return Block()
 
 
+# --- recurrent forms: a character model ---------------------------------------------------------------------
+RNN_V, RNN_E, RNN_H, RNN_T, RNN_B = 65, 32, 128, 32, 16
+
+
+def char_model(nn, kind):
+    """Embedding, a recurrent layer (``lstm``, ``gru``) or a cell called in a loop (``lstmcell``, ``grucell``),
+    and a linear head over every step."""
+    lib = torch if nn is torch.nn else wb
+
+    class Char(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(RNN_V, RNN_E)
+            if kind in ("lstm", "gru"):
+                self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(RNN_E, RNN_H, batch_first=True)
+            else:
+                self.cell = (nn.LSTMCell if kind == "lstmcell" else nn.GRUCell)(RNN_E, RNN_H)
+            self.head = nn.Linear(RNN_H, RNN_V)
+
+        def forward(self, x):
+            e = self.emb(x)
+            if kind in ("lstm", "gru"):
+                return self.head(self.rnn(e)[0])
+            h = lib.zeros(x.shape[0], RNN_H)
+            c, outs = h, []
+            for t in range(x.shape[1]):
+                if kind == "lstmcell":
+                    h, c = self.cell(e[:, t], (h, c))
+                else:
+                    h = self.cell(e[:, t], h)
+                outs.append(h)
+            return self.head(lib.stack(outs, 1))
+
+    return Char()
+
+
+def hand_lstm_step(lib, arrays, x, y):
+    """The LSTM a lecture writes: raw parameters, x @ W + h @ U + b, the gates by chunk, Adam."""
+    F = lib.nn.functional
+    emb, W, U, b, Wo, bo = (lib.tensor(a.copy(), requires_grad=True) for a in arrays)
+    opt = lib.optim.Adam([emb, W, U, b, Wo, bo], lr=1e-3)
+
+    def step():
+        opt.zero_grad()
+        e = F.embedding(x, emb)
+        h = c = lib.zeros(x.shape[0], RNN_H)
+        outs = []
+        for t in range(x.shape[1]):
+            i, f, g, o = (e[:, t] @ W + h @ U + b).chunk(4, 1)
+            c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+            h = o.sigmoid() * c.tanh()
+            outs.append(h)
+        F.cross_entropy((lib.stack(outs, 1) @ Wo + bo).reshape(-1, RNN_V), y).backward()
+        opt.step()
+
+    return step
+
+
 # --- timing --------------------------------------------------------------------------------------
 def pair_rounds(w, t, steps, rounds):
     for f in (w, t):
@@ -297,7 +358,7 @@ def main():
         return peak_memory_child(sys.argv[2], sys.argv[3])
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--only", default="chain,tiny,raw,inplace,mlp,cnn,gpt,wide,memory")
+    ap.add_argument("--only", default="chain,tiny,raw,inplace,mlp,cnn,gpt,rnn,wide,memory")
     args = ap.parse_args()
     only = set(args.only.split(","))
     R = args.rounds
@@ -370,6 +431,20 @@ def main():
         tm, wm = make_pair(gpt_mixed)
         ws, ts = pair_rounds(module_step(wb, wm, wi, wt, "seq"), module_step(torch, tm, ti, tt, "seq"), 2, R)
         row("GPT block, mixed (modules + functional attention)", ws, ts, 1.5)
+    if "rnn" in only:
+        cx = rng.integers(0, RNN_V, (RNN_B, RNN_T))
+        cy = rng.integers(0, RNN_V, RNN_B * RNN_T)
+        wx, wy, tx, ty = wb.tensor(cx), wb.tensor(cy), torch.from_numpy(cx), torch.from_numpy(cy)
+        for kind, label in (("lstm", "nn.LSTM"), ("gru", "nn.GRU"), ("lstmcell", "nn.LSTMCell in a loop"),
+                            ("grucell", "nn.GRUCell in a loop")):
+            tm, wm = make_pair(lambda nn: char_model(nn, kind))
+            ws, ts = pair_rounds(module_step(wb, wm, wx, wy, "seq"), module_step(torch, tm, tx, ty, "seq"), 5, R)
+            row(f"char model b16x32, {label}, CE, Adam", ws, ts, 1.5)
+        r = np.random.default_rng(2)
+        arrays = [(r.standard_normal(s) * 0.1).astype(np.float32) for s in
+                  ((RNN_V, RNN_E), (RNN_E, 4 * RNN_H), (RNN_H, 4 * RNN_H), (4 * RNN_H,), (RNN_H, RNN_V), (RNN_V,))]
+        ws, ts = pair_rounds(hand_lstm_step(wb, arrays, wx, wy), hand_lstm_step(torch, arrays, tx, ty), 5, R)
+        row("char model, LSTM by hand (chunk), CE, Adam", ws, ts, 1.5)
     if "wide" in only:
         xw = rng.standard_normal((512, WIDE)).astype(np.float32)
         yw = rng.standard_normal((512, WIDE)).astype(np.float32)

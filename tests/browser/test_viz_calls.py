@@ -70,12 +70,12 @@ def _check_gru(page, stage):
     search = v.locator(".wb-search")
     search.fill("weight_hh")
     assert v.locator(".wb-results li").count() == 1
-    search.fill("sigmoid")
+    search.fill("GruCell")  # the fused cell: one node a call
     results = v.locator(".wb-results li").all_text_contents()
-    assert len(results) == 16 and sum("cell · call 3/8" in r for r in results) == 2
+    assert len(results) == 8 and sum("cell · call 3/8" in r for r in results) == 1, results
     search.press("Escape")
     v.locator(".wb-search").fill("")
-    node = v.locator(".wb-graph .wb-node", has_text="SigmoidBackward0").first
+    node = v.locator(".wb-graph .wb-node", has_text="GruCellBackward0").first
     node.wait_for(timeout=10_000)
     node.click()
     sec = v.locator(".wb-panel section[aria-label='selected node']")
@@ -151,7 +151,7 @@ def test_repeated_calls_live_saved_and_in_nbconvert(lab, page, browser, tmp_path
                     "--output", str(out), str(lab.root / "calls.ipynb")], check=True, capture_output=True)
     html = out.read_text()
     for k in range(1, 9):
-        assert f"▸ cell · call {k}/8" in html  # the static drawing: one box per call
+        assert f"cell · call {k}/8 (GRUCell)" in html  # the static drawing: one box per call, open (42 nodes)
     assert "mix · call 1/2 (Linear)" in html and "mix · call 2/2 (Linear)" in html
     view = browser.new_page(viewport={"width": 1100, "height": 900}, color_scheme="dark")
     view.goto(out.as_uri())

@@ -34,8 +34,9 @@ class MDN(nn.Module):
         return MixtureSameFamily(mixture, Normal(self.means(h), scales))
 
 
-def fit(model, x, y, steps=600):
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+def fit(model, x, y, steps=2000):
+    # lr 1e-2 for 600 steps collapsed the mixture onto one branch for 2 of 4 seeds, in PyTorch too
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(steps):
         nll = -model(x).log_prob(y.squeeze(1)).mean()
         opt.zero_grad()
@@ -58,5 +59,6 @@ with torch.no_grad():
     nearest = (samples[:, None] - branches[None, :]).abs().argmin(1)
     share = torch.bincount(nearest, minlength=3).float() / len(samples)
 print(f"MDN: held-out NLL {nll_mdn:.3f} (single Gaussian {nll_single:.3f}); samples at x=0.5 per branch {share.tolist()}")
-assert nll_mdn < nll_single - 0.5, (nll_mdn, nll_single)
+# the mixture fits all three branches (about -1.1 to -1.3); one Gaussian per x cannot (-0.2 to -0.7 by seed)
+assert nll_mdn < -0.85 and nll_mdn < nll_single - 0.25, (nll_mdn, nll_single)
 assert (share > 0.1).all(), share

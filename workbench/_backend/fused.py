@@ -449,6 +449,117 @@ def silu_grad(g, x, out):  # s (1 + x (1 - s)) g
         out[i] = s * (_ONE + v * (_ONE - s)) * g[i]
 
 
+# --- recurrent cells (float32): the gate activations and the state update of one time step in one pass -------
+_TANH_SMALL, _TWO = _F(0.625), _F(2.0)
+_TANH_P = tuple(map(_F, (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+                         -3.33332819422e-1)))
+
+
+@_helper
+def _tanh(v):
+    """tanh in float32 (Cephes' tanhf): below 0.625 in magnitude v + v z P(z), z = v^2, an odd polynomial (0 and
+    -0. and denormals come back as they are); above, 1 - 2 / (e**2|v| + 1) with v's sign (+-1 from 9 on, inf
+    included). Within 2 ulp of the true value; NaN stays NaN."""
+    a = abs(v)
+    z = v * v
+    p0, p1, p2, p3, p4 = _TANH_P
+    p = v + v * (z * ((((p0 * z + p1) * z + p2) * z + p3) * z + p4))
+    t = math.copysign(_ONE - _TWO / (_exp(a + a) + _ONE), v)
+    p = v if z == _ZERO else p
+    return p if a < _TANH_SMALL else t  # selects, not branches: the loops stay vectorised
+
+
+# Each loop reads and writes whole rows through 1-D views, a few arrays per inner loop: with the seven arrays
+# of a step in one loop LLVM could not rule out their overlap and kept it scalar (5x slower)
+@_fma_loop
+def lstm_cell(gi, gh, c, h2, c2, act, tc):
+    """PyTorch's LSTM cell after its two products: the gates gh + gi (rows of i, f, g, o, each H wide), then
+    c2 = f c + i g and h2 = o tanh(c2). Also writes the activations (sigmoid i, f, o and tanh g, in the gates'
+    layout) and tanh(c2): what ``lstm_cell_grad`` reads."""
+    rows, H = c.shape
+    for r in range(rows):
+        a, x, y = act[r], gi[r], gh[r]
+        for j in range(2 * H):
+            a[j] = _sigmoid(y[j] + x[j])
+        for j in range(2 * H, 3 * H):
+            a[j] = _tanh(y[j] + x[j])
+        for j in range(3 * H, 4 * H):
+            a[j] = _sigmoid(y[j] + x[j])
+        cr, cn = c[r], c2[r]
+        for j in range(H):
+            cn[j] = a[H + j] * cr[j] + a[j] * a[2 * H + j]
+        t = tc[r]
+        for j in range(H):
+            t[j] = _tanh(cn[j])
+        hr = h2[r]
+        for j in range(H):
+            hr[j] = a[3 * H + j] * t[j]
+
+
+@_loop
+def lstm_cell_grad(dh2, dc2, c, act, tc, dgates, dc, one):
+    """The gradient of the gates (one array for both products' outputs) and of c, from those of h2 and c2:
+    dc2 + dh2 o (1 - tanh(c2)^2) = d, then d g i (1 - i), d c f (1 - f), d i (1 - g^2), dh2 tanh(c2) o (1 - o),
+    and dc = d f."""
+    rows, H = c.shape
+    for r in range(rows):
+        a, t, gh, dr = act[r], tc[r], dh2[r], dc[r]
+        d = dc2[r]
+        for j in range(H):  # dc holds d until its last loop
+            dr[j] = gh[j] * a[3 * H + j] * (one - t[j] * t[j]) + d[j]
+        dg, cr = dgates[r], c[r]
+        for j in range(H):
+            dg[j] = dr[j] * a[2 * H + j] * a[j] * (one - a[j])
+        for j in range(H):
+            dg[H + j] = dr[j] * cr[j] * a[H + j] * (one - a[H + j])
+        for j in range(H):
+            dg[2 * H + j] = dr[j] * a[j] * (one - a[2 * H + j] * a[2 * H + j])
+        for j in range(H):
+            dg[3 * H + j] = gh[j] * t[j] * a[3 * H + j] * (one - a[3 * H + j])
+        for j in range(H):
+            dr[j] = dr[j] * a[H + j]
+
+
+@_fma_loop
+def gru_cell(gi, gh, h, h2, act):
+    """PyTorch's GRU cell after its two products (rows of r, z, n, each H wide): r = sigmoid(gh_r + gi_r),
+    z = sigmoid(gh_z + gi_z), n = tanh(gi_n + r gh_n), h2 = (h - n) z + n. Also writes r, z, n (``act``)."""
+    rows, H = h.shape
+    for k in range(rows):
+        a, x, y = act[k], gi[k], gh[k]
+        for j in range(2 * H):
+            a[j] = _sigmoid(y[j] + x[j])
+        for j in range(H):
+            a[2 * H + j] = _tanh(x[2 * H + j] + y[2 * H + j] * a[j])
+        hr, ho = h[k], h2[k]
+        for j in range(H):
+            ho[j] = (hr[j] - a[2 * H + j]) * a[H + j] + a[2 * H + j]
+
+
+@_loop
+def gru_cell_grad(dh2, h, gh, act, dgi, dgh, dh, one):
+    """The gradients of both products' outputs and of h, from h2's: dn = dh2 (1 - z)(1 - n^2),
+    dz = dh2 (h - n) z (1 - z), dr = dn gh_n r (1 - r); d gi = (dr, dz, dn), d gh = (dr, dz, dn r), dh = dh2 z."""
+    rows, H = h.shape
+    for k in range(rows):
+        a, g, x, y = act[k], dh2[k], dgi[k], gh[k]
+        for j in range(H):
+            x[2 * H + j] = g[j] * (one - a[H + j]) * (one - a[2 * H + j] * a[2 * H + j])
+        hr = h[k]
+        for j in range(H):
+            x[H + j] = g[j] * (hr[j] - a[2 * H + j]) * a[H + j] * (one - a[H + j])
+        for j in range(H):
+            x[j] = x[2 * H + j] * y[2 * H + j] * a[j] * (one - a[j])
+        z = dgh[k]
+        for j in range(2 * H):
+            z[j] = x[j]
+        for j in range(H):
+            z[2 * H + j] = x[2 * H + j] * a[j]
+        d = dh[k]
+        for j in range(H):
+            d[j] = g[j] * a[H + j]
+
+
 @_helper
 def _expm1_neg(v):
     """e**v - 1 for v <= 0 (and NaN) in float32: above -0.7 a degree-9 Taylor polynomial (no cancellation;

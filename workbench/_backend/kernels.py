@@ -551,3 +551,90 @@ def adam_step(xp, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, *, lr, 
             v = max_exp_avg_sqs[i]
         denom = xp.sqrt(v) / bc2_sqrt + eps
         p -= (lr / bc1) * m / denom
+
+
+# --- recurrent cells: the pointwise part of one LSTM or GRU time step (after the two products) -----------
+def _cells_loop(*arrays):
+    """Whether ``fused``'s float32 cell loops serve these 2-D arrays."""
+    return arrays[0].ndim == 2 and fused.usable32(*arrays, min_size=1)
+
+
+def _sigmoid_ref(xp, x):
+    return 1 / (1 + xp.exp(-x))  # e**-x overflowing to inf gives 0, as it should (warnings are off around it)
+
+
+def lstm_cell(xp, gi, gh, c):
+    """One LSTM step from its products gi = x W_ih^T + b_ih and gh = h W_hh^T + b_hh (rows of the i, f, g, o
+    gates, each H wide) and the cell state c: (h2, c2, the activations in the gates' layout, tanh(c2)).
+    PyTorch's arithmetic: gates = gh + gi, c2 = f c + i g, h2 = o tanh(c2)."""
+    H = c.shape[-1]
+    if _cells_loop(gi, gh, c):
+        h2, c2, tc = numpy.empty_like(c), numpy.empty_like(c), numpy.empty_like(c)
+        act = numpy.empty_like(gi)
+        fused.lstm_cell(gi, gh, c, h2, c2, act, tc)
+        return h2, c2, act, tc
+    with numpy.errstate(all="ignore"):
+        gates = gh + gi
+        act = xp.empty_like(gates)
+        act[..., :2 * H] = _sigmoid_ref(xp, gates[..., :2 * H])
+        act[..., 2 * H:3 * H] = xp.tanh(gates[..., 2 * H:3 * H])
+        act[..., 3 * H:] = _sigmoid_ref(xp, gates[..., 3 * H:])
+        i, f, g, o = (act[..., k * H:(k + 1) * H] for k in range(4))
+        c2 = f * c + i * g
+        tc = xp.tanh(c2)
+        return o * tc, c2, act, tc
+
+
+def lstm_cell_backward(xp, dh2, dc2, c, act, tc):
+    """(d gates, dc) of ``lstm_cell`` from the gradients of h2 and c2."""
+    H = c.shape[-1]
+    if _cells_loop(dh2, dc2, c, act, tc):
+        dgates, dc = numpy.empty_like(act), numpy.empty_like(c)
+        fused.lstm_cell_grad(dh2, dc2, c, act, tc, dgates, dc, c.dtype.type(1))
+        return dgates, dc
+    i, f, g, o = (act[..., k * H:(k + 1) * H] for k in range(4))
+    d = dh2 * o * (1 - tc * tc) + dc2
+    dgates = xp.empty_like(act)
+    dgates[..., :H] = d * g * i * (1 - i)
+    dgates[..., H:2 * H] = d * c * f * (1 - f)
+    dgates[..., 2 * H:3 * H] = d * i * (1 - g * g)
+    dgates[..., 3 * H:] = dh2 * tc * o * (1 - o)
+    return dgates, d * f
+
+
+def gru_cell(xp, gi, gh, h):
+    """One GRU step from its products gi and gh (rows of the r, z, n gates, each H wide) and the state h:
+    (h2, the activations r, z, n in the gates' layout). PyTorch's arithmetic: r = sigmoid(gh_r + gi_r),
+    z likewise, n = tanh(gi_n + r gh_n), h2 = (h - n) z + n."""
+    H = h.shape[-1]
+    if _cells_loop(gi, gh, h):
+        h2, act = numpy.empty_like(h), numpy.empty_like(gi)
+        fused.gru_cell(gi, gh, h, h2, act)
+        return h2, act
+    with numpy.errstate(all="ignore"):
+        act = xp.empty_like(gi)
+        act[..., :2 * H] = _sigmoid_ref(xp, gh[..., :2 * H] + gi[..., :2 * H])
+        r, z = act[..., :H], act[..., H:2 * H]
+        act[..., 2 * H:] = xp.tanh(gi[..., 2 * H:] + gh[..., 2 * H:] * r)
+        n = act[..., 2 * H:]
+        return (h - n) * z + n, act
+
+
+def gru_cell_backward(xp, dh2, h, gh, act):
+    """(d gi, d gh, dh) of ``gru_cell`` from the gradient of h2."""
+    H = h.shape[-1]
+    if _cells_loop(dh2, h, gh, act):
+        dgi, dgh, dh = numpy.empty_like(act), numpy.empty_like(act), numpy.empty_like(h)
+        fused.gru_cell_grad(dh2, h, gh, act, dgi, dgh, dh, h.dtype.type(1))
+        return dgi, dgh, dh
+    r, z, n = act[..., :H], act[..., H:2 * H], act[..., 2 * H:]
+    dn = dh2 * (1 - z) * (1 - n * n)
+    dr = dn * gh[..., 2 * H:] * r * (1 - r)
+    dgi = xp.empty_like(act)
+    dgi[..., :H] = dr
+    dgi[..., H:2 * H] = dh2 * (h - n) * z * (1 - z)
+    dgi[..., 2 * H:] = dn
+    dgh = dgi.copy()
+    dgh[..., 2 * H:] = dn * r
+    return dgi, dgh, dh2 * z
+

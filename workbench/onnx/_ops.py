@@ -274,6 +274,38 @@ def _stack(g, node, args, results):
     return [g.op("Concat", [g.op("Unsqueeze", [g.value(t), g.ints([axis])]) for t in tensors], axis=axis)]
 
 
+@translates("split_with_sizes")
+def _split(g, node, args, results):  # the time steps of a recurrent layer's projected input (rows, dim 0)
+    x, sizes = args
+    outs = g.op("Split", [g.value(x), g.ints(list(sizes))], n_out=len(sizes), axis=0)
+    return outs if len(sizes) > 1 else [outs]
+
+
+def _gates(g, value, h, k, axis):
+    """The k gates of a recurrent cell's product (the value name; rows of k blocks of h), split apart."""
+    return g.op("Split", [value, g.ints([h] * k)], n_out=k, axis=axis)
+
+
+@translates("lstm_cell")
+def _lstm_cell(g, node, args, results):
+    gi, gh, c = args
+    i, f, gg, o = _gates(g, g.op("Add", [g.value(gh), g.value(gi)]), c.shape[-1], 4, gi.ndim - 1)
+    c2 = g.op("Add", [g.op("Mul", [g.op("Sigmoid", [f]), g.value(c)]),
+                      g.op("Mul", [g.op("Sigmoid", [i]), g.op("Tanh", [gg])])])
+    return [g.op("Mul", [g.op("Sigmoid", [o]), g.op("Tanh", [c2])]), c2]
+
+
+@translates("gru_cell")
+def _gru_cell(g, node, args, results):
+    gi, gh, h = args
+    ir, iz, in_ = _gates(g, g.value(gi), h.shape[-1], 3, gi.ndim - 1)
+    hr, hz, hn = _gates(g, g.value(gh), h.shape[-1], 3, gi.ndim - 1)
+    r = g.op("Sigmoid", [g.op("Add", [hr, ir])])
+    z = g.op("Sigmoid", [g.op("Add", [hz, iz])])
+    n = g.op("Tanh", [g.op("Add", [in_, g.op("Mul", [hn, r])])])
+    return [g.op("Add", [g.op("Mul", [g.op("Sub", [g.value(h), n]), z]), n])]
+
+
 @translates("constant_pad_nd")
 def _pad(g, node, args, results):
     x, pad, value = args[0], list(args[1]), args[2] if len(args) > 2 else 0.0

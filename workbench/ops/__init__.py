@@ -16,7 +16,7 @@ import importlib
 FAMILIES = ["convert", "elementwise", "reduce", "views", "index", "slicing", "join", "pad", "arrange", "linalg_core",
             "linalg", "linear", "conv", "pool", "resample", "activation", "normalization", "loss", "attention", "misc",
             "special", "stft", "queries", "method_forms", "statistics", "numeric", "lookup", "norms",
-            "integrate"]
+            "integrate", "recurrent"]
 from ._numpy_names import numpy_names
 
 MODULES = [importlib.import_module(f".{_name}", __name__) for _name in FAMILIES]

@@ -59,12 +59,16 @@ def _caller_names():
     return names
 
 
-def _saved_list(entries):
-    """The node's saved tensors ({name, shape, dtype, bytes}) and their bytes, each storage counted once."""
+def _saved_list(entries, names=None):
+    """The node's saved tensors ({name, shape, dtype, bytes}) and their bytes, each storage counted once.
+    names: the primitive's own names for its saved slots (``Function.saved_names``), PyTorch's where it has
+    them (``ThnnFusedLstmCellBackward0``'s ``input_gates``...); else an input's position or ``saved[i]``."""
     out = []
     storages = {}
     for i, where, shape, npd, nbytes, root, root_bytes in entries:
-        if where is None:
+        if names is not None and i < len(names):
+            name = names[i]
+        elif where is None:
             name = f"saved[{i}]"
         elif where < 0:
             name = "result" if where == -1 else f"result{-1 - where}"
@@ -323,7 +327,7 @@ class _Builder:
         if label:
             self.labels[i] = label
         entries = describe_saved(n)
-        d["saved_tensors"], d["saved_bytes"] = _saved_list(entries)
+        d["saved_tensors"], d["saved_bytes"] = _saved_list(entries, getattr(n._fn, "saved_names", None))
         d["saved"] = [{k: e[k] for k in ("name", "shape", "dtype")} for e in d["saved_tensors"]]
         d["flops"] = node_flops(n, self._input_shapes(n, consts), entries)
         if n._times is not None:

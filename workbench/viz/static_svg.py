@@ -354,15 +354,15 @@ def _place(g):
             done.add(id(c))
 
     def below(c):
-        # a call of a module fed by an earlier call of it goes right under that one: under the node
-        # that feeds it, each call of a GRU cell stepped 160 px sideways (the new state leaves one call
-        # and enters the next at different places in the box)
+        # a call of a module fed by an earlier call of it goes right under that one, its box starting
+        # where that one's starts: under the node that feeds it, each call of a GRU cell stepped 160 px
+        # sideways (the new state leaves one call and enters the next at different places in the box);
+        # centred, a first call made wider by its initial state put the rest 20 px in
         series = getattr(c, "series", None)
         calls = [p_item for p_item, _, _ in into[id(c)]
                  if series and id(p_item) in done and getattr(p_item, "series", None) == series]
         if calls:
-            last = max(calls, key=lambda p: p.r0)
-            return [last.rx + last.w / 2 - c.w / 2]
+            return [max(calls, key=lambda p: p.r0).rx]
         # where the ends of c's placed inputs put it, its units' where it has any: the lanes of the edges
         # from sources (the weights a GRU cell's calls share) are placed before their sources, side by
         # side, so their mean pulled the last calls out of the column of the first ones

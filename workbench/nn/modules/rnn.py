@@ -2,8 +2,10 @@
 PackedSequence input) and their cells.
 
 One time-step function per cell type serves both the cells and the layers. A layer projects the whole
-input sequence through W_ih in one matmul, then loops over time for the W_hh part; packed input is
-handled by running only the first ``batch_sizes[t]`` rows at step t (sequences are sorted by length).
+input sequence through W_ih in one matmul, hands its time steps out as one node (``ops.recurrent.time_steps``),
+then loops over time for the W_hh part: an LSTM or GRU step is that product and one fused cell primitive
+(``ops.recurrent``), two nodes the viewer shows per step. Packed input is handled by running only the first
+``batch_sizes[t]`` rows at step t (sequences are sorted by length).
 """
 import math
 import numbers
@@ -24,26 +26,14 @@ def _ops():
 
 
 def _lstm_step(gi, h, c, w_hh, b_hh, w_hr=None):
-    gates = gi + F.linear(h, w_hh, b_hh)
-    H = c.shape[-1]
-    i = gates[..., :H].sigmoid()
-    f = gates[..., H:2 * H].sigmoid()
-    g = gates[..., 2 * H:3 * H].tanh()
-    o = gates[..., 3 * H:].sigmoid()
-    c2 = f * c + i * g
-    h2 = o * c2.tanh()
+    h2, c2 = ops.recurrent.lstm_step(gi, h, c, w_hh, b_hh)
     if w_hr is not None:
         h2 = F.linear(h2, w_hr)
     return h2, c2
 
 
 def _gru_step(gi, h, w_hh, b_hh):
-    gh = F.linear(h, w_hh, b_hh)
-    H = h.shape[-1]
-    r = (gi[..., :H] + gh[..., :H]).sigmoid()
-    z = (gi[..., H:2 * H] + gh[..., H:2 * H]).sigmoid()
-    n = (gi[..., 2 * H:] + r * gh[..., 2 * H:]).tanh()
-    return (1 - z) * n + z * h
+    return ops.recurrent.gru_step(gi, h, w_hh, b_hh)
 
 
 def _activation(mode):
@@ -150,19 +140,17 @@ class RNNBase(Module):
         w_ih, w_hh, b_ih, b_hh, w_hr = params
         ops = _ops()
         proj = F.linear(data, w_ih, b_ih)
-        offs = [0]
-        for n in bs:
-            offs.append(offs[-1] + n)
         T = len(bs)
         uniform = all(n == bs[0] for n in bs)
         h, c = h0, c0
         outs = [None] * T
         act = _activation(self.mode) if self.mode.startswith("RNN") else None
         step = "step_reverse" if reverse else "step"  # each time step is one call: the viewer's series
+        steps = ops.recurrent.time_steps(proj, bs) if T > 1 else (proj,)
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             with call_scope(step):
                 n = bs[t]
-                gi = proj[offs[t]:offs[t + 1]]
+                gi = steps[t]
                 hs = h if uniform else h[:n]
                 if self.mode == "LSTM":
                     cs = c if uniform else c[:n]

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+import workbench as wb
 import workbench.nn.functional as F
 from workbench.testing.op_specs import Sample, arr, rng, spec
 
@@ -340,3 +341,46 @@ spec("F.scaled_dot_product_attention", F.scaled_dot_product_attention, np_sdpa,
       Sample([arr(2, 4, 5), arr(2, 4, 5, seed=1), arr(2, 4, 3, seed=2)], {"is_causal": True}),
       Sample([arr(2, 4, 5), arr(2, 6, 5, seed=1), arr(2, 6, 3, seed=2), arr(4, 6, seed=3)], {"scale": 0.3})],
      torch_op=_torch("scaled_dot_product_attention"))
+
+
+# --- recurrent cells (PyTorch's torch.lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell) ------------------
+def np_lstm_cell(x, h, c, w_ih, w_hh, b_ih=0.0, b_hh=0.0):
+    i, f, g, o = np.split(x @ w_ih.T + b_ih + h @ w_hh.T + b_hh, 4, -1)
+    c2 = np_sigmoid(f) * c + np_sigmoid(i) * np.tanh(g)
+    return np_sigmoid(o) * np.tanh(c2), c2
+
+
+def np_gru_cell(x, h, w_ih, w_hh, b_ih=0.0, b_hh=0.0):
+    ir, iz, i_n = np.split(x @ w_ih.T + b_ih, 3, -1)
+    hr, hz, h_n = np.split(h @ w_hh.T + b_hh, 3, -1)
+    r, z = np_sigmoid(ir + hr), np_sigmoid(iz + hz)
+    n = np.tanh(i_n + r * h_n)
+    return (1 - z) * n + z * h
+
+
+def _cell_samples(gates, bias=True):
+    """(x, h, [c,] w_ih, w_hh, b_ih, b_hh): batch 3, input size 4, hidden size 5 (PyTorch's functional cells
+    take a batch only); values in [-2, 2], so the gates' pre-activations reach well into the saturated ends."""
+    states = [arr(3, 5, seed=1 + k) for k in range(2 if gates == 4 else 1)]
+    ws = [arr(gates * 5, 4, seed=5), arr(gates * 5, 5, seed=6)]
+    bs = [arr(gates * 5, seed=7), arr(gates * 5, seed=8)] if bias else []
+    return [Sample([arr(3, 4), *states, *ws, *bs])]
+
+
+def _tt():
+    import torch
+    return torch
+
+
+for _k, _name in ((0, "h"), (1, "c")):
+    spec(f"lstm_cell[{_name}]", lambda x, h, c, *w, _k=_k: wb.lstm_cell(x, (h, c), *w)[_k],
+         lambda x, h, c, *w, _k=_k: np_lstm_cell(x, h, c, *w)[_k], _cell_samples(4) + _cell_samples(4, bias=False),
+         torch_op=lambda x, h, c, *w, _k=_k: _tt().lstm_cell(x, (h, c), *w)[_k])
+spec("gru_cell", lambda x, h, *w: wb.gru_cell(x, h, *w), np_gru_cell, _cell_samples(3) + _cell_samples(3, bias=False),
+     torch_op=lambda x, h, *w: _tt().gru_cell(x, h, *w))
+spec("rnn_tanh_cell", lambda x, h, *w: wb.rnn_tanh_cell(x, h, *w),
+     lambda x, h, wi, wh, bi=0.0, bh=0.0: np.tanh(x @ wi.T + bi + h @ wh.T + bh), _cell_samples(1),
+     torch_op=lambda x, h, *w: _tt().rnn_tanh_cell(x, h, *w))
+spec("rnn_relu_cell", lambda x, h, *w: wb.rnn_relu_cell(x, h, *w),
+     lambda x, h, wi, wh, bi=0.0, bh=0.0: np.maximum(x @ wi.T + bi + h @ wh.T + bh, 0), _cell_samples(1),
+     torch_op=lambda x, h, *w: _tt().rnn_relu_cell(x, h, *w))

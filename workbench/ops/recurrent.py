@@ -1,0 +1,231 @@
+"""Recurrent cells: one time step of an LSTM, GRU or Elman RNN (``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``,
+``rnn_relu_cell``, PyTorch's functional forms), and the split of a sequence into its time steps.
+
+nn.LSTM, nn.GRU and their cells run on these. An LSTM step written in Tensor ops is 16 nodes (four gate
+slices, three sigmoids, two tanh, products and sums); here it is two, the product ``h W_hh^T + b_hh`` and one
+fused primitive for everything after it (``LstmCell``, on ``_backend.kernels``: one pass forward and one
+backward on float32, NumPy's arrays otherwise), as PyTorch's fused cells. Its backward uses the saved
+activations for first derivatives and recomputes them in Tensor ops under ``create_graph=True``, so higher
+derivatives are exact; tests/nn/test_rnn_cells.py gradchecks each cell against the composed form.
+
+``TimeSteps`` hands the time steps of a projected sequence out as one node whose backward writes every step's
+gradient into one array: one slice per step (a node each) made each backward pass allocate and sum a
+sequence-sized gradient per step.
+"""
+from .._backend import dtypes as _dt, kernels as _k
+from .._core import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
+from ._util import result_dtype_n
+from .join import cat
+from .linear import linear
+
+
+def _promoted(*tensors):
+    """The tensors in their common dtype (autocast hands bfloat16 products and a float32 state to a cell)."""
+    dts = {t._data.dtype for t in tensors}
+    if len(dts) == 1:
+        return tensors
+    rd = result_dtype_n(*(t._data for t in tensors))
+    return tuple(t if t._data.dtype == rd else t.to(_dt.from_numpy_dtype(rd)) for t in tensors)
+
+
+def _half(x):
+    return x.dtype.itemsize == 2
+
+
+def _f32(*arrays):
+    return [a.astype("float32") for a in arrays]
+
+
+class LstmCell(Function):
+    """(h2, c2) of one LSTM step from its two products gi, gh (rows of the i, f, g, o gates) and the state c."""
+
+    _raw = True
+    op_name = "lstm_cell"
+    saved_names = ("input_gates", "hidden_gates", "cx", "gates", "tanh_cy")  # what the viewer lists
+
+    @staticmethod
+    def forward(ctx, gi, gh, c):
+        half = _half(gi)
+        h2, c2, act, tc = _k.lstm_cell(ctx.xp, *(_f32(gi, gh, c) if half else (gi, gh, c)))
+        ctx.save_for_backward(gi, gh, c, act, tc)
+        if half:
+            return h2.astype(gi.dtype), c2.astype(gi.dtype)
+        return h2, c2
+
+    @staticmethod
+    def backward(ctx, dh2, dc2):
+        gi, gh, c, act, tc = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        if STATE.enabled:  # create_graph: the step again in Tensor ops, from the inputs
+            H = c.shape[-1]
+            gates = gh + gi
+            i, f, o = gates[..., :H].sigmoid(), gates[..., H:2 * H].sigmoid(), gates[..., 3 * H:].sigmoid()
+            g = gates[..., 2 * H:3 * H].tanh()
+            t = (f * c + i * g).tanh()
+            d = dh2 * o * (1 - t * t) + dc2
+            dgates = cat([d * g * i * (1 - i), d * c * f * (1 - f), d * i * (1 - g * g), dh2 * t * o * (1 - o)], -1)
+            dc = d * f
+        else:
+            dt = dh2._data.dtype
+            arrays = (dh2._data, dc2._data, c._data, act._data, tc._data)
+            if _half(dh2._data):
+                arrays = (*_f32(*arrays[:3]), arrays[3], arrays[4])
+            dg, dcd = _k.lstm_cell_backward(ctx.xp, *arrays)
+            dgates, dc = Tensor._make(dg.astype(dt, copy=False)), Tensor._make(dcd.astype(dt, copy=False))
+        return dgates if nig[0] else None, dgates if nig[1] else None, dc if nig[2] else None
+
+
+class GruCell(Function):
+    """h2 of one GRU step from its two products gi, gh (rows of the r, z, n gates) and the state h."""
+
+    _raw = True
+    op_name = "gru_cell"
+    saved_names = ("input_gates", "hidden_gates", "hx", "gates")
+
+    @staticmethod
+    def forward(ctx, gi, gh, h):
+        half = _half(gi)
+        h2, act = _k.gru_cell(ctx.xp, *(_f32(gi, gh, h) if half else (gi, gh, h)))
+        ctx.save_for_backward(gi, gh, h, act)
+        return h2.astype(gi.dtype) if half else h2
+
+    @staticmethod
+    def backward(ctx, dh2):
+        gi, gh, h, act = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        if STATE.enabled:  # create_graph: the step again in Tensor ops, from the inputs
+            H = h.shape[-1]
+            r = (gh[..., :H] + gi[..., :H]).sigmoid()
+            z = (gh[..., H:2 * H] + gi[..., H:2 * H]).sigmoid()
+            ghn = gh[..., 2 * H:]
+            n = (gi[..., 2 * H:] + ghn * r).tanh()
+            dn = dh2 * (1 - z) * (1 - n * n)
+            dr = dn * ghn * r * (1 - r)
+            dz = dh2 * (h - n) * z * (1 - z)
+            dgi, dgh, dh = cat([dr, dz, dn], -1), cat([dr, dz, dn * r], -1), dh2 * z
+        else:
+            dt = dh2._data.dtype
+            arrays = (dh2._data, h._data, gh._data, act._data)
+            if _half(dh2._data):
+                arrays = (*_f32(*arrays[:3]), arrays[3])
+            dgi, dgh, dh = (Tensor._make(a.astype(dt, copy=False)) for a in _k.gru_cell_backward(ctx.xp, *arrays))
+        return dgi if nig[0] else None, dgh if nig[1] else None, dh if nig[2] else None
+
+
+class TimeSteps(Function):
+    """The consecutive row blocks of a (rows, G) sequence, ``sizes[t]`` rows for step t, as one node: each
+    step's array is a view of the input's, and the backward puts every step's gradient into one array."""
+
+    _raw = True
+    op_name = "split_with_sizes"
+
+    @staticmethod
+    def forward(ctx, x, sizes):
+        out, off = [], 0
+        for n in sizes:
+            out.append(x[off:off + n])
+            off += n
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if STATE.enabled:
+            return cat(list(grads), 0), None
+        return Tensor._make(ctx.xp.concatenate([g._data for g in grads])), None
+
+
+def time_steps(x, sizes):
+    """The steps of the time-major rows ``x`` (``sizes[t]`` rows at step t) as a tuple of tensors (one node)."""
+    return TimeSteps.apply(x, tuple(sizes))
+
+
+def lstm_step(gi, h, c, w_hh, b_hh=None):
+    """One LSTM step from the input's product gi = x W_ih^T + b_ih: (h2, c2)."""
+    gi, gh, c = _promoted(gi, linear(h, w_hh, b_hh), c)
+    return LstmCell.apply(gi, gh, c)
+
+
+def gru_step(gi, h, w_hh, b_hh=None):
+    """One GRU step from the input's product gi = x W_ih^T + b_ih: h2."""
+    gi, gh, h = _promoted(gi, linear(h, w_hh, b_hh), h)
+    return GruCell.apply(gi, gh, h)
+
+
+def _check_cell(op, input, hx, w_ih, w_hh, gates):
+    """PyTorch's checks of a functional cell, in its order and words (the hidden size is w_hh's width)."""
+    for name, t in (("input", input), ("w_ih", w_ih), ("w_hh", w_hh)) + tuple((f"hx[{k}]", h) for k, h in enumerate(hx)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if input.ndim < 2:  # PyTorch reads input.size(1): a single sample needs its batch dim (unsqueeze(0))
+        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got 1) ({op} takes a "
+                         f"batch: a {input.ndim}-D input of shape {list(input.shape)} needs input.unsqueeze(0))")
+    hidden = w_hh.shape[-1]
+    for name, w in (("weight_ih", w_ih), ("weight_hh", w_hh)):
+        if w.shape[0] != gates * hidden:
+            raise RuntimeError(f"{name} first dim must be {gates} * hidden_size = {gates * hidden}, but got "
+                               f"{w.shape[0]}")
+    if input.shape[1] != w_ih.shape[-1]:
+        raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected {w_ih.shape[-1]}")
+    for k, h in enumerate(hx):
+        if h.ndim < 2 or h.shape[0] != input.shape[0]:
+            raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{k} batch size "
+                               f"{h.shape[0] if h.ndim else 1}")
+        if h.shape[1] != hidden:
+            raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {h.shape[1]}, expected {hidden}")
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One LSTM step, PyTorch's ``torch.lstm_cell``: input (batch, input_size), hx is (h, c), each (batch,
+    hidden_size); returns (h2, c2).
+
+    >>> import workbench as wb
+    >>> h, c = wb.lstm_cell(wb.ones(2, 3), (wb.zeros(2, 4), wb.zeros(2, 4)), wb.ones(16, 3), wb.ones(16, 4))
+    >>> h.shape
+    workbench.Size([2, 4])
+    """
+    if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+        raise RuntimeError("lstm_cell: hx must be a tuple of two tensors (h, c)")
+    _check_cell("lstm_cell", input, hx, w_ih, w_hh, 4)
+    return lstm_step(linear(input, w_ih, b_ih), hx[0], hx[1], w_hh, b_hh)
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step, PyTorch's ``torch.gru_cell``: input (batch, input_size), hx (batch, hidden_size).
+
+    >>> import workbench as wb
+    >>> wb.gru_cell(wb.ones(2, 3), wb.zeros(2, 4), wb.ones(12, 3), wb.ones(12, 4)).shape
+    workbench.Size([2, 4])
+    """
+    _check_cell("gru_cell", input, (hx,), w_ih, w_hh, 3)
+    return gru_step(linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def _rnn_cell(op, act, input, hx, w_ih, w_hh, b_ih, b_hh):
+    _check_cell(op, input, (hx,), w_ih, w_hh, 1)
+    return act(linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh))
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step with tanh, PyTorch's ``torch.rnn_tanh_cell``.
+
+    >>> import workbench as wb
+    >>> wb.rnn_tanh_cell(wb.ones(2, 3), wb.zeros(2, 4), wb.ones(4, 3), wb.ones(4, 4)).shape
+    workbench.Size([2, 4])
+    """
+    return _rnn_cell("rnn_tanh_cell", lambda v: v.tanh(), input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step with relu, PyTorch's ``torch.rnn_relu_cell``.
+
+    >>> import workbench as wb
+    >>> wb.rnn_relu_cell(wb.ones(2, 3), wb.zeros(2, 4), wb.ones(4, 3), wb.ones(4, 4)).shape
+    workbench.Size([2, 4])
+    """
+    return _rnn_cell("rnn_relu_cell", lambda v: v.relu(), input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+__all__ = ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
+METHODS = {}
