@@ -9,16 +9,6 @@ import workbench as wb
 from workbench._backend import fused
 
 
-@pytest.fixture(params=[True, False], ids=["loops", "numpy"])
-def loops(request):
-    if request.param and fused._numba() is None:
-        pytest.skip("numba is not installed")
-    was = fused.ENABLED[0]
-    fused.ENABLED[0] = request.param
-    yield
-    fused.ENABLED[0] = was
-
-
 @pytest.mark.parametrize("affine", [False, True])
 @pytest.mark.parametrize("shape", [(64, 16, 8, 8), (256, 8, 20)])
 def test_batch_norm_training_matches_pytorch(shape, affine, loops):

@@ -10,16 +10,6 @@ import workbench as wb
 from workbench._backend import fused
 
 
-@pytest.fixture(params=[True, False], ids=["loops", "numpy"])
-def loops(request):
-    if request.param and fused._numba() is None:
-        pytest.skip("numba is not installed")
-    was = fused.ENABLED[0]
-    fused.ENABLED[0] = request.param
-    yield request.param
-    fused.ENABLED[0] = was
-
-
 def _run(lib, x, t, g=None, **kw):
     xt = lib.tensor(x, requires_grad=True)
     w = kw.pop("weight", None)

@@ -17,16 +17,6 @@ SPECIAL = [0.0, -0.0, 1e-45, -1e-45, 1e-40, -1e-40, 1.2e-38, -1.2e-38, 1e-30, -1
 HAVE_NUMBA = fused._numba() is not None
 
 
-@pytest.fixture(params=[True, False], ids=["loops", "numpy"])
-def loops(request):
-    if request.param and not HAVE_NUMBA:
-        pytest.skip("numba is not installed")
-    was = fused.ENABLED[0]
-    fused.ENABLED[0] = request.param
-    yield request.param
-    fused.ENABLED[0] = was
-
-
 def _x(scale=4.0, n=N):
     x = np.random.default_rng(0).standard_normal(n) * scale
     x[:len(SPECIAL)] = SPECIAL

@@ -16,16 +16,6 @@ SPECIAL = [0.0, -0.0, 1e-45, -1e-45, 1e-40, -1e-40, 1e-30, 0.3, -0.3, 0.62, -0.6
            np.nan]
 
 
-@pytest.fixture(params=[True, False], ids=["loops", "numpy"])
-def loops(request):
-    if request.param and not HAVE_NUMBA:
-        pytest.skip("numba is not installed")
-    was = fused.ENABLED[0]
-    fused.ENABLED[0] = request.param
-    yield request.param
-    fused.ENABLED[0] = was
-
-
 def _rows(rows, cols, scale=3.0, seed=0, special=True):
     x = (np.random.default_rng(seed).standard_normal((rows, cols)) * scale).astype(np.float32)
     if special:
