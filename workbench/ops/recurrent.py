@@ -6,7 +6,9 @@ slices, three sigmoids, two tanh, products and sums); here it is two, the produc
 fused primitive for everything after it (``LstmCell``, on ``_backend.kernels``: one pass forward and one
 backward on float32, NumPy's arrays otherwise), as PyTorch's fused cells. Its backward uses the saved
 activations for first derivatives and recomputes them in Tensor ops under ``create_graph=True``, so higher
-derivatives are exact; tests/nn/test_rnn_cells.py gradchecks each cell against the composed form.
+derivatives are exact. tests/nn/test_rnn_cells.py checks the loops against the NumPy forms and float64, and each
+cell by finite differences (second order too); the op specs compare the functional cells with the composed
+form and with PyTorch.
 
 ``TimeSteps`` hands the time steps of a projected sequence out as one node whose backward writes every step's
 gradient into one array: one slice per step (a node each) made each backward pass allocate and sum a
