@@ -210,6 +210,61 @@ def test_guards_retrace_on_shape_dtype_requires_grad_and_parameter_identity():
     assert wb.compiler.explain(f).traces == 3
 
 
+BATCH = {}
+
+
+def test_a_tensor_read_from_outside_the_arguments_and_rebound_retraces():
+    # a step that reads its batch from a global, a closure or a dict in either: each new tensor bound there
+    # traces again (the replay read the first batch for every call); an outside tensor left as it is replays
+    def run(compiled, where):
+        wb.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        opt = wb.optim.SGD(model.parameters(), lr=0.1)
+        box = {"x": wb.randn(5, 4)}
+        y = wb.randn(5, 2)
+        BATCH["x"] = box["x"]
+        g = globals()
+        g["_X"] = box["x"]
+
+        def step():
+            opt.zero_grad()
+            loss = F.mse_loss(model(box["x"] if where == "closure" else _X if where == "global" else BATCH["x"]), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = wb.compile(step) if compiled else step
+        losses = []
+        for i in range(4):
+            losses.append(_bits(f()))
+            if i < 2:  # two new batches, then the same one twice
+                box["x"] = g["_X"] = BATCH["x"] = wb.randn(5, 4)
+        return losses, [_bits(p) for p in model.parameters()], (wb.compiler.explain(f) if compiled else None)
+
+    for where in ("closure", "global", "dict"):
+        eager, ep, _ = run(False, where)
+        comp, cp, e = run(True, where)
+        assert comp == eager and cp == ep, where
+        assert e.traces == 3 and e.replays == 1, (where, str(e))
+        assert "captured" in str(e) and "now Tensor object" in str(e)
+
+
+def test_an_outside_tensor_rebound_every_call_ends_eager_with_advice():
+    model = nn.Linear(4, 2)
+    holder = [wb.randn(3, 4)]
+
+    def f():
+        return model(holder[0]).sum()
+
+    cf = wb.compile(f, dynamic=None)
+    with wb.no_grad():
+        for _ in range(12):
+            holder[0] = wb.randn(3, 4)
+            assert _bits(cf()) == _bits(f())
+    e = str(wb.compiler.explain(cf))
+    assert "pass it as an argument" in e
+
+
 def test_value_read_mid_step_falls_back_with_the_reason():
     model = nn.Linear(4, 1)
     opt = wb.optim.SGD(model.parameters(), lr=0.1)

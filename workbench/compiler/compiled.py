@@ -15,7 +15,7 @@ from ..tensor import Tensor
 from . import cudagraph as _cudagraph
 from . import grad_region as _grad_region
 from . import trace as _trace
-from .program import Program, _walk, arg_paths_of, signature
+from .program import Program, _walk, arg_paths_of, captured_sources, signature
 
 RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
 
@@ -68,10 +68,13 @@ class CompiledFunction:
             if not self.log or self.log[-1][0] != "limit":
                 numbers = any(" was float " in (p.retraced or "") or " was int " in (p.retraced or "")
                               for p in self._programs)
+                captured = any((p.retraced or "").startswith("captured ") for p in self._programs)
                 self.log.append(("limit", f"{self._limit} traces kept (recompile_limit); further signatures run "
                                           "eagerly" + ("; traces specialise on Python numbers: pass a value that "
                                                        "changes every call as a tensor (wb.tensor(lr))"
-                                                       if numbers else "")))
+                                                       if numbers else "")
+                                 + ("; a tensor the function reads from outside its arguments was a new one each "
+                                    "call (a batch): pass it as an argument" if captured else "")))
             return self._fn(*args, **kwargs)
         return self._trace(args, kwargs)
 
@@ -99,8 +102,11 @@ class CompiledFunction:
                 T.check_state()
             except _trace.Unsupported:
                 pass
-        prog = Program(T, args, kwargs, result, paths)
+        captured = captured_sources(self._fn, [t for t, _slot in T.externals.values()], list(T.modules.values()))
+        prog = Program(T, args, kwargs, result, paths, captured)
         prog.signature = signature(args, kwargs)
+        for _c, _k, v, what in captured:  # by identity: a batch rebound to a new tensor is a new signature
+            prog.signature[f"captured {what}"] = f"{type(v).__name__} object {id(v):#x}"
         for m, training in T.entry_modes.values():  # the modules' modes and settings, as the call found them
             prog.signature[f"{type(m).__name__} (module {id(m):#x})"] = (
                 f"in {'train' if training else 'eval'} mode, with {T.module_attrs.get(id(m), {})}")

@@ -122,8 +122,9 @@ def make_output(arr, rg, node):
 class Program:
     """One trace, compiled: ``guard(args, kwargs)`` and ``run(args, kwargs)``; ``steps`` describes it."""
 
-    def __init__(self, tracer, args, kwargs, result, arg_paths):
+    def __init__(self, tracer, args, kwargs, result, arg_paths, captured=()):
         self.tracer = tracer
+        self.captured = captured  # (container, key, tensor, what): where the call's code read an outside tensor
         self.reason = tracer.reason
         self.replays = 0
         self.steps = []
@@ -192,6 +193,14 @@ class Program:
                 conds.append(f"{expr} is {self._bind(value, 'V')}")
         for t, slot in T.externals.values():
             conds.extend(self._tensor_conds(self._bind(t, "E"), t))
+        for container, key, t, _what in self.captured:  # the name the code read it by still holds it
+            cn, tn = self._bind(container, "S"), self._bind(t, "E")
+            if container.__class__ is dict:
+                conds.append(f"{cn}.get({key!r}) is {tn}")
+            elif container.__class__ is list:
+                conds.append(f"len({cn}) > {key} and {cn}[{key}] is {tn}")
+            else:  # a closure cell
+                conds.append(f"{cn}.cell_contents is {tn}")
         for t in T.grad_reads.values():  # a .grad made before the call, read where the call reads it
             g = t._grad
             gn = f"{self._bind(t, 'E')}._grad"
@@ -582,6 +591,42 @@ def _first_change(T, events):
             if b is not None and b[0] != "const" or T.arrays[dst].base is not None:
                 return f"{ev.op} wrote a tensor in place"
     return None
+
+
+def captured_sources(fn, tensors, modules=()):
+    """Where ``fn``'s code can read each of ``tensors`` (tensors from outside its arguments) by a name that may
+    be bound to another tensor before the next call: [(container, key, tensor, what)]. Looked for in fn's
+    globals and closure cells, in the plain attributes of the ``modules`` the call used (``self.mask``), and
+    one level into a dict, list or tuple held there (``batch["x"]``, ``params[0]``); a tuple's items are found
+    through the name that holds the tuple. A replay reads the traced tensor itself, so each place found is
+    guarded: a new tensor there traces the call again. (A module's parameters and buffers are guarded through
+    its own tables.)"""
+    if not tensors:
+        return []
+    want = {id(t): t for t in tensors}
+    scopes = [(m.__dict__, k, v, f"{type(m).__name__}.{k}") for m in modules for k, v in list(m.__dict__.items())
+              if not k.startswith("_")]
+    f = getattr(fn, "__func__", fn)
+    code = getattr(f, "__code__", None)
+    if code is not None:
+        scopes += [(f.__globals__, k, v, k) for k, v in list(f.__globals__.items())]
+        for name, cell in zip(code.co_freevars, f.__closure__ or ()):
+            try:
+                scopes.append((cell, None, cell.cell_contents, name))
+            except ValueError:  # an empty cell
+                continue
+    found = []
+    for container, key, v, what in scopes:
+        if id(v) in want and v is want[id(v)]:
+            found.append((container, key, v, what))
+        elif v.__class__ in (dict, list, tuple) and len(v) <= 10_000:
+            items = v.items() if v.__class__ is dict else enumerate(v)
+            hits = [(k2, v2) for k2, v2 in items if id(v2) in want and v2 is want[id(v2)]]
+            if hits:  # the container itself must stay the one traced, and each item found in it
+                found.append((container, key, v, what))
+                if v.__class__ is not tuple:
+                    found.extend((v, k2, v2, f"{what}[{k2!r}]") for k2, v2 in hits)
+    return found
 
 
 def signature(args, kwargs):
