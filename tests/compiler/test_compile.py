@@ -265,6 +265,45 @@ def test_an_outside_tensor_rebound_every_call_ends_eager_with_advice():
     assert "pass it as an argument" in e
 
 
+LR = 0.1
+
+
+def test_a_global_number_the_step_reads_is_guarded():
+    # a learning rate decayed by rebinding a global (and a closure number): each value traces once, results are
+    # eager's; a global named like an attribute the step uses (opt.step) is not read, and does not retrace
+    global LR
+
+    def run(compiled):
+        global LR
+        LR = 0.1
+        wb.manual_seed(0)
+        w = wb.randn(4, 2, requires_grad=True)
+        x, y = wb.randn(5, 4), wb.randn(5, 2)
+        scale = 2.0
+
+        def step(x, y):
+            loss = ((x @ w - y) ** 2).mean() * scale
+            w.grad = None
+            loss.backward()
+            with wb.no_grad():
+                w.sub_(LR * w.grad)
+            return loss
+
+        f = wb.compile(step) if compiled else step
+        out = []
+        for i in range(6):
+            out.append(_bits(f(x, y)))
+            if i in (1, 3):
+                LR = LR * 0.5
+        return out, _bits(w), (wb.compiler.explain(f) if compiled else None)
+
+    eager, ew, _ = run(False)
+    comp, cw, e = run(True)
+    assert comp == eager and cw == ew
+    assert e.traces == 3 and e.replays == 3 and "global LR was float 0.1, now float 0.05" in str(e)
+    LR = 0.1
+
+
 def test_value_read_mid_step_falls_back_with_the_reason():
     model = nn.Linear(4, 1)
     opt = wb.optim.SGD(model.parameters(), lr=0.1)

@@ -11,6 +11,8 @@ it, so the replay holds no more memory than eager, which frees a tensor when its
 a node's saved arrays when its backward ran; kept to the end of the program, every intermediate of a
 step would stay alive at once and each new array would land in memory the cache has not seen.
 """
+import dis
+
 from .. import _backend
 from ..autograd import engine as _engine
 from ..autograd import function as _function
@@ -122,9 +124,10 @@ def make_output(arr, rg, node):
 class Program:
     """One trace, compiled: ``guard(args, kwargs)`` and ``run(args, kwargs)``; ``steps`` describes it."""
 
-    def __init__(self, tracer, args, kwargs, result, arg_paths, captured=()):
+    def __init__(self, tracer, args, kwargs, result, arg_paths, captured=(), numbers=()):
         self.tracer = tracer
         self.captured = captured  # (container, key, tensor, what): where the call's code read an outside tensor
+        self.numbers = numbers  # (container, key, value, what): the Python values its code read by name
         self.reason = tracer.reason
         self.replays = 0
         self.steps = []
@@ -201,6 +204,11 @@ class Program:
                 conds.append(f"len({cn}) > {key} and {cn}[{key}] is {tn}")
             else:  # a closure cell
                 conds.append(f"{cn}.cell_contents is {tn}")
+        for container, key, v, _what in self.numbers:  # the same value, of the same type (1 is not 1.0 or True)
+            cn = self._bind(container, "S")
+            read = f"{cn}.get({key!r}, {cn})" if container.__class__ is dict else f"{cn}.cell_contents"
+            conds.append(f"{read}.__class__ is {self._bind(v.__class__, 'K')} and {read} == {v!r}"
+                         if v is not None else f"{read} is None")
         for t in T.grad_reads.values():  # a .grad made before the call, read where the call reads it
             g = t._grad
             gn = f"{self._bind(t, 'E')}._grad"
@@ -626,6 +634,34 @@ def captured_sources(fn, tensors, modules=()):
                 found.append((container, key, v, what))
                 if v.__class__ is not tuple:
                     found.extend((v, k2, v2, f"{what}[{k2!r}]") for k2, v2 in hits)
+    return found
+
+
+_PLAIN = (bool, int, float, complex, str, type(None))
+
+
+def read_numbers(fn):
+    """The Python numbers (and bools, strings, None) ``fn``'s own code reads from its globals and closure
+    cells, by name (its nested functions' code included): [(container, key, value, what)]. The trace bakes
+    them in, so the guard checks each (``lr`` rebound from 0.1 to 0.05 traces again)."""
+    f = getattr(fn, "__func__", fn)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return []
+    names, stack = set(), [code]
+    while stack:  # the names loaded as globals (co_names also holds attribute names: opt.step is no global)
+        c = stack.pop()
+        names.update(i.argval for i in dis.get_instructions(c) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    g = f.__globals__
+    found = [(g, k, g[k], k) for k in sorted(names) if k in g and g[k].__class__ in _PLAIN]
+    for name, cell in zip(code.co_freevars, f.__closure__ or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if v.__class__ in _PLAIN:
+            found.append((cell, None, v, name))
     return found
 
 
