@@ -854,7 +854,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
                 s = s * (i != padding_idx)
             return s[..., None].astype(wdt)
         scale = array_step(grad_scale, input)
-    return Embedding.apply(weight, idx, scale)
+    # the indices as the tensor they came in (its array else): a compiled call then binds them where the call
+    # read them, an argument or a tensor from outside (a global batch), not as a raw array it cannot place
+    return Embedding.apply(weight, input if idx is input._data else idx, scale)
 
 
 def _embedding_renorm(weight, idx, max_norm, norm_type):
