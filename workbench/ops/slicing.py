@@ -1,5 +1,6 @@
 """Slices and splits: narrow, select, split, chunk, unbind, tensor_split, and the *_scatter ops that embed a slice."""
 from .._core import Tensor
+from ..autograd.function import Function, _register_view
 from ..autograd.grad_mode import STATE
 from ._util import _check_scatter_src, _out, wrap_dim
 from .convert import clone
@@ -65,11 +66,71 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={sizes}")
         op = "SplitWithSizes"
-    out, off = [], 0
+    keys, off = [], 0
     for s in sizes:
-        out.append(narrow(tensor, d, off, s))
+        keys.append((slice(None),) * d + (slice(off, off + s), Ellipsis))
         off += s
-    return _multi_output_views(tuple(out), op)
+    return _pieces(tensor, keys, d, op)
+
+
+class _Pieces(Function):
+    """The views split, chunk and unbind return, recorded as one node (PyTorch's SplitBackward0,
+    SplitWithSizesBackward0, UnbindBackward0) whose backward puts every piece's gradient into one array of the
+    input's shape. A node per piece (a slice each) allocated a zero array of the whole input per piece in
+    backward, and the engine summed them: three for an attention's q, k, v, four for an LSTM's gates."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, keys, dim):
+        ctx.dim = dim
+        return tuple(x[k] for k in keys)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        unbind = ctx._fn is _UnbindPieces
+        if STATE.enabled:  # create_graph: the join recorded
+            from .join import cat, stack  # (join imports this module: a cycle)
+            return (stack if unbind else cat)(list(grads), ctx.dim), None, None
+        arrays = [g._data for g in grads]
+        xp = ctx.xp
+        return Tensor._make(xp.stack(arrays, ctx.dim) if unbind else xp.concatenate(arrays, ctx.dim)), None, None
+
+
+class _SplitPieces(_Pieces):
+    op_name = "split"
+
+
+class _SplitWithSizesPieces(_Pieces):
+    op_name = "split_with_sizes"
+
+
+class _UnbindPieces(_Pieces):
+    op_name = "unbind"
+
+
+_PIECES = {"Split": _SplitPieces, "SplitWithSizes": _SplitWithSizesPieces, "Unbind": _UnbindPieces}
+
+
+def _pieces(input, keys, dim, op):
+    """The views input[key] for each key (basic indices along ``dim``), as PyTorch's multi-output view op
+    ``op``. Recorded (grad mode on, input requires grad), one node makes them all, and each is then the view
+    a slice would have been (the input's version counter and base, and how to replay it from the base, for
+    ``Tensor._check_inplace`` and the stale-view checks); otherwise each is a plain slice."""
+    if not (STATE.enabled and input._rg) or not keys:  # (unbind of an empty dim: no pieces, no node)
+        return _multi_output_views(tuple(GetItem.apply(input, k) for k in keys), op)
+    outs = _PIECES[op].apply(input, tuple(keys), dim)
+    root = input._base if input._base is not None else input
+    parent = input._view_fn
+    for k, t in zip(keys, outs):
+        t._vbox, t._base = input._vbox, root
+        if input._base is None:
+            t._view_fn = (GetItem, (k,), None)
+        elif parent is not None:
+            t._view_fn = (GetItem, (k,), parent)
+        if root.grad_fn is not None:
+            _register_view(root, t)
+    return _multi_output_views(outs, op)
 
 
 def _multi_output_views(views, op):
@@ -142,8 +203,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 def unbind(input, dim=0):
     """The slices along ``dim`` as a tuple of views.  >>> [t.tolist() for t in wb.eye(2).unbind()]  ->  [[1.0, 0.0], [0.0, 1.0]]"""
     d = wrap_dim(dim, input._data.ndim)
-    return _multi_output_views(tuple(GetItem.apply(input, (slice(None),) * d + (i, Ellipsis))
-                                     for i in range(input.shape[d])), "Unbind")
+    return _pieces(input, [(slice(None),) * d + (i, Ellipsis) for i in range(input.shape[d])], d, "Unbind")
 
 
 # --- split/scatter variants ------------------------------------------------------------------------

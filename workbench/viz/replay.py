@@ -126,7 +126,7 @@ def fill_grads(snap):
     by_id = {n["id"]: n for n in snap["nodes"]}
     for st in snap["trace"]["steps"]:
         n = by_id[st["node"]]
-        if n["kind"] in ("op", "output") and st["grad_outputs"]:
-            n["grad"] = st["grad_outputs"][0]
+        if n["kind"] in ("op", "output") and st["grad_outputs"]:  # output 0's; a split's first piece that got one
+            n["grad"] = next((g for g in st["grad_outputs"] if g is not None), None)
         for leaf in st["leaves"]:
             by_id[leaf["node"]]["grad"] = leaf["after"]

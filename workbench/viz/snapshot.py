@@ -338,10 +338,11 @@ class _Builder:
         if info is not None and info[2] and info[2][0] is not None:
             self.finite[i] = bool(info[2][0])
         if self.grads and n._retain:
-            for nr, ref in n._retain.items():
-                t = ref()
-                if nr == 0 and t is not None and t._grad is not None:
+            for nr in sorted(n._retain):  # output 0's; of a multi-output node (split), the first that got one
+                t = n._retain[nr]()
+                if t is not None and t._grad is not None:
                     d["grad"] = summarize(t._grad)
+                    break
         self.scopes[i] = scope_key(d)
         self.nodes.append(d)
 
