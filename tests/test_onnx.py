@@ -128,6 +128,22 @@ def test_tensor_ops_between_layers():
     _check(Ops(), wb.rand(3, 4) + 0.1)
 
 
+def test_split_chunk_and_unbind():
+    class Pieces(nn.Module):  # recorded while the input requires grad: one node each (SplitBackward0...)
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(wb.randn(4, 6))
+
+        def forward(self, x):
+            y = x @ self.w
+            a, b, c = y.chunk(3, 1)
+            p, q = y.split([2, 4], 1)
+            rows = y.unbind(0)
+            return a * b - c, q.sum(1) + p[:, 0], rows[1] + rows[2]
+
+    _check(Pieces(), wb.randn(3, 4))
+
+
 def test_file_names_params_and_errors(tmp_path):
     model = nn.Linear(3, 2)
     p = tmp_path / "m.onnx"

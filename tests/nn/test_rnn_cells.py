@@ -1,5 +1,5 @@
-"""The fused recurrent cells (``ops/recurrent.py``: LstmCell, GruCell, TimeSteps) and their float32 loops
-(``fused.lstm_cell``, ``gru_cell`` and gradients, ``_tanh``): against the NumPy forms they replace, against
+"""The fused recurrent cells (``ops/recurrent.py``: LstmCell, GruCell) and their float32 loops (``fused.lstm_cell``,
+``gru_cell`` and gradients, ``_tanh``), and a layer's time steps split off as one node: against the NumPy forms they replace, against
 float64 references and PyTorch, with saturated, tiny, denormal and non-finite pre-activations; gradients by
 finite differences and through the composed Tensor-op form, second derivatives included."""
 import numpy as np

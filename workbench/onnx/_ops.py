@@ -274,11 +274,14 @@ def _stack(g, node, args, results):
     return [g.op("Concat", [g.op("Unsqueeze", [g.value(t), g.ints([axis])]) for t in tensors], axis=axis)]
 
 
-@translates("split_with_sizes")
-def _split(g, node, args, results):  # the time steps of a recurrent layer's projected input (rows, dim 0)
-    x, sizes = args
-    outs = g.op("Split", [g.value(x), g.ints(list(sizes))], n_out=len(sizes), axis=0)
-    return outs if len(sizes) > 1 else [outs]
+@translates("split", "split_with_sizes", "unbind")
+def _split(g, node, args, results):  # split, chunk, unbind (a recurrent layer's time steps): (x, keys, dim)
+    x, keys, dim = args
+    unbind = node._op == "unbind"
+    sizes = [1 if unbind else k[dim].stop - k[dim].start for k in keys]
+    outs = g.op("Split", [g.value(x), g.ints(sizes)], n_out=len(sizes), axis=dim)
+    outs = outs if len(sizes) > 1 else [outs]
+    return [g.op("Squeeze", [o, g.ints([dim])]) for o in outs] if unbind else outs
 
 
 def _gates(g, value, h, k, axis):

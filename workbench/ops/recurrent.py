@@ -10,9 +10,6 @@ derivatives are exact. tests/nn/test_rnn_cells.py checks the loops against the N
 cell by finite differences (second order too); the op specs compare the functional cells with the composed
 form and with PyTorch.
 
-``TimeSteps`` hands the time steps of a projected sequence out as one node whose backward writes every step's
-gradient into one array: one slice per step (a node each) made each backward pass allocate and sum a
-sequence-sized gradient per step.
 """
 from .._backend import dtypes as _dt, kernels as _k
 from .._core import Tensor
@@ -114,33 +111,6 @@ class GruCell(Function):
                 arrays = (*_f32(*arrays[:3]), arrays[3])
             dgi, dgh, dh = (Tensor._make(a.astype(dt, copy=False)) for a in _k.gru_cell_backward(ctx.xp, *arrays))
         return dgi if nig[0] else None, dgh if nig[1] else None, dh if nig[2] else None
-
-
-class TimeSteps(Function):
-    """The consecutive row blocks of a (rows, G) sequence, ``sizes[t]`` rows for step t, as one node: each
-    step's array is a view of the input's, and the backward puts every step's gradient into one array."""
-
-    _raw = True
-    op_name = "split_with_sizes"
-
-    @staticmethod
-    def forward(ctx, x, sizes):
-        out, off = [], 0
-        for n in sizes:
-            out.append(x[off:off + n])
-            off += n
-        return tuple(out)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        if STATE.enabled:
-            return cat(list(grads), 0), None
-        return Tensor._make(ctx.xp.concatenate([g._data for g in grads])), None
-
-
-def time_steps(x, sizes):
-    """The steps of the time-major rows ``x`` (``sizes[t]`` rows at step t) as a tuple of tensors (one node)."""
-    return TimeSteps.apply(x, tuple(sizes))
 
 
 def lstm_step(gi, h, c, w_hh, b_hh=None):

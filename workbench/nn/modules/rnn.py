@@ -2,8 +2,8 @@
 PackedSequence input) and their cells.
 
 One time-step function per cell type serves both the cells and the layers. A layer projects the whole
-input sequence through W_ih in one matmul, hands its time steps out as one node (``ops.recurrent.time_steps``),
-then loops over time for the W_hh part: an LSTM or GRU step is that product and one fused cell primitive
+input sequence through W_ih in one matmul, hands its time steps out as one node (``split``), then loops
+over time for the W_hh part: an LSTM or GRU step is that product and one fused cell primitive
 (``ops.recurrent``), two nodes the viewer shows per step. Packed input is handled by running only the first
 ``batch_sizes[t]`` rows at step t (sequences are sorted by length).
 """
@@ -146,7 +146,7 @@ class RNNBase(Module):
         outs = [None] * T
         act = _activation(self.mode) if self.mode.startswith("RNN") else None
         step = "step_reverse" if reverse else "step"  # each time step is one call: the viewer's series
-        steps = ops.recurrent.time_steps(proj, bs) if T > 1 else (proj,)
+        steps = proj.split(bs) if T > 1 else (proj,)  # one node: its backward fills one array
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             with call_scope(step):
                 n = bs[t]
