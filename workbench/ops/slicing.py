@@ -88,7 +88,7 @@ class _Pieces(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        unbind = ctx._fn is _UnbindPieces
+        unbind = ctx._fn._unbind
         if STATE.enabled:  # create_graph: the join recorded
             from .join import cat, stack  # (join imports this module: a cycle)
             return (stack if unbind else cat)(list(grads), ctx.dim), None, None
@@ -97,19 +97,9 @@ class _Pieces(Function):
         return Tensor._make(xp.stack(arrays, ctx.dim) if unbind else xp.concatenate(arrays, ctx.dim)), None, None
 
 
-class _SplitPieces(_Pieces):
-    op_name = "split"
-
-
-class _SplitWithSizesPieces(_Pieces):
-    op_name = "split_with_sizes"
-
-
-class _UnbindPieces(_Pieces):
-    op_name = "unbind"
-
-
-_PIECES = {"Split": _SplitPieces, "SplitWithSizes": _SplitWithSizesPieces, "Unbind": _UnbindPieces}
+# one primitive per PyTorch node name (op_name makes it: SplitBackward0, SplitWithSizesBackward0, UnbindBackward0)
+_PIECES = {op: type(f"_{op}Pieces", (_Pieces,), {"op_name": name, "_unbind": op == "Unbind", "__module__": __name__})
+           for op, name in (("Split", "split"), ("SplitWithSizes", "split_with_sizes"), ("Unbind", "unbind"))}
 
 
 def _pieces(input, keys, dim, op):
