@@ -199,3 +199,21 @@ def test_metadata_inplace_ops_match_pytorch():
             res.append(got)
         for o, t in zip(*res):
             np.testing.assert_array_equal(np.asarray(o), np.asarray(t), err_msg=name)
+
+
+def test_a_view_made_under_no_grad_refuses_in_place_ops_in_grad_mode():
+    # PyTorch's CreationMeta.NO_GRAD_MODE: the op would change a tensor that requires grad without recording it
+    # (its gradients silently wrong); inside no_grad, or on a view of a tensor that does not require grad, it runs
+    y = wb.randn(4, 3, requires_grad=True) * 1
+    with wb.no_grad():
+        v, pieces = y[0], y.split(2)
+        v.view(3)  # a view of the view inherits the mark
+    for t in (v, pieces[0], v.view(3)):
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode and is being modified inplace"):
+            t.mul_(2)
+    with wb.no_grad():
+        v.mul_(2)
+    z = wb.randn(4, 3)
+    with wb.no_grad():
+        w = z[0]
+    w.mul_(2)

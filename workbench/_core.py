@@ -66,6 +66,7 @@ class Tensor:
     # (PyTorch's op name, output index), or True for a view of such a view (Tensor._check_inplace)
     _multi_view = None
     _multi_base = False  # a base whose views include such views (Tensor._bump makes them stale)
+    _nograd_view = False  # a view made under no_grad of a tensor that requires grad: no in-place op in grad mode
     @staticmethod
     def _init_from(self, data, requires_grad=False, grad_fn=None, output_nr=0, vbox=None, base=None):
         self._data = data

@@ -207,6 +207,12 @@ class _Methods:
 
     # --- in-place machinery --------------------------------------------------------------------
     def _check_inplace(self, opname):
+        if self._nograd_view and STATE.enabled:
+            raise RuntimeError(
+                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
+                "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+                f"moving both the view and the inplace ({opname}) either both inside the no_grad block (if you don't "
+                "want the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
         if STATE.enabled and self._rg and self.grad_fn is None:
             raise RuntimeError(
                 f"a leaf Variable that requires grad is being used in an in-place operation ({opname}). "

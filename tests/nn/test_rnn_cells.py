@@ -216,15 +216,29 @@ def test_16_bit_cells_compute_in_float32_and_round_once(dtype):
     assert mh.weight_hh.grad.dtype == getattr(wb, dtype)
 
 
-def test_autocast_products_and_a_float32_state_promote():
-    # under CPU autocast the products come back bfloat16 and the state stays float32: the cell runs in float32
-    m = wb.nn.LSTM(3, 4)
-    x = wb.randn(5, 2, 3)
-    with wb.autocast("cpu", dtype=wb.bfloat16):
-        out, (h, c) = m(x)
-    assert out.dtype == wb.float32
-    out.sum().backward()
-    assert m.weight_hh_l0.grad is not None and m.weight_hh_l0.grad.dtype == wb.float32
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_autocast_dtypes_match_torch(cls):
+    # PyTorch's CPU LSTM layer (oneDNN's) is on autocast's lower-precision list: input and states run in
+    # bfloat16. Its GRU is not: the products come back bfloat16, the state stays float32, and the cell promotes
+    outs = []
+    for lib in (wb, torch):
+        m = getattr(lib.nn, cls)(3, 4)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            out, h = m(lib.randn(5, 2, 3))
+        out.float().sum().backward()
+        outs.append((str(out.dtype).split(".")[-1], str((h[0] if cls == "LSTM" else h).dtype).split(".")[-1],
+                     str(m.weight_hh_l0.grad.dtype).split(".")[-1]))
+    assert outs[0] == outs[1]
+
+
+def test_recurrent_layers_refuse_what_pytorch_refuses():
+    with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0 in RNN"):
+        wb.nn.LSTM(4, 5)(wb.randn(0, 2, 4))
+    with pytest.raises(ValueError, match="RNN input dtype .*float64.* does not match weight dtype"):
+        wb.nn.GRU(4, 5)(wb.randn(3, 2, 4).double())
+    for cls in (wb.nn.GRU, wb.nn.RNN):
+        with pytest.raises(ValueError, match="proj_size argument is only supported for LSTM"):
+            cls(4, 5, proj_size=2)
 
 
 def test_functional_cells_refuse_what_pytorch_refuses():

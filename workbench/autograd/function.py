@@ -571,6 +571,8 @@ def _view_of(cls, args, out, xp):
     base = args[0]
     if out is base._data or (out.size and xp.may_share_memory(out, base._data)):
         t = _make(out, False, None, 0, base._vbox, base._base if base._base is not None else base)
+        if not STATE.enabled and base._rg or base._nograd_view:  # PyTorch's CreationMeta.NO_GRAD_MODE
+            t._nograd_view = True
         if base._base is None:
             t._view_fn = (cls, args[1:], None)
         elif base._view_fn is not None:

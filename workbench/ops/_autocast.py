@@ -85,8 +85,10 @@ _CUDA_FP32 = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", 
 _CUDA_PROMOTE = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "tensordot", "scatter_add", "index_put",
                  "cat", "stack", "index_copy")
 # einsum, chain_matmul, multi_dot and tensordot are not on PyTorch's CPU list, but they run through bmm/mm,
-# which are, so their results come out in the lower dtype too
+# which are, so their results come out in the lower dtype too; mkldnn_rnn_layer is nn.LSTM's layer on the CPU
+# (without proj_size): its input and states run in the lower dtype, so its outputs come out in it
 _CPU_LOWER = ("conv1d", "conv2d", "conv3d", "bmm", "mm", "vecdot", "baddbmm", "addmm", "addbmm", "linear", "matmul",
+              "mkldnn_rnn_layer",
               "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu", "scaled_dot_product_attention",
               "einsum", "chain_matmul", "multi_dot", "tensordot")
 _CPU_FP32 = ("binary_cross_entropy", "prod", "cdist", "trace", "cholesky", "inv", "solve", "mse_loss",

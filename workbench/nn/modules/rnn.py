@@ -12,6 +12,8 @@ import numbers
 import warnings
 
 from ... import creation, ops
+from ...ops._autocast import AUTOCAST as _AUTOCAST
+from ...ops._autocast import cast as _autocast_cast
 from .. import init
 from .. import functional as F
 from ..module import Module, call_scope
@@ -183,6 +185,12 @@ class RNNBase(Module):
             bs = [B] * T
             data = x.reshape((T * B, x.shape[2]))
             sorted_idx = unsorted_idx = None
+        if not bs or not bs[0]:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        w = self._flat_weights[0]
+        if data.dtype != w.dtype:
+            raise ValueError(f"RNN input dtype ({data.dtype}) does not match weight dtype ({w.dtype}). Convert input: "
+                             f"input.to({w.dtype}), or convert model: model.to({data.dtype})")
         if data.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {data.shape[-1]}")
@@ -210,6 +218,8 @@ class RNNBase(Module):
             if is_lstm and tuple(c0.shape) != (self.num_layers * D, B, self.hidden_size):
                 raise RuntimeError(f"Expected hidden size {(self.num_layers * D, B, self.hidden_size)}, "
                                    f"got {tuple(c0.shape)}")
+        if _AUTOCAST[0] and is_lstm and not self.proj_size:  # PyTorch's CPU LSTM layer is on its autocast list
+            data, h0, c0 = _autocast_cast("mkldnn_rnn_layer", data, h0, c0)
         h_n, c_n = [], []
         layer_in = data
         for layer in range(self.num_layers):
@@ -254,7 +264,7 @@ class RNN(RNNBase):
     """
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
         elif nonlinearity == "relu":
@@ -263,7 +273,7 @@ class RNN(RNNBase):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
         self.__dict__["nonlinearity"] = nonlinearity
         super().__init__(mode, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         device=device, dtype=dtype)
+                         proj_size, device=device, dtype=dtype)  # (proj_size: PyTorch's ValueError for RNN)
         self.nonlinearity = nonlinearity
 
 
@@ -294,9 +304,9 @@ class GRU(RNNBase):
     """
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, device=None, dtype=None):
+                 bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         device=device, dtype=dtype)
+                         proj_size, device=device, dtype=dtype)  # (proj_size: PyTorch's ValueError for GRU)
 
 
 class RNNCellBase(Module):
