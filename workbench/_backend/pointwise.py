@@ -44,8 +44,9 @@ def run(xp, kernel, arrays, *params):
     twin = FUSED.get(kernel)
     if twin is None and x.dtype.char == "f":
         twin = FUSED32.get(kernel)
-    if twin is not None and x.__class__ is numpy.ndarray and x.size <= 2 * BLOCK:
-        arrays = [a if a.flags.c_contiguous else numpy.ascontiguousarray(a) for a in arrays]  # a gate's slice
+    if twin is not None and x.__class__ is numpy.ndarray and x.size <= 2 * BLOCK and not all(
+            a.flags.c_contiguous for a in arrays):
+        arrays = [numpy.ascontiguousarray(a) for a in arrays]  # a small slice (an LSTM gate's): one copy, then the loop
     if twin is not None and fused.usable(*arrays, min_size=1):  # any size: one pass, no errstate, ~1 us a call
         twin(out.reshape(-1), *[a.reshape(-1) for a in arrays], *params)  # (a loop raises no NumPy warnings)
         return out

@@ -1,5 +1,5 @@
 """Recurrent cells: one time step of an LSTM, GRU or Elman RNN (``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``,
-``rnn_relu_cell``, PyTorch's functional forms), and the split of a sequence into its time steps.
+``rnn_relu_cell``, PyTorch's functional forms).
 
 nn.LSTM, nn.GRU and their cells run on these. An LSTM step written in Tensor ops is 16 nodes (four gate
 slices, three sigmoids, two tanh, products and sums); here it is two, the product ``h W_hh^T + b_hh`` and one
@@ -9,7 +9,6 @@ activations for first derivatives and recomputes them in Tensor ops under ``crea
 derivatives are exact. tests/nn/test_rnn_cells.py checks the loops against the NumPy forms and float64, and each
 cell by finite differences (second order too); the op specs compare the functional cells with the composed
 form and with PyTorch.
-
 """
 from .._backend import dtypes as _dt, kernels as _k
 from .._core import Tensor

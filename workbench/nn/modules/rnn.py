@@ -27,17 +27,6 @@ def _ops():
     return ops
 
 
-def _lstm_step(gi, h, c, w_hh, b_hh, w_hr=None):
-    h2, c2 = ops.recurrent.lstm_step(gi, h, c, w_hh, b_hh)
-    if w_hr is not None:
-        h2 = F.linear(h2, w_hr)
-    return h2, c2
-
-
-def _gru_step(gi, h, w_hh, b_hh):
-    return ops.recurrent.gru_step(gi, h, w_hh, b_hh)
-
-
 def _activation(mode):
     return {"RNN_TANH": lambda x: x.tanh(), "RNN_RELU": lambda x: x.relu()}[mode]
 
@@ -156,10 +145,12 @@ class RNNBase(Module):
                 hs = h if uniform else h[:n]
                 if self.mode == "LSTM":
                     cs = c if uniform else c[:n]
-                    hn, cn = _lstm_step(gi, hs, cs, w_hh, b_hh, w_hr)
+                    hn, cn = ops.recurrent.lstm_step(gi, hs, cs, w_hh, b_hh)
+                    if w_hr is not None:
+                        hn = F.linear(hn, w_hr)
                     c = cn if uniform or n == c.shape[0] else ops.cat([cn, c[n:]])
                 elif self.mode == "GRU":
-                    hn = _gru_step(gi, hs, w_hh, b_hh)
+                    hn = ops.recurrent.gru_step(gi, hs, w_hh, b_hh)
                 else:
                     hn = act(gi + F.linear(hs, w_hh, b_hh))
                 h = hn if uniform or n == h.shape[0] else ops.cat([hn, h[n:]])
@@ -398,7 +389,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h, c), unbatched = self._prepare(input, hx, 2)
-        h2, c2 = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        h2, c2 = ops.recurrent.lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
+                                         self.bias_hh)
         return (h2.squeeze(0), c2.squeeze(0)) if unbatched else (h2, c2)
 
 
@@ -410,5 +402,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), unbatched = self._prepare(input, hx, 1)
-        out = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        out = ops.recurrent.gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
         return out.squeeze(0) if unbatched else out
