@@ -26,8 +26,13 @@ BLOCK = 1 << 15  # elements: a block's few temporaries stay in the 1 MB L2
 def eligible(*arrays):
     """Whether the kernels serve these arrays: float32/float64 of one shape and dtype."""
     a = arrays[0]
-    return a.dtype.kind == "f" and a.dtype.itemsize >= 4 and all(b.shape == a.shape and b.dtype == a.dtype
-                                                                  for b in arrays[1:])
+    dt = a.dtype
+    if dt.kind != "f" or dt.itemsize < 4:
+        return False
+    for b in arrays[1:]:  # a loop, not all() over a generator: this runs before every activation
+        if b.shape != a.shape or b.dtype != dt:
+            return False
+    return True
 
 
 def quiet():
@@ -40,16 +45,24 @@ def run(xp, kernel, arrays, *params):
     x = arrays[0]
     if x.ndim == 0:  # ufuncs return scalars for 0-d operands, and out= needs arrays
         return run(xp, kernel, [a.reshape(1) for a in arrays], *params).reshape(())
+    if x.__class__ is numpy.ndarray:
+        twin = FUSED.get(kernel)
+        if twin is None and x.dtype.char == "f":
+            twin = FUSED32.get(kernel)
+        if twin is not None:  # any size: one pass, no errstate, ~1 us a call (a loop raises no NumPy warnings)
+            flat = []
+            for a in arrays:
+                if not a.flags.c_contiguous:
+                    if x.size > 2 * BLOCK:
+                        break
+                    a = numpy.ascontiguousarray(a)  # a small slice (an LSTM gate's): one copy, then the loop
+                flat.append(a.reshape(-1))
+            else:
+                if fused.usable(*flat, min_size=1):
+                    out = numpy.empty(x.shape, x.dtype)
+                    twin(out.reshape(-1), *flat, *params)
+                    return out
     out = xp.empty(x.shape, x.dtype)
-    twin = FUSED.get(kernel)
-    if twin is None and x.dtype.char == "f":
-        twin = FUSED32.get(kernel)
-    if twin is not None and x.__class__ is numpy.ndarray and x.size <= 2 * BLOCK and not all(
-            a.flags.c_contiguous for a in arrays):
-        arrays = [numpy.ascontiguousarray(a) for a in arrays]  # a small slice (an LSTM gate's): one copy, then the loop
-    if twin is not None and fused.usable(*arrays, min_size=1):  # any size: one pass, no errstate, ~1 us a call
-        twin(out.reshape(-1), *[a.reshape(-1) for a in arrays], *params)  # (a loop raises no NumPy warnings)
-        return out
     with quiet():
         if xp is not numpy or x.size <= 2 * BLOCK:
             kernel(xp, out, *arrays, *params)

@@ -505,7 +505,7 @@ def inplace_operator(name, uf, kinds, general, alpha=False):
                 if binary and b.__class__ is _ndarray and (b.base is not None or a.base is not None):
                     no_partial_overlap(a, b)  # (two arrays that own their memory never share it)
                 if s != 1:
-                    if (b.__class__ is _ndarray and b.shape == a.shape and _fused.usable(a, b)
+                    if (b.__class__ is _ndarray and b.shape == a.shape and _fused.usable(a, b) and a.flags.writeable
                             and (b is a or not _numpy.may_share_memory(a, b))):  # (the loop reads as it writes)
                         # one pass (x - u s is x + u (-s), bit for bit)
                         _fused.add_scaled_(a.reshape(-1), b.reshape(-1),

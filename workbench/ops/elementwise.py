@@ -422,12 +422,18 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
 
     save_x, save_y = "x" in saves, "y" in saves
     out_dtype = "same" if ints == "keep" else "cast"  # PyTorch's float ops cast into out; floor, sign... do not
-    ufunc = None
-    if isinstance(fwd, str):  # the name of a ufunc of numpy and cupy: also the no-grad fast path's forward
+    is_ufunc = isinstance(fwd, str)
+    if is_ufunc:  # the name of a ufunc of numpy and cupy: also the no-grad fast path's forward
         ufunc = getattr(_backend.numpy, fwd)
 
         def fwd(xp, x, _name=fwd):
             return getattr(xp, _name)(x)
+    else:  # fwd on NumPy arrays is the whole forward of a floating input: the operators' fast path calls it
+        # (x.sigmoid() recorded went through apply and the forward's frame: 6.7 us on 8 x 16, PyTorch's 1.6)
+        def ufunc(x, _fwd=fwd):
+            return _fwd(_numpy, x)
+
+        ufunc.__name__ = ufunc.__qualname__ = name
 
     def forward(ctx, x):
         try:
@@ -467,7 +473,7 @@ def _unary(name, fwd, bwd, saves="y", doc="", ints="float", raw=None):
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc
-    return cls, (public if ufunc is None else unary_operator(cls, public, _AUTOCAST))
+    return cls, unary_operator(cls, public, _AUTOCAST, inplace=is_ufunc)
 
 
 def _zero_grad(g, x, y):
@@ -1404,7 +1410,7 @@ def _clamp_into(a, min=None, max=None):
 
 def _relu_into(a):
     # Relu's loop (x < 0 ? 0 : x) reading and writing x's array; elsewhere the general path
-    if not _fused.usable(a, min_size=_RELU_LOOP_MIN):
+    if not (_fused.usable(a, min_size=_RELU_LOOP_MIN) and a.flags.writeable):  # (an expanded view is not)
         return False
     flat = a.reshape(-1)
     _fused.relu(flat, flat)

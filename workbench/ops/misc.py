@@ -131,7 +131,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 def _fused_inplace(name, general, loop, number):
     """x.addcmul_(t1, t2, value=v), x.addcdiv_(...), x.lerp_(end, w) as one loop over x's array (the general
     path's formulas and rounding order) when nothing records, x and the tensor operands are C-contiguous float
-    NumPy arrays of one dtype and shape, from ``fused.MIN_SIZE`` elements, that do not partly overlap, and the
+    NumPy arrays of one dtype and shape (x writable: not an expanded view) that do not partly overlap, and the
     number (``value``, ``weight``) is a Python float or int; anything else goes to ``general``, the generic
     in-place op (a hand-written Adam step: 1M float32 ``addcmul_`` 1476 us, ``lerp_`` 2563 us before)."""
     def method(self, *args, **kwargs):
@@ -140,7 +140,7 @@ def _fused_inplace(name, general, loop, number):
         else:  # addcmul_(tensor1, tensor2, *, value=1)
             tensors, v = args, (kwargs.get("value", 1) if len(args) == 2 and set(kwargs) <= {"value"} else None)
         a = self._data
-        if ((v.__class__ is float or v.__class__ is int) and _fused.usable(a)
+        if ((v.__class__ is float or v.__class__ is int) and _fused.usable(a) and a.flags.writeable
                 and not (STATE.enabled and (self._rg or any(t.__class__ is Tensor and t._rg for t in tensors)))
                 and all(t.__class__ is Tensor and t._data.shape == a.shape and _fused.usable(a, t._data)
                         and (t._data is a or not _xp.may_share_memory(a, t._data)) for t in tensors)):
