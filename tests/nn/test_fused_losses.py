@@ -147,3 +147,50 @@ def test_huber_half_precision_matches_pytorch(name, dtype, reduction):
     tol = 1e-2 if dtype == "bfloat16" else 2e-3
     for a, e in ((yw, yt), (gw, gt)):
         np.testing.assert_allclose(a.float().numpy(), e.float().numpy(), rtol=tol, atol=tol * float(e.float().abs().max()))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape,tshape", [((6, 5), (6,)), ((5,), ()), ((2, 5, 3), (2, 3))])
+def test_nll_loss_is_one_node_as_pytorch(shape, tshape, reduction, weighted):
+    """nll_loss is one primitive (PyTorch's NllLossBackward0 on (N, C) logits, for 'none' too); values, gradients (an ignored
+    row included) and second derivatives as PyTorch's and finite differences."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape)
+    c = shape[1] if len(shape) > 1 else shape[0]
+    t = rng.integers(0, c, tshape)
+    if t.ndim:
+        t.flat[0] = -100
+    w = rng.random(c) + 0.5 if weighted else None
+    g = rng.standard_normal(tshape) if reduction == "none" else 1.0
+    outs = []
+    for lib in (wb, torch):
+        xl = lib.tensor(x, requires_grad=True)
+        loss = lib.nn.functional.nll_loss(xl, lib.tensor(t), None if w is None else lib.tensor(w), reduction=reduction)
+        loss.backward(lib.tensor(g) if reduction == "none" else None)
+        outs.append((loss.detach().numpy(), xl.grad.numpy(), type(loss.grad_fn).__name__))
+    (lw, gw, nw), (lt, gt, nt) = outs
+    np.testing.assert_allclose(lw, lt, rtol=1e-12)
+    np.testing.assert_allclose(gw, gt, rtol=1e-12)
+    if len(shape) == 2:  # (PyTorch's K-dim loss is NllLoss2DBackward0 under views; workbench's the rows' loss)
+        assert nw == nt == "NllLossBackward0"
+    f = lambda a: wb.nn.functional.nll_loss(a, wb.tensor(t), None if w is None else wb.tensor(w),  # noqa: E731
+                                            reduction=reduction)
+    assert wb.autograd.gradcheck(f, (wb.tensor(x, requires_grad=True),))
+    assert wb.autograd.gradgradcheck(f, (wb.tensor(x, requires_grad=True),))
+
+
+def test_nll_loss_every_target_ignored_and_out_of_range():
+    """Every target ignored: nan, with gradients of 0 (not -0. or nan), as PyTorch; a class index out of range
+    is an IndexError naming it."""
+    grads = []
+    for lib in (wb, torch):
+        x = lib.tensor([[0.0, -1.0], [-2.0, float("-inf")]], requires_grad=True)
+        loss = lib.nn.functional.nll_loss(x, lib.tensor([-100, -100]))
+        loss.backward()
+        assert np.isnan(loss.item())
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(np.signbit(grads[0]), np.signbit(grads[1]))
+    np.testing.assert_array_equal(grads[0], grads[1])
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+        wb.nn.functional.nll_loss(wb.zeros(2, 3), wb.tensor([0, 5]))

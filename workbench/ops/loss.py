@@ -2,8 +2,9 @@
 
 cross_entropy with class indices is a fused primitive (log_softmax + nll in one pass, on
 ``_backend.kernels``) whose backward is a primitive too, with a Tensor-op backward of its own, so
-second derivatives work. Every other loss is a short composite of differentiable ops, reduced with
-PyTorch's rules ('mean' | 'sum' | 'none', weighted means divided by the summed weights).
+second derivatives work; nll_loss is one primitive too (a gather forward, a scatter backward). Every other
+loss is a short composite of differentiable ops, reduced with PyTorch's rules ('mean' | 'sum' | 'none',
+weighted means divided by the summed weights).
 """
 import contextlib
 import math
@@ -200,19 +201,6 @@ def _check_target_range(op, t, c, ignore_index):
             raise IndexError(f"{op}: Target {int(t[bad][0])} is out of bounds for {c} classes")
 
 
-def _class_targets(op, input, target, ignore_index):
-    """The flattened int64 targets (a tensor), checked against the input's shape and class count."""
-    _check_class_targets(op, input, target)
-    c = input.shape[1] if input.ndim > 1 else input.shape[0]
-
-    def targets(td):  # one array step: a compiled replay converts and checks every call's targets
-        t = td.reshape(-1).astype("int64", copy=False)
-        _check_target_range(op, t, c, ignore_index)
-        return t
-
-    return array_step(targets, target)
-
-
 def _weighted_mean_denominator(t, weight, ignore_index, xp, dtype):
     valid = t != ignore_index
     if weight is None:
@@ -248,7 +236,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     w = array_step(lambda a: a.astype(dt), weight) if weight is not None else None
     loss = CrossEntropy.apply(x2, target.detach() if target._rg else target, w, ignore_index, label_smoothing,
                               reduction)
-    return loss.reshape(tuple(target.shape)) if reduction == "none" else loss
+    return loss.reshape(target._data.shape) if reduction == "none" and loss._data.shape != target._data.shape else loss
 
 
 @composite("cross_entropy")
@@ -267,7 +255,72 @@ def _cross_entropy_probs(input, target, weight, reduction, ls):
     return _reduce(loss, reduction)
 
 
-@composite("nll_loss")
+class NllLoss(Function):
+    """-weight[t] x[i, t] of (R, C) log-probabilities at the class indices t (ignore_index: 0), reduced in the
+    same primitive: the per-row losses for 'none', their sum, or their sum over the summed weights of the
+    non-ignored targets for 'mean' (every target ignored: nan, as PyTorch). The targets come as they were
+    given: flattening, the int64 cast and the range check happen here, so a compiled replay repeats them.
+    The gradient is a scatter of -weight[t] (over the summed weights for 'mean') times g into zeros; it does
+    not depend on x, so the node saves no tensor."""
+
+    _raw = True
+    op_name = "nll_loss"
+
+    @staticmethod
+    def forward(ctx, x, target, weight, ignore_index, reduction):
+        xp = ctx.xp
+        rows, c = x.shape
+        dt = x.dtype
+        t = target if target.ndim == 1 and target.dtype == _INT64 else target.reshape(-1).astype(_INT64, copy=False)
+        _check_target_range("nll_loss", t, c, ignore_index)
+        valid = t != ignore_index
+        some_ignored = xp is not _backend.numpy or not valid.all()  # (no host sync on a device)
+        safe = xp.where(valid, t, 0) if some_ignored else t
+        at = (xp.arange(rows), safe)
+        if weight is None:
+            w = valid.astype(dt) if some_ignored else None
+        else:
+            w = weight.astype(dt, copy=False)[safe]
+            if some_ignored:
+                w *= valid
+        picked = x[at]
+        loss = -picked if w is None else -(picked * w)
+        if some_ignored:  # an ignored row is 0, whatever its x (PyTorch's; not -(x * 0), nan at x = -inf)
+            loss = xp.where(valid, loss, dt.type(0))
+        ctx.at, ctx.shape, ctx.reduction = at, x.shape, reduction
+        if reduction == "none":
+            ctx.coef = -w if w is not None else None
+            return loss
+        total = loss.sum()
+        if reduction == "sum":
+            ctx.coef = -w if w is not None else None
+            return xp.asarray(total, dtype=dt)
+        denom = (w.sum() if w is not None else dt.type(rows)).astype(dt)
+        with _errstate(xp):  # every target ignored: 0 / 0, nan (the gradient stays 0)
+            out = xp.asarray(total / denom, dtype=dt)
+            if w is None:
+                ctx.coef = -(1 / denom)
+            else:
+                ctx.coef = xp.where(w != 0, -w / denom, dt.type(0))
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        xp = ctx.xp
+        coef = ctx.coef
+        dt = g._data.dtype
+        if not STATE.enabled:  # the scatter on the raw arrays
+            gd = g._data
+            dx = xp.zeros(ctx.shape, dt)
+            dx[ctx.at] = (-gd if coef is None else coef * gd) if ctx.reduction == "none" else (
+                -gd if coef is None else (coef * gd).astype(dt, copy=False))
+            return Tensor._make(dx), None, None, None, None
+        m = xp.zeros(ctx.shape, dt)  # create_graph: g times a constant (x has no second derivative here)
+        m[ctx.at] = -1 if coef is None else coef
+        m = Tensor._make(m)
+        return (g.unsqueeze(1) if ctx.reduction == "none" else g) * m, None, None, None, None
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of log-probabilities at the target classes.
 
@@ -281,33 +334,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     check_no_requires_grad("nll_loss_forward", weight=weight)
-    t = _class_targets("nll_loss", input, target, ignore_index)
+    _check_class_targets("nll_loss", input, target)
     x2 = _rows(input, "nll_loss")
-    xp = _xp(input)
-    c = x2.shape[1]
-    dt = x2._data.dtype
-
-    def rows_and_weights(ta, *wa):  # one array step (a compiled replay repeats it)
-        valid = ta != ignore_index
-        safe = xp.where(valid, ta, 0)
-        w = wa[0].astype(dt) if wa else None
-        wt = (w[safe] if w is not None else xp.ones(ta.shape, dt)) * valid
-        idx = xp.arange(ta.size) * c + safe
-        if reduction != "mean":
-            return idx, wt.astype(dt)
-        # the weighted mean: each weight over the total; every target ignored gives nan with zero gradients,
-        # as PyTorch (the nan enters as a constant, so no 0 * inf reaches the gradient)
-        total = wt.sum()
-        with _errstate(xp):
-            scaled = xp.where(wt != 0, wt / total, 0.0).astype(dt)
-        return idx, scaled, xp.where(total == 0, xp.nan, 0.0).astype(dt)
-
-    steps = array_step(rows_and_weights, t, *([weight] if weight is not None else []))
-    picked = TakeRows.apply(x2.reshape(-1), steps[0], True)  # one position per row: unique
-    if reduction != "mean":
-        loss = -(picked * steps[1])
-        return loss.reshape(tuple(target.shape)) if reduction == "none" else loss.sum()
-    return -(picked * steps[1]).sum() + steps[2]
+    if weight is not None and tuple(weight.shape) != (x2.shape[1],):
+        raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {x2.shape[1]} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    loss = NllLoss.apply(x2, target.detach() if target._rg else target, weight, ignore_index, reduction)
+    return loss.reshape(target._data.shape) if reduction == "none" and loss._data.shape != target._data.shape else loss
 
 
 # --- binary cross-entropy ---------------------------------------------------------------------------
