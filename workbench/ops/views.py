@@ -199,11 +199,28 @@ class Expand(Function):
             full.append(s)
         if math.prod(full) == x.size:  # nothing stretched: a writeable view (NumPy's broadcast views are read-only)
             return x.reshape(tuple(full))
-        return ctx.xp.broadcast_to(x, tuple(full))
+        return _stretch(ctx.xp, x, tuple(full))
 
     @staticmethod
     def backward(ctx, g):
         return g.sum_to_size(ctx.in_shape), None
+
+
+_ndarray = _backend.numpy.ndarray
+
+
+def _stretch(xp, x, shape):
+    """``broadcast_to(x, shape)``, read-only as NumPy's. A C-contiguous NumPy array's is built directly, its
+    stretched dims at stride 0 (``broadcast_to``'s Python layers cost 2.5 us, a third of a recorded expand)."""
+    if x.__class__ is _ndarray and x.size and x.flags.c_contiguous:
+        nd = len(shape) - x.ndim
+        strides = [0] * nd
+        for s, n, st in zip(shape[nd:], x.shape, x.strides):
+            strides.append(st if s == n else 0)
+        y = _ndarray(shape, x.dtype, x, 0, tuple(strides))
+        y.flags.writeable = False
+        return y
+    return xp.broadcast_to(x, shape)
 
 
 def expand(input, *sizes):
@@ -276,7 +293,8 @@ class Unsqueeze(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.in_shape = x.shape
-        return ctx.xp.expand_dims(x, dim)
+        shape = x.shape
+        return x.reshape(shape[:dim] + (1,) + shape[dim:])  # expand_dims's reshape, without its 1.8 us of checks
 
     @staticmethod
     def backward(ctx, g):
@@ -561,8 +579,8 @@ def flatten(input, start_dim=0, end_dim=-1):
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return input
-    shp = input.shape
-    return reshape(input, tuple(shp[:s]) + (_prod(shp[s:e + 1]),) + tuple(shp[e + 1:]))
+    shp = input._data.shape
+    return Reshape.apply(input, shp[:s] + (_prod(shp[s:e + 1]),) + shp[e + 1:])
 
 
 def _prod(xs):
