@@ -519,7 +519,8 @@ def _picker(name, rule):
 
 
 def _expand(xp, a, d):
-    return xp.expand_dims(a, d)
+    shape = a.shape
+    return a.reshape(shape[:d] + (1,) + shape[d:])  # expand_dims's reshape, without its 1.8 us of checks
 
 
 def _nan_count(xp, x, d):
@@ -659,7 +660,10 @@ class _Extreme(Function):
         _empty_error(cls.op_name, x, dims)
         if x.dtype.kind == "c":
             raise RuntimeError(f"{cls.op_name}(): complex tensors have no order; reduce .real or .abs() instead")
-        y = ctx.xp.asarray(getattr(ctx.xp, cls.fn)(x, axis=dims, keepdims=keepdim))
+        if x.__class__ is _np.ndarray:  # np.amax's ufunc reduction, without its Python layers
+            y = _np.asarray(cls.reduce(x, axis=dims, keepdims=keepdim))
+        else:
+            y = ctx.xp.asarray(getattr(ctx.xp, cls.fn)(x, axis=dims, keepdims=keepdim))
         ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         ctx.save_for_backward(x, y)
         return y
@@ -675,11 +679,13 @@ class _Extreme(Function):
 class Amax(_Extreme):
     op_name = "amax"
     fn = "amax"
+    reduce = _np.maximum.reduce
 
 
 class Amin(_Extreme):
     op_name = "amin"
     fn = "amin"
+    reduce = _np.minimum.reduce
 
 
 def amax(input, dim=(), keepdim=False, *, out=None):
@@ -827,12 +833,21 @@ class Var(Function):
                           "less than the reduction factor (input numel divided by output numel).", UserWarning,
                           stacklevel=4)
         xw = _widen(x)
-        m = xw.mean(axis=dims, keepdims=True)
+        if xw.__class__ is _np.ndarray:  # NumPy's mean and sum, their bits, without their Python layers
+            m = _np.true_divide(_np.add.reduce(xw, axis=dims, keepdims=True), n)
+        else:
+            m = xw.mean(axis=dims, keepdims=True)
         dev = xw - m
         sq = (dev * dev.conj()).real if x.dtype.kind == "c" else dev * dev
-        with _np.errstate(invalid="ignore", divide="ignore"):
-            v = sq.sum(axis=dims, keepdims=keepdim) / builtins.max(dof, 0)
+        total = _np.add.reduce(sq, axis=dims, keepdims=keepdim) if sq.__class__ is _np.ndarray else sq.sum(
+            axis=dims, keepdims=keepdim)
+        if dof > 0:
+            v = total / dof
             y = xp.asarray(xp.sqrt(v) if sqrt else v, dtype=sq.dtype if xw is x else x.dtype)
+        else:
+            with _np.errstate(invalid="ignore", divide="ignore"):
+                v = total / 0
+                y = xp.asarray(xp.sqrt(v) if sqrt else v, dtype=sq.dtype if xw is x else x.dtype)
         ctx.in_shape, ctx.dims, ctx.keepdim, ctx.dof, ctx.sqrt = x.shape, dims, keepdim, dof, sqrt
         ctx.save_for_backward(x, y if sqrt else None)
         return y
