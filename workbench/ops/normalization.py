@@ -372,13 +372,14 @@ class LayerNorm(Function):
 def _norm_shape(op, input, normalized_shape, *params):
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
-    shape = tuple(int(s) for s in normalized_shape)
+    shape = tuple([int(s) for s in normalized_shape])
     k = len(shape)
-    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+    xs = input._data.shape  # raw tuples: this runs on every call of a LayerNorm
+    if k == 0 or len(xs) < k or xs[len(xs) - k:] != shape:
         raise RuntimeError(f"{op}: Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, shape))}], but got input of size {list(input.shape)}")
     for p, what in params:
-        if p is not None and tuple(p.shape) != shape:
+        if p is not None and p._data.shape != shape:
             raise RuntimeError(f"{op}: expected {what} of shape {list(shape)}, got {list(p.shape)}")
     return shape, k
 
