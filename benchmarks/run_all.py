@@ -13,6 +13,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 # each CPU script, with the arguments of its smoke run
 CPU = {
     "op_overhead.py": ["--quick"],
+    "small_ops.py": ["--quick", "--only", "arith,view"],
     "train_cpu.py": ["--steps", "2", "--rounds", "1"],
     "monitor_overhead.py": ["--steps", "60"],
     "custom_op_overhead.py": ["--quick"],

@@ -56,6 +56,29 @@ def test_grad_fn_names_and_next_functions():
     assert (x * c).grad_fn.next_functions[1] == (None, 0)
 
 
+INDEX_KEYS = [0, -1, (1, 2), slice(2, 5), slice(None), slice(0, 4), (slice(None), slice(2, 5)), (slice(1, 3), 0),
+              (Ellipsis, 0), None, (None, 0), (0, None), (Ellipsis, None), (slice(None), None, 1),
+              (slice(None), slice(None)), Ellipsis, (0, slice(None)), True, [0, 2], (slice(None), [1, 3])]
+
+
+@pytest.mark.parametrize("key", INDEX_KEYS, ids=repr)
+def test_indexing_nodes_are_named_as_pytorch(key):
+    """x[0] is SelectBackward0, x[:, 2:5] SliceBackward0, x[None] UnsqueezeBackward0, x[:, :] AliasBackward0 and
+    an advanced key IndexBackward0: the name of PyTorch's last view (one node here), and its gradient."""
+    x, tx = W(np.arange(20.0).reshape(4, 5), True), T(np.arange(20.0).reshape(4, 5), True)
+    y, ty = (x * 1)[key], (tx * 1)[key]
+    assert y.grad_fn.name() == ty.grad_fn.name()
+    (y * y).sum().backward()
+    (ty * ty).sum().backward()
+    close(x.grad, tx.grad)
+
+
+def test_select_and_narrow_nodes_are_named_as_pytorch():
+    x, tx = W(A, True), T(A, True)
+    assert x.select(1, 0).grad_fn.name() == tx.select(1, 0).grad_fn.name() == "SelectBackward0"
+    assert x.narrow(0, 1, 1).grad_fn.name() == tx.narrow(0, 1, 1).grad_fn.name() == "SliceBackward0"
+
+
 def test_backward_gradient_retain_and_accumulate():
     x, tx = W(A, True), T(A, True)
     g, tg = W(B), T(B)

@@ -277,9 +277,11 @@ def row_norm(x, eps):
 
 def _fused_rows(x, w, b, eps, affine):
     """row_norm's (y, mean, var, rstd) from the Numba loop (y affine when asked)."""
-    y, stats = numpy.empty_like(x), numpy.empty((3, x.shape[0]), x.dtype)
-    fused.layer_norm(x, w, b, y, stats[0], stats[2], stats[1], eps, affine)
-    return y, stats[0], stats[1], stats[2]
+    rows = x.shape[0]  # three arrays, not rows of one: a node saves mean and rstd, and keeps no more alive
+    y, mean, var, rstd = numpy.empty_like(x), numpy.empty(rows, x.dtype), numpy.empty(rows, x.dtype), numpy.empty(
+        rows, x.dtype)
+    fused.layer_norm(x, w, b, y, mean, rstd, var, eps, affine)
+    return y, mean, var, rstd
 
 
 def _layer_norm_numpy(x, weight, bias, eps):

@@ -205,6 +205,46 @@ class IndexBackward(Function):
         return gg[ctx.key], None, None  # (a Tensor's index: GetItem, in PyTorch's order)
 
 
+# Basic indexing under PyTorch's node names. PyTorch applies a basic key's parts one view at a time (select for
+# an int, slice for a range, unsqueeze for None; full ranges skipped, alias when nothing is left), so its
+# result's grad_fn is the last of those; an advanced key's is IndexBackward0. workbench records one node for
+# the whole key (GetItem's gather and scatter), named as PyTorch names that last view: x[0] is
+# SelectBackward0, x[:, 2:5] SliceBackward0, x[None] UnsqueezeBackward0, as print(y.grad_fn) and the viewer
+# show them. The op (``_op``, "index") stays GetItem's.
+class SelectKey(GetItem):
+    node_name = "SelectBackward0"
+
+
+class SliceKey(GetItem):
+    node_name = "SliceBackward0"
+
+
+class UnsqueezeKey(GetItem):
+    node_name = "UnsqueezeBackward0"
+
+
+class AliasKey(GetItem):
+    node_name = "AliasBackward0"
+
+
+def basic_key_op(key):
+    """The GetItem primitive named after the last view PyTorch's basic indexing by ``key`` (a tuple of ints,
+    slices, None and Ellipsis) applies; GetItem itself (IndexBackward0) where a part is a bool."""
+    last = AliasKey
+    for k in key:
+        c = k.__class__
+        if c is int:
+            last = SelectKey
+        elif c is slice:
+            if not (k.start is None and k.stop is None and k.step is None):
+                last = SliceKey
+        elif k is None:
+            last = UnsqueezeKey
+        elif k is not Ellipsis:  # a bool (an advanced index in PyTorch), an int subclass
+            return GetItem if c is bool else SelectKey
+    return last
+
+
 def getitem(input, key):
     """NumPy-style indexing: basic indices give views, advanced ones copies; both differentiable.
 
@@ -214,9 +254,12 @@ def getitem(input, key):
     """
     key = _convert_key(key, input)
     if _is_basic(key):  # a trailing Ellipsis makes NumPy return a 0-d view rather than a scalar copy
+        if key.__class__ is slice:  # a lone range: PyTorch slices, even x[:]
+            return SliceKey.apply(input, (key, Ellipsis))
         ks = key if isinstance(key, tuple) else (key,)
         if Ellipsis not in ks:
             key = ks + (Ellipsis,)
+        return basic_key_op(ks).apply(input, key)
     return GetItem.apply(input, key)
 
 

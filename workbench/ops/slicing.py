@@ -4,7 +4,7 @@ from ..autograd.function import Function, _register_view
 from ..autograd.grad_mode import STATE
 from ._util import _check_scatter_src, _out, wrap_dim
 from .convert import clone
-from .index import GetItem, IndexPut
+from .index import GetItem, IndexPut, SelectKey, SliceKey
 from .views import ScatterView, as_strided
 
 
@@ -26,7 +26,7 @@ def narrow(input, dim, start, length):
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * d + (slice(start, start + length),)
-    return GetItem.apply(input, key)
+    return SliceKey.apply(input, key)
 
 
 def select(input, dim, index):
@@ -40,7 +40,7 @@ def select(input, dim, index):
     if index < -size or index >= size:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
                          f"dimension {d}")
-    return GetItem.apply(input, (slice(None),) * d + (index % size, Ellipsis))
+    return SelectKey.apply(input, (slice(None),) * d + (index % size, Ellipsis))
 
 
 def split(tensor, split_size_or_sections, dim=0):
