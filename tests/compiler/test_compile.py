@@ -213,53 +213,102 @@ def test_guards_retrace_on_shape_dtype_requires_grad_and_parameter_identity():
 BATCH = {}
 
 
-def test_a_tensor_read_from_outside_the_arguments_and_rebound_retraces():
-    # a step that reads its batch from a global, a closure or a dict in either: each new tensor bound there
-    # traces again (the replay read the first batch for every call); an outside tensor left as it is replays
-    def run(compiled, where):
-        wb.manual_seed(0)
-        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-        opt = wb.optim.SGD(model.parameters(), lr=0.1)
-        box = {"x": wb.randn(5, 4)}
-        y = wb.randn(5, 2)
-        BATCH["x"] = box["x"]
-        g = globals()
-        g["_X"] = box["x"]
+def _outside_batch_run(compiled, where, same_tensor_twice=False):
+    # a training step that reads its batch from outside its arguments: a global, a closure variable, a dict
+    # in either, a list, a module's plain attribute; four calls with new batches, the last two with one batch
+    wb.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    opt = wb.optim.SGD(model.parameters(), lr=0.1)
+    box, held = {"x": wb.randn(5, 4)}, [None]
+    y = wb.randn(5, 2)
+    g = globals()
 
-        def step():
-            opt.zero_grad()
-            loss = F.mse_loss(model(box["x"] if where == "closure" else _X if where == "global" else BATCH["x"]), y)
-            loss.backward()
-            opt.step()
-            return loss
+    def bind(t):
+        if where == "closure":
+            box["x"] = t
+        elif where == "global":
+            g["_X"] = t
+        elif where == "dict":
+            BATCH["x"] = t
+        elif where == "list":
+            held[0] = t
+        else:
+            model.extra = t
+        if same_tensor_twice:  # the one tensor at two places: which one the code read is not known
+            BATCH["y"] = t
 
-        f = wb.compile(step) if compiled else step
-        losses = []
-        for i in range(4):
-            losses.append(_bits(f()))
-            if i < 2:  # two new batches, then the same one twice
-                box["x"] = g["_X"] = BATCH["x"] = wb.randn(5, 4)
-        return losses, [_bits(p) for p in model.parameters()], (wb.compiler.explain(f) if compiled else None)
+    def read():
+        return {"closure": lambda: box["x"], "global": lambda: _X, "dict": lambda: BATCH["x"],
+                "list": lambda: held[0], "attribute": lambda: model.extra}[where]()
 
-    for where in ("closure", "global", "dict"):
-        eager, ep, _ = run(False, where)
-        comp, cp, e = run(True, where)
-        assert comp == eager and cp == ep, where
-        assert e.traces == 3 and e.replays == 1, (where, str(e))
-        assert "captured" in str(e) and "now Tensor object" in str(e)
+    def step():
+        opt.zero_grad()
+        loss = F.mse_loss(model(read()), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    bind(wb.randn(5, 4))
+    f = wb.compile(step) if compiled else step
+    losses = []
+    for i in range(4):
+        losses.append(_bits(f()))
+        if i < 2:  # two new batches, then the same one twice
+            bind(wb.randn(5, 4))
+    return losses, [_bits(p) for p in model.parameters()], (wb.compiler.explain(f) if compiled else None)
 
 
-def test_an_outside_tensor_rebound_every_call_ends_eager_with_advice():
+@pytest.mark.parametrize("where", ["closure", "global", "dict", "list", "attribute"])
+def test_a_batch_read_from_outside_the_arguments_and_rebound_replays(where):
+    """The replay reads a batch held by a global, a closure variable, a dict or list there, or a module's plain
+    attribute where the code read it, as it reads an argument: one trace, every later call replays with the
+    new batch, eager's bits; a batch of another shape traces again and says which."""
+    eager, ep, _ = _outside_batch_run(False, where)
+    comp, cp, e = _outside_batch_run(True, where)
+    assert comp == eager and cp == ep
+    assert e.traces == 1 and e.replays == 3, str(e)
+
+
+def test_a_tensor_held_at_two_places_and_rebound_retraces():
+    # the one tensor bound at two places: the replay cannot tell which the code read, so it reads the traced
+    # tensor and the guard checks both places still hold it; each new tensor traces again
+    eager, ep, _ = _outside_batch_run(False, "dict", same_tensor_twice=True)
+    comp, cp, e = _outside_batch_run(True, "dict", same_tensor_twice=True)
+    assert comp == eager and cp == ep
+    assert e.traces == 3 and e.replays == 1, str(e)
+    assert "captured" in str(e) and "now Tensor object" in str(e)
+
+
+def test_a_lifted_batch_of_another_shape_traces_again_and_says_so():
     model = nn.Linear(4, 2)
     holder = [wb.randn(3, 4)]
 
     def f():
         return model(holder[0]).sum()
 
+    cf = wb.compile(f)
+    with wb.no_grad():
+        for n in (3, 3, 5, 5):
+            holder[0] = wb.randn(n, 4)
+            assert _bits(cf()) == _bits(f())
+    e = wb.compiler.explain(cf)
+    assert e.traces == 2 and e.replays == 2
+    assert "captured holder[0] was a workbench.float32 tensor of shape [3, 4] on cpu, now" in str(e)
+
+
+def test_an_outside_tensor_that_requires_grad_rebound_every_call_ends_eager_with_advice():
+    # a tensor that requires grad is not read afresh (its gradient flows to that very tensor): a new one each
+    # call traces again until the recompile limit, then runs eagerly with the advice
+    holder = [wb.randn(3, 4, requires_grad=True)]
+    w = wb.randn(4, 2)
+
+    def f():
+        return (holder[0] @ w).sum()
+
     cf = wb.compile(f, dynamic=None)
     with wb.no_grad():
         for _ in range(12):
-            holder[0] = wb.randn(3, 4)
+            holder[0] = wb.randn(3, 4, requires_grad=True)
             assert _bits(cf()) == _bits(f())
     e = str(wb.compiler.explain(cf))
     assert "pass it as an argument" in e

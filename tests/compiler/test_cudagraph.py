@@ -168,6 +168,19 @@ def test_what_a_graph_cannot_repeat_replays_plainly_with_the_reason(cuda):
     assert e.reasons == [] and "capturing failed" in _graph(masked).reason
 
 
+def test_a_batch_read_by_name_replays_plainly_with_the_reason(cuda):
+    # a batch the call reads from outside its arguments is read afresh on each replay: a graph would keep
+    # reading the first one's buffer, so the program is not captured, and the results follow the new batches
+    model = nn.Linear(3, 2).to("cuda")
+    held = [wb.randn(4, 3).to("cuda")]
+    cm = wb.compile(lambda: model(held[0]).sum(), mode="reduce-overhead")
+    with wb.no_grad():
+        for _ in range(3):
+            held[0] = wb.randn(4, 3).to("cuda")
+            _same(cm(), model(held[0]).sum(), cuda)
+    assert "by name" in _graph(cm).reason and wb.compiler.explain(cm).traces == 1
+
+
 def test_cpu_replays_are_not_captured():
     cm = wb.compile(nn.Linear(2, 2), mode="reduce-overhead")
     with wb.no_grad():

@@ -15,7 +15,7 @@ from ..tensor import Tensor
 from . import cudagraph as _cudagraph
 from . import grad_region as _grad_region
 from . import trace as _trace
-from .program import Program, _walk, arg_paths_of, captured_sources, read_numbers, signature
+from .program import Program, _walk, arg_paths_of, captured_sources, describe, read_numbers, signature
 
 RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
 
@@ -107,7 +107,8 @@ class CompiledFunction:
         prog = Program(T, args, kwargs, result, paths, captured, numbers)
         prog.signature = signature(args, kwargs)
         for _c, _k, v, what in captured:  # by identity: a batch rebound to a new tensor is a new signature
-            prog.signature[f"captured {what}"] = f"{type(v).__name__} object {id(v):#x}"
+            prog.signature[f"captured {what}"] = (describe(v) if id(v) in prog.lifted  # (read anew: as an argument)
+                                                  else f"{type(v).__name__} object {id(v):#x}")
         for _c, _k, v, what in numbers:
             prog.signature[f"global {what}"] = f"{type(v).__name__} {v!r}"[:80]
         for m, training in T.entry_modes.values():  # the modules' modes and settings, as the call found them

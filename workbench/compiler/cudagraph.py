@@ -33,6 +33,9 @@ def why_not(program):
     for kind, op, _scope in program.steps:
         if kind in _NOT_CAPTURED:
             return _NOT_CAPTURED[kind].format(op=op)
+    if program.lifted:
+        return ("it reads a tensor from outside its arguments by name (a graph would keep reading the first one); "
+                "pass it as an argument")
     if program.grad_reads:
         return "it reads a .grad made before the call (zero_grad may replace that tensor between launches)"
     if program.checks:

@@ -135,6 +135,8 @@ class Program:
         self._globals = {"Tensor": Tensor, "STATE": STATE, "np": np, "_ACC": accumulate, "_SETGRAD": set_grad,
                          "_OUT": make_output, "_BW": _engine._call_backward, "_mk": _make,
                          "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged}
+        # captured tensors the replay reads afresh from where the code read them (id(tensor) -> that expression)
+        self.lifted = self._lift(tracer, captured, result)
         self.guard_src = self._guard_source(args, kwargs, arg_paths)
         self.guard = self._compile(self.guard_src, "guard")
         self.run = None
@@ -173,6 +175,41 @@ class Program:
         exec(code, ns)
         return ns[name]
 
+    def _read_src(self, container, key):
+        """The expression that reads ``container[key]`` (a dict's, a list's item, a closure cell's value) now, or
+        None where nothing is there."""
+        cn = self._bind(container, "S")
+        if container.__class__ is dict:
+            return f"{cn}.get({key!r})"
+        if container.__class__ is list:
+            return f"({cn}[{key}] if len({cn}) > {key} else None)"
+        return f"{cn}.cell_contents"
+
+    def _lift(self, T, captured, result):
+        """The captured tensors the replay reads from where the code read them instead of the traced tensor, as
+        it reads an argument: data (no grad), read at one place (a global, a closure variable, a module's plain
+        attribute, ``batch["x"]``: not through a tuple), no view and no other outside tensor sharing its memory,
+        not written by the call and not returned by it. A batch rebound on every call (``xb = next(it)`` in the
+        notebook, ``step()`` reading ``xb``) then replays; the guard checks its class, shape, dtype and flags."""
+        places = {}
+        for container, key, t, _what in captured:
+            places.setdefault(id(t), []).append((container, key, t))
+        written = {id(ev.info._vbox) for ev in T.events if ev.kind == "write" and ev.info is not None}
+        returned = {id(t) for t in tensors_in(result)}
+        boxes = {}
+        for t, _slot in T.externals.values():
+            boxes[id(t._vbox)] = boxes.get(id(t._vbox), 0) + 1
+        lifted = {}
+        for tid, ps in places.items():
+            if len(ps) != 1 or tid not in T.externals:
+                continue
+            container, key, t = ps[0]
+            if (container.__class__ is tuple or t._rg or t._base is not None or boxes[id(t._vbox)] != 1
+                    or id(t._vbox) in written or tid in returned):
+                continue
+            lifted[tid] = self._read_src(container, key)
+        return lifted
+
     # --- guards --------------------------------------------------------------------------------
     def _guard_source(self, args, kwargs, arg_paths):
         T = self.tracer
@@ -194,9 +231,11 @@ class Program:
                              if value is not None else f"{expr} is None")
             else:
                 conds.append(f"{expr} is {self._bind(value, 'V')}")
-        for t, slot in T.externals.values():
-            conds.extend(self._tensor_conds(self._bind(t, "E"), t))
+        for t, slot in T.externals.values():  # (a lifted one: what the name holds now, as an argument)
+            conds.extend(self._tensor_conds(self.lifted.get(id(t)) or self._bind(t, "E"), t))
         for container, key, t, _what in self.captured:  # the name the code read it by still holds it
+            if id(t) in self.lifted:
+                continue
             cn, tn = self._bind(container, "S"), self._bind(t, "E")
             if container.__class__ is dict:
                 conds.append(f"{cn}.get({key!r}) is {tn}")
@@ -286,7 +325,7 @@ class Program:
             if kind == "arg":
                 lines.append(f"    s{s} = {arg_paths[id(obj)]}._data")
             elif kind == "ext":
-                lines.append(f"    s{s} = {self._bind(obj, 'E')}._data")
+                lines.append(f"    s{s} = {self.lifted.get(id(obj)) or self._bind(obj, 'E')}._data")
             elif kind == "grad":
                 lines.append(f"    s{s} = {self._bind(obj, 'E')}._grad._data")
             elif kind == "const":  # a fresh copy when the program writes into it, or hands it out
@@ -604,25 +643,41 @@ def _first_change(T, events):
 def captured_sources(fn, tensors, modules=()):
     """Where ``fn``'s code can read each of ``tensors`` (tensors from outside its arguments) by a name that may
     be bound to another tensor before the next call: [(container, key, tensor, what)]. Looked for in fn's
-    globals and closure cells, in the plain attributes of the ``modules`` the call used (``self.mask``), and
-    one level into a dict, list or tuple held there (``batch["x"]``, ``params[0]``); a tuple's items are found
-    through the name that holds the tuple. A replay reads the traced tensor itself, so each place found is
-    guarded: a new tensor there traces the call again. (A module's parameters and buffers are guarded through
-    its own tables.)"""
+    globals and closure cells (and those of the functions held there, three levels deep), in the plain
+    attributes of the ``modules`` the call used (``self.mask``), and one level into a dict, list or tuple held
+    there (``batch["x"]``, ``params[0]``); a tuple's items are found through the name that holds the tuple.
+    Each place found is either read afresh by the replay (``Program._lift``: a batch) or guarded: a new tensor
+    there traces the call again. (A module's parameters and buffers are guarded through its own tables.)"""
     if not tensors:
         return []
     want = {id(t): t for t in tensors}
     scopes = [(m.__dict__, k, v, f"{type(m).__name__}.{k}") for m in modules for k, v in list(m.__dict__.items())
               if not k.startswith("_")]
-    f = getattr(fn, "__func__", fn)
-    code = getattr(f, "__code__", None)
-    if code is not None:
-        scopes += [(f.__globals__, k, v, k) for k, v in list(f.__globals__.items())]
-        for name, cell in zip(code.co_freevars, f.__closure__ or ()):
-            try:
-                scopes.append((cell, None, cell.cell_contents, name))
-            except ValueError:  # an empty cell
+    # fn's globals and closure cells, and those of the Python functions found there (a helper that reads the
+    # batch, ``def read(): return box["x"]``), three levels deep
+    todo, seen_fns, seen_globals = [(getattr(fn, "__func__", fn), "")], set(), set()
+    for _depth in range(3):
+        nxt = []
+        for f, prefix in todo:
+            code = getattr(f, "__code__", None)
+            if code is None or id(f) in seen_fns:
                 continue
+            seen_fns.add(id(f))
+            here = []
+            g = getattr(f, "__globals__", None)
+            if g is not None and id(g) not in seen_globals:
+                seen_globals.add(id(g))
+                mod = "" if not prefix else f"{g.get('__name__', '?')}."
+                here += [(g, k, v, mod + k) for k, v in list(g.items())]
+            for name, cell in zip(code.co_freevars, f.__closure__ or ()):
+                try:
+                    here.append((cell, None, cell.cell_contents, f"{prefix}{name}"))
+                except ValueError:  # an empty cell
+                    continue
+            scopes += here
+            nxt += [(v, f"{getattr(v, '__name__', '?')}: ") for _c, _k, v, _w in here
+                    if v.__class__ is _FUNCTION and getattr(v, "__closure__", None) is not None]
+        todo = nxt
     found = []
     for container, key, v, what in scopes:
         if id(v) in want and v is want[id(v)]:
@@ -638,6 +693,7 @@ def captured_sources(fn, tensors, modules=()):
 
 
 _PLAIN = (bool, int, float, complex, str, type(None))
+_FUNCTION = type(captured_sources)
 
 
 def read_numbers(fn):
@@ -670,11 +726,16 @@ def signature(args, kwargs):
     sig = {"grad mode": "on" if STATE.enabled else "off"}
     for path, v in _walk(args, kwargs):
         if isinstance(v, Tensor):
-            sig[path] = (f"a {v.dtype} tensor of shape {list(v.shape)} on {v.device}"
-                         + (" that requires grad" if v._rg else "") + ("" if v.grad_fn is None else " (non-leaf)"))
+            sig[path] = describe(v)
         else:
             sig[path] = f"{type(v).__name__} {v!r}"[:80]
     return sig
+
+
+def describe(t):
+    """What the guards see of a tensor argument (or a lifted captured tensor), for ``signature``."""
+    return (f"a {t.dtype} tensor of shape {list(t.shape)} on {t.device}" + (" that requires grad" if t._rg else "")
+            + ("" if t.grad_fn is None else " (non-leaf)"))
 
 
 def arg_paths_of(args, kwargs):
