@@ -1,4 +1,5 @@
 """matmul and its relatives, the ops most models spend their time in."""
+from .._broadcast import sum_to
 from .._core import Tensor
 from ..autograd.function import Function, product_operator
 from ..autograd.grad_mode import STATE
@@ -35,6 +36,8 @@ class Matmul(Function):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         na, nb = ctx.nd  # (two matrices of one dtype are Mm's)
+        if not STATE.enabled:  # first derivatives: the steps below on the arrays, no op recorded for each
+            return _matmul_grads_raw(g._data, None if a is None else a._data, None if b is None else b._data, na, nb)
         if na == 1 and nb == 1:  # a dot product: g is 0-d
             return (g * b.conj() if b is not None else None), (g * a.conj() if a is not None else None)
         # lift 1-D operands to matrices, as matmul itself does, then drop the added dims
@@ -58,6 +61,42 @@ class Matmul(Function):
                 if gb.ndim > 1:
                     gb = gb.sum_to_size(gb.shape[-1:])
         return ga, gb
+
+
+def _swap(m):
+    """The conjugate transpose of the last two dims of an array, as ``Tensor.mH``."""
+    t = m.swapaxes(-1, -2)
+    return t.conj() if m.dtype.kind == "c" else t
+
+
+def _matmul_grads_raw(gd, ad, bd, na, nb):
+    # Matmul's backward on arrays (a vector operand lifted to a matrix, as matmul itself does), in the Tensor
+    # form's steps, so the same bits; a broadcast batch dim is left for the engine to sum, as there
+    if na == 1 and nb == 1:  # a dot product: g is 0-d
+        return (None if bd is None else Tensor._make(gd * bd.conj()),
+                None if ad is None else Tensor._make(gd * ad.conj()))
+    if na == 1:
+        gd = gd.reshape(gd.shape[:-1] + (1,) + gd.shape[-1:])
+        ad = None if ad is None else ad.reshape((1,) + ad.shape)
+    if nb == 1:
+        gd = gd.reshape(gd.shape + (1,))
+        bd = None if bd is None else bd.reshape(bd.shape + (1,))
+    ga = gb = None
+    if bd is not None:
+        ga = _mm(gd, _swap(bd))
+        if na == 1:
+            ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
+            if ga.ndim > 1:
+                ga = sum_to(ga, ga.shape[-1:])
+        ga = Tensor._make(ga)
+    if ad is not None:
+        gb = _mm(_swap(ad), gd)
+        if nb == 1:
+            gb = gb.reshape(gb.shape[:-1])
+            if gb.ndim > 1:
+                gb = sum_to(gb, gb.shape[-1:])
+        gb = Tensor._make(gb)
+    return ga, gb
 
 
 def _mm(a, b):
