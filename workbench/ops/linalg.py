@@ -12,6 +12,7 @@ from .. import _backend, creation
 from .._broadcast import infer_size
 from .._core import Tensor
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from .elementwise import where
 from .index import IndexPut
 from .join import cat, stack
@@ -21,6 +22,8 @@ from ._util import _out, _outs, cast, norm_dims, result_dtype_n, wrap_dim, write
 from .linalg_core import matmul
 from .pad import ConstantPad
 from .views import broadcast_tensors
+
+_np = _backend.numpy
 
 
 class LinAlgError(RuntimeError):
@@ -1019,11 +1022,16 @@ class VectorNorm(Function):
     def backward(ctx, g):
         x, r = ctx.saved_tensors
         p = ctx.ord
+        shape = list(ctx.shape)
+        for d in (ctx.dims if ctx.dims is not None else range(len(shape))):
+            shape[d] = 1
+        shape = tuple(shape)
+        if p == 2 and not STATE.enabled and x._data.__class__ is _np.ndarray:  # the steps below, on the arrays
+            rd, gd = r._data.reshape(shape), g._data.reshape(shape)
+            zero = rd == 0
+            return Tensor._make(_np.where(zero, rd * 0, gd / _np.where(zero, rd + 1, rd)) * x._data), None, None, None
         if not ctx.keepdim:
-            shape = list(ctx.shape)
-            for d in (ctx.dims if ctx.dims is not None else range(len(shape))):
-                shape[d] = 1
-            g, r = g.reshape(tuple(shape)), r.reshape(tuple(shape))
+            g, r = g.reshape(shape), r.reshape(shape)
         if p == 0:  # a count: no gradient, as in PyTorch
             return None, None, None, None
         sgn = x.sign()

@@ -861,6 +861,17 @@ class Var(Function):
     @staticmethod
     def backward(ctx, g, *rest):
         x, y = ctx.saved_tensors
+        xd = x._data
+        if not STATE.enabled and xd.__class__ is _np.ndarray and xd.dtype.kind == "f" and xd.dtype.itemsize >= 4:
+            # the steps below on the arrays (float32/64: the mean is Mean's add.reduce over n)
+            gd = g._data
+            if ctx.sqrt:
+                yd = y._data
+                zero = yd == 0
+                gd = _np.where(zero, 0.0, gd / (2 * _np.where(zero, 1.0, yd)))
+            kept = _kept_shape(ctx.in_shape, ctx.dims) if ctx.in_shape else ()
+            dev = xd - _np.true_divide(_np.add.reduce(xd, axis=ctx.dims, keepdims=True), _count(xd.shape, ctx.dims))
+            return Tensor._make(gd.reshape(kept) * dev * (2.0 / ctx.dof)), None, None, None, None
         if ctx.sqrt:  # d std = d var / (2 std), 0 where std == 0 (PyTorch's)
             zero = y == 0
             g = where(zero, 0.0, g / (2 * where(zero, 1.0, y)))
@@ -942,6 +953,16 @@ class Norm(Function):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         p = ctx.p
+        xd = x._data
+        if (p == 1 or p == 2) and not STATE.enabled and xd.__class__ is _np.ndarray and xd.dtype.kind == "f" \
+                and xd.dtype.itemsize >= 4:  # the steps below, on the arrays
+            kept = _kept_shape(ctx.in_shape, ctx.dims) if ctx.in_shape else ()
+            gd = g._data.reshape(kept)
+            if p == 1:
+                return Tensor._make(gd * _np.sign(xd)), None, None, None
+            yd = y._data.reshape(kept)
+            zero = yd == 0
+            return Tensor._make(_np.where(zero, 0.0, xd * (gd / _np.where(zero, 1.0, yd)))), None, None, None
         g = _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim)
         y = _keep(y, ctx.in_shape, ctx.dims, ctx.keepdim)
         if p == 1:
