@@ -50,6 +50,14 @@ def _fast(xp, *arrays):
     return _is_cuda(xp) and all(a.dtype == numpy.float32 and a.flags.c_contiguous for a in arrays)
 
 
+def _dense(g, like):
+    """g C-contiguous where it is a small strided array of like's shape (the zero-stride gradient sum() and
+    mean() hand back): one copy, and then the loops, which need rows, serve it."""
+    if g.__class__ is numpy.ndarray and not g.flags.c_contiguous and g.shape == like.shape and g.size <= 1 << 16:
+        return numpy.ascontiguousarray(g)
+    return g
+
+
 def _f32(*arrays):
     """The arrays in float32 (None stays None): the 16-bit floats' softmax and norms run there."""
     return [a if a is None else a.astype(numpy.float32) for a in arrays]
@@ -106,6 +114,7 @@ def softmax_backward(xp, y, g, log=False):
         _module(xp, "softmax").get_function("softmax_bwd")((rows,), (_block(cols),),
                                                            (y, g, dx, numpy.int32(cols), numpy.int32(log)))
         return dx
+    g = _dense(g, y)
     if xp is numpy and y.size and g.shape == y.shape and fused.usable32(y, g):
         dx = numpy.empty_like(y)
         c = y.shape[-1]
@@ -491,6 +500,7 @@ def gelu_backward(xp, g, x, approximate="none"):
         _module(xp, "gelu").get_function("gelu_bwd")((min(65535, (n + THREADS - 1) // THREADS),), (THREADS,),
                                                      (g, x, dx, numpy.int64(n), numpy.int32(tanh)))
         return dx
+    g = _dense(g, x)
     if xp is numpy and g.shape == x.shape and fused.usable32(x, g):
         return _fused(fused.gelu_tanh_grad if tanh else fused.gelu_grad, g, x)
     if tanh and g.shape == x.shape and g.dtype == x.dtype:
