@@ -272,9 +272,15 @@ class NllLoss(Function):
         rows, c = x.shape
         dt = x.dtype
         t = target if target.ndim == 1 and target.dtype == _INT64 else target.reshape(-1).astype(_INT64, copy=False)
-        _check_target_range("nll_loss", t, c, ignore_index)
-        valid = t != ignore_index
-        some_ignored = xp is not _backend.numpy or not valid.all()  # (no host sync on a device)
+        if xp is _backend.numpy and t.size:  # the targets' range first: in [0, c) with no ignore_index among them,
+            lo, hi = _backend.numpy.minimum.reduce(t), _backend.numpy.maximum.reduce(t)  # (the usual batch) the
+            if not (lo >= 0 and hi < c):  # checks and masks below are not needed
+                _check_target_range("nll_loss", t, c, ignore_index)
+            some_ignored = lo <= ignore_index <= hi
+        else:
+            _check_target_range("nll_loss", t, c, ignore_index)
+            some_ignored = xp is not _backend.numpy  # (no host sync on a device)
+        valid = (t != ignore_index) if some_ignored else None
         safe = xp.where(valid, t, 0) if some_ignored else t
         at = (xp.arange(rows), safe)
         if weight is None:
@@ -295,6 +301,10 @@ class NllLoss(Function):
         if reduction == "sum":
             ctx.coef = -w if w is not None else None
             return xp.asarray(total, dtype=dt)
+        if w is None and rows:  # every row counts once
+            denom = dt.type(rows)
+            ctx.coef = -(1 / denom)
+            return xp.asarray(total / denom, dtype=dt)
         denom = (w.sum() if w is not None else dt.type(rows)).astype(dt)
         with _errstate(xp):  # every target ignored: 0 / 0, nan (the gradient stays 0)
             out = xp.asarray(total / denom, dtype=dt)
@@ -823,7 +833,8 @@ def one_hot(tensor, num_classes=-1):
 
 def _check_rows(idx, n):
     # NumPy would wrap -1 round to the last row; CPU only (on the GPU the check would synchronise)
-    if idx.size and type(idx) is _backend.ndarray and (bool((idx < 0).any()) or bool((idx >= n).any())):
+    if idx.size and type(idx) is _backend.ndarray and (
+            _backend.numpy.minimum.reduce(idx, axis=None) < 0 or _backend.numpy.maximum.reduce(idx, axis=None) >= n):
         raise IndexError(f"embedding: index out of range in self (indices must be in [0, {n}), got "
                          f"[{int(idx.min())}, {int(idx.max())}])")
 
@@ -856,18 +867,18 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     tensor([[2., 3.],
             [0., 1.]])
     """
-    if input.dtype.is_floating_point or input.dtype.is_complex:
+    idx, wd = input._data, weight._data  # raw shapes and kinds: this runs on every call of an Embedding
+    if idx.dtype.kind in "fcVb":  # (bool too: PyTorch refuses it here, NumPy would take it as a mask)
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.dtype} instead (while checking arguments for embedding)")
-    if weight.ndim != 2:
+    if wd.ndim != 2:
         raise RuntimeError(f"embedding: 'weight' must be 2-D, got {list(weight.shape)}")
-    n = weight.shape[0]
+    n = wd.shape[0]
     if padding_idx is not None:
         if not -n <= padding_idx < n:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= n
-    idx = input._data
-    if input.device != weight.device:
+    if not (idx.__class__ is _backend.ndarray and wd.__class__ is _backend.ndarray) and input.device != weight.device:
         idx = _backend.to_device(idx, weight.device)
     xp = _xp(weight)
     if max_norm is not None:
