@@ -506,6 +506,12 @@ class _Pick(Function):
 
     @staticmethod
     def backward(ctx, g, gi):
+        if not STATE.enabled and ctx.key[ctx.d].shape[ctx.d] == 1:  # one pick per slice (max, min, median...):
+            gd = g._data  # the positions are distinct, so a plain store into zeros (PyTorch's scatter), on arrays
+            kept = ctx.key[ctx.d].shape
+            out = ctx.xp.zeros(ctx.in_shape, dtype=gd.dtype)
+            out[ctx.key] = gd.reshape(kept)
+            return Tensor._make(out.reshape(()) if ctx.scalar else out), None, None
         if ctx.scalar:
             g = g.reshape((1,))
         elif not ctx.keepdim:
