@@ -211,20 +211,9 @@ class IndexBackward(Function):
 # the whole key (GetItem's gather and scatter), named as PyTorch names that last view: x[0] is
 # SelectBackward0, x[:, 2:5] SliceBackward0, x[None] UnsqueezeBackward0, as print(y.grad_fn) and the viewer
 # show them. The op (``_op``, "index") stays GetItem's.
-class SelectKey(GetItem):
-    node_name = "SelectBackward0"
-
-
-class SliceKey(GetItem):
-    node_name = "SliceBackward0"
-
-
-class UnsqueezeKey(GetItem):
-    node_name = "UnsqueezeBackward0"
-
-
-class AliasKey(GetItem):
-    node_name = "AliasBackward0"
+SelectKey, SliceKey, UnsqueezeKey, AliasKey = (
+    type(f"{v}Key", (GetItem,), {"node_name": f"{v}Backward0", "__module__": __name__})
+    for v in ("Select", "Slice", "Unsqueeze", "Alias"))
 
 
 def basic_key_op(key):
