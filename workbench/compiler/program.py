@@ -134,7 +134,7 @@ class Program:
         self._names = {}
         self._globals = {"Tensor": Tensor, "STATE": STATE, "np": np, "_ACC": accumulate, "_SETGRAD": set_grad,
                          "_OUT": make_output, "_BW": _engine._call_backward, "_mk": _make,
-                         "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged}
+                         "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged, "_CELL": _cell_value}
         # captured tensors the replay reads afresh from where the code read them (id(tensor) -> that expression)
         self.lifted = self._lift(tracer, captured, result)
         self.guard_src = self._guard_source(args, kwargs, arg_paths)
@@ -183,7 +183,7 @@ class Program:
             return f"{cn}.get({key!r})"
         if container.__class__ is list:
             return f"({cn}[{key}] if len({cn}) > {key} else None)"
-        return f"{cn}.cell_contents"
+        return f"_CELL({cn})"
 
     def _lift(self, T, captured, result):
         """The captured tensors the replay reads from where the code read them instead of the traced tensor, as
@@ -690,6 +690,14 @@ def captured_sources(fn, tensors, modules=()):
                 if v.__class__ is not tuple:
                     found.extend((v, k2, v2, f"{what}[{k2!r}]") for k2, v2 in hits)
     return found
+
+
+def _cell_value(cell):
+    """A closure cell's value, or None once the variable is deleted (a lifted batch's guard then misses)."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
 
 
 _PLAIN = (bool, int, float, complex, str, type(None))
