@@ -296,6 +296,36 @@ def test_a_lifted_batch_of_another_shape_traces_again_and_says_so():
     assert "captured holder[0] was a workbench.float32 tensor of shape [3, 4] on cpu, now" in str(e)
 
 
+def test_a_lifted_batch_that_is_another_tensor_the_step_writes_runs_eagerly_and_raises_as_eager():
+    # after the trace the name is bound to a tensor the step writes in place: the version check must see it
+    lin = nn.Linear(2, 2, bias=False)
+    buf, S = wb.zeros(2, 2), {}
+
+    def step():
+        y = lin(S["x"]).sum()  # saves S["x"] for backward
+        buf.add_(1.0)
+        y.backward()
+        return y
+
+    f = wb.compile(step)
+    S["x"] = wb.ones(2, 2)
+    f()
+    S["x"] = buf
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f()
+
+
+def test_a_batch_whose_shape_changes_every_call_gets_the_shape_advice():
+    lin = nn.Linear(6, 6)
+    held = [None]
+    f = wb.compile(lambda: lin(held[0]).sum())
+    for i in range(10):
+        held[0] = wb.randn(i + 1, 6)
+        assert _bits(f()) == _bits(lin(held[0]).sum())
+    e = str(wb.compiler.explain(f))
+    assert "traces specialise on shapes" in e and "pass it as an argument" not in e
+
+
 def test_an_outside_tensor_that_requires_grad_rebound_every_call_ends_eager_with_advice():
     # a tensor that requires grad is not read afresh (its gradient flows to that very tensor): a new one each
     # call traces again until the recompile limit, then runs eagerly with the advice

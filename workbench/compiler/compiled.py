@@ -68,13 +68,17 @@ class CompiledFunction:
             if not self.log or self.log[-1][0] != "limit":
                 numbers = any(" was float " in (p.retraced or "") or " was int " in (p.retraced or "")
                               for p in self._programs)
-                captured = any((p.retraced or "").startswith("captured ") for p in self._programs)
+                # a captured tensor rebound (guarded by identity), or a tensor whose shape changed
+                captured = any("now Tensor object" in (p.retraced or "") for p in self._programs)
+                shapes = any(" of shape " in (p.retraced or "") for p in self._programs)
                 self.log.append(("limit", f"{self._limit} traces kept (recompile_limit); further signatures run "
                                           "eagerly" + ("; traces specialise on Python numbers: pass a value that "
                                                        "changes every call as a tensor (wb.tensor(lr))"
                                                        if numbers else "")
                                  + ("; a tensor the function reads from outside its arguments was a new one each "
-                                    "call (a batch): pass it as an argument" if captured else "")))
+                                    "call (a batch): pass it as an argument" if captured else "")
+                                 + ("; traces specialise on shapes, and a tensor's shape changed from call to call: "
+                                    "keep batches one shape (a DataLoader's drop_last=True)" if shapes else "")))
             return self._fn(*args, **kwargs)
         return self._trace(args, kwargs)
 

@@ -218,9 +218,11 @@ class Program:
                  "        return False"]
         conds = [f"STATE.enabled is {bool(STATE.enabled)}", f"STATE.inference is {bool(STATE.inference)}"]
         first = {}  # id(array) -> the first argument path holding it: the program reads it from there
+        arg_exprs = []
         for path, value in _walk(args, kwargs):
             expr = path
             if isinstance(value, Tensor):
+                arg_exprs.append(expr)
                 conds.extend(self._tensor_conds(expr, value))
                 seen = first.setdefault(id(value._data), expr)
                 if seen is not expr:  # the same array twice (f(x, x)): the replay needs it twice again
@@ -233,6 +235,12 @@ class Program:
                 conds.append(f"{expr} is {self._bind(value, 'V')}")
         for t, slot in T.externals.values():  # (a lifted one: what the name holds now, as an argument)
             conds.extend(self._tensor_conds(self.lifted.get(id(t)) or self._bind(t, "E"), t))
+        others = [self.lifted.get(id(t)) or self._bind(t, "E") for t, _slot in T.externals.values()] + arg_exprs
+        for t, slot in T.externals.values():  # a lifted batch shares memory with nothing else the call reads (an
+            read = self.lifted.get(id(t))     # in-place write to that must be seen by the version checks)
+            if read is not None:
+                conds.append(f"{read}._base is None")
+                conds.extend(f"{read}._vbox is not {o}._vbox" for o in others if o != read)
         for container, key, t, _what in self.captured:  # the name the code read it by still holds it
             if id(t) in self.lifted:
                 continue
