@@ -73,6 +73,18 @@ def test_indexing_nodes_are_named_as_pytorch(key):
     close(x.grad, tx.grad)
 
 
+def test_a_0d_integer_tensor_or_numpy_integer_indexes_as_an_integer():
+    # x[wb.tensor(1)] is a view (SelectBackward0) that an in-place op writes through, as PyTorch's
+    for make in (lambda lib, v: lib.tensor(v), lambda lib, v: np.int64(v)):
+        outs = []
+        for lib in (wb, torch):
+            x = lib.arange(6.0).reshape(2, 3)
+            x[make(lib, 1)].mul_(10)
+            y = lib.arange(6.0, requires_grad=True) * 1
+            outs.append((x.tolist(), y.reshape(2, 3)[make(lib, -1)].grad_fn.name()))
+        assert outs[0] == outs[1]
+
+
 def test_select_and_narrow_nodes_are_named_as_pytorch():
     x, tx = W(A, True), T(A, True)
     assert x.select(1, 0).grad_fn.name() == tx.select(1, 0).grad_fn.name() == "SelectBackward0"

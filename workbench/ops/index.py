@@ -61,6 +61,8 @@ def _convert_key1(k, x):
             d = _backend.to_device(d, x.device)
         if d.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if d.ndim == 0 and d.dtype.kind in "iu" and d.dtype.itemsize > 1 and d.__class__ is _backend.ndarray:
+            return int(d)  # a 0-d integer tensor indexes as the integer it holds (a view, SelectBackward0: PyTorch's)
         return d
     if isinstance(k, (list, range, tuple, collections.abc.Sequence)) and not isinstance(k, (str, bytes)):
         # any sequence of integers is an index array, as in PyTorch: logprobs[range(n), Yb], x[(0, 2), :]
@@ -73,6 +75,8 @@ def _convert_key1(k, x):
         if isinstance(k, slice) and k.step is not None and k.step <= 0:
             raise ValueError("step must be greater than zero")
         return k
+    if isinstance(k, _backend.numpy.integer):  # a NumPy integer is an int (np.bool_ stays a mask)
+        return int(k)
     if hasattr(k, "dtype") and hasattr(k, "shape"):  # a NumPy/CuPy array (already converted)
         return k
     if hasattr(k, "__index__"):
