@@ -269,6 +269,59 @@ def test_a_batch_read_from_outside_the_arguments_and_rebound_replays(where):
     assert e.traces == 1 and e.replays == 3, str(e)
 
 
+class _Trainer:
+    def __init__(self, model):
+        self.model, self.x = model, None
+
+    def step(self):
+        return self.model(self.x).sum()
+
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin, self.scale = nn.Linear(3, 3), None
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+@pytest.mark.parametrize("form", ["bound method self.x", "module.compile() self.scale", "namespace ns.x",
+                                  "dict of a list", "partial", "default argument"])
+def test_a_batch_reached_through_objects_partials_and_defaults_is_read_anew(form):
+    """A batch the step reaches through the object of a bound method, a module compiled in place, a plain
+    object's attribute, a list in a dict, a functools.partial or a default argument: each call's batch, as
+    eager (these replayed the first batch, silently)."""
+    import functools
+    import types
+
+    wb.manual_seed(0)
+    lin = nn.Linear(3, 1)
+    ns, box = types.SimpleNamespace(x=None), {}
+    trainer, scaled = _Trainer(lin), _Scaled()
+    scaled.compile()
+    read = functools.partial(lambda d: d["x"], box)
+
+    def by_default(b=box):
+        return lin(b["x"]).sum()
+
+    steps = {"bound method self.x": (trainer.step, lambda t: setattr(trainer, "x", t)),
+             "module.compile() self.scale": (lambda: scaled(wb.ones(2, 3)).sum(),
+                                             lambda t: setattr(scaled, "scale", t[0])),
+             "namespace ns.x": (lambda: lin(ns.x).sum(), lambda t: setattr(ns, "x", t)),
+             "dict of a list": (lambda: lin(box["l"][0]).sum(), lambda t: box.__setitem__("l", [t])),
+             "partial": (lambda: lin(read()).sum(), lambda t: box.__setitem__("x", t)),
+             "default argument": (by_default, lambda t: box.__setitem__("x", t))}
+    fn, feed = steps[form]
+    f = fn if form.startswith("module.compile") else wb.compile(fn)
+    for i in range(3):
+        feed(wb.full((2, 3), float(i)))
+        with wb.no_grad():
+            got = _bits(f())
+        plain = _Scaled.forward(scaled, wb.ones(2, 3)).sum() if form.startswith("module") else fn()
+        assert got == _bits(plain), (form, i)
+
+
 def test_a_tensor_held_at_two_places_and_rebound_retraces():
     # the one tensor bound at two places: the replay cannot tell which the code read, so it reads the traced
     # tensor and the guard checks both places still hold it; each new tensor traces again

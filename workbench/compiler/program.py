@@ -12,6 +12,8 @@ a node's saved arrays when its backward ran; kept to the end of the program, eve
 step would stay alive at once and each new array would land in memory the cache has not seen.
 """
 import dis
+import functools
+import types
 
 from .. import _backend
 from ..autograd import engine as _engine
@@ -242,7 +244,7 @@ class Program:
                 conds.append(f"{read}._base is None")
                 conds.extend(f"{read}._vbox is not {o}._vbox" for o in others if o != read)
         for container, key, t, _what in self.captured:  # the name the code read it by still holds it
-            if id(t) in self.lifted:
+            if id(t) in self.lifted or container.__class__ is tuple:  # (a tuple's items cannot be rebound)
                 continue
             cn, tn = self._bind(container, "S"), self._bind(t, "E")
             if container.__class__ is dict:
@@ -651,9 +653,11 @@ def _first_change(T, events):
 def captured_sources(fn, tensors, modules=()):
     """Where ``fn``'s code can read each of ``tensors`` (tensors from outside its arguments) by a name that may
     be bound to another tensor before the next call: [(container, key, tensor, what)]. Looked for in fn's
-    globals and closure cells (and those of the functions held there, three levels deep), in the plain
-    attributes of the ``modules`` the call used (``self.mask``), and one level into a dict, list or tuple held
-    there (``batch["x"]``, ``params[0]``); a tuple's items are found through the name that holds the tuple.
+    globals, closure cells and default arguments, and those of the functions (and ``functools.partial``
+    objects) found there, three levels deep; in the plain attributes of the ``modules`` the call used
+    (``self.mask``) and of the object a bound method belongs to (``trainer.step`` reading ``self.x``); and two
+    levels into the dicts, lists, tuples and plain objects held in all those places (``batch["x"]``,
+    ``params[0]``, ``ns.x``, ``box["l"][0]``); a tuple's items are found through the name that holds the tuple.
     Each place found is either read afresh by the replay (``Program._lift``: a batch) or guarded: a new tensor
     there traces the call again. (A module's parameters and buffers are guarded through its own tables.)"""
     if not tensors:
@@ -661,12 +665,21 @@ def captured_sources(fn, tensors, modules=()):
     want = {id(t): t for t in tensors}
     scopes = [(m.__dict__, k, v, f"{type(m).__name__}.{k}") for m in modules for k, v in list(m.__dict__.items())
               if not k.startswith("_")]
-    # fn's globals and closure cells, and those of the Python functions found there (a helper that reads the
-    # batch, ``def read(): return box["x"]``), three levels deep
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and owner not in modules and isinstance(getattr(owner, "__dict__", None), dict):
+        scopes += [(owner.__dict__, k, v, f"self.{k}") for k, v in list(owner.__dict__.items())
+                   if not k.startswith("_")]
+    # fn's globals, closure cells and defaults, and those of the functions found there (a helper that reads
+    # the batch, ``def read(): return box["x"]``; a partial over the dict), three levels deep
     todo, seen_fns, seen_globals = [(getattr(fn, "__func__", fn), "")], set(), set()
     for _depth in range(3):
         nxt = []
         for f, prefix in todo:
+            if f.__class__ is _PARTIAL:
+                scopes += [(f.args, i, v, f"{prefix}partial arg {i}") for i, v in enumerate(f.args)]
+                scopes += [(f.keywords, k, v, f"{prefix}partial {k}") for k, v in f.keywords.items()]
+                nxt.append((f.func, prefix))
+                continue
             code = getattr(f, "__code__", None)
             if code is None or id(f) in seen_fns:
                 continue
@@ -682,22 +695,73 @@ def captured_sources(fn, tensors, modules=()):
                     here.append((cell, None, cell.cell_contents, f"{prefix}{name}"))
                 except ValueError:  # an empty cell
                     continue
+            here += [(f.__defaults__, i, v, f"{prefix}default {i}") for i, v in enumerate(f.__defaults__ or ())]
+            here += [(f.__kwdefaults__, k, v, f"{prefix}default {k}") for k, v in (f.__kwdefaults__ or {}).items()]
             scopes += here
             nxt += [(v, f"{getattr(v, '__name__', '?')}: ") for _c, _k, v, _w in here
-                    if v.__class__ is _FUNCTION and getattr(v, "__closure__", None) is not None]
+                    if v.__class__ is _PARTIAL or v.__class__ is _FUNCTION and (
+                        v.__closure__ is not None or v.__defaults__ or v.__kwdefaults__)]
         todo = nxt
-    found = []
-    for container, key, v, what in scopes:
+    found, seen = [], set()
+
+    def visit(container, key, v, what, depth):
+        # whether v is a wanted tensor or holds one (depth levels down); records the places on the way
         if id(v) in want and v is want[id(v)]:
-            found.append((container, key, v, what))
-        elif v.__class__ in (dict, list, tuple) and len(v) <= 10_000:
-            items = v.items() if v.__class__ is dict else enumerate(v)
-            hits = [(k2, v2) for k2, v2 in items if id(v2) in want and v2 is want[id(v2)]]
-            if hits:  # the container itself must stay the one traced, and each item found in it
+            if (id(container), key) not in seen:
+                seen.add((id(container), key))
                 found.append((container, key, v, what))
-                if v.__class__ is not tuple:
-                    found.extend((v, k2, v2, f"{what}[{k2!r}]") for k2, v2 in hits)
+            return True
+        if depth == 0:
+            return False
+        c = v.__class__
+        if c is dict or c is list or c is tuple:
+            holder, items, dot = v, (v.items() if c is dict else enumerate(v)), False
+        elif _plain_object(v):
+            holder, dot = v.__dict__, True
+            items = [(k, x) for k, x in holder.items() if not k.startswith("_")]
+        else:
+            return False
+        if len(holder) > 10_000:
+            return False
+        hit = False
+        for k2, v2 in list(items):
+            if c is tuple:  # a tuple's items are read through the name that holds it: that name is guarded
+                hit = (id(v2) in want and v2 is want[id(v2)]) or _holds(v2, want, depth - 1) or hit
+            else:
+                hit = visit(holder, k2, v2, f"{what}.{k2}" if dot else f"{what}[{k2!r}]", depth - 1) or hit
+        if hit and (id(container), key) not in seen:  # the holder itself must stay the one traced
+            seen.add((id(container), key))
+            found.append((container, key, v, what))
+        return hit
+
+    for container, key, v, what in scopes:
+        visit(container, key, v, what, 2)
     return found
+
+
+def _holds(v, want, depth):
+    """Whether container ``v`` holds a wanted tensor, ``depth`` levels down."""
+    if depth <= 0:
+        return False
+    c = v.__class__
+    if c is dict:
+        vals = v.values()
+    elif c is list or c is tuple:
+        vals = v
+    elif _plain_object(v):
+        vals = [x for k, x in v.__dict__.items() if not k.startswith("_")]
+    else:
+        return False
+    if len(vals) > 10_000:
+        return False
+    return any((id(x) in want and x is want[id(x)]) or _holds(x, want, depth - 1) for x in vals)
+
+
+def _plain_object(v):
+    """An object of a user's class (``SimpleNamespace``, a trainer) whose plain attributes may hold a batch."""
+    d = getattr(v, "__dict__", None)
+    return (d.__class__ is dict and not isinstance(v, _NOT_OBJECTS) and v.__class__.__module__ != "builtins"
+            or v.__class__ is _NAMESPACE)
 
 
 def _cell_value(cell):
@@ -710,6 +774,9 @@ def _cell_value(cell):
 
 _PLAIN = (bool, int, float, complex, str, type(None))
 _FUNCTION = type(captured_sources)
+_PARTIAL = functools.partial
+_NAMESPACE = types.SimpleNamespace
+_NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.MethodType, functools.partial, Tensor)
 
 
 def read_numbers(fn):
