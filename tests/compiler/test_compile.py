@@ -322,6 +322,22 @@ def test_a_batch_reached_through_objects_partials_and_defaults_is_read_anew(form
         assert got == _bits(plain), (form, i)
 
 
+def test_a_non_contiguous_tensor_of_the_same_shape_traces_again():
+    # code may branch on is_contiguous(): the guard checks the layout of arguments and lifted batches
+    S = {}
+
+    def f(a):
+        return (S["x"].sum() + a.sum()) * (2 if S["x"].is_contiguous() and a.is_contiguous() else 3)
+
+    cf = wb.compile(f)
+    S["x"] = wb.ones(3, 3)
+    assert cf(wb.ones(3, 3)).item() == 36
+    S["x"] = wb.ones(3, 4)[:, :3]
+    assert cf(wb.ones(3, 3)).item() == f(wb.ones(3, 3)).item() == 54
+    S["x"] = wb.ones(3, 3)
+    assert cf(wb.ones(3, 4)[:, :3]).item() == f(wb.ones(3, 4)[:, :3]).item() == 54
+
+
 def test_a_tensor_held_at_two_places_and_rebound_retraces():
     # the one tensor bound at two places: the replay cannot tell which the code read, so it reads the traced
     # tensor and the guard checks both places still hold it; each new tensor traces again

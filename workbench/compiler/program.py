@@ -293,6 +293,8 @@ class Program:
                 f"{expr}._data.__class__ is {self._bind(d.__class__, 'K')}",
                 f"{expr}._data.shape == {tuple(d.shape)!r}",
                 f"{expr}._data.dtype == {self._bind(d.dtype, 'K')}",
+                # (code may branch on x.is_contiguous(), and a kernel's choice follows the layout)
+                f"{expr}._data.flags.c_contiguous is {bool(d.flags.c_contiguous)}",
                 f"{expr}._rg is {bool(t._rg)}"] + (
                     # a leaf's gradient is accumulated into it; a non-leaf's flows on to its graph
                     [f"({expr}.grad_fn is None) is {t.grad_fn is None}"] if t._rg else [])
