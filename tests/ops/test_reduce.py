@@ -368,3 +368,19 @@ def test_reductions_on_a_real_gpu_match_cpu(fn):
     yc.sum().backward()
     yg.sum().backward()
     np.testing.assert_allclose(xg.grad.cpu().numpy(), xc.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_var_and_std_backward_with_no_degrees_of_freedom_are_not_finite_as_pytorch(create_graph):
+    # one element (or correction >= n): PyTorch's gradient is nan or inf; it raised ZeroDivisionError here
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for vals, corr in (([5.0], 1), ([2.0, 2.0], 2), ([1.0, 2.0, 4.0], 3)):
+            for fn in ("var", "std"):
+                x, tx = wb.tensor(vals, requires_grad=True), torch.tensor(vals, requires_grad=True)
+                getattr(x, fn)(correction=corr).backward(create_graph=create_graph)
+                getattr(tx, fn)(correction=corr).backward()
+                got, want = x.grad.detach().numpy(), tx.grad.numpy()
+                assert not np.isfinite(got).any() and np.array_equal(np.isnan(got), np.isnan(want)), (vals, fn)

@@ -829,6 +829,11 @@ def _var_args(dim, unbiased, correction, op):
     return dim, c
 
 
+def _two_over(dof):
+    """2 / dof for var's gradient, inf where dof <= 0 (PyTorch's: it divides by max(dof, 0), as the forward)."""
+    return 2.0 / dof if dof > 0 else float("inf")
+
+
 class Var(Function):
     _raw = True
 
@@ -877,13 +882,13 @@ class Var(Function):
                 gd = _np.where(zero, 0.0, gd / (2 * _np.where(zero, 1.0, yd)))
             kept = _kept_shape(ctx.in_shape, ctx.dims) if ctx.in_shape else ()
             dev = xd - _np.true_divide(_np.add.reduce(xd, axis=ctx.dims, keepdims=True), _count(xd.shape, ctx.dims))
-            return Tensor._make(gd.reshape(kept) * dev * (2.0 / ctx.dof)), None, None, None, None
+            return Tensor._make(gd.reshape(kept) * dev * _two_over(ctx.dof)), None, None, None, None
         if ctx.sqrt:  # d std = d var / (2 std), 0 where std == 0 (PyTorch's)
             zero = y == 0
             g = where(zero, 0.0, g / (2 * where(zero, 1.0, y)))
         g = _keep(g, ctx.in_shape, ctx.dims, ctx.keepdim)
         dev = x - (x.mean(ctx.dims, keepdim=True) if ctx.dims is not None else x.mean())
-        return g * dev * (2.0 / ctx.dof), None, None, None, None
+        return g * dev * _two_over(ctx.dof), None, None, None, None
 
 
 class Std(Var):
