@@ -194,3 +194,20 @@ def test_nll_loss_every_target_ignored_and_out_of_range():
     np.testing.assert_array_equal(grads[0], grads[1])
     with pytest.raises(IndexError, match="Target 5 is out of bounds"):
         wb.nn.functional.nll_loss(wb.zeros(2, 3), wb.tensor([0, 5]))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_gelu_of_16_bit_and_0d_inputs_as_pytorch(approximate, dtype):
+    # 16-bit floats computed in float32 and rounded once (in float16 the tanh form's x**3 overflowed: a nan
+    # slope at 1000); a 0-d input (which crashed the blocked float64 form)
+    vals = [1.0, 1000.0, -3.0, 0.5, 40.0, -0.0]
+    for shape in ((6,), ()):
+        outs = []
+        for lib in (wb, torch):
+            x = lib.tensor(vals if shape else vals[0], dtype=getattr(lib, dtype), requires_grad=True)
+            y = lib.nn.functional.gelu(x, approximate=approximate)
+            y.sum().backward()
+            outs.append((y.detach().numpy(), x.grad.numpy()))
+        for a, b in zip(*outs):  # float16: the same bits; float64: within an ulp or two (another erf and tanh)
+            np.testing.assert_allclose(a, b, rtol=0 if dtype == "float16" else 1e-15, atol=0)

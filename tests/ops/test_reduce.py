@@ -384,3 +384,14 @@ def test_var_and_std_backward_with_no_degrees_of_freedom_are_not_finite_as_pytor
                 getattr(tx, fn)(correction=corr).backward()
                 got, want = x.grad.detach().numpy(), tx.grad.numpy()
                 assert not np.isfinite(got).any() and np.array_equal(np.isnan(got), np.isnan(want)), (vals, fn)
+
+
+def test_reductions_of_a_0d_tensor_take_dim_0_and_minus_1_as_pytorch():
+    # a 0-d tensor's one dim: sum(0), mean(-1, keepdim=True), amax(0), var(0)... reduce it to itself
+    forms = ["x.sum(0)", "x.sum(-1, keepdim=True)", "x.mean(0)", "x.mean(-1, keepdim=True)", "x.amax(0)",
+             "x.amin(-1)", "x.prod(0)", "x.logsumexp(0)", "x.var(0, correction=0)", "x.std(-1, correction=0)"]
+    for form in forms:
+        got = eval(form, {"x": wb.tensor(5.0, requires_grad=True)})
+        want = eval(form, {"x": torch.tensor(5.0, requires_grad=True)})
+        assert tuple(got.shape) == tuple(want.shape) and got.item() == want.item(), form
+        got.backward()

@@ -375,7 +375,9 @@ def _erf(xp, x):
 
 
 def gelu(xp, x, approximate="none"):
-    """GELU of x, exact or with the tanh approximation."""
+    """GELU of x, exact or with the tanh approximation (16-bit floats in float32, rounded once: PyTorch's)."""
+    if dtypes.is_half(x.dtype):  # (in float16, x**3 overflows from |x| ~ 40 and the tanh form's slope is nan)
+        return gelu(xp, *_f32(x), approximate).astype(x.dtype)
     tanh = approximate == "tanh"
     if _fast(xp, x) and x.size:
         y = xp.empty_like(x)
@@ -405,6 +407,8 @@ _BLOCK = 1 << 14  # elements per block: a block's temporaries stay in L2 across 
 def _blocked(xp, fn, *arrays):
     """fn over the arrays (same shape) one cache-sized block at a time; small arrays in one call."""
     x = arrays[0]
+    if x.ndim == 0:  # (out= needs arrays, and ufuncs return scalars for 0-d operands)
+        return _blocked(xp, fn, *[a.reshape(1) for a in arrays]).reshape(())
     if x.size <= 2 * _BLOCK or xp is not numpy:
         return fn(xp, *arrays)
     flat = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
@@ -493,6 +497,8 @@ def _gelu_tanh_backward_block(xp, g, x):
 
 
 def gelu_backward(xp, g, x, approximate="none"):
+    if dtypes.is_half(x.dtype) or dtypes.is_half(g.dtype):
+        return gelu_backward(xp, *_f32(g, x), approximate).astype(x.dtype)
     tanh = approximate == "tanh"
     if _fast(xp, g, x) and x.size:
         dx = xp.empty_like(x)

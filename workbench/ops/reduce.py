@@ -158,7 +158,9 @@ def _empty_error(op, x, dims, exc=RuntimeError):
 def _dims(input, dim, op):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
-    return norm_dims(dim, input._data.ndim, op)
+    dims = norm_dims(dim, input._data.ndim, op)
+    # a 0-d tensor takes dim 0 or -1 (a dim of one element, as PyTorch): reducing it is reducing everything
+    return None if dims is not None and not input._data.ndim else dims
 
 
 def _in_out_dtype(dtype, out):
