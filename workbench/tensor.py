@@ -246,9 +246,13 @@ class _Methods:
         stored, as PyTorch's in-place kernels store them (another process writing other elements of a shared
         tensor meanwhile keeps its writes)."""
         self._check_inplace(opname)
+        dst = self._data
+        if region is not None and all(k is None or k is Ellipsis or k.__class__ is int or k.__class__ is slice
+                                      for k in (region if region.__class__ is tuple else (region,))):
+            dst = dst[region]  # a store writes only the region: a[0] = a[1] reads no element it writes (PyTorch's)
         for a in args:
             if isinstance(a, Tensor):
-                no_partial_overlap(self._data, a._data)
+                no_partial_overlap(dst, a._data)
         if not STATE.enabled or not (self._rg or any(isinstance(a, Tensor) and a._rg for a in args)):
             with no_grad():
                 r = fn(self, *args)

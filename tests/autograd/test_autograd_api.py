@@ -85,6 +85,23 @@ def test_a_0d_integer_tensor_or_numpy_integer_indexes_as_an_integer():
         assert outs[0] == outs[1]
 
 
+def test_storing_one_row_of_a_graph_tensor_into_another_as_pytorch():
+    # a[0] = a[1] reads no element it writes: allowed, as PyTorch (the overlap check looked at all of a);
+    # a store that reads what it writes still raises PyTorch's error
+    outs = []
+    for lib in (wb, torch):
+        x = lib.arange(8.0, requires_grad=True)
+        a = (x * 1).reshape(2, 4)
+        a[0] = a[1]
+        a[0] += a[1]
+        (a * a).sum().backward()
+        outs.append((a.tolist(), x.grad.tolist()))
+        b = (x * 1)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            b[1:5] = b[0:4]
+    assert outs[0] == outs[1]
+
+
 def test_select_and_narrow_nodes_are_named_as_pytorch():
     x, tx = W(A, True), T(A, True)
     assert x.select(1, 0).grad_fn.name() == tx.select(1, 0).grad_fn.name() == "SelectBackward0"
