@@ -217,3 +217,11 @@ def test_a_view_made_under_no_grad_refuses_in_place_ops_in_grad_mode():
     with wb.no_grad():
         w = z[0]
     w.mul_(2)
+
+
+def test_dims_added_by_none_have_pytorch_strides():
+    # x[None], x[:, None], x[..., None]: the stride of an added dim is PyTorch's unsqueeze's (NumPy gives 0)
+    for key in [(None,), (slice(None), None), (0, None), (Ellipsis, None), (None, Ellipsis)]:
+        x, t = wb.arange(24.0).reshape(2, 3, 4), torch.arange(24.0).reshape(2, 3, 4)
+        assert x[key].stride() == t[key].stride(), key
+        x[key].view(-1)  # a view of a contiguous tensor, as PyTorch's
