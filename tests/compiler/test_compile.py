@@ -338,6 +338,50 @@ def test_a_non_contiguous_tensor_of_the_same_shape_traces_again():
     assert cf(wb.ones(3, 4)[:, :3]).item() == f(wb.ones(3, 4)[:, :3]).item() == 54
 
 
+class _Data:
+    x = None
+
+
+GETB = None
+ALIAS = None
+
+
+def test_a_batch_the_guard_cannot_place_runs_eagerly_and_says_why():
+    # next(it) inside the step, and a global the step assigns: a replay would reuse the traced batch, or skip the
+    # store; both run eagerly with the reason (they replayed the first batch, silently)
+    it = iter([wb.full((2,), float(i)) for i in range(5)])
+    f = wb.compile(lambda: next(it) * 2)
+    assert [f().tolist() for _ in range(4)] == [[0.0, 0.0], [2.0, 2.0], [4.0, 4.0], [6.0, 6.0]]
+    assert "cannot check" in str(wb.compiler.explain(f))
+    global ALIAS
+    ALIAS = wb.zeros(2)
+
+    def acc():
+        global ALIAS
+        ALIAS = ALIAS + 1
+        return ALIAS
+
+    g = wb.compile(acc)
+    assert [g().tolist() for _ in range(3)] == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
+    assert "assigns the global 'ALIAS'" in str(wb.compiler.explain(g))
+
+
+def test_a_class_attribute_batch_and_a_rebound_helper_follow_eager():
+    # Data.x rebound each step replays with each batch; a helper rebound with a new default traces again; a
+    # global that happens to hold the traced tensor too is not where the code reads it
+    global GETB, ALIAS
+    f = wb.compile(lambda: (_Data.x * 2).sum())
+    for i in range(4):
+        _Data.x = wb.full((3,), float(i))
+        ALIAS = _Data.x if i == 0 else ALIAS
+        assert f().item() == 6.0 * i
+    GETB = lambda xb=wb.zeros(2): xb  # noqa: E731
+    g = wb.compile(lambda: GETB() * 2)
+    for i in range(3):
+        GETB = (lambda t: (lambda xb=t: xb))(wb.full((2,), float(i)))
+        assert g().tolist() == [2.0 * i] * 2
+
+
 def test_a_tensor_held_at_two_places_and_rebound_retraces():
     # the one tensor bound at two places: the replay cannot tell which the code read, so it reads the traced
     # tensor and the guard checks both places still hold it; each new tensor traces again

@@ -15,7 +15,8 @@ from ..tensor import Tensor
 from . import cudagraph as _cudagraph
 from . import grad_region as _grad_region
 from . import trace as _trace
-from .program import Program, _walk, arg_paths_of, captured_sources, describe, read_numbers, signature
+from .program import (Program, _walk, arg_paths_of, captured_sources, describe, read_numbers, signature,
+                      unguardable)
 
 RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
 
@@ -107,6 +108,8 @@ class CompiledFunction:
             except _trace.Unsupported:
                 pass
         captured = captured_sources(self._fn, [t for t, _slot in T.externals.values()], list(T.modules.values()))
+        if T.reason is None:
+            T.reason = unguardable(self._fn, T, captured)
         numbers = read_numbers(self._fn)
         prog = Program(T, args, kwargs, result, paths, captured, numbers)
         prog.signature = signature(args, kwargs)

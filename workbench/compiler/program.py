@@ -181,7 +181,7 @@ class Program:
         """The expression that reads ``container[key]`` (a dict's, a list's item, a closure cell's value) now, or
         None where nothing is there."""
         cn = self._bind(container, "S")
-        if container.__class__ is dict:
+        if container.__class__ is dict or container.__class__ is types.MappingProxyType:
             return f"{cn}.get({key!r})"
         if container.__class__ is list:
             return f"({cn}[{key}] if len({cn}) > {key} else None)"
@@ -247,7 +247,7 @@ class Program:
             if id(t) in self.lifted or container.__class__ is tuple:  # (a tuple's items cannot be rebound)
                 continue
             cn, tn = self._bind(container, "S"), self._bind(t, "E")
-            if container.__class__ is dict:
+            if container.__class__ is dict or container.__class__ is types.MappingProxyType:
                 conds.append(f"{cn}.get({key!r}) is {tn}")
             elif container.__class__ is list:
                 conds.append(f"len({cn}) > {key} and {cn}[{key}] is {tn}")
@@ -673,14 +673,17 @@ def captured_sources(fn, tensors, modules=()):
                    if not k.startswith("_")]
     # fn's globals, closure cells and defaults, and those of the functions found there (a helper that reads
     # the batch, ``def read(): return box["x"]``; a partial over the dict), three levels deep
-    todo, seen_fns, seen_globals = [(getattr(fn, "__func__", fn), "")], set(), set()
+    # (each scope carries the chain of places that led to the helper it belongs to: a helper rebound there, with
+    # its own defaults, must trace again, so a tensor found through it guards those places too)
+    scopes = [(c, k, v, w, ()) for c, k, v, w in scopes]
+    todo, seen_fns, seen_globals = [(getattr(fn, "__func__", fn), "", ())], set(), set()
     for _depth in range(3):
         nxt = []
-        for f, prefix in todo:
+        for f, prefix, chain in todo:
             if f.__class__ is _PARTIAL:
-                scopes += [(f.args, i, v, f"{prefix}partial arg {i}") for i, v in enumerate(f.args)]
-                scopes += [(f.keywords, k, v, f"{prefix}partial {k}") for k, v in f.keywords.items()]
-                nxt.append((f.func, prefix))
+                scopes += [(f.args, i, v, f"{prefix}partial arg {i}", chain) for i, v in enumerate(f.args)]
+                scopes += [(f.keywords, k, v, f"{prefix}partial {k}", chain) for k, v in f.keywords.items()]
+                nxt.append((f.func, prefix, chain))
                 continue
             code = getattr(f, "__code__", None)
             if code is None or id(f) in seen_fns:
@@ -699,8 +702,8 @@ def captured_sources(fn, tensors, modules=()):
                     continue
             here += [(f.__defaults__, i, v, f"{prefix}default {i}") for i, v in enumerate(f.__defaults__ or ())]
             here += [(f.__kwdefaults__, k, v, f"{prefix}default {k}") for k, v in (f.__kwdefaults__ or {}).items()]
-            scopes += here
-            nxt += [(v, f"{getattr(v, '__name__', '?')}: ") for _c, _k, v, _w in here
+            scopes += [(c, k, v, w, chain) for c, k, v, w in here]
+            nxt += [(v, f"{getattr(v, '__name__', '?')}: ", chain + ((c, k, v, w),)) for c, k, v, w in here
                     if v.__class__ is _PARTIAL or v.__class__ is _FUNCTION and (
                         v.__closure__ is not None or v.__defaults__ or v.__kwdefaults__)]
         todo = nxt
@@ -721,6 +724,9 @@ def captured_sources(fn, tensors, modules=()):
         elif _plain_object(v):
             holder, dot = v.__dict__, True
             items = [(k, x) for k, x in holder.items() if not k.startswith("_")]
+        elif isinstance(v, type) and v.__module__ not in _LIBRARY_MODULES and not issubclass(v, Tensor):
+            holder, dot = vars(v), True  # a class of the user's (Data.x): its attributes, through the live proxy
+            items = [(k, x) for k, x in holder.items() if not k.startswith("_")]
         else:
             return False
         if len(holder) > 10_000:
@@ -736,9 +742,16 @@ def captured_sources(fn, tensors, modules=()):
             found.append((container, key, v, what))
         return hit
 
-    for container, key, v, what in scopes:
-        visit(container, key, v, what, 2)
+    for container, key, v, what, chain in scopes:
+        if visit(container, key, v, what, 2):
+            for c, k, h, w in chain:  # the helper must stay the one traced, where it was found
+                if c.__class__ is not tuple and (id(c), k) not in seen:
+                    seen.add((id(c), k))
+                    found.append((c, k, h, w))
     return found
+
+
+_LIBRARY_MODULES = ("builtins", "typing", "abc", "enum", "collections", "functools")
 
 
 def _holds(v, want, depth):
@@ -764,6 +777,69 @@ def _plain_object(v):
     d = getattr(v, "__dict__", None)
     return (d.__class__ is dict and not isinstance(v, _NOT_OBJECTS) and v.__class__.__module__ != "builtins"
             or v.__class__ is _NAMESPACE)
+
+
+def unguardable(fn, T, captured):
+    """Why a replay of ``fn``'s trace could not follow what an eager call would read or write, or None: the code
+    assigns a global or an outer variable (a replay skips the Python that stores it), or it read a tensor from
+    outside its arguments that ``captured_sources`` found at no place the guard can check (through an
+    iterator's ``next``, a class attribute, a property, a global of another module): a replay would reuse the
+    traced tensor while eager reads a new one."""
+    stored = _outer_stores(fn)
+    if stored:
+        return (f"it assigns {stored} (a replay would skip the store): return the new value, or update a tensor in "
+                "place")
+    found = {id(t) for _c, _k, t, _w in captured}
+    owned = set()  # the parameters and buffers of the modules the call used or its code can reach
+    for m in list(T.modules.values()) + _reachable_modules(fn):
+        owned.update(id(v) for v in m.parameters())
+        owned.update(id(v) for v in m.buffers())
+    for t, _slot in T.externals.values():
+        if id(t) not in found and id(t) not in owned:
+            return (f"it read a {t.dtype} tensor of shape {list(t.shape)} from outside its arguments at a place the "
+                    "guard cannot check (an iterator, a class attribute, a property, another module's global): "
+                    "pass it as an argument")
+    return None
+
+
+def _reachable_modules(fn):
+    """The nn.Modules held by ``fn``'s object (a bound method's), globals and closure cells, or one level into a
+    dict, list or tuple there: their parameters and buffers are the model's, not a batch."""
+    from ..nn.module import Module  # (nn imports the compiler's callers: late, as compiled.py's is)
+
+    f = getattr(fn, "__func__", fn)
+    values = [getattr(fn, "__self__", None)] + list(getattr(f, "__globals__", {}).values())
+    for cell in getattr(f, "__closure__", None) or ():
+        values.append(_cell_value(cell))
+    out = []
+    for v in values:
+        if isinstance(v, Module):
+            out.append(v)
+        elif v.__class__ in (dict, list, tuple) and len(v) <= 10_000:
+            out.extend(x for x in (v.values() if v.__class__ is dict else v) if isinstance(x, Module))
+    return out
+
+
+def _outer_stores(fn):
+    """The globals and outer variables ``fn``'s code (its nested functions' included) assigns or deletes, named
+    for a message ("the global 'step'"), or ''."""
+    f = getattr(fn, "__func__", fn)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return ""
+    local_cells = set(code.co_cellvars)
+    names = []
+    stack = [(code, True)]
+    while stack:
+        c, top = stack.pop()
+        for i in dis.get_instructions(c):
+            if i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+                names.append(f"the global '{i.argval}'")
+            elif i.opname in ("STORE_DEREF", "DELETE_DEREF") and i.argval in c.co_freevars and (
+                    top or i.argval not in local_cells):
+                names.append(f"the outer variable '{i.argval}'")
+        stack.extend((k, False) for k in c.co_consts if hasattr(k, "co_code"))
+    return ", ".join(sorted(set(names)))
 
 
 def _cell_value(cell):
