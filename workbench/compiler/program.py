@@ -19,6 +19,7 @@ from .. import _backend
 from ..autograd import engine as _engine
 from ..autograd import function as _function
 from ..autograd.grad_mode import STATE
+from ..nn.module import Module
 from .._core import _INFERENCE_BOX
 from ..tensor import Tensor
 from .trace import ShapeChanged, Unsupported, _where, slot_refs as _slot_refs
@@ -805,8 +806,6 @@ def unguardable(fn, T, captured):
 def _reachable_modules(fn):
     """The nn.Modules held by ``fn``'s object (a bound method's), globals and closure cells, or one level into a
     dict, list or tuple there: their parameters and buffers are the model's, not a batch."""
-    from ..nn.module import Module  # (nn imports the compiler's callers: late, as compiled.py's is)
-
     f = getattr(fn, "__func__", fn)
     values = [getattr(fn, "__self__", None)] + list(getattr(f, "__globals__", {}).values())
     for cell in getattr(f, "__closure__", None) or ():
