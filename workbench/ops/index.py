@@ -177,7 +177,7 @@ class GetItem(Function):
             raise IndexError(f"{e} (indexing a tensor of shape {list(x.shape)})") from None
         b = y.base
         if b is not None and (b is x or b is x.base):  # a view: a basic index (no index arrays)
-            if key.__class__ is tuple and y.size and any(k is None for k in key):
+            if key.__class__ is tuple and None in key and y.size:
                 # NumPy gives the dims None adds stride 0; PyTorch's unsqueeze the stride of the dim they precede
                 # times its size (as a reshape inserting them), which .stride() and .view() see
                 y = x[tuple([k for k in key if k is not None])].reshape(y.shape)
