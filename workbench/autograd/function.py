@@ -726,9 +726,9 @@ def _record_raw(cls, args, datas, xp, saves=None):
             node._non_differentiable = None
         results = []
         for k, o in enumerate(outs):
-            diff = _DIFF_DTYPES[o.dtype] and not any(o is x for x in nd)
+            diff = _DIFF_DTYPES[o.dtype] and not (nd and any(o is x for x in nd))
             results.append(_make(o, diff, node if diff else None, k))
-        node._out_meta = tuple((o.shape, o.dtype) for o in outs)
+        node._out_meta = tuple([(o.shape, o.dtype) for o in outs])
         if node._saved is not None:
             node._saved, node._saved_meta = _resolve_saved_raw(node._saved, args, datas, outs, results)
         res = tuple(results) if out.__class__ is tuple else results[0]

@@ -111,16 +111,21 @@ def _pieces(input, keys, dim, op):
         return _multi_output_views(tuple(GetItem.apply(input, k) for k in keys), op)
     outs = _PIECES[op].apply(input, tuple(keys), dim)
     root = input._base if input._base is not None else input
-    parent = input._view_fn
-    for k, t in zip(keys, outs):
-        t._vbox, t._base = input._vbox, root
-        if input._base is None:
-            t._view_fn = (GetItem, (k,), None)
-        elif parent is not None:
-            t._view_fn = (GetItem, (k,), parent)
-        if root.grad_fn is not None:
+    parent = None if input._base is None else input._view_fn
+    replayable = input._base is None or parent is not None
+    box, register = input._vbox, root.grad_fn is not None
+    for i, (k, t) in enumerate(zip(keys, outs)):  # (one pass: _multi_output_views's marks too)
+        t._vbox, t._base = box, root
+        d = t.__dict__
+        if replayable:
+            d["_view_fn"] = (GetItem, (k,), parent)
+        if t._rg:
+            d["_multi_view"] = (op, i)
+        if register:
             _register_view(root, t)
-    return _multi_output_views(outs, op)
+    if outs[0]._rg:
+        root._multi_base = True
+    return outs
 
 
 def _multi_output_views(views, op):
