@@ -847,7 +847,7 @@ def _binary(name, fwd, bwd, kind="any", doc="", save_y=False, kernel=None, refus
         return bwd(g, a if a is not None else ctx.sa, b if b is not None else ctx.sb, y)
 
     cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
-                                                  "forward": staticmethod(forward),
+                                                  "_nondiff": kind == "nograd", "forward": staticmethod(forward),
                                                   "backward": staticmethod(backward)})
 
     def public(input, other, *, out=None):
@@ -1091,7 +1091,7 @@ def _compare(name, ufunc):
         return y
 
     cls = type(name.capitalize(), (Function,), {"_raw": True, "op_name": name, "__module__": __name__,
-                                                  "forward": staticmethod(forward),
+                                                  "_nondiff": True, "forward": staticmethod(forward),
                                                   "backward": staticmethod(lambda ctx, g: (None, None))})
 
     def public(input, other, *, out=None):
