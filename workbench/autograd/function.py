@@ -236,7 +236,7 @@ class Function:
     # requires grad). None here: the operators call forward.
     _saves = None
     _setup = False  # True when the subclass uses the setup_context style
-    # a primitive whose outputs never take a gradient (comparisons, logical and bitwise ops, argmax): nothing is
+    # a primitive whose outputs never take a gradient (comparisons, logical and bitwise ops): nothing is
     # recorded for it, as PyTorch records no node (a node made and dropped cost x == y 1.5 us)
     _nondiff = False
     op_name = None
