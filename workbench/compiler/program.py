@@ -710,12 +710,17 @@ def captured_sources(fn, tensors, modules=()):
         todo = nxt
     found, seen = [], set()
 
-    def visit(container, key, v, what, depth):
-        # whether v is a wanted tensor or holds one (depth levels down); records the places on the way
+    def add(container, key, v, what):
+        if (id(container), key) not in seen:
+            seen.add((id(container), key))
+            found.append((container, key, v, what))
+
+    def visit(container, key, v, what, depth, record=True):
+        # whether v is a wanted tensor or holds one (depth levels down); records the places on the way, but not
+        # inside a tuple (its items are read through the name that holds it: that name is guarded)
         if id(v) in want and v is want[id(v)]:
-            if (id(container), key) not in seen:
-                seen.add((id(container), key))
-                found.append((container, key, v, what))
+            if record:
+                add(container, key, v, what)
             return True
         if depth == 0:
             return False
@@ -732,45 +737,23 @@ def captured_sources(fn, tensors, modules=()):
             return False
         if len(holder) > 10_000:
             return False
+        inner = record and c is not tuple
         hit = False
         for k2, v2 in list(items):
-            if c is tuple:  # a tuple's items are read through the name that holds it: that name is guarded
-                hit = (id(v2) in want and v2 is want[id(v2)]) or _holds(v2, want, depth - 1) or hit
-            else:
-                hit = visit(holder, k2, v2, f"{what}.{k2}" if dot else f"{what}[{k2!r}]", depth - 1) or hit
-        if hit and (id(container), key) not in seen:  # the holder itself must stay the one traced
-            seen.add((id(container), key))
-            found.append((container, key, v, what))
+            hit = visit(holder, k2, v2, f"{what}.{k2}" if dot else f"{what}[{k2!r}]", depth - 1, inner) or hit
+        if hit and record:  # the holder itself must stay the one traced
+            add(container, key, v, what)
         return hit
 
     for container, key, v, what, chain in scopes:
         if visit(container, key, v, what, 2):
             for c, k, h, w in chain:  # the helper must stay the one traced, where it was found
-                if c.__class__ is not tuple and (id(c), k) not in seen:
-                    seen.add((id(c), k))
-                    found.append((c, k, h, w))
+                if c.__class__ is not tuple:
+                    add(c, k, h, w)
     return found
 
 
 _LIBRARY_MODULES = ("builtins", "typing", "abc", "enum", "collections", "functools")
-
-
-def _holds(v, want, depth):
-    """Whether container ``v`` holds a wanted tensor, ``depth`` levels down."""
-    if depth <= 0:
-        return False
-    c = v.__class__
-    if c is dict:
-        vals = v.values()
-    elif c is list or c is tuple:
-        vals = v
-    elif _plain_object(v):
-        vals = [x for k, x in v.__dict__.items() if not k.startswith("_")]
-    else:
-        return False
-    if len(vals) > 10_000:
-        return False
-    return any((id(x) in want and x is want[id(x)]) or _holds(x, want, depth - 1) for x in vals)
 
 
 def _plain_object(v):

@@ -129,6 +129,11 @@ def _keep(t, in_shape, dims, keepdim):
     return t.reshape(_kept_shape(in_shape, dims))
 
 
+def _np_mean(x, dims, keepdims, n):
+    """NumPy's mean of a floating array over dims (n elements each), its bits, without its Python layers."""
+    return _np.true_divide(_np.add.reduce(x, axis=dims, keepdims=keepdims), n)
+
+
 def _count(shape, dims):
     n = 1
     for d in (range(len(shape)) if dims is None else dims):
@@ -272,7 +277,7 @@ class Mean(Function):
         if _half(x.dtype):  # the float32 sum over n, rounded once (see _half)
             return ctx.xp.asarray(x.sum(axis=dims, keepdims=keepdim, dtype=_F32) / _F32.type(ctx.n)).astype(x.dtype)
         if x.__class__ is _np.ndarray and x.dtype.kind in "fc":  # NumPy's mean, its bits, without its Python layers
-            return _np.asarray(_np.true_divide(_np.add.reduce(x, axis=dims, keepdims=keepdim), ctx.n))
+            return _np.asarray(_np_mean(x, dims, keepdim, ctx.n))
         return ctx.xp.asarray(x.mean(axis=dims, keepdims=keepdim))
 
     @staticmethod
@@ -853,7 +858,7 @@ class Var(Function):
                           stacklevel=4)
         xw = _widen(x)
         if xw.__class__ is _np.ndarray:  # NumPy's mean and sum, their bits, without their Python layers
-            m = _np.true_divide(_np.add.reduce(xw, axis=dims, keepdims=True), n)
+            m = _np_mean(xw, dims, True, n)
         else:
             m = xw.mean(axis=dims, keepdims=True)
         dev = xw - m
@@ -883,7 +888,7 @@ class Var(Function):
                 zero = yd == 0
                 gd = _np.where(zero, 0.0, gd / (2 * _np.where(zero, 1.0, yd)))
             kept = _kept_shape(ctx.in_shape, ctx.dims) if ctx.in_shape else ()
-            dev = xd - _np.true_divide(_np.add.reduce(xd, axis=ctx.dims, keepdims=True), _count(xd.shape, ctx.dims))
+            dev = xd - _np_mean(xd, ctx.dims, True, _count(xd.shape, ctx.dims))
             return Tensor._make(gd.reshape(kept) * dev * _two_over(ctx.dof)), None, None, None, None
         if ctx.sqrt:  # d std = d var / (2 std), 0 where std == 0 (PyTorch's)
             zero = y == 0
