@@ -496,6 +496,304 @@ def test_a_global_number_the_step_reads_is_guarded():
     LR = 0.1
 
 
+class _Config:
+    pass
+
+
+def _read_forms():
+    """(name, make(m, x) -> (step, change(i))): a step reading a Python value through a container or an object
+    of the user's, which the loop changes between calls."""
+    def dict_value(m, x):
+        cfg = {"k": 1.0}
+        return (lambda: (m(x) * cfg["k"]).sum()), lambda i: cfg.__setitem__("k", 1.0 + i)
+
+    def nested(m, x):
+        cfg = {"opt": {"k": 1.0}}
+        return (lambda: (m(x) * cfg["opt"]["k"]).sum()), lambda i: cfg["opt"].__setitem__("k", 1.0 + i)
+
+    def list_item(m, x):
+        ks = [1.0, 2.0]
+        return (lambda: (m(x) * ks[0]).sum()), lambda i: ks.__setitem__(0, 1.0 + i)
+
+    def attribute(m, x):
+        c = _Config()
+        c.k = 1.0
+        return (lambda: (m(x) * c.k).sum()), lambda i: setattr(c, "k", 1.0 + i)
+
+    def rebound_container(m, x):  # the dict itself replaced: the read goes through the new one
+        box = [{"k": 1.0}]
+        return (lambda: (m(x) * box[0]["k"]).sum()), lambda i: box.__setitem__(0, {"k": 1.0 + i})
+
+    def slice_bound(m, x):
+        n = {"k": 2}
+        return (lambda: m(x)[: n["k"]].sum()), lambda i: n.__setitem__("k", 1 + i % 3)
+
+    def branch_flag(m, x):
+        ns = {"train": True}
+        return (lambda: (m(x) * (2.0 if ns["train"] else 1.0)).sum()), lambda i: ns.__setitem__("train", i % 2 == 0)
+
+    def int_then_float(m, x):  # 2 and 2.0 are equal, and promote differently
+        cfg = {"k": 2}
+        return (lambda: (m(x).double() * cfg["k"]).sum()), lambda i: cfg.__setitem__("k", 2 if i < 2 else 2.0)
+
+    def owner_attr(m, x):  # a trainer's bound method reading self.scale
+        class Trainer:
+            def __init__(self):
+                self.scale = 1.0
+
+            def step(self):
+                return (m(x) * self.scale).sum()
+        t = Trainer()
+        return t.step, lambda i: setattr(t, "scale", 1.0 + i)
+
+    def module_container(m, x):  # a model's dict attribute its forward reads
+        m.cfg = {"k": 1.0}
+        m.forward = None
+        del m.forward
+
+        def step():
+            return (m(x) * m.cfg["k"]).sum()
+        return step, lambda i: m.cfg.__setitem__("k", 1.0 + i)
+
+    def object_argument(m, x):  # an argparse-style namespace handed in: what it holds is read
+        import types
+        ns = types.SimpleNamespace(k=1.0)
+        return (lambda a=ns: (m(x) * a.k).sum()), lambda i: setattr(ns, "k", 1.0 + i)
+
+    def list_length(m, x):  # len() of a list the loop appends to
+        extra = []
+        return (lambda: (m(x) * (len(extra) + 1)).sum()), lambda i: extra.append(i)
+
+    def numpy_element(m, x):  # a number read out of a small NumPy array
+        a = np.ones(2, np.float32)
+        return (lambda: (m(x) * float(a[0])).sum()), lambda i: a.__setitem__(slice(None), i + 1)
+
+    return [(f.__name__, f) for f in (dict_value, nested, list_item, attribute, rebound_container, slice_bound,
+                                      branch_flag, int_then_float, owner_attr, module_container, object_argument,
+                                      list_length, numpy_element)]
+
+
+@pytest.mark.parametrize("name,make", _read_forms())
+def test_a_python_value_read_through_a_container_or_object_is_guarded(name, make):
+    # such a value was baked into the trace: every replay used the first call's (cfg["k"] = 2 went unseen)
+    results = []
+    for compiled in (False, True):
+        wb.manual_seed(0)
+        m = nn.Linear(4, 2)
+        x = wb.randn(3, 4)
+        step, change = make(m, x)
+        f = wb.compile(step) if compiled else step
+        out = []
+        for i in range(5):
+            change(i)
+            out.append(_bits(f()))
+            if name != "list_length":
+                out.append(_bits(f()))  # the same value twice: the second call replays
+        results.append(out)
+    assert results[0] == results[1]
+    assert wb.compiler.explain(f).replays >= (0 if name == "list_length" else 3)
+
+
+def _effect_forms():
+    """(name, make(m, x) -> (step, probe())): a step that changes Python state a replay would skip."""
+    def append_item(m, x):
+        losses = []
+
+        def step():
+            loss = m(x).pow(2).sum()
+            losses.append(loss.detach())
+            return loss
+        return step, lambda: [_bits(v) for v in losses]
+
+    def counter(m, x):
+        st = {"n": 0}
+
+        def step():
+            st["n"] += 1
+            return m(x).sum()
+        return step, lambda: st["n"]
+
+    def stash_tensor(m, x):
+        st = {}
+
+        def step():
+            loss = m(x).sum()
+            st["loss"] = loss.detach()
+            with wb.no_grad():
+                m.weight.add_(0.1)
+            return loss
+        return step, lambda: _bits(st["loss"])
+
+    def object_attribute(m, x):
+        class Trainer:
+            def __init__(self):
+                self.calls = 0
+
+            def step(self):
+                self.calls += 1
+                return m(x).sum()
+        t = Trainer()
+        return t.step, lambda: t.calls
+
+    def module_attribute(m, x):
+        def step():
+            loss = m(x).sum()
+            m.calls = getattr(m, "calls", 0) + 1
+            return loss
+        return step, lambda: m.calls
+
+    def module_forward_store(m, x):
+        class Counting(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = m
+                self.last = None
+
+            def forward(self, x):
+                y = self.inner(x)
+                self.last = y.detach()
+                return y
+        c = Counting()
+        return (lambda: c(x).sum()), lambda: _bits(c.last)
+
+    def argument_list(m, x):
+        hist = []
+        return (lambda h=hist: h.append(1) or m(x).sum()), lambda: len(hist)
+
+    def set_add(m, x):
+        seen = set()
+
+        def step():
+            seen.add(len(seen))
+            return m(x).sum()
+        return step, lambda: len(seen)
+
+    def numpy_write(m, x):
+        a = np.zeros(2)
+
+        def step():
+            a[0] += 1
+            return m(x).sum()
+        return step, lambda: a.tolist()
+
+    return [(f.__name__, f) for f in (append_item, counter, stash_tensor, object_attribute, module_attribute,
+                                      module_forward_store, argument_list, set_add, numpy_write)]
+
+
+def test_a_tensor_made_from_a_tensor_or_an_array_in_the_call_runs_eagerly():
+    # wb.tensor(x) copied x's values at the trace into a constant: every replay returned the first call's
+    a = np.ones(2, np.float32)
+    forms = [lambda x: wb.tensor(x) * 2, lambda x: wb.tensor([x[0], x[1]]) * 2, lambda x: wb.tensor(a) * x,
+             lambda x: wb.tensor(np.float32(3.0)) * x]
+    for i, fn in enumerate(forms):
+        with pytest.warns(UserWarning) if i == 0 else _no_warning():
+            c = wb.compile(fn)
+            outs = []
+            for k in range(3):
+                a[:] = k
+                x = wb.full((2,), float(k))
+                outs.append((_bits(c(x)), _bits(fn(x))))
+        assert all(p == q for p, q in outs)
+        if i < 3:
+            assert "tensor() made" in wb.compiler.explain(c).reasons[0]
+    c = wb.compile(lambda x: wb.tensor([1.0, 2.0]) * x)  # Python numbers: a constant, replayed
+    for _ in range(3):
+        c(wb.ones(2))
+    assert wb.compiler.explain(c).replays == 2
+
+
+class _no_warning:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_call_that_prints_runs_eagerly(capsys):
+    def f(x):
+        print("step")
+        return x * 2
+    c = wb.compile(f)
+    for _ in range(3):
+        c(wb.ones(2))
+    assert capsys.readouterr().out == "step\n" * 3
+    assert "it prints" in wb.compiler.explain(c).reasons[0]
+
+
+def test_a_call_that_advances_an_iterator_runs_eagerly():
+    lrs = iter([1.0, 2.0, 3.0])
+    x = wb.ones(2)
+    f = wb.compile(lambda: x * next(lrs))
+    assert [f().tolist() for _ in range(3)] == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
+    assert "it calls next() on an iterator" in wb.compiler.explain(f).reasons[0]
+
+
+@pytest.mark.parametrize("name,make", _effect_forms())
+def test_a_call_that_changes_python_state_runs_eagerly_and_says_what(name, make):
+    # a replay runs the tensor ops only: losses.append(loss.item()) in the step kept one loss for three calls
+    results = []
+    for compiled in (False, True):
+        wb.manual_seed(0)
+        m = nn.Linear(4, 2)
+        x = wb.randn(3, 4)
+        step, probe = make(m, x)
+        f = wb.compile(step) if compiled else step
+        out = []
+        for _ in range(4):
+            f()
+            out.append(probe())
+        results.append(out)
+    assert results[0] == results[1]
+    e = wb.compiler.explain(f)
+    assert e.replays == 0 and "it changed" in str(e) and "Python state" in str(e)
+
+
+def test_losses_appended_by_a_step_name_the_list():
+    model = nn.Linear(4, 1)
+    opt = wb.optim.SGD(model.parameters(), lr=0.01)
+    losses = []
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        return loss
+    f = wb.compile(train_step)
+    for _ in range(3):
+        f(wb.ones(2, 4), wb.zeros(2, 1))
+    assert len(losses) == 3 and losses[0] > losses[1] > losses[2]
+    assert "it changed the list losses (its length)" in wb.compiler.explain(f).reasons[0]
+
+
+def test_a_model_rebound_or_a_submodule_replaced_traces_again():
+    # the guard checked the traced modules' own state, so a new model bound to the name (or a new layer set into
+    # a Sequential) replayed the old one
+    global _MODEL
+    wb.manual_seed(0)
+    _MODEL = nn.Sequential(nn.Linear(4, 2))
+    x = wb.randn(3, 4)
+
+    def step():
+        return _MODEL(x).sum()
+    f = wb.compile(step)
+    assert _bits(f()) == _bits(step())
+    _MODEL = nn.Sequential(nn.Linear(4, 2))
+    assert _bits(f()) == _bits(step())
+    _MODEL[0] = nn.Linear(4, 2)
+    assert _bits(f()) == _bits(step())
+    assert _bits(f()) == _bits(step())
+    e = wb.compiler.explain(f)
+    assert e.traces == 3 and e.replays == 1
+    cm = wb.compile(_MODEL)
+    assert _bits(cm(x)) == _bits(_MODEL(x))
+    _MODEL[0] = nn.Linear(4, 2)
+    assert _bits(cm(x)) == _bits(_MODEL(x))
+    del _MODEL
+
+
 def test_value_read_mid_step_falls_back_with_the_reason():
     model = nn.Linear(4, 1)
     opt = wb.optim.SGD(model.parameters(), lr=0.1)

@@ -15,8 +15,8 @@ from ..tensor import Tensor
 from . import cudagraph as _cudagraph
 from . import grad_region as _grad_region
 from . import trace as _trace
-from .program import (Program, _walk, arg_paths_of, captured_sources, describe, read_numbers, signature,
-                      unguardable)
+from .program import Program, _walk, arg_paths_of, captured_sources, describe, signature, unguardable
+from .pystate import plain_value, changed, contents, python_state
 
 RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
 
@@ -94,6 +94,11 @@ class CompiledFunction:
                 n = T.new_slot(t._data)
                 T.bindings[n] = ("arg", t)
         seq0 = T.seq0 = next(_graph._seq)
+        # the Python values the call can read (the guard checks them), and the containers it must leave as it
+        # found them (a replay would skip a change to them), as the call finds them
+        numbers, holders = python_state(self._fn, args, kwargs)
+        before = contents(holders)
+        T.holders = holders
         with T:
             result = self._fn(*args, **kwargs)
             if T.reason is None and STATE.enabled:
@@ -110,14 +115,25 @@ class CompiledFunction:
         captured = captured_sources(self._fn, [t for t, _slot in T.externals.values()], list(T.modules.values()))
         if T.reason is None:
             T.reason = unguardable(self._fn, T, captured)
-        numbers = read_numbers(self._fn)
+        if T.reason is None:
+            what = changed(holders, before, T.replayed_changes) or T.module_changes()
+            if what:
+                T.reason = (f"it changed {what} (Python state: a replay runs the tensor ops only, and would skip "
+                            "that): keep the bookkeeping outside the compiled function, or return the value")
+        del before
+        T.holders = ()
+        if T.replayed_changes:  # what a replayed call (a step hook) changes is no condition of the replay
+            again = {id(holders[i][0]) for i in T.replayed_changes}
+            numbers = [r for r in numbers if id(r[0]) not in again]
         prog = Program(T, args, kwargs, result, paths, captured, numbers)
         prog.signature = signature(args, kwargs)
         for _c, _k, v, what in captured:  # by identity: a batch rebound to a new tensor is a new signature
             prog.signature[f"captured {what}"] = (describe(v) if id(v) in prog.lifted  # (read anew: as an argument)
                                                   else f"{type(v).__name__} object {id(v):#x}")
         for _c, _k, v, what in numbers:
-            prog.signature[f"global {what}"] = f"{type(v).__name__} {v!r}"[:80]
+            prog.signature[f"global {what}"] = (f"{type(v).__name__} {v!r}"[:80] if plain_value(v)
+                                                else f"{type(v).__name__} object {id(v):#x}" + (
+                                                    f" holding {v.tobytes().hex()[:40]}" if hasattr(v, "tobytes") else ""))
         for m, training in T.entry_modes.values():  # the modules' modes and settings, as the call found them
             prog.signature[f"{type(m).__name__} (module {id(m):#x})"] = (
                 f"in {'train' if training else 'eval'} mode, with {T.module_attrs.get(id(m), {})}")

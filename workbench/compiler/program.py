@@ -12,7 +12,7 @@ a node's saved arrays when its backward ran; kept to the end of the program, eve
 step would stay alive at once and each new array would land in memory the cache has not seen.
 """
 import dis
-import functools
+import itertools
 import types
 
 from .. import _backend
@@ -22,6 +22,8 @@ from ..autograd.grad_mode import STATE
 from ..nn.module import Module
 from .._core import _INFERENCE_BOX
 from ..tensor import Tensor
+from . import pystate as _pystate
+from .pystate import plain_value
 from .trace import ShapeChanged, Unsupported, _where, slot_refs as _slot_refs
 
 np = _backend.numpy
@@ -137,7 +139,9 @@ class Program:
         self._names = {}
         self._globals = {"Tensor": Tensor, "STATE": STATE, "np": np, "_ACC": accumulate, "_SETGRAD": set_grad,
                          "_OUT": make_output, "_BW": _engine._call_backward, "_mk": _make,
-                         "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged, "_CELL": _cell_value}
+                         "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged, "_CELL": _cell_value,
+                         "_CELLX": _cell_or_missing, "_MISSING": _MISSING,
+                         "_REPEAT": lambda n: itertools.repeat(_MISSING, n)}
         # captured tensors the replay reads afresh from where the code read them (id(tensor) -> that expression)
         self.lifted = self._lift(tracer, captured, result)
         self.guard_src = self._guard_source(args, kwargs, arg_paths)
@@ -187,6 +191,17 @@ class Program:
         if container.__class__ is list:
             return f"({cn}[{key}] if len({cn}) > {key} else None)"
         return f"_CELL({cn})"
+
+    def _place_src(self, container, key):
+        """The expression that reads ``container[key]`` (a dict's, an attribute table's, a list's or tuple's
+        item, a closure cell's value) now, or _MISSING where nothing is there."""
+        cn = self._bind(container, "S")
+        k = repr(key) if key.__class__ in (str, int) else self._bind(key, "Y")
+        if container.__class__ in (list, tuple):
+            return f"({cn}[{k}] if len({cn}) > {k} else _MISSING)"
+        if container.__class__ is types.CellType:
+            return f"_CELLX({cn})"
+        return f"{cn}.get({k}, _MISSING)"
 
     def _lift(self, T, captured, result):
         """The captured tensors the replay reads from where the code read them instead of the traced tensor, as
@@ -254,11 +269,7 @@ class Program:
                 conds.append(f"len({cn}) > {key} and {cn}[{key}] is {tn}")
             else:  # a closure cell
                 conds.append(f"{cn}.cell_contents is {tn}")
-        for container, key, v, _what in self.numbers:  # the same value, of the same type (1 is not 1.0 or True)
-            cn = self._bind(container, "S")
-            read = f"{cn}.get({key!r}, {cn})" if container.__class__ is dict else f"{cn}.cell_contents"
-            conds.append(f"{read}.__class__ is {self._bind(v.__class__, 'K')} and {read} == {v!r}"
-                         if v is not None else f"{read} is None")
+        conds.extend(self._read_conds(self.numbers))
         for t in T.grad_reads.values():  # a .grad made before the call, read where the call reads it
             g = t._grad
             gn = f"{self._bind(t, 'E')}._grad"
@@ -275,6 +286,8 @@ class Program:
             hooked = bool(m._forward_pre_hooks or m._forward_hooks or m._backward_hooks or m._backward_pre_hooks)
             conds.append(f"bool({mn}._forward_pre_hooks or {mn}._forward_hooks or {mn}._backward_hooks or "
                          f"{mn}._backward_pre_hooks) is {hooked}")  # (a trace with hooks runs eagerly: it must match)
+            if m._modules:  # its submodules (model[0] = nn.Linear(...) traces again)
+                conds.append(f"tuple({mn}._modules.items()) == {self._bind(tuple(m._modules.items()), 'V')}")
             for table in ("_parameters", "_buffers"):
                 d = m.__dict__[table]
                 if d:
@@ -287,6 +300,45 @@ class Program:
             lines.append("        return False")
         lines.append("    return True")
         return "\n".join(lines) + "\n"
+
+    def _read_conds(self, reads):
+        """The guard's checks of the Python values the call read (``pystate.python_state``): each place holds the
+        same value, of the same class (1 is not 1.0 or True; a nan is itself), or the very container or module it
+        held. A container's many values are compared in one go (a config dict, a list of numbers)."""
+        conds, bulk = [], {}
+        for container, key, v, _what in reads:
+            if key is _pystate.LENGTH:
+                conds.append(f"len({self._bind(container, 'S')}) == {v}")
+                continue
+            if v.__class__ is np.ndarray:  # that array, holding the same values
+                conds.append(f"(_a := {self._place_src(container, key)}) is {self._bind(v, 'V')} and "
+                             f"_a.tobytes() == {self._bind(v.tobytes(), 'V')}")
+                continue
+            if plain_value(v) and container.__class__ is not types.CellType:
+                bulk.setdefault(id(container), (container, []))[1].append((key, v))
+                continue
+            read = self._place_src(container, key)
+            vn = self._bind(v, "V")
+            if plain_value(v):
+                conds.append(f"(_v := {read}) is {vn} or _v.__class__ is {self._bind(v.__class__, 'K')} and _v == {vn}")
+            else:
+                conds.append(f"{read} is {vn}")
+        for container, items in bulk.values():
+            if len(items) < 4:
+                for key, v in items:
+                    vn = self._bind(v, "V")
+                    conds.append(f"(_v := {self._place_src(container, key)}) is {vn} or "
+                                 f"_v.__class__ is {self._bind(v.__class__, 'K')} and _v == {vn}")
+                continue
+            cn = self._bind(container, "S")
+            keys, values = tuple(k for k, _v in items), tuple(v for _k, v in items)
+            kn, vn, tn = self._bind(keys, "V"), self._bind(values, "V"), self._bind(tuple(map(type, values)), "V")
+            if container.__class__ in (list, tuple):
+                read = f"len({cn}) > {max(keys)} and (_t := tuple(map({cn}.__getitem__, {kn})))"
+            else:
+                read = f"(_t := tuple(map({cn}.get, {kn}, _REPEAT({len(keys)}))))"
+            conds.append(f"{read} == {vn} and tuple(map(type, _t)) == {tn}")
+        return conds
 
     def _tensor_conds(self, expr, t):
         d = t._data
@@ -666,48 +718,11 @@ def captured_sources(fn, tensors, modules=()):
     if not tensors:
         return []
     want = {id(t): t for t in tensors}
-    scopes = [(m.__dict__, k, v, f"{type(m).__name__}.{k}") for m in modules for k, v in list(m.__dict__.items())
-              if not k.startswith("_")]
+    scopes = [(m.__dict__, k, v, f"{type(m).__name__}.{k}", ()) for m in modules
+              for k, v in list(m.__dict__.items()) if not k.startswith("_")]
     owner = getattr(fn, "__self__", None)
-    if owner is not None and owner not in modules and isinstance(getattr(owner, "__dict__", None), dict):
-        scopes += [(owner.__dict__, k, v, f"self.{k}") for k, v in list(owner.__dict__.items())
-                   if not k.startswith("_")]
-    # fn's globals, closure cells and defaults, and those of the functions found there (a helper that reads
-    # the batch, ``def read(): return box["x"]``; a partial over the dict), three levels deep
-    # (each scope carries the chain of places that led to the helper it belongs to: a helper rebound there, with
-    # its own defaults, must trace again, so a tensor found through it guards those places too)
-    scopes = [(c, k, v, w, ()) for c, k, v, w in scopes]
-    todo, seen_fns, seen_globals = [(getattr(fn, "__func__", fn), "", ())], set(), set()
-    for _depth in range(3):
-        nxt = []
-        for f, prefix, chain in todo:
-            if f.__class__ is _PARTIAL:
-                scopes += [(f.args, i, v, f"{prefix}partial arg {i}", chain) for i, v in enumerate(f.args)]
-                scopes += [(f.keywords, k, v, f"{prefix}partial {k}", chain) for k, v in f.keywords.items()]
-                nxt.append((f.func, prefix, chain))
-                continue
-            code = getattr(f, "__code__", None)
-            if code is None or id(f) in seen_fns:
-                continue
-            seen_fns.add(id(f))
-            here = []
-            g = getattr(f, "__globals__", None)
-            if g is not None and id(g) not in seen_globals:
-                seen_globals.add(id(g))
-                mod = "" if not prefix else f"{g.get('__name__', '?')}."
-                here += [(g, k, v, mod + k) for k, v in list(g.items())]
-            for name, cell in zip(code.co_freevars, f.__closure__ or ()):
-                try:
-                    here.append((cell, None, cell.cell_contents, f"{prefix}{name}"))
-                except ValueError:  # an empty cell
-                    continue
-            here += [(f.__defaults__, i, v, f"{prefix}default {i}") for i, v in enumerate(f.__defaults__ or ())]
-            here += [(f.__kwdefaults__, k, v, f"{prefix}default {k}") for k, v in (f.__kwdefaults__ or {}).items()]
-            scopes += [(c, k, v, w, chain) for c, k, v, w in here]
-            nxt += [(v, f"{getattr(v, '__name__', '?')}: ", chain + ((c, k, v, w),)) for c, k, v, w in here
-                    if v.__class__ is _PARTIAL or v.__class__ is _FUNCTION and (
-                        v.__closure__ is not None or v.__defaults__ or v.__kwdefaults__)]
-        todo = nxt
+    scopes += [s for s in _pystate.scopes(fn)[0] if owner is None or owner not in modules
+               or s[0] is not getattr(owner, "__dict__", None)]
     found, seen = [], set()
 
     def add(container, key, v, what):
@@ -727,15 +742,15 @@ def captured_sources(fn, tensors, modules=()):
         c = v.__class__
         if c is dict or c is list or c is tuple:
             holder, items, dot = v, (v.items() if c is dict else enumerate(v)), False
-        elif _plain_object(v):
+        elif _pystate.plain_object(v):
             holder, dot = v.__dict__, True
             items = [(k, x) for k, x in holder.items() if not k.startswith("_")]
-        elif isinstance(v, type) and v.__module__ not in _LIBRARY_MODULES and not issubclass(v, Tensor):
+        elif _pystate.user_class(v):
             holder, dot = vars(v), True  # a class of the user's (Data.x): its attributes, through the live proxy
             items = [(k, x) for k, x in holder.items() if not k.startswith("_")]
         else:
             return False
-        if len(holder) > 10_000:
+        if len(holder) > _pystate.MAX_ITEMS:
             return False
         inner = record and c is not tuple
         hit = False
@@ -751,16 +766,6 @@ def captured_sources(fn, tensors, modules=()):
                 if c.__class__ is not tuple:
                     add(c, k, h, w)
     return found
-
-
-_LIBRARY_MODULES = ("builtins", "typing", "abc", "enum", "collections", "functools")
-
-
-def _plain_object(v):
-    """An object of a user's class (``SimpleNamespace``, a trainer) whose plain attributes may hold a batch."""
-    d = getattr(v, "__dict__", None)
-    return (d.__class__ is dict and not isinstance(v, _NOT_OBJECTS) and v.__class__.__module__ != "builtins"
-            or v.__class__ is _NAMESPACE)
 
 
 def unguardable(fn, T, captured):
@@ -783,7 +788,7 @@ def unguardable(fn, T, captured):
             return (f"it read a {t.dtype} tensor of shape {list(t.shape)} from outside its arguments at a place the "
                     "guard cannot check (an iterator, a class attribute, a property, another module's global): "
                     "pass it as an argument")
-    return None
+    return _pystate.advances(fn)
 
 
 def _reachable_modules(fn):
@@ -832,36 +837,15 @@ def _cell_value(cell):
         return None
 
 
-_PLAIN = (bool, int, float, complex, str, type(None))
-_FUNCTION = type(captured_sources)
-_PARTIAL = functools.partial
-_NAMESPACE = types.SimpleNamespace
-_NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.MethodType, functools.partial, Tensor)
+def _cell_or_missing(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
 
 
-def read_numbers(fn):
-    """The Python numbers (and bools, strings, None) ``fn``'s own code reads from its globals and closure
-    cells, by name (its nested functions' code included): [(container, key, value, what)]. The trace bakes
-    them in, so the guard checks each (``lr`` rebound from 0.1 to 0.05 traces again)."""
-    f = getattr(fn, "__func__", fn)
-    code = getattr(f, "__code__", None)
-    if code is None:
-        return []
-    names, stack = set(), [code]
-    while stack:  # the names loaded as globals (co_names also holds attribute names: opt.step is no global)
-        c = stack.pop()
-        names.update(i.argval for i in dis.get_instructions(c) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
-        stack.extend(k for k in c.co_consts if hasattr(k, "co_names"))
-    g = f.__globals__
-    found = [(g, k, g[k], k) for k in sorted(names) if k in g and g[k].__class__ in _PLAIN]
-    for name, cell in zip(code.co_freevars, f.__closure__ or ()):
-        try:
-            v = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        if v.__class__ in _PLAIN:
-            found.append((cell, None, v, name))
-    return found
+_MISSING = object()  # what the guard reads where a place holds nothing now
+
 
 
 def signature(args, kwargs):

@@ -12,6 +12,7 @@ parameter, a buffer, a captured tensor), or a constant made by a creation functi
 array made from raw arrays outside an op, a host read followed by more work, a hook) makes the trace
 unusable, with the reason; the call itself has run eagerly, so its result is eager's either way.
 """
+import builtins
 import importlib
 import os
 import random
@@ -37,6 +38,7 @@ from ..utils.checkpoint import Checkpoint as _Checkpoint
 from ..tensor import Tensor
 from .. import _outargs
 from .. import creation as _creation
+from . import pystate as _pystate
 
 np = _backend.numpy
 _tensor_mod = importlib.import_module("workbench.tensor")  # the name 'tensor' is also the factory
@@ -113,12 +115,19 @@ class Tracer:
         self.made = {}  # id(array) -> (kind, site): arrays wrapped by Tensor._make during the trace
         self.made_keep = []
         self.const_depth = 0  # > 0 while a constant maker runs (_hook_const)
+        # set while tensor() copies an array or a tensor (not Python numbers): no constant, whatever the maker
+        self.from_values = False
         self.keep_alive = []  # arrays whose slots were rolled back (their ids must stay unique)
         self.forward_of = {}  # id(node) -> the forward event that made it (its ctx serves a backward unit)
         self.modules = {}  # id(module) -> module, every module called
         self.entry_modes = {}  # id(module) -> (module, its .training when the call began): what the guard checks
         self.grad_reads = {}  # slot -> the tensor whose .grad (made before the call) the call read
         self.module_attrs = {}  # id(module) -> {name: value} of its plain attributes when the call first used it
+        self.module_state = {}  # id(module) -> [(name, value)] of its public attributes when the call first used it
+        # pystate.python_state's containers the call must leave as it found them, and the indices of those an
+        # opaque call (replayed: optimizer.step and its hooks) changed
+        self.holders = ()
+        self.replayed_changes = set()
         self.snapshots = []  # (what, tensor, array, copy): module state to check for unrecorded writes
         self.written = set()  # ids of arrays that recorded events wrote
         self.covered = set()  # ids of arrays that opaque calls may change (optimized parameters)
@@ -264,6 +273,7 @@ class Tracer:
         swap(_engine, "_make", _hook_make(_engine._make, T, "engine"))
         for mod, name in _CONST_MAKERS:
             swap(mod, name, _hook_const(getattr(mod, name), T))
+        swap(_creation, "_host_array", _hook_host_array(_creation._host_array, T))
         swap(Tensor, "_make", staticmethod(_hook_make(Tensor.__dict__["_make"].__func__, T, None)))
         swap(Tensor, "_write", _hook_write(Tensor._write, T))
         # stores and in-place ops that nothing records write the array directly (x[k] = v, x.add_(y)); traced,
@@ -296,6 +306,7 @@ class Tracer:
         for cls in subclasses(Module):  # train()/eval() inside the call: replayed, and the guard checks the mode before
             if "train" in cls.__dict__:
                 swap(cls, "train", _hook_train(cls.__dict__["train"], T, f"{cls.__name__}.train"))
+        swap(builtins, "print", _hook_print(builtins.print, T))
         for mod, names in _PY_RANDOM:
             for name in names:
                 if hasattr(mod, name):
@@ -319,6 +330,19 @@ class Tracer:
         return False
 
     # --- after the call ---------------------------------------------------------------------------
+    def module_changes(self):
+        """The first public attribute of a module the call used that the call set, added or deleted (a replay
+        would skip it: ``self.calls += 1`` in a forward), named for a message, or None."""
+        for mid, before in self.module_state.items():
+            m = self.modules[mid]
+            now = {k: v for k, v in m.__dict__.items() if k != "training" and k[0] != "_"}
+            for k, v in before:
+                if k not in now or now.pop(k) is not v:
+                    return f"{type(m).__name__}.{k}"
+            if now:
+                return f"{type(m).__name__}.{next(iter(now))}"
+        return None
+
     def check_state(self):
         """Fail if a module's parameter or buffer changed without a recorded event explaining it."""
         for what, t, arr, copy in self.snapshots:
@@ -595,8 +619,30 @@ def _hook_const(orig, T):
             return orig(*args, **kwargs)
         finally:
             T.const_depth -= 1
+            if not T.const_depth:
+                T.from_values = False
 
     return const
+
+
+def _hook_host_array(orig, T):
+    # tensor(data) copying what is not Python numbers (an array, a tensor, NumPy scalars): values that may differ
+    # on the next call, which a constant would freeze
+    def _host_array(data):
+        if _recording(T) and not _python_numbers(data):
+            T.from_values = True
+        return orig(data)
+
+    return _host_array
+
+
+def _python_numbers(data, depth=0):
+    c = data.__class__
+    if c is float or c is int or c is bool or c is complex:
+        return True
+    if (c is list or c is tuple) and depth < 32:
+        return all(_python_numbers(x, depth + 1) for x in data)
+    return False
 
 
 def _hook_make(orig, T, where):
@@ -608,9 +654,11 @@ def _hook_make(orig, T, where):
                 T.slot_of[id(t._data)] = n
                 T.keep_alive.append(t._data)
                 return t
-            kind = "const" if T.const_depth else "raw"
+            kind = "const" if T.const_depth and not T.from_values else "raw"
             if kind == "const":
                 T.made[id(t._data)] = (kind, None)
+            elif T.from_values:  # wb.tensor(x) of a tensor or an array: its values now, frozen as a constant
+                T.made[id(t._data)] = (kind, ("tensor", _graph.user_site(1)))
             else:  # the function that made it (workbench's, or compiled code's caller), and the user's line
                 f = sys._getframe(1)
                 maker = f.f_code.co_name if f.f_code.co_filename.startswith(_PACKAGE_DIR) else None
@@ -777,6 +825,8 @@ def _hook_module_call(orig, T):
             # (not private ones: workbench's caches, such as the scope path, start with _)
             T.module_attrs[id(self)] = {k: v for k, v in self.__dict__.items()
                                         if k != "training" and k[0] != "_" and _simple(v)}
+            # all its public attributes, to see that the call left them as it found them (Tracer.module_changes)
+            T.module_state[id(self)] = [(k, v) for k, v in self.__dict__.items() if k != "training" and k[0] != "_"]
             d = self.__dict__
             if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
                 T.reason = T.reason or (f"module {type(self).__name__} has hooks (they run Python code the replay "
@@ -860,6 +910,18 @@ def _hook_py_random(orig, T, name):
     return draw
 
 
+def _hook_print(orig, T):
+    def print_(*args, **kwargs):
+        if _recording(T):
+            T.reason = T.reason or f"it prints{_where(_site(1))} (a replay runs the tensor ops only, and would not)"
+        return orig(*args, **kwargs)
+
+    # (code that looks a builtin up by its names, as Numba's import does, finds this one while it is in place)
+    print_.__name__ = print_.__qualname__ = "print"
+    print_.__module__ = "builtins"
+    return print_
+
+
 def _hook_getgrad(orig, T):
     # a .grad made before the call (by a backward outside it): the replay reads the tensor's .grad then, not
     # the tensor the trace saw (zero_grad() may have replaced it)
@@ -885,10 +947,13 @@ def _hook_opaque(orig, T, name, kind):
         args = tuple(list(a) if _is_iterator(a) else a for a in args)
         kwargs = {k: list(v) if _is_iterator(v) else v for k, v in kwargs.items()}
         T.suspended += 1
+        before = _pystate.contents(T.holders) if T.holders else None
         try:
             r = orig(*args, **kwargs)
         finally:
             T.suspended -= 1
+        if before is not None:  # what this call changes it changes again on each replay (a step hook's list)
+            T.replayed_changes.update(_pystate.changed_at(T.holders, before))
         is_step = kind == "optimizer" and orig.__name__ == "step"
         if is_step:  # what step() changes (zero_grad changes none of the parameters)
             for group in args[0].param_groups:
