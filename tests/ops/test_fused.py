@@ -283,3 +283,32 @@ def test_row_normalize_numba_loop_and_numpy_form_match_pytorch(op):
             np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
     finally:
         fused.ENABLED[0] = was
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_default_form_equals_the_general_primitive(dtype):
+    # F.cross_entropy(x, t) takes a two-tensor primitive (_CrossEntropyMean); its bits, gradients, second
+    # derivatives and errors are the general CrossEntropy's
+    from workbench.ops.loss import CrossEntropy
+    rng = np.random.default_rng(0)
+    xa = (rng.standard_normal((6, 5)) * 3).astype(dtype)
+    for targets in ([0, 4, 1, -100, 2, 3], [-100] * 6):
+        t = wb.tensor(targets)
+        x1, x2 = wb.tensor(xa, requires_grad=True), wb.tensor(xa, requires_grad=True)
+        l1 = F.cross_entropy(x1 * 1, t)
+        l2 = CrossEntropy.apply(x2 * 1, t, None, -100, 0.0, "mean")
+        assert l1.grad_fn.name() == l2.grad_fn.name() == "CrossEntropyBackward0"
+        assert l1.detach().numpy().tobytes() == l2.detach().numpy().tobytes()
+        g1, = wb.autograd.grad(l1, x1, create_graph=True)
+        g2, = wb.autograd.grad(l2, x2, create_graph=True)
+        assert g1.detach().numpy().tobytes() == g2.detach().numpy().tobytes()
+        if targets[0] != -100:
+            h1, = wb.autograd.grad((g1 * g1).sum(), x1)
+            h2, = wb.autograd.grad((g2 * g2).sum(), x2)
+            assert h1.detach().numpy().tobytes() == h2.detach().numpy().tobytes()
+        else:
+            assert np.isnan(l1.item())
+    with pytest.raises(IndexError, match="Target 5 is out of bounds for 5 classes"):
+        F.cross_entropy(wb.tensor(xa), wb.tensor([0, 5, 1, 1, 1, 1]))
+    assert wb.autograd.gradcheck(lambda x: F.cross_entropy(x, wb.tensor([0, 4, 1, -100, 2, 3])),
+                                 (wb.tensor(xa.astype(np.float64), requires_grad=True),))

@@ -124,6 +124,20 @@ class CrossEntropy(Function):
         return CrossEntropyBackward.apply(x, g, lse, *ctx.args), None, None, None, None, None
 
 
+class _CrossEntropyMean(CrossEntropy):
+    """``cross_entropy(x, t)`` in its default form, which every classifier's step calls: CrossEntropy with no
+    weight, ignore_index -100, no smoothing and the mean, as a primitive of two tensors (its apply takes the
+    two-operand fast path; six arguments took the general one: 2 us of a 7 us call)."""
+
+    @staticmethod
+    def forward(ctx, x, target):
+        return CrossEntropy.forward(ctx, x, target, None, -100, 0.0, "mean")
+
+    @staticmethod
+    def backward(ctx, g):
+        return CrossEntropy.backward(ctx, g)[:2]
+
+
 class CrossEntropyBackward(Function):
     """dx = grow[:, None] * (p * coef - const) with p = softmax(x); differentiable in x and grow. ``lse`` is
     the forward's (``kernels.cross_entropy``)."""
@@ -217,6 +231,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     >>> F.cross_entropy(wb.tensor([[0.0, 0.0]]), wb.tensor([1]))
     tensor(0.6931)
     """
+    if (input.__class__ is Tensor and target.__class__ is Tensor and weight is None and ignore_index == -100
+            and reduction == "mean" and size_average is None and reduce is None and not label_smoothing
+            and not _AUTOCAST[0] and not target._rg):  # the common call: logits (N, C), class indices (N,)
+        x, t = input._data, target._data
+        if x.ndim == 2 and t.ndim == 1 and t.dtype == _INT64 and x.shape[0] == t.shape[0] and x.shape[0]:
+            return _CrossEntropyMean.apply(input, target)
     if _AUTOCAST[0]:
         input, = _autocast_cast("cross_entropy", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
