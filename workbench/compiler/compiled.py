@@ -73,8 +73,10 @@ class CompiledFunction:
                 captured = any("now Tensor object" in (p.retraced or "") for p in self._programs)
                 shapes = any(" of shape " in (p.retraced or "") for p in self._programs)
                 self.log.append(("limit", f"{self._limit} traces kept (recompile_limit); further signatures run "
-                                          "eagerly" + ("; traces specialise on Python numbers: pass a value that "
-                                                       "changes every call as a tensor (wb.tensor(lr))"
+                                          "eagerly" + ("; traces specialise on the Python values the function "
+                                                       "reads, and one changed from call to call: pass a number "
+                                                       "that changes every call as a tensor (wb.tensor(lr)), and "
+                                                       "keep what changes out of the containers the function reads"
                                                        if numbers else "")
                                  + ("; a tensor the function reads from outside its arguments was a new one each "
                                     "call (a batch): pass it as an argument" if captured else "")
@@ -96,7 +98,8 @@ class CompiledFunction:
         seq0 = T.seq0 = next(_graph._seq)
         # the Python values the call can read (the guard checks them), and the containers it must leave as it
         # found them (a replay would skip a change to them), as the call finds them
-        numbers, holders = python_state(self._fn, args, kwargs)
+        state = python_state(self._fn, args, kwargs)
+        numbers, holders = state.reads, state.holders
         before = contents(holders)
         T.holders = holders
         with T:
@@ -120,11 +123,15 @@ class CompiledFunction:
             if what:
                 T.reason = (f"it changed {what} (Python state: a replay runs the tensor ops only, and would skip "
                             "that): keep the bookkeeping outside the compiled function, or return the value")
+            elif any(id(it) in state.seen for it in T.advanced):
+                T.reason = ("it advanced an iterator it found outside the call (next(it)): a replay would not "
+                            "advance it; pass what it yields as an argument")
+            else:
+                T.reason = state.unguardable
         del before
-        T.holders = ()
-        if T.replayed_changes:  # what a replayed call (a step hook) changes is no condition of the replay
-            again = {id(holders[i][0]) for i in T.replayed_changes}
-            numbers = [r for r in numbers if id(r[0]) not in again]
+        T.holders = T.advanced = ()
+        if T.reason is not None:  # a program that runs eagerly: what Python read does not matter to it
+            numbers = []
         prog = Program(T, args, kwargs, result, paths, captured, numbers)
         prog.signature = signature(args, kwargs)
         for _c, _k, v, what in captured:  # by identity: a batch rebound to a new tensor is a new signature

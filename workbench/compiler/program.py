@@ -11,11 +11,14 @@ it, so the replay holds no more memory than eager, which frees a tensor when its
 a node's saved arrays when its backward ran; kept to the end of the program, every intermediate of a
 step would stay alive at once and each new array would land in memory the cache has not seen.
 """
+import collections
 import dis
 import itertools
 import types
 
 from .. import _backend
+from .._backend import dtypes as _dt
+from ..ops import _autocast
 from ..autograd import engine as _engine
 from ..autograd import function as _function
 from ..autograd.grad_mode import STATE
@@ -141,7 +144,8 @@ class Program:
                          "_OUT": make_output, "_BW": _engine._call_backward, "_mk": _make,
                          "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged, "_CELL": _cell_value,
                          "_CELLX": _cell_or_missing, "_MISSING": _MISSING,
-                         "_REPEAT": lambda n: itertools.repeat(_MISSING, n)}
+                         "_REPEAT": lambda n: itertools.repeat(_MISSING, n), "_DEFAULT_DTYPE": _dt._default,
+                         "_AUTOCAST_STATE": _autocast.state_key}
         # captured tensors the replay reads afresh from where the code read them (id(tensor) -> that expression)
         self.lifted = self._lift(tracer, captured, result)
         self.guard_src = self._guard_source(args, kwargs, arg_paths)
@@ -195,9 +199,11 @@ class Program:
     def _place_src(self, container, key):
         """The expression that reads ``container[key]`` (a dict's, an attribute table's, a list's or tuple's
         item, a closure cell's value) now, or _MISSING where nothing is there."""
+        if container is _pystate.ARGUMENT:  # key: the argument's path (args[0])
+            return key
         cn = self._bind(container, "S")
         k = repr(key) if key.__class__ in (str, int) else self._bind(key, "Y")
-        if container.__class__ in (list, tuple):
+        if container.__class__ in (list, tuple, collections.deque):
             return f"({cn}[{k}] if len({cn}) > {k} else _MISSING)"
         if container.__class__ is types.CellType:
             return f"_CELLX({cn})"
@@ -234,7 +240,11 @@ class Program:
         lines = ["def guard(args, kwargs):",
                  f"    if len(args) != {len(args)} or kwargs.keys() != {set(kwargs)!r}:",
                  "        return False"]
-        conds = [f"STATE.enabled is {bool(STATE.enabled)}", f"STATE.inference is {bool(STATE.inference)}"]
+        conds = [f"STATE.enabled is {bool(STATE.enabled)}", f"STATE.inference is {bool(STATE.inference)}",
+                 # the default dtype (wb.ones(2) * 0.1) and autocast (its casts) as the trace found them
+                 f"_DEFAULT_DTYPE[0] is {self._bind(_dt._default[0], 'K')}",
+                 "_AUTOCAST_STATE() is None" if _autocast.state_key() is None else
+                 f"_AUTOCAST_STATE() == {self._bind(_autocast.state_key(), 'V')}"]
         first = {}  # id(array) -> the first argument path holding it: the program reads it from there
         arg_exprs = []
         for path, value in _walk(args, kwargs):
@@ -277,6 +287,7 @@ class Program:
             conds.extend(self._tensor_conds(gn, g))
         for m, training in T.entry_modes.values():  # as the call found it: a train()/eval() in the call replays
             conds.append(f"{self._bind(m, 'M')}.training is {bool(training)}")
+        submodules_read = {id(c) for c, k, _v, _w in self.numbers if k is _pystate.VALUES}
         for m in T.modules.values():
             mn = self._bind(m, "M")
             attrs = T.module_attrs.get(id(m))
@@ -286,7 +297,7 @@ class Program:
             hooked = bool(m._forward_pre_hooks or m._forward_hooks or m._backward_hooks or m._backward_pre_hooks)
             conds.append(f"bool({mn}._forward_pre_hooks or {mn}._forward_hooks or {mn}._backward_hooks or "
                          f"{mn}._backward_pre_hooks) is {hooked}")  # (a trace with hooks runs eagerly: it must match)
-            if m._modules:  # its submodules (model[0] = nn.Linear(...) traces again)
+            if m._modules and id(m._modules) not in submodules_read:  # its submodules (model[0] = nn.Linear(...))
                 conds.append(f"tuple({mn}._modules.items()) == {self._bind(tuple(m._modules.items()), 'V')}")
             for table in ("_parameters", "_buffers"):
                 d = m.__dict__[table]
@@ -310,11 +321,14 @@ class Program:
             if key is _pystate.LENGTH:
                 conds.append(f"len({self._bind(container, 'S')}) == {v}")
                 continue
+            if key is _pystate.VALUES:  # a module's submodules, in order
+                conds.append(f"tuple({self._bind(container, 'S')}.values()) == {self._bind(v, 'V')}")
+                continue
             if v.__class__ is np.ndarray:  # that array, holding the same values
                 conds.append(f"(_a := {self._place_src(container, key)}) is {self._bind(v, 'V')} and "
                              f"_a.tobytes() == {self._bind(v.tobytes(), 'V')}")
                 continue
-            if plain_value(v) and container.__class__ is not types.CellType:
+            if plain_value(v) and container.__class__ is not types.CellType and container is not _pystate.ARGUMENT:
                 bulk.setdefault(id(container), (container, []))[1].append((key, v))
                 continue
             read = self._place_src(container, key)
@@ -657,6 +671,9 @@ class Program:
             return host_vars[T.host_values[id(out)]]
         if out is None or out.__class__ in (bool, int, str):
             return repr(out)
+        if isinstance(out, (float, complex, np.floating, np.complexfloating)):  # (an int is most often a size)
+            raise Unsupported(f"the call returns the Python number {out!r}, computed in Python (a learning rate, a "
+                              "time): the replay would return it again; return a tensor, or compute it outside")
         if _contains_tensor(out):
             raise Unsupported(f"the call returns a {type(out).__name__} holding tensors")
         if hasattr(out, "__next__"):  # a generator function's generator runs its body later, outside any trace

@@ -10,28 +10,41 @@ values to guard (``cfg["lr"]``, ``args.clip``, ``self.epoch``) and the container
 same after the call (``losses.append(loss.item())``, ``stats["n"] += 1`` and ``self.best = loss`` would be
 skipped by a replay: such a call runs eagerly, and ``explain`` says which).
 """
+import collections
 import dis
 import functools
+import random
+import sys
 import types
 
 from .. import _backend
 from ..nn.module import Module
 from ..tensor import Tensor
 
-_ndarray = _backend.numpy.ndarray
+np = _backend.numpy
+_ndarray = np.ndarray
 _FUNCTION = types.FunctionType
 _PARTIAL = functools.partial
 _NAMESPACE = types.SimpleNamespace
 _NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.MethodType, functools.partial, Tensor)
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 _LIBRARY_MODULES = ("builtins", "typing", "abc", "enum", "collections", "functools")
+_RNGS = (np.random.Generator, np.random.RandomState, random.Random)
 MAX_ITEMS = 10_000  # a container larger than this is not searched (nor guarded, nor compared)
-DEPTH = 2  # levels searched below a name: cfg["opt"]["lr"], self.cfg.lr
+MAX_READS = 4096  # Python values one trace's guard may check
+MAX_ARRAY = 4096  # NumPy arrays up to this size have their values guarded; a larger one read makes the call eager
+DEPTH = 3  # levels searched below a name: cfg["opt"]["sgd"]["lr"], self.cfg.lr
+LENGTH = object()  # the key of a read that is a container's length
+VALUES = object()  # the key of a read that is the tuple of a module's submodules
+_MODULE_OWN = frozenset(Module().__dict__)  # what nn.Module itself keeps (its tables, hooks, caches)
+# methods of workbench's objects that read state kept under another name (a scheduler's last learning rates)
+_READS_UNDER = {"get_last_lr": "_last_lr", "get_lr": "_last_lr"}
 
 
 @functools.lru_cache(maxsize=4096)
 def code_names(code):
-    """(the global names, the attribute names) ``code`` uses, its nested functions' code included."""
+    """(the global names, the attribute names) ``code`` uses, its nested functions' code included; the
+    identifiers among its string constants count as attribute names (``getattr(args, "clip", 5.0)``)."""
     names, attrs = set(), set()
     stack = [code]
     while stack:
@@ -41,24 +54,31 @@ def code_names(code):
                 names.add(i.argval)
             elif i.opname in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "DELETE_ATTR"):
                 attrs.add(i.argval)
+        attrs.update(k for k in c.co_consts if k.__class__ is str and k.isidentifier())
         stack.extend(k for k in c.co_consts if hasattr(k, "co_code"))
     return frozenset(names), frozenset(attrs)
 
 
 def _methods_names(cls):
-    """The attribute names the methods of a user's class use (``self.helper()`` reading ``self.temp``)."""
+    """The attribute names the methods of a user's class use (``self.helper()`` reading ``self.temp``,
+    a property computed from ``self._a``)."""
+    return _class_names(cls) if not _library_class(cls) else frozenset()
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_names(cls):
     attrs = set()
     for klass in cls.__mro__:
         if _library_class(klass):
             continue
-        for v in vars(klass).values():
+        for v in list(vars(klass).values()):
             f = v.__func__ if isinstance(v, (staticmethod, classmethod)) else v
             if isinstance(f, property):
                 f = f.fget
             code = getattr(f, "__code__", None)
             if code is not None:
                 attrs |= code_names(code)[1]
-    return attrs
+    return frozenset(attrs)
 
 
 def _library_class(cls):
@@ -70,6 +90,14 @@ def library_object(v):
     """An object of workbench's own (an optimizer, a scheduler, a scaler): its state is the library's, which the
     trace records through its own hooks."""
     return any(_library_class(c) for c in type(v).__mro__[:-1])
+
+
+def _user_module(v):
+    """A Python module of the user's own (``import conf``): not the standard library's, nor an installed one."""
+    name = getattr(v, "__name__", "") or ""
+    f = getattr(v, "__file__", None) or ""
+    return (f and name.partition(".")[0] not in sys.stdlib_module_names and "site-packages" not in f
+            and "dist-packages" not in f and not name.startswith("workbench"))
 
 
 def owner_of(fn):
@@ -88,8 +116,9 @@ def scopes(fn, every_global=True):
     func, owner = owner_of(fn)
     found, attrs = [], set()
     if owner is not None and isinstance(getattr(owner, "__dict__", None), dict):
+        # its public attributes (every_global: where a batch may be), or all but a module's own tables
         found += [(owner.__dict__, k, v, f"self.{k}", ()) for k, v in list(owner.__dict__.items())
-                  if not k.startswith("_")]
+                  if not k.startswith("_") or not every_global and k not in _MODULE_OWN and not k.startswith("__")]
         attrs |= _methods_names(type(owner))
     todo, seen_fns, seen_globals = [(func, "", ())], set(), set()
     for _depth in range(3):
@@ -139,107 +168,220 @@ def user_class(v):
 
 
 def plain_value(v):
+    """A Python value the guard compares by value: a number (NumPy's scalars too), a string, None, an enum
+    member, or a tuple of such (a namedtuple's too)."""
     c = v.__class__
-    return c in _PLAIN or c is tuple and len(v) <= 16 and all(x.__class__ in _PLAIN for x in v)
+    return (c in _PLAIN or isinstance(v, np.generic) and v.dtype.kind in "biufcSU" or isinstance(v, _ENUM)
+            or isinstance(v, tuple) and len(v) <= 16 and all(plain_value(x) for x in v))
 
 
-LENGTH = object()  # the key of a read that is a container's length
-MAX_ARRAY = 4096  # NumPy arrays up to this size found by name have their values guarded
+_ENUM = __import__("enum").Enum
 
 
 def advances(fn):
-    """Why ``fn`` moves Python state forward in a way no container shows, or None: its code calls the builtin
-    ``next`` (an iterator a replay would not advance: ``lr = next(schedule)``)."""
+    """Why ``fn`` moves Python state forward in a way no container shows, or None: its code calls an iterator's
+    ``__next__`` or a generator's ``send`` by name (the builtin ``next`` is watched while the call traces)."""
     func, _owner = owner_of(fn)
     code = getattr(func, "__code__", None)
-    if code is not None and "next" in code_names(code)[0] and "next" not in func.__globals__:
-        return "it calls next() on an iterator (a replay would not advance it): pass what it yields as an argument"
+    if code is not None and ({"__next__", "send"} & code_names(code)[1]):
+        return "it calls an iterator's __next__() or send() (a replay would not advance it): pass what it yields as an argument"
     return None
 
 
-def python_state(fn, args=(), kwargs=None):
-    """What a replay of ``fn`` called with ``args`` and ``kwargs`` relies on in Python: (reads, holders).
+class _Slots:
+    """An object's ``__slots__`` as a mapping (``get``, ``items``), for the guard and the comparison."""
 
-    reads: [(container, key, value, what)], the Python values (numbers, strings, None, tuples of them) found
-    through ``scopes`` (the names the code loads) two levels down, and the containers and modules on the way
-    to them: the guard checks that each place still holds that value (a container, a module: that very
-    object). An object's attributes count where the code uses their name (``cfg.lr``: 'lr'); a dict's and a
-    list's items all count. A module's own plain settings are guarded where the call uses the module
-    (``Tracer.module_attrs``); here what its other attributes hold (``self.cfg["k"]``).
-    holders: [(container, what, kind)], the dicts, lists, sets and attribute tables found ("items", "seq",
-    "set", "attrs", "module"), whose contents the call must leave as they were (``changed``).
+    __slots__ = ("obj", "names")
+
+    def __init__(self, obj, names):
+        self.obj, self.names = obj, names
+
+    def get(self, name, default=None):
+        return getattr(self.obj, name, default)
+
+    def items(self):
+        return [(n, getattr(self.obj, n)) for n in self.names if hasattr(self.obj, n)]
+
+    def __len__(self):
+        return len(self.names)
+
+
+def _slot_names(cls):
+    names = []
+    for klass in cls.__mro__:
+        sl = vars(klass).get("__slots__", ())
+        names += [sl] if isinstance(sl, str) else [n for n in sl if n not in ("__dict__", "__weakref__")]
+    return names
+
+
+def _rng_state(r):
+    if isinstance(r, np.random.Generator):
+        return repr(r.bit_generator.state)
+    if isinstance(r, np.random.RandomState):
+        st = r.get_state()
+        return (st[0], st[1].tobytes(), *st[2:])
+    return r.getstate()
+
+
+class State:
+    """What ``python_state`` found: ``reads`` [(container, key, value, what)] for the guard, ``holders``
+    [(container, what, kind)] for ``contents``/``changed``, ``seen`` the ids of every object found (an iterator
+    among them that the call advances is Python state a replay would not advance), ``unguardable`` why a value
+    found cannot be guarded (None if none)."""
+
+    def __init__(self):
+        self.reads, self.holders, self.seen, self.keep, self.unguardable = [], [], set(), [], None
+
+
+def python_state(fn, args=(), kwargs=None):
+    """What a replay of ``fn`` called with ``args`` and ``kwargs`` relies on in Python (a ``State``).
+
+    The reads: the Python values found through ``scopes`` (the names the code loads) ``DEPTH`` levels down, and
+    the objects on the way to them. The guard checks that each place still holds that value (numbers, strings,
+    None, enum members, tuples of them, small NumPy arrays: by value and class; anything else: that very
+    object: a function rebound in a notebook cell, a model rebound, a container replaced). An object's
+    attributes (a user's object, class, module, an nn.Module, an optimizer's or scheduler's) count where the code
+    uses their name (``cfg.lr``: 'lr'; the names the methods of the user's classes use count too); a dict's,
+    a list's and a deque's items all count, and their lengths.
+    The holders: the dicts, lists, deques, sets, attribute tables, small NumPy arrays and random generators found,
+    whose contents the call must leave as they were (``changed``).
     """
     found, attrs = scopes(fn, every_global=False)
+    attrs = set(attrs)
     _func, owner = owner_of(fn)
     modules = _modules_of(fn, found)
     for m in modules:
-        if m is not owner:
-            attrs |= _methods_names(type(m))
-    reads, holders, seen = [], [], set()
-    if owner is not None and not isinstance(owner, Module) and isinstance(getattr(owner, "__dict__", None), dict):
-        holders.append((owner.__dict__, "self", "attrs"))  # a bound method's object (self.calls += 1)
+        attrs |= _methods_names(type(m))
+    st = State()
+    reads, holders, seen = st.reads, st.holders, st.seen
 
-    def visit(container, key, v, what, depth, attr):
-        # attr: container is an attribute table (an object's __dict__, a class's vars), whose plain values count
-        # only where the code uses their name
-        if v.__class__ is _ndarray:  # a small NumPy array: its values are guarded (float(a[0]), a mask)
-            if v.size <= MAX_ARRAY and id(v) not in seen:
-                seen.add(id(v))
-                reads.append((container, key, v, what))
+    def read(container, key, v, what):
+        if len(reads) >= MAX_READS:
+            st.unguardable = st.unguardable or (f"it can read more than {MAX_READS} Python values (through {what}): "
+                                                "pass what changes as an argument")
+            return
+        reads.append((container, key, v, what))
+
+    def visit(container, key, v, what, depth, table):
+        # table: container is an attribute table, whose entries count only where the code uses their name
+        if table and key not in attrs:
+            return
+        if isinstance(v, Tensor):  # (captured_sources: read anew, or guarded by identity)
+            return
+        st.keep.append(v)
+        if v.__class__ is _ndarray:
+            if id(v) in seen:
+                return
+            seen.add(id(v))
+            if v.size > MAX_ARRAY:
+                st.unguardable = st.unguardable or (f"it reads the NumPy array {what} ({v.size} elements: too "
+                                                    "large for the guard to check its values): pass it as a tensor")
+            elif container is not None:
+                read(container, key, v, what)
                 holders.append((v, what, "array"))
             return
         if plain_value(v):
-            if not attr or key in attrs:
-                reads.append((container, key, v, what))
+            if container is not None:
+                read(container, key, v, what)
             return
+        if container is not None and container.__class__ is not tuple:
+            read(container, key, v, what)  # that very object (a function, a model, a container)
         if depth < 0 or id(v) in seen:
             return
-        c = v.__class__
-        module = isinstance(v, Module)
-        if c is dict:
+        seen.add(id(v))
+        if isinstance(v, dict):
             holder, kind, items = v, "items", list(v.items())
-        elif c is list or c is tuple:
+        elif isinstance(v, (list, collections.deque)):
             holder, kind, items = v, "seq", list(enumerate(v))
-        elif c is set or c is frozenset:
-            holder, kind, items = v, "set", ()
-        elif module:  # (its plain settings: Tracer.module_attrs; parameters, buffers, submodules: their tables)
+        elif isinstance(v, tuple):
+            holder, kind, items = None, "tuple", list(enumerate(v))
+        elif isinstance(v, (set, frozenset)):
+            holder, kind, items = (v if isinstance(v, set) else None), "set", ()
+        elif isinstance(v, _RNGS):
+            holders.append((v, what, "rng"))
+            return
+        elif isinstance(v, Module):
+            attrs.update(_methods_names(type(v)))
             holder, kind = v.__dict__, "module"
-            items = [(k, x) for k, x in list(holder.items()) if k[0] != "_" and k != "training" and not plain_value(x)]
-        elif user_class(v) or plain_object(v) and not library_object(v):
-            holder, kind = (vars(v) if isinstance(v, type) else v.__dict__), "attrs"
-            items = [(k, x) for k, x in list(holder.items()) if not (k.startswith("__") and k.endswith("__"))]
+            own = _MODULE_OWN if not _library_class(type(v)) else None
+            items = [(k, x) for k, x in list(holder.items()) if k not in _MODULE_OWN and (
+                k[0] != "_" or own is not None)]
+            if v._modules:  # its submodules (model[0] = nn.Linear(...), a layer appended to a ModuleList)
+                read(v._modules, VALUES, tuple(v._modules.values()), f"{what}'s submodules")
+        elif isinstance(v, types.ModuleType):
+            if not _user_module(v):
+                return
+            holder, kind = vars(v), "attrs"
+            items = [(k, x) for k, x in list(holder.items()) if not k.startswith("__")]
+        elif isinstance(v, type):
+            if not user_class(v):
+                return
+            holder, kind = vars(v), "attrs"
+            items = [(k, x) for k, x in list(holder.items()) if not k.startswith("__") and not isinstance(
+                x, (types.FunctionType, staticmethod, classmethod, property))]
+        elif library_object(v):
+            holder, kind = getattr(v, "__dict__", None), "attrs"
+            if holder.__class__ is not dict:
+                return
+            wanted = {_READS_UNDER.get(a, a) for a in attrs}
+            items = [(k, x) for k, x in list(holder.items()) if k in wanted]
+            for k, x in items:
+                visit(holder, k, x, f"{what}.{k}", depth - 1, False)
+            holders.append((holder, what, "attrs"))
+            return
+        elif plain_object(v) or getattr(v, "__dict__", None).__class__ is dict:
+            attrs.update(_methods_names(type(v)))
+            holder, kind = v.__dict__, "attrs"
+            items = [(k, x) for k, x in list(holder.items()) if not k.startswith("__")]
+            for klass in type(v).__mro__[:-1]:  # class attributes read through the object (self.scale)
+                if user_class(klass):
+                    visit(None, None, klass, f"{type(v).__name__}", depth - 1, False)
+        elif not isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, _PARTIAL)) and \
+                _slot_names(type(v)) and not library_object(v):
+            attrs.update(_methods_names(type(v)))
+            holder, kind = _Slots(v, _slot_names(type(v))), "attrs"
+            items = holder.items()
         else:
             return
-        if len(holder) > MAX_ITEMS:
+        if holder is not None and len(holder) > MAX_ITEMS:
             return
-        seen.add(id(v))
-        if c is not tuple and c is not frozenset:
+        if holder is not None:
             holders.append((holder, what, kind))
-        n = len(reads)
-        if c is dict or c is list:  # its length (len(history), a key added): the guard checks it
-            reads.append((holder, LENGTH, len(holder), f"len({what})"))
+            if kind in ("items", "seq"):  # its length (len(history), a key added): the guard checks it
+                read(holder, LENGTH, len(holder), f"len({what})")
+        sub_table = kind in ("attrs", "module")
         for k, x in items:
-            visit(holder, k, x, f"{what}.{k}" if kind in ("attrs", "module") else f"{what}[{k!r}]", depth - 1,
-                  kind != "items" and kind != "seq")
-        if (len(reads) > n or module) and container is not None and container.__class__ is not tuple:
-            reads.insert(n, (container, key, v, what))  # the place must still hold this very object
+            visit(holder if holder is not None else v, k, x,
+                  f"{what}.{k}" if sub_table else f"{what}[{k!r}]", depth - 1, sub_table)
 
+    if owner is not None and not isinstance(owner, Module):  # a bound method's object (self.calls += 1)
+        if isinstance(getattr(owner, "__dict__", None), dict):
+            holders.append((owner.__dict__, "self", "attrs"))
+        for klass in type(owner).__mro__[:-1]:  # and its class's attributes (self.scale, type(self).count)
+            if user_class(klass):
+                visit(None, None, klass, klass.__name__, DEPTH, False)
     for container, key, v, what, chain in found:
-        n = len(reads)
-        visit(container, key, v, what, DEPTH, owner is not None and container is getattr(owner, "__dict__", None))
-        if len(reads) > n:
-            for c, k, h, w in chain:  # the helper must stay the one traced, where it was found
-                if c.__class__ is not tuple:
-                    reads.append((c, k, h, w))
+        table = owner is not None and container is getattr(owner, "__dict__", None)
+        visit(container, key, v, what, DEPTH, table)
+        for c, k, h, w in chain:  # the helper must stay the one traced, where it was found
+            if c.__class__ is not tuple and id(h) not in seen:
+                seen.add(id(h))
+                read(c, k, h, w)
     for m in modules:  # the models the call can reach, however deep: what their attributes hold
         visit(None, None, m, type(m).__name__, DEPTH, False)
     # the arguments (the guard checks each by identity, or a list's, tuple's or dict's items by value): what the
     # objects among them hold, and what the call must leave as it found it (a history list handed in)
     for path, v in [(f"args[{i}]", a) for i, a in enumerate(args)] + [(f"kwargs[{k!r}]", a) for k, a in
                                                                           (kwargs or {}).items()]:
-        if not isinstance(v, Tensor):
+        if v.__class__ is _ndarray and v.size <= MAX_ARRAY:  # an array handed in and written between calls
+            reads.append((ARGUMENT, path, v, path))
+            holders.append((v, path, "array"))
+        elif not isinstance(v, Tensor):
             visit(None, None, v, path, DEPTH, False)
-    return reads, holders
+    return st
+
+
+ARGUMENT = object()  # the container of a read that is an argument (its key: the argument's path)
 
 
 def _modules_of(fn, found):
@@ -270,10 +412,12 @@ def contents(holders):
             snap.append(tuple(h))
         elif kind == "array":
             snap.append(h.tobytes())
+        elif kind == "rng":
+            snap.append(_rng_state(h))
         elif kind == "set":
             snap.append(frozenset(map(id, h)))
-        elif kind == "module":  # its public attributes (the private ones are workbench's caches)
-            snap.append(tuple((k, v) for k, v in h.items() if k[0] != "_" and k != "training"))
+        elif kind == "module":  # its attributes, less nn.Module's own tables and caches
+            snap.append(tuple((k, v) for k, v in list(h.items()) if k not in _MODULE_OWN))
         else:
             snap.append(tuple(h.items()))
     return snap
@@ -285,7 +429,7 @@ def changed_at(holders, before):
 
 
 def _differs(old, new):
-    if old.__class__ is not tuple:  # a set's ids, an array's bytes
+    if old.__class__ is not tuple:  # a set's ids, an array's bytes, a generator's state
         return old != new
     return len(old) != len(new) or any(a is not b and not (a.__class__ is tuple and b.__class__ is tuple and
                                                            len(a) == 2 and a[0] == b[0] and a[1] is b[1])
@@ -296,24 +440,23 @@ def changed(holders, before, skip=()):
     """Where the call changed a holder's contents (``before``: ``contents`` then), named for a message, or None.
     skip: the indices of holders whose changes a replay makes again."""
     for i, ((h, what, kind), old, new) in enumerate(zip(holders, before, contents(holders))):
-        if i in skip:
+        if i in skip or not _differs(old, new):
             continue
-        if kind == "set" or kind == "array":
-            if old != new:
-                return f"the {kind} {what}" if kind == "set" else f"the values of the NumPy array {what}"
-        elif kind == "seq":
+        if kind == "set":
+            return f"the set {what}"
+        if kind == "array":
+            return f"the values of the NumPy array {what}"
+        if kind == "rng":
+            return f"the state of the random generator {what} (it drew numbers)"
+        if kind == "seq":
             if len(old) != len(new):
                 return f"the list {what} (its length)"
-            for i, (a, b) in enumerate(zip(old, new)):
-                if a is not b:
-                    return f"{what}[{i}]"
-        else:
-            dot = kind != "items"
-            old_d = dict(old)
-            for k, v in new:
-                if k not in old_d or old_d[k] is not v:
-                    return f"{what}.{k}" if dot else f"{what}[{k!r}]"
-            if len(old) != len(new):
-                gone = next(k for k, _v in old if k not in dict(new))
-                return f"{what}.{gone}" if dot else f"{what}[{gone!r}]"
+            return next(f"{what}[{j}]" for j, (a, b) in enumerate(zip(old, new)) if a is not b)
+        dot = kind != "items"
+        old_d = dict(old)
+        for k, v in new:
+            if k not in old_d or old_d[k] is not v:
+                return f"{what}.{k}" if dot else f"{what}[{k!r}]"
+        gone = next(k for k, _v in old if k not in dict(new))
+        return f"{what}.{gone}" if dot else f"{what}[{gone!r}]"
     return None

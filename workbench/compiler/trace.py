@@ -14,9 +14,11 @@ unusable, with the reason; the call itself has run eagerly, so its result is eag
 """
 import builtins
 import importlib
+import logging
 import os
 import random
 import sys
+import time
 
 from .. import _backend
 from .. import _broadcast
@@ -127,6 +129,7 @@ class Tracer:
         # pystate.python_state's containers the call must leave as it found them, and the indices of those an
         # opaque call (replayed: optimizer.step and its hooks) changed
         self.holders = ()
+        self.advanced = []  # the iterators builtins.next advanced during the call
         self.replayed_changes = set()
         self.snapshots = []  # (what, tensor, array, copy): module state to check for unrecorded writes
         self.written = set()  # ids of arrays that recorded events wrote
@@ -307,6 +310,15 @@ class Tracer:
             if "train" in cls.__dict__:
                 swap(cls, "train", _hook_train(cls.__dict__["train"], T, f"{cls.__name__}.train"))
         swap(builtins, "print", _hook_print(builtins.print, T))
+        swap(builtins, "next", _hook_next(builtins.next, T))
+        for name in ("time", "perf_counter", "monotonic", "process_time", "time_ns", "perf_counter_ns",
+                     "monotonic_ns", "process_time_ns"):
+            swap(time, name, _hook_clock(getattr(time, name), T, name))
+        swap(logging.Logger, "_log", _hook_log(logging.Logger._log, T))
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if stream is not None:
+                swap(sys, name, _Stream(stream, T, name))
         for mod, names in _PY_RANDOM:
             for name in names:
                 if hasattr(mod, name):
@@ -910,16 +922,78 @@ def _hook_py_random(orig, T, name):
     return draw
 
 
+def _as_builtin(f, name):
+    # (code that looks a builtin up by its names, as Numba's import does, finds this one while it is in place)
+    f.__name__ = f.__qualname__ = name
+    f.__module__ = "builtins"
+    return f
+
+
+def _hook_next(orig, T):
+    # the iterators the call advances: one it found outside the call (pystate.python_state) makes it eager
+    def next_(it, *default):
+        if _recording(T):
+            T.advanced.append(it)
+        return orig(it, *default)
+
+    return _as_builtin(next_, "next")
+
+
+def _from_user(depth):
+    """Whether the code ``depth`` frames above the caller is the user's: not workbench's, an installed package's
+    (Numba times its compiles) or the standard library's."""
+    f = sys._getframe(depth + 1).f_code.co_filename
+    return not (f.startswith(_PACKAGE_DIR) or f.startswith(_STDLIB) or "site-packages" in f or "dist-packages" in f
+                or f.startswith("<frozen"))
+
+
+_STDLIB = os.path.dirname(os.__file__)
+
+
+def _hook_clock(orig, T, name):
+    def clock():
+        if _recording(T) and _from_user(1):
+            T.reason = T.reason or (f"it reads the clock (time.{name}(){_where(_site(1))}): a replay would not "
+                                    "read it again")
+        return orig()
+
+    clock.__name__ = clock.__qualname__ = name
+    clock.__module__ = "time"
+    return clock
+
+
+def _hook_log(orig, T):
+    def _log(self, *args, **kwargs):
+        if _recording(T) and _from_user(2):
+            T.reason = T.reason or f"it logs (logging{_where(_site(2))}): a replay runs the tensor ops only, and would not"
+        return orig(self, *args, **kwargs)
+
+    return _log
+
+
+class _Stream:
+    """sys.stdout or sys.stderr while a call traces: a write makes the call eager (a replay would not write)."""
+
+    def __init__(self, stream, T, name):
+        self._stream, self._T, self._name = stream, T, name
+
+    def write(self, text):
+        T = self._T
+        if text and _recording(T) and _from_user(1):
+            T.reason = T.reason or f"it writes to sys.{self._name}{_where(_site(1))} (a replay would not)"
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _hook_print(orig, T):
     def print_(*args, **kwargs):
-        if _recording(T):
+        if _recording(T) and _from_user(1):
             T.reason = T.reason or f"it prints{_where(_site(1))} (a replay runs the tensor ops only, and would not)"
         return orig(*args, **kwargs)
 
-    # (code that looks a builtin up by its names, as Numba's import does, finds this one while it is in place)
-    print_.__name__ = print_.__qualname__ = "print"
-    print_.__module__ = "builtins"
-    return print_
+    return _as_builtin(print_, "print")
 
 
 def _hook_getgrad(orig, T):

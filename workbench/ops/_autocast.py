@@ -64,6 +64,17 @@ class _State(threading.local):
 STATE = _State()
 
 
+def state_key():
+    """What the calling thread's autocast does, as a value to compare (``workbench.compile``'s guard): None while
+    it is off."""
+    if not AUTOCAST[0]:
+        return None
+    s = STATE
+    if not any(s.enabled.values()):
+        return None
+    return tuple(s.enabled.items()), tuple(s.dtype.items()), s.cache_enabled
+
+
 def set_enabled(device_type, enabled):
     """Turn autocast on or off for ``device_type`` in the calling thread."""
     s = STATE

@@ -7,6 +7,7 @@ loss is a short composite of differentiable ops, reduced with PyTorch's rules ('
 weighted means divided by the summed weights).
 """
 import contextlib
+import functools
 import math
 import warnings
 
@@ -840,15 +841,19 @@ def one_hot(tensor, num_classes=-1):
     if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     d = tensor._data
-    xp = _xp(tensor)
-    if num_classes == -1:
+    if num_classes == -1:  # (the number of classes read from the values: a compiled call runs eagerly)
         if d.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        num_classes = int(d.max()) + 1
+        return Tensor._make(_one_hot(d, int(d.max()) + 1))
+    return array_step(functools.partial(_one_hot, num_classes=num_classes), tensor)
+
+
+def _one_hot(d, num_classes):
+    """The one-hot int64 array of class indices ``d`` (checked here, so a compiled replay checks them too)."""
     if d.size and (bool((d < 0).any()) or bool((d >= num_classes).any())):
         raise RuntimeError("one_hot: Class values must be non-negative and smaller than num_classes "
                            f"({num_classes})")
-    return Tensor._make((d[..., None] == xp.arange(num_classes)).astype("int64"))
+    return (d[..., None] == _backend.xp_of(d).arange(num_classes)).astype("int64")
 
 
 def _check_rows(idx, n):
