@@ -885,6 +885,27 @@ def test_a_numpy_array_argument_or_random_generator_is_followed():
     assert len(set(outs)) == 3 and "random generator" in wb.compiler.explain(g).reasons[0]
 
 
+def test_a_loss_rescaled_after_its_backward_is_returned_by_the_replay():
+    # gradient accumulation returns loss * accum after loss.backward(): that output has no backward to replay
+    # (eager's cannot be differentiated again either); it ran eagerly with "could not run at trace time"
+    def run(compiled):
+        wb.manual_seed(0)
+        m = nn.Linear(4, 3)
+        opt = wb.optim.SGD(m.parameters(), lr=0.1)
+        x, y = _input((8, 4)), _input((8,), ints=3)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y) / 2
+            loss.backward()
+            opt.step()
+            return loss * 2
+        f = wb.compile(step) if compiled else step
+        return [_bits(f(x, y)) for _ in range(3)], f
+    (eager, _), (comp, f) = run(False), run(True)
+    assert eager == comp and wb.compiler.explain(f).replays == 2
+
+
 def test_private_state_of_a_compiled_module_follows_eager():
     class Counting(nn.Module):
         def __init__(self):

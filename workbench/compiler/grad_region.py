@@ -134,6 +134,10 @@ def record(T, name, result, arg_tensors, seq0):
                 stack.append(nxt)
             else:
                 boundary.append((nxt, nr))
+    if any(n._freed is not None for n in region):
+        # the call ran backward through it already (return loss * accum after loss.backward()): eager's output
+        # cannot be differentiated again either, so there is no backward to replay
+        return None
     # where each boundary edge comes from: an argument or a tensor the call read from outside
     source_of = {}
     for src, t in list(arg_tensors) + [(("ext", t), t) for t, _slot in T.externals.values()]:
