@@ -885,6 +885,23 @@ def test_a_numpy_array_argument_or_random_generator_is_followed():
     assert len(set(outs)) == 3 and "random generator" in wb.compiler.explain(g).reasons[0]
 
 
+def test_one_hot_scatter_and_scatter_add_replay_with_each_calls_index():
+    # they ran eagerly ("made from raw arrays"): a label-smoothing or one-hot target built in the step
+    def step(x, y):
+        target = x.new_zeros(x.shape).scatter(1, y[:, None], 0.9) + F.one_hot(y, 4) * 0.05
+        counts = wb.zeros(4).scatter_add(0, y, wb.ones(y.shape[0]))
+        return ((x.log_softmax(-1) * target).sum(-1).mean() * counts.max()), counts
+
+    f = wb.compile(step)
+    for seed in range(4):
+        x, y = _input((6, 4), seed=seed).requires_grad_(), _input((6,), ints=4, seed=seed + 10)
+        x2 = x.detach().clone().requires_grad_()
+        (l1, c1), (l2, c2) = f(x, y), step(x2, y)
+        l1.backward(), l2.backward()
+        assert _bits(l1) == _bits(l2) and _bits(c1) == _bits(c2) and _bits(x.grad) == _bits(x2.grad)
+    assert wb.compiler.explain(f).replays == 3
+
+
 def test_a_loss_rescaled_after_its_backward_is_returned_by_the_replay():
     # gradient accumulation returns loss * accum after loss.backward(): that output has no backward to replay
     # (eager's cannot be differentiated again either); it ran eagerly with "could not run at trace time"

@@ -469,10 +469,23 @@ class IndexSelect(GetItem):
 
 
 class Scatter(IndexPut):
+    """IndexPut at the grid key of (index, dim), the key built in the forward from the index array, so that a
+    compiled replay builds it from that call's index (built outside, its aranges were arrays no op made)."""
+
     op_name = "scatter"
 
+    @staticmethod
+    def forward(ctx, x, idx, dim, v, accumulate=False):
+        return IndexPut.forward(ctx, x, _grid_key_raw(ctx.xp, idx, dim), v, accumulate)
 
-class ScatterAdd(IndexPut):
+    @staticmethod
+    def backward(ctx, g):
+        gx = g if ctx.accumulate else IndexPut.apply(g, ctx.key, 0.0)
+        gv = g[ctx.key] if ctx.needs_input_grad[3] else None  # (GetItem: in PyTorch's order)
+        return gx, None, None, gv, None
+
+
+class ScatterAdd(Scatter):
     op_name = "scatter_add"
 
 
@@ -507,6 +520,11 @@ def _on(arr, t):
     if _backend.device_of(arr) != t.device:
         return _backend.to_device(arr, t.device)
     return arr
+
+
+def _index_on(index, t):
+    """An index tensor on tensor t's device."""
+    return index if _backend.device_of(index._data) == t.device else index.to(t.device)
 
 
 def _grid_key(t, index, dim):
@@ -607,13 +625,13 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
     if input.ndim == 0:
         return reshape(scatter(reshape(input, (1,)), 0, reshape(index, (-1,)), None if src is None else reshape(
             src, (-1,)), value), ())
-    key = _grid_key(input, index, d)
+    index = _index_on(index, input)
     if src is None:
-        return Scatter.apply(input, key, value)
+        return Scatter.apply(input, index, d, value)
     if src.dtype != input.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
                            f"{src.dtype})")
-    return Scatter.apply(input, key, _src_part(src, index))
+    return Scatter.apply(input, index, d, _src_part(src, index))
 
 
 def scatter_add(input, dim, index, src):
@@ -631,7 +649,7 @@ def scatter_add(input, dim, index, src):
                            f"{src.dtype})")
     if input.ndim == 0:
         return reshape(scatter_add(reshape(input, (1,)), 0, reshape(index, (-1,)), reshape(src, (-1,))), ())
-    return ScatterAdd.apply(input, _grid_key(input, index, d), _src_part(src, index), True)
+    return ScatterAdd.apply(input, _index_on(index, input), d, _src_part(src, index), True)
 
 
 _REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "mean": "add", "amax": "maximum", "amin": "minimum"}
