@@ -828,6 +828,150 @@ def test_a_rebound_function_autocast_and_the_default_dtype_are_guarded():
     del _LOSS_FN
 
 
+USE_RES = False
+
+
+class _ResNet(nn.Module):
+    scale = 1.0  # a class attribute its forward reads through self
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        h = self.lin(x) * self.scale
+        return h + x if USE_RES else h
+
+
+def test_code_a_step_reaches_through_models_callables_and_containers_is_guarded():
+    # found by a second new-user trial: each replayed the traced value after the change
+    import io
+    import os
+    global USE_RES
+    x = wb.ones(2)
+    net = _ResNet()
+
+    class Reg:
+        val = 1.0
+
+        @classmethod
+        def get(cls):
+            return cls.val
+
+    class AttrDict(dict):
+        __getattr__ = dict.__getitem__
+
+    class Lazy:
+        def __getattr__(self, name):
+            return _LAZY[name]
+
+    flags, ad, lazy, buf = {"a"}, AttrDict(k=1.0), Lazy(), io.StringIO()
+    holder = {"fn": lambda: Reg.val}
+    os.environ.pop("WB_TEST_SCALE", None)
+    cases = {
+        "a global a model's forward reads": (lambda: net(x).sum(), lambda: globals().__setitem__("USE_RES", True)),
+        "a model's class attribute": (lambda: net(x).sum(), lambda: setattr(_ResNet, "scale", 3.0)),
+        "a classmethod getter": (lambda: x * Reg.get(), lambda: setattr(Reg, "val", 3.0)),
+        "a lambda in a dict": (lambda: x * holder["fn"](), lambda: setattr(Reg, "val", 5.0)),
+        "set membership": (lambda: x * (2.0 if "b" in flags else 1.0), lambda: flags.add("b")),
+        "an AttrDict": (lambda: x * ad.k, lambda: ad.__setitem__("k", 3.0)),
+        "__getattr__ over a global": (lambda: x * lazy.k, lambda: _LAZY.__setitem__("k", 3.0)),
+        "os.environ": (lambda: x * float(os.environ.get("WB_TEST_SCALE", "1")),
+                       lambda: os.environ.__setitem__("WB_TEST_SCALE", "3")),
+    }
+    try:
+        for name, (fn, change) in cases.items():
+            f = wb.compile(fn)
+            before = [_bits(f()), _bits(f())]
+            change()
+            assert _bits(f()) == _bits(fn()), name
+            assert before[0] == before[1]
+    finally:
+        USE_RES = False
+        _ResNet.scale = 1.0
+        os.environ.pop("WB_TEST_SCALE", None)
+    # side effects through a bound method held in a variable, a warning, a StringIO: eager, and said why
+    hist = []
+    rec = hist.append
+    effects = {"rec = hist.append": lambda: rec(1) or x * 2, "warnings.warn": lambda: _warn() or x * 2,
+               "a StringIO": lambda: buf.write("step") and x * 2}
+    for name, fn in effects.items():
+        f = wb.compile(fn)
+        with pytest.warns(UserWarning) if name == "warnings.warn" else _no_warning():
+            for _ in range(3):
+                f()
+        assert wb.compiler.explain(f).replays == 0, name
+    assert len(hist) == 3 and buf.getvalue() == "step" * 3
+
+
+_LAZY = {"k": 1.0}
+
+
+def _warn():
+    import warnings
+    warnings.warn("step")
+
+
+def test_state_the_step_does_not_read_changes_without_retracing():
+    # a trainer's counters and histories kept by other methods, a model's epoch counter, a config dict's other
+    # keys: guarded before, so each change traced again and the run ended eager at the recompile limit
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 1)
+            self.epoch = 0
+
+        def forward(self, x):
+            return self.lin(x)
+
+        def on_epoch_end(self):
+            self.epoch += 1
+
+    class Trainer:
+        def __init__(self):
+            self.model = Net()
+            self.opt = wb.optim.SGD(self.model.parameters(), lr=0.1)
+            self.global_step, self.history = 0, []
+            self.step = wb.compile(self._step)
+
+        def _step(self, x, y):
+            self.opt.zero_grad()
+            loss = F.mse_loss(self.model(x), y)
+            loss.backward()
+            self.opt.step()
+            return loss
+
+        def log(self, loss):
+            self.global_step += 1
+            self.history.append(loss.item())
+
+    state = {"clip": 1.0, "seen": 0, "losses": []}
+    t = Trainer()
+    model = Net()
+    g = wb.compile(lambda x: model(x) * state["clip"])
+    x, y = wb.ones(8, 4), wb.zeros(8, 1)
+    for i in range(20):
+        t.log(t.step(x, y))
+        t.model.on_epoch_end()
+        g(x)
+        model.on_epoch_end()
+        state["seen"] += 1
+        state["losses"].append(i)
+    for f in (t.step, g):
+        e = wb.compiler.explain(f)
+        assert e.traces == 1 and e.replays == 19, str(e)
+
+
+def test_too_much_to_guard_runs_eagerly_and_says_why():
+    table = {k: 1.0 for k in range(20_000)}
+    x = wb.ones(2)
+    f = wb.compile(lambda: x * table[5])
+    f(), f()
+    table[5] = 9.0
+    assert f().tolist() == [9.0, 9.0]
+    assert "too many for the guard" in wb.compiler.explain(f).reasons[0]
+
+
 def test_optimizer_and_scheduler_state_the_step_reads_or_writes_follows_eager():
     def run(compiled, form):
         wb.manual_seed(0)

@@ -8,6 +8,7 @@ calls run eagerly so the tools see every op.
 """
 import functools
 
+from .. import _backend
 from ..autograd import graph as _graph
 from ..autograd.grad_mode import STATE
 from ..nn.module import Module
@@ -18,6 +19,7 @@ from . import trace as _trace
 from .program import Program, _walk, arg_paths_of, captured_sources, describe, signature, unguardable
 from .pystate import plain_value, changed, contents, python_state
 
+np = _backend.numpy
 RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
 
 
@@ -98,9 +100,14 @@ class CompiledFunction:
         seq0 = T.seq0 = next(_graph._seq)
         # the Python values the call can read (the guard checks them), and the containers it must leave as it
         # found them (a replay would skip a change to them), as the call finds them
-        state = python_state(self._fn, args, kwargs)
-        numbers, holders = state.reads, state.holders
-        before = contents(holders)
+        try:  # (objects of any kind are inspected: one that raises makes the call eager, never fail it)
+            state = python_state(self._fn, args, kwargs)
+            numbers, holders = state.reads, state.holders
+            before = contents(holders)
+        except Exception as e:
+            state, numbers, holders, before = None, [], [], []
+            T.reason = (f"inspecting the Python state it reads raised {type(e).__name__}: {e} (an object whose "
+                        "attributes raise): pass what it needs as arguments")
         T.holders = holders
         with T:
             result = self._fn(*args, **kwargs)
@@ -119,7 +126,10 @@ class CompiledFunction:
         if T.reason is None:
             T.reason = unguardable(self._fn, T, captured)
         if T.reason is None:
-            what = changed(holders, before, T.replayed_changes) or T.module_changes()
+            try:
+                what = changed(holders, before, T.replayed_changes) or T.module_changes()
+            except Exception as e:
+                what = f"something it found (comparing raised {type(e).__name__}: {e})"
             if what:
                 T.reason = (f"it changed {what} (Python state: a replay runs the tensor ops only, and would skip "
                             "that): keep the bookkeeping outside the compiled function, or return the value")
@@ -137,10 +147,8 @@ class CompiledFunction:
         for _c, _k, v, what in captured:  # by identity: a batch rebound to a new tensor is a new signature
             prog.signature[f"captured {what}"] = (describe(v) if id(v) in prog.lifted  # (read anew: as an argument)
                                                   else f"{type(v).__name__} object {id(v):#x}")
-        for _c, _k, v, what in numbers:
-            prog.signature[f"global {what}"] = (f"{type(v).__name__} {v!r}"[:80] if plain_value(v)
-                                                else f"{type(v).__name__} object {id(v):#x}" + (
-                                                    f" holding {v.tobytes().hex()[:40]}" if hasattr(v, "tobytes") else ""))
+        for c, k, v, what in numbers:
+            prog.signature[("global " if c.__class__ is dict and "__builtins__" in c else "") + what] = _describe(v)
         for m, training in T.entry_modes.values():  # the modules' modes and settings, as the call found them
             prog.signature[f"{type(m).__name__} (module {id(m):#x})"] = (
                 f"in {'train' if training else 'eval'} mode, with {T.module_attrs.get(id(m), {})}")
@@ -160,6 +168,17 @@ class CompiledFunction:
 
     def _reset(self):
         self._programs.clear()
+
+
+def _describe(v):
+    """What the guard sees of a Python value it checks, for ``explain``'s 'traced because ...'."""
+    if plain_value(v):
+        return f"{type(v).__name__} {v!r}"[:80]
+    if v.__class__ is np.ndarray:
+        return f"ndarray object {id(v):#x} holding {v.tobytes().hex()[:40]}"
+    if v.__class__ is tuple:  # a module's submodules (rebuilt for each trace: described by what they are)
+        return "(" + ", ".join(f"{type(x).__name__} {id(x):#x}" for x in v) + ")"
+    return f"{type(v).__name__} object {id(v):#x}"
 
 
 def _tensor_args(args, kwargs):

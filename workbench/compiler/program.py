@@ -321,6 +321,12 @@ class Program:
             if key is _pystate.LENGTH:
                 conds.append(f"len({self._bind(container, 'S')}) == {v}")
                 continue
+            if key is _pystate.ENVIRON:  # os.environ's items
+                conds.append(f"dict({self._bind(container, 'S')}) == {self._bind(v, 'V')}")
+                continue
+            if key is _pystate.SET:  # a set's items
+                conds.append(f"{self._bind(container, 'S')} == {self._bind(v, 'V')}")
+                continue
             if key is _pystate.VALUES:  # a module's submodules, in order
                 conds.append(f"tuple({self._bind(container, 'S')}.values()) == {self._bind(v, 'V')}")
                 continue

@@ -13,6 +13,8 @@ skipped by a replay: such a call runs eagerly, and ``explain`` says which).
 import collections
 import dis
 import functools
+import io
+import os
 import random
 import sys
 import types
@@ -31,7 +33,7 @@ _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 _LIBRARY_MODULES = ("builtins", "typing", "abc", "enum", "collections", "functools")
 _RNGS = (np.random.Generator, np.random.RandomState, random.Random)
 MAX_ITEMS = 10_000  # a container larger than this is not searched (nor guarded, nor compared)
-MAX_READS = 4096  # Python values one trace's guard may check
+MAX_READS = 16384  # Python values one trace's guard may check
 MAX_ARRAY = 4096  # NumPy arrays up to this size have their values guarded; a larger one read makes the call eager
 DEPTH = 3  # levels searched below a name: cfg["opt"]["sgd"]["lr"], self.cfg.lr
 LENGTH = object()  # the key of a read that is a container's length
@@ -43,8 +45,8 @@ _READS_UNDER = {"get_last_lr": "_last_lr", "get_lr": "_last_lr"}
 
 @functools.lru_cache(maxsize=4096)
 def code_names(code):
-    """(the global names, the attribute names) ``code`` uses, its nested functions' code included; the
-    identifiers among its string constants count as attribute names (``getattr(args, "clip", 5.0)``)."""
+    """(the global names, the attribute names) ``code`` uses, its nested functions' code included; its string
+    constants that are identifiers count as attribute names (``getattr(args, "clip", 5.0)``)."""
     names, attrs = set(), set()
     stack = [code]
     while stack:
@@ -54,31 +56,38 @@ def code_names(code):
                 names.add(i.argval)
             elif i.opname in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "DELETE_ATTR"):
                 attrs.add(i.argval)
-        attrs.update(k for k in c.co_consts if k.__class__ is str and k.isidentifier())
+        attrs.update(code_strings(c))
         stack.extend(k for k in c.co_consts if hasattr(k, "co_code"))
     return frozenset(names), frozenset(attrs)
 
 
-def _methods_names(cls):
-    """The attribute names the methods of a user's class use (``self.helper()`` reading ``self.temp``,
-    a property computed from ``self._a``)."""
-    return _class_names(cls) if not _library_class(cls) else frozenset()
+@functools.lru_cache(maxsize=4096)
+def code_strings(code):
+    """The string constants of ``code`` and its nested functions' code (the keys it names: ``cfg["clip"]``)."""
+    out, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        out.update(k for k in c.co_consts if k.__class__ is str)
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_code"))
+    return frozenset(out)
 
 
 @functools.lru_cache(maxsize=1024)
-def _class_names(cls):
-    attrs = set()
-    for klass in cls.__mro__:
-        if _library_class(klass):
+def forward_names(cls):
+    """The attribute names the code of a module's ``forward`` uses, with the methods of its class it names (and
+    theirs): what a call of the module can read of it (a counter ``on_epoch_end()`` keeps is not)."""
+    methods = dict(_class_functions(cls, library=True))
+    names, todo, done = set(), ["forward", *_IMPLICIT], set()
+    while todo:
+        name = todo.pop()
+        f = methods.get(name)
+        if f is None or name in done:
             continue
-        for v in list(vars(klass).values()):
-            f = v.__func__ if isinstance(v, (staticmethod, classmethod)) else v
-            if isinstance(f, property):
-                f = f.fget
-            code = getattr(f, "__code__", None)
-            if code is not None:
-                attrs |= code_names(code)[1]
-    return frozenset(attrs)
+        done.add(name)
+        used = code_names(f.__code__)[1]
+        names |= used
+        todo.extend(n for n in used if n in methods)
+    return frozenset(names)
 
 
 def _library_class(cls):
@@ -119,7 +128,6 @@ def scopes(fn, every_global=True):
         # its public attributes (every_global: where a batch may be), or all but a module's own tables
         found += [(owner.__dict__, k, v, f"self.{k}", ()) for k, v in list(owner.__dict__.items())
                   if not k.startswith("_") or not every_global and k not in _MODULE_OWN and not k.startswith("__")]
-        attrs |= _methods_names(type(owner))
     todo, seen_fns, seen_globals = [(func, "", ())], set(), set()
     for _depth in range(3):
         nxt = []
@@ -227,10 +235,17 @@ class State:
     """What ``python_state`` found: ``reads`` [(container, key, value, what)] for the guard, ``holders``
     [(container, what, kind)] for ``contents``/``changed``, ``seen`` the ids of every object found (an iterator
     among them that the call advances is Python state a replay would not advance), ``unguardable`` why a value
-    found cannot be guarded (None if none)."""
+    found cannot be guarded (None if none); ``classes`` and ``functions``, the user's classes and functions
+    found, whose code may read more."""
 
     def __init__(self):
         self.reads, self.holders, self.seen, self.keep, self.unguardable = [], [], set(), [], None
+        self.classes, self.functions = {}, {}
+
+
+# methods Python calls without naming them: their code counts wherever an object of the class is found
+_IMPLICIT = frozenset(("__call__", "__getattr__", "__getattribute__", "__getitem__", "__contains__", "__iter__",
+                       "__len__", "__bool__", "__float__", "__int__", "__index__", "__get__"))
 
 
 def python_state(fn, args=(), kwargs=None):
@@ -238,20 +253,82 @@ def python_state(fn, args=(), kwargs=None):
 
     The reads: the Python values found through ``scopes`` (the names the code loads) ``DEPTH`` levels down, and
     the objects on the way to them. The guard checks that each place still holds that value (numbers, strings,
-    None, enum members, tuples of them, small NumPy arrays: by value and class; anything else: that very
-    object: a function rebound in a notebook cell, a model rebound, a container replaced). An object's
-    attributes (a user's object, class, module, an nn.Module, an optimizer's or scheduler's) count where the code
-    uses their name (``cfg.lr``: 'lr'; the names the methods of the user's classes use count too); a dict's,
-    a list's and a deque's items all count, and their lengths.
+    None, enum members, tuples of them, sets of them, small NumPy arrays: by value and class; anything else:
+    that very object: a function rebound in a notebook cell, a model rebound, a container replaced). An
+    object's attributes (a user's object, class, module, an nn.Module, an optimizer's or scheduler's) count
+    where the code uses their name (``cfg.lr``: 'lr'); a dict's items count where the code names their key, or
+    all of them (and its length) where it names none; a list's and a deque's items and length all count.
+    The code searched: the function's, its helpers' (``scopes``), and that of the methods of the user's classes
+    found which the code names (``self.helper()``; ``forward`` of a model; ``__call__``, ``__getattr__``...),
+    of the functions found in containers (a callback in a dict) and of bound methods, until nothing new turns
+    up: their globals and closure variables are searched too (a flag a model's ``forward`` reads).
     The holders: the dicts, lists, deques, sets, attribute tables, small NumPy arrays and random generators found,
     whose contents the call must leave as they were (``changed``).
     """
     found, attrs = scopes(fn, every_global=False)
     attrs = set(attrs)
+    keys = set(code_strings(owner_of(fn)[0].__code__)) if hasattr(owner_of(fn)[0], "__code__") else set()
+    done = set()
+    for _round in range(8):
+        st = _walk(fn, found, attrs, keys, args, kwargs)
+        grew = False
+        todo = list(st.functions.values())
+        for cls in st.classes.values():
+            for name, f in _class_functions(cls):
+                if name in attrs or name in _IMPLICIT or name == "forward" and issubclass(cls, Module):
+                    todo.append((f, f"{cls.__name__}.{name}"))
+        for f, where in todo:
+            if id(f) in done:
+                continue
+            done.add(id(f))
+            more, used = _function_scopes(f, where)
+            strings = code_strings(f.__code__) if hasattr(f, "__code__") else frozenset()
+            found = found + more
+            grew = grew or bool(more) or not used <= attrs or not strings <= keys
+            keys |= strings
+            attrs |= used
+        if not grew:
+            break
+    return st
+
+
+def _class_functions(cls, library=False):
+    """(name, function) of the methods, static and class methods and property getters of a user's class (and of
+    workbench's classes in its MRO, with ``library``), the class's own first."""
+    out = []
+    for klass in reversed(cls.__mro__[:-1]):
+        if _library_class(klass) and not library:
+            continue
+        for name, v in list(vars(klass).items()):
+            f = v.__func__ if isinstance(v, (staticmethod, classmethod)) else v.fget if isinstance(v, property) else v
+            if isinstance(f, types.FunctionType):
+                out.append((name, f))
+    return out
+
+
+def _function_scopes(f, where):
+    """The places a function's code looks things up (its loaded globals, closure cells, defaults), as ``scopes``
+    entries, and the attribute names its code uses."""
+    code = getattr(f, "__code__", None)
+    if code is None or _library_class(f):
+        return [], frozenset()
+    loaded, used = code_names(code)
+    g = f.__globals__
+    here = [(g, k, g[k], f"{where}: {k}", ()) for k in sorted(loaded) if k in g]
+    for name, cell in zip(code.co_freevars, f.__closure__ or ()):
+        try:
+            here.append((cell, None, cell.cell_contents, f"{where}: {name}", ()))
+        except ValueError:  # an empty cell
+            continue
+    here += [(f.__defaults__, i, v, f"{where}: default {i}", ()) for i, v in enumerate(f.__defaults__ or ())]
+    return here, used
+
+
+def _walk(fn, found, attrs, keys, args, kwargs):
+    """One search of the places in ``found`` and the arguments, with ``attrs`` the attribute names that count and
+    ``keys`` the strings the code names (a dict's keys among them are the ones that count)."""
     _func, owner = owner_of(fn)
     modules = _modules_of(fn, found)
-    for m in modules:
-        attrs |= _methods_names(type(m))
     st = State()
     reads, holders, seen = st.reads, st.holders, st.seen
 
@@ -261,6 +338,10 @@ def python_state(fn, args=(), kwargs=None):
                                                 "pass what changes as an argument")
             return
         reads.append((container, key, v, what))
+
+    def too_large(what, n):
+        st.unguardable = st.unguardable or (f"it reads {what}, of {n} items: too many for the guard to check; pass "
+                                            "what the function needs as an argument")
 
     def visit(container, key, v, what, depth, table):
         # table: container is an attribute table, whose entries count only where the code uses their name
@@ -289,25 +370,41 @@ def python_state(fn, args=(), kwargs=None):
         if depth < 0 or id(v) in seen:
             return
         seen.add(id(v))
-        if isinstance(v, dict):
+        if isinstance(v, (types.FunctionType, types.MethodType, types.BuiltinMethodType, _PARTIAL)) or \
+                hasattr(type(v), "cache_clear") and hasattr(v, "__wrapped__"):
+            _callable(v, what, depth)
+            return
+        if isinstance(v, io.IOBase):  # a log file, a StringIO: a write moves its position
+            if not v.closed and v.seekable():
+                holders.append((v, what, "stream"))
+            return
+        if isinstance(v, (collections.UserDict, collections.UserList)):
+            visit(None, None, v.data, f"{what}.data", depth, False)
+            return
+        if isinstance(v, (dict, types.MappingProxyType)):
             holder, kind, items = v, "items", list(v.items())
+            named = [(k, x) for k, x in items if k in keys]  # the keys the code names, if it names any
+            if named and all(k.__class__ is str for k, _x in items):
+                items, kind = named, "items-named"
         elif isinstance(v, (list, collections.deque)):
             holder, kind, items = v, "seq", list(enumerate(v))
         elif isinstance(v, tuple):
             holder, kind, items = None, "tuple", list(enumerate(v))
         elif isinstance(v, (set, frozenset)):
             holder, kind, items = (v if isinstance(v, set) else None), "set", ()
+            if container is not None and len(v) <= MAX_ITEMS and all(plain_value(x) for x in v):
+                read(v, SET, frozenset(v), f"the items of {what}")  # ("double" in flags)
         elif isinstance(v, _RNGS):
             holders.append((v, what, "rng"))
             return
         elif isinstance(v, Module):
-            attrs.update(_methods_names(type(v)))
             holder, kind = v.__dict__, "module"
-            own = _MODULE_OWN if not _library_class(type(v)) else None
-            items = [(k, x) for k, x in list(holder.items()) if k not in _MODULE_OWN and (
-                k[0] != "_" or own is not None)]
+            user = not _library_class(type(v))
+            items = [(k, x) for k, x in list(holder.items()) if k not in _MODULE_OWN and (k[0] != "_" or user)]
             if v._modules:  # its submodules (model[0] = nn.Linear(...), a layer appended to a ModuleList)
                 read(v._modules, VALUES, tuple(v._modules.values()), f"{what}'s submodules")
+            if user:
+                _object_class(v, what, depth)
         elif isinstance(v, types.ModuleType):
             if not _user_module(v):
                 return
@@ -316,6 +413,7 @@ def python_state(fn, args=(), kwargs=None):
         elif isinstance(v, type):
             if not user_class(v):
                 return
+            st.classes[id(v)] = v
             holder, kind = vars(v), "attrs"
             items = [(k, x) for k, x in list(holder.items()) if not k.startswith("__") and not isinstance(
                 x, (types.FunctionType, staticmethod, classmethod, property))]
@@ -324,29 +422,25 @@ def python_state(fn, args=(), kwargs=None):
             if holder.__class__ is not dict:
                 return
             wanted = {_READS_UNDER.get(a, a) for a in attrs}
-            items = [(k, x) for k, x in list(holder.items()) if k in wanted]
-            for k, x in items:
+            for k, x in [(k, x) for k, x in list(holder.items()) if k in wanted]:
                 visit(holder, k, x, f"{what}.{k}", depth - 1, False)
             holders.append((holder, what, "attrs"))
             return
-        elif plain_object(v) or getattr(v, "__dict__", None).__class__ is dict:
-            attrs.update(_methods_names(type(v)))
+        elif isinstance(getattr(v, "__dict__", None), dict) and not isinstance(v, _NOT_OBJECTS):
             holder, kind = v.__dict__, "attrs"
             items = [(k, x) for k, x in list(holder.items()) if not k.startswith("__")]
-            for klass in type(v).__mro__[:-1]:  # class attributes read through the object (self.scale)
-                if user_class(klass):
-                    visit(None, None, klass, f"{type(v).__name__}", depth - 1, False)
-        elif not isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, _PARTIAL)) and \
-                _slot_names(type(v)) and not library_object(v):
-            attrs.update(_methods_names(type(v)))
+            _object_class(v, what, depth)
+        elif _slot_names(type(v)) and not library_object(v):
             holder, kind = _Slots(v, _slot_names(type(v))), "attrs"
             items = holder.items()
+            _object_class(v, what, depth)
         else:
             return
         if holder is not None and len(holder) > MAX_ITEMS:
+            too_large(what, len(holder))
             return
         if holder is not None:
-            holders.append((holder, what, kind))
+            holders.append((holder, what, "items" if kind == "items-named" else kind))
             if kind in ("items", "seq"):  # its length (len(history), a key added): the guard checks it
                 read(holder, LENGTH, len(holder), f"len({what})")
         sub_table = kind in ("attrs", "module")
@@ -354,12 +448,36 @@ def python_state(fn, args=(), kwargs=None):
             visit(holder if holder is not None else v, k, x,
                   f"{what}.{k}" if sub_table else f"{what}[{k!r}]", depth - 1, sub_table)
 
+    def _object_class(v, what, depth):
+        for klass in type(v).__mro__[:-1]:  # class attributes read through the object (self.scale)
+            if user_class(klass):
+                visit(None, None, klass, klass.__name__, depth - 1, False)
+
+    def _callable(v, what, depth):
+        # a function's code (searched by python_state's next round), and what a bound method is bound to
+        # (rec = history.append; lg.log)
+        f = v
+        if isinstance(v, _PARTIAL):
+            visit(None, None, v.func, f"{what}.func", depth - 1, False)
+            visit(None, None, v.args, f"{what}.args", depth - 1, False)
+            visit(None, None, v.keywords, f"{what}.keywords", depth - 1, False)
+            return
+        if hasattr(v, "__wrapped__") and not isinstance(v, types.FunctionType):  # functools.lru_cache
+            f = v.__wrapped__
+        if isinstance(f, (types.MethodType, types.BuiltinMethodType)):
+            owner_ = getattr(f, "__self__", None)
+            if owner_ is not None and not isinstance(owner_, types.ModuleType):
+                visit(None, None, owner_, f"{what}.__self__", depth - 1, False)
+            f = getattr(f, "__func__", None)
+        if isinstance(f, types.FunctionType) and not _library_class(f):
+            st.functions[id(f)] = (f, what)
+
+    if "environ" in attrs or "getenv" in attrs or "environ" in keys:  # os.environ["SCALE"], os.getenv
+        read(os.environ, ENVIRON, dict(os.environ), "os.environ")
     if owner is not None and not isinstance(owner, Module):  # a bound method's object (self.calls += 1)
         if isinstance(getattr(owner, "__dict__", None), dict):
             holders.append((owner.__dict__, "self", "attrs"))
-        for klass in type(owner).__mro__[:-1]:  # and its class's attributes (self.scale, type(self).count)
-            if user_class(klass):
-                visit(None, None, klass, klass.__name__, DEPTH, False)
+        _object_class(owner, "self", DEPTH + 1)
     for container, key, v, what, chain in found:
         table = owner is not None and container is getattr(owner, "__dict__", None)
         visit(container, key, v, what, DEPTH, table)
@@ -381,6 +499,8 @@ def python_state(fn, args=(), kwargs=None):
     return st
 
 
+SET = object()  # the key of a read that is a set's items
+ENVIRON = object()  # the key of a read that is os.environ's items
 ARGUMENT = object()  # the container of a read that is an argument (its key: the argument's path)
 
 
@@ -414,6 +534,8 @@ def contents(holders):
             snap.append(h.tobytes())
         elif kind == "rng":
             snap.append(_rng_state(h))
+        elif kind == "stream":
+            snap.append(h.tell() if not h.closed else None)
         elif kind == "set":
             snap.append(frozenset(map(id, h)))
         elif kind == "module":  # its attributes, less nn.Module's own tables and caches
@@ -448,6 +570,8 @@ def changed(holders, before, skip=()):
             return f"the values of the NumPy array {what}"
         if kind == "rng":
             return f"the state of the random generator {what} (it drew numbers)"
+        if kind == "stream":
+            return f"the file {what} (it wrote to it)"
         if kind == "seq":
             if len(old) != len(new):
                 return f"the list {what} (its length)"

@@ -19,6 +19,7 @@ import os
 import random
 import sys
 import time
+import warnings
 
 from .. import _backend
 from .. import _broadcast
@@ -315,6 +316,7 @@ class Tracer:
                      "monotonic_ns", "process_time_ns"):
             swap(time, name, _hook_clock(getattr(time, name), T, name))
         swap(logging.Logger, "_log", _hook_log(logging.Logger._log, T))
+        swap(warnings, "warn", _hook_warn(warnings.warn, T))
         for name in ("stdout", "stderr"):
             stream = getattr(sys, name)
             if stream is not None:
@@ -835,8 +837,10 @@ def _hook_module_call(orig, T):
             T.entry_modes.setdefault(id(self), (self, self.training))
             # the settings the forward may read (negative_slope, p, dim, a temperature): the guard checks them
             # (not private ones: workbench's caches, such as the scope path, start with _)
+            # (those its forward, or a method that names, uses: not a counter on_epoch_end() keeps)
+            used = _pystate.forward_names(type(self))
             T.module_attrs[id(self)] = {k: v for k, v in self.__dict__.items()
-                                        if k != "training" and k[0] != "_" and _simple(v)}
+                                        if k != "training" and k[0] != "_" and _simple(v) and k in used}
             # all its public attributes, to see that the call left them as it found them (Tracer.module_changes)
             T.module_state[id(self)] = [(k, v) for k, v in self.__dict__.items() if k != "training" and k[0] != "_"]
             d = self.__dict__
@@ -969,6 +973,17 @@ def _hook_log(orig, T):
         return orig(self, *args, **kwargs)
 
     return _log
+
+
+def _hook_warn(orig, T):
+    def warn(message, category=None, stacklevel=1, source=None):
+        if _recording(T) and _from_user(1):
+            T.reason = T.reason or f"it warns{_where(_site(1))} (a replay would not)"
+        return orig(message, category, stacklevel + 1, source)
+
+    warn.__name__ = warn.__qualname__ = "warn"
+    warn.__module__ = "warnings"
+    return warn
 
 
 class _Stream:
