@@ -962,6 +962,58 @@ def test_state_the_step_does_not_read_changes_without_retracing():
         assert e.traces == 1 and e.replays == 19, str(e)
 
 
+def test_a_class_default_shadowed_on_the_object_traces_again():
+    # found by a third trial: the class value was guarded, the instance attribute set later was not
+    class M(nn.Module):
+        temperature = 1.0
+
+        def forward(self, x):
+            return x / self.temperature
+
+    class Tr:
+        scale = 1.0
+
+        def step(self, x):
+            return x * self.scale
+
+    m, t = M(), Tr()
+    cm, ct = wb.compile(m), wb.compile(t.step)
+    for f in (cm, ct):
+        f(wb.ones(2)), f(wb.ones(2))
+    m.temperature, t.scale = 0.5, 3.0
+    assert cm(wb.ones(2)).tolist() == [2.0, 2.0] and ct(wb.ones(2)).tolist() == [3.0, 3.0]
+    assert "self.temperature" in wb.compiler.explain(cm).programs[0].retraced
+
+
+def test_a_tuple_of_state_and_a_metric_reset_by_rebinding_replay():
+    # an LSTM's hidden state held in a global tuple ran eagerly ("a place the guard cannot check"); a metric
+    # whose reset() binds a new tensor that the step then updates in place traced each epoch, and ended eager
+    model = nn.LSTM(4, 8)
+    hidden = (wb.zeros(1, 2, 8), wb.zeros(1, 2, 8))
+    data = _input((3, 2, 4))
+    f = wb.compile(lambda: model(data, hidden)[0].sum())
+    assert _bits(f()) == _bits(f()) == _bits(model(data, hidden)[0].sum())
+    assert wb.compiler.explain(f).replays == 1
+
+    class Acc:
+        def reset(self):
+            self.n = wb.zeros(())
+
+    def run(compiled):
+        acc = Acc()
+        step = (lambda x: (acc.n.add_(x.sum()), x * 2)[1])
+        step = wb.compile(step) if compiled else step
+        out = []
+        for _ in range(10):
+            acc.reset()
+            for _ in range(3):
+                step(wb.ones(3))
+            out.append(acc.n.item())
+        return out, step
+    (eager, _), (comp, step) = run(False), run(True)
+    assert eager == comp == [9.0] * 10 and step.calls == {"replay": 29, "eager": 0, "trace": 1}
+
+
 def test_too_much_to_guard_runs_eagerly_and_says_why():
     table = {k: 1.0 for k in range(20_000)}
     x = wb.ones(2)

@@ -17,7 +17,7 @@ from . import cudagraph as _cudagraph
 from . import grad_region as _grad_region
 from . import trace as _trace
 from .program import Program, _walk, arg_paths_of, captured_sources, describe, signature, unguardable
-from .pystate import plain_value, changed, contents, python_state
+from .pystate import ABSENT, plain_value, changed, contents, python_state
 
 np = _backend.numpy
 RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
@@ -148,7 +148,8 @@ class CompiledFunction:
             prog.signature[f"captured {what}"] = (describe(v) if id(v) in prog.lifted  # (read anew: as an argument)
                                                   else f"{type(v).__name__} object {id(v):#x}")
         for c, k, v, what in numbers:
-            prog.signature[("global " if c.__class__ is dict and "__builtins__" in c else "") + what] = _describe(v)
+            prog.signature[("global " if c.__class__ is dict and "__builtins__" in c else "") + what] = (
+                "absent" if v is ABSENT else _describe(v))
         for m, training in T.entry_modes.values():  # the modules' modes and settings, as the call found them
             prog.signature[f"{type(m).__name__} (module {id(m):#x})"] = (
                 f"in {'train' if training else 'eval'} mode, with {T.module_attrs.get(id(m), {})}")

@@ -213,12 +213,13 @@ class Program:
         """The captured tensors the replay reads from where the code read them instead of the traced tensor, as
         it reads an argument: data (no grad), read at one place (a global, a closure variable, a module's plain
         attribute, ``batch["x"]``: not through a tuple), no view and no other outside tensor sharing its memory,
-        not written by the call and not returned by it. A batch rebound on every call (``xb = next(it)`` in the
-        notebook, ``step()`` reading ``xb``) then replays; the guard checks its class, shape, dtype and flags."""
+        not returned by it. A batch rebound on every call (``xb = next(it)`` in the notebook, ``step()`` reading
+        ``xb``) then replays, and so does a metric's count the call updates in place after a ``reset()`` bound a new
+        one (the replay writes the tensor it reads, as it writes an argument); the guard checks its class, shape,
+        dtype and flags."""
         places = {}
         for container, key, t, _what in captured:
             places.setdefault(id(t), []).append((container, key, t))
-        written = {id(ev.info._vbox) for ev in T.events if ev.kind == "write" and ev.info is not None}
         returned = {id(t) for t in tensors_in(result)}
         boxes = {}
         for t, _slot in T.externals.values():
@@ -229,7 +230,7 @@ class Program:
                 continue
             container, key, t = ps[0]
             if (container.__class__ is tuple or t._rg or t._base is not None or boxes[id(t._vbox)] != 1
-                    or id(t._vbox) in written or tid in returned):
+                    or tid in returned):
                 continue
             lifted[tid] = self._read_src(container, key)
         return lifted
@@ -329,6 +330,9 @@ class Program:
                 continue
             if key is _pystate.VALUES:  # a module's submodules, in order
                 conds.append(f"tuple({self._bind(container, 'S')}.values()) == {self._bind(v, 'V')}")
+                continue
+            if v is _pystate.ABSENT:  # nothing there (a class attribute the object does not shadow)
+                conds.append(f"{self._place_src(container, key)} is _MISSING")
                 continue
             if v.__class__ is np.ndarray:  # that array, holding the same values
                 conds.append(f"(_a := {self._place_src(container, key)}) is {self._bind(v, 'V')} and "
@@ -801,7 +805,7 @@ def unguardable(fn, T, captured):
     if stored:
         return (f"it assigns {stored} (a replay would skip the store): return the new value, or update a tensor in "
                 "place")
-    found = {id(t) for _c, _k, t, _w in captured}
+    found = {id(t) for _c, _k, v, _w in captured for t in ([v] if isinstance(v, Tensor) else tensors_in(v))}
     owned = set()  # the parameters and buffers of the modules the call used or its code can reach
     for m in list(T.modules.values()) + _reachable_modules(fn):
         owned.update(id(v) for v in m.parameters())

@@ -449,9 +449,15 @@ def _walk(fn, found, attrs, keys, args, kwargs):
                   f"{what}.{k}" if sub_table else f"{what}[{k!r}]", depth - 1, sub_table)
 
     def _object_class(v, what, depth):
+        own = getattr(v, "__dict__", None)
         for klass in type(v).__mro__[:-1]:  # class attributes read through the object (self.scale)
             if user_class(klass):
                 visit(None, None, klass, klass.__name__, depth - 1, False)
+                if own.__class__ is dict:  # and that the object does not shadow them (m.temperature = 0.5)
+                    for k, x in list(vars(klass).items()):
+                        if k in attrs and k not in own and not k.startswith("__") and not isinstance(
+                                x, (types.FunctionType, staticmethod, classmethod, property)):
+                            read(own, k, ABSENT, f"{what}.{k} (set on the object)")
 
     def _callable(v, what, depth):
         # a function's code (searched by python_state's next round), and what a bound method is bound to
@@ -486,7 +492,7 @@ def _walk(fn, found, attrs, keys, args, kwargs):
                 seen.add(id(h))
                 read(c, k, h, w)
     for m in modules:  # the models the call can reach, however deep: what their attributes hold
-        visit(None, None, m, type(m).__name__, DEPTH, False)
+        visit(None, None, m, "self" if m is owner else f"{type(m).__name__} object", DEPTH, False)
     # the arguments (the guard checks each by identity, or a list's, tuple's or dict's items by value): what the
     # objects among them hold, and what the call must leave as it found it (a history list handed in)
     for path, v in [(f"args[{i}]", a) for i, a in enumerate(args)] + [(f"kwargs[{k!r}]", a) for k, a in
@@ -500,6 +506,7 @@ def _walk(fn, found, attrs, keys, args, kwargs):
 
 
 SET = object()  # the key of a read that is a set's items
+ABSENT = object()  # the value of a read where the place must hold nothing (a class default not shadowed)
 ENVIRON = object()  # the key of a read that is os.environ's items
 ARGUMENT = object()  # the container of a read that is an argument (its key: the argument's path)
 
