@@ -1014,6 +1014,47 @@ def test_a_tuple_of_state_and_a_metric_reset_by_rebinding_replay():
     assert eager == comp == [9.0] * 10 and step.calls == {"replay": 29, "eager": 0, "trace": 1}
 
 
+def test_a_step_that_sets_the_mode_first_traces_once_around_evaluations():
+    # the mode the call found was guarded even where the call set it before using the model: a train step
+    # after each evaluation traced again
+    m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5), nn.Linear(2, 1))
+    opt = wb.optim.SGD(m.parameters(), lr=0.1)
+    x = wb.ones(4, 2)
+
+    def train_step(x):
+        m.train()
+        opt.zero_grad()
+        loss = m(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def eval_step(x):
+        m.eval()
+        with wb.no_grad():
+            return m(x).sum()
+
+    def run(compiled):
+        wb.manual_seed(0)
+        with wb.no_grad():
+            for p in m.parameters():
+                p.fill_(0.5)
+        ts, es = (wb.compile(train_step), wb.compile(eval_step)) if compiled else (train_step, eval_step)
+        out = []
+        for _ in range(3):
+            out += [_bits(ts(x)) for _ in range(3)] + [_bits(es(x))]
+        return out, ts, es
+    (eager, _, _), (comp, ts, es) = run(False), run(True)
+    assert eager == comp
+    assert wb.compiler.explain(ts).traces == 1 and wb.compiler.explain(es).traces == 1
+    m1 = nn.Linear(2, 2)
+    frozen = wb.compile(lambda x: m1(x).sum().backward())
+    frozen(x), frozen(x)
+    m1.weight.requires_grad_(False)
+    frozen(x)
+    assert "parameter weight was" in wb.compiler.explain(frozen).programs[0].retraced
+
+
 def test_too_much_to_guard_runs_eagerly_and_says_why():
     table = {k: 1.0 for k in range(20_000)}
     x = wb.ones(2)

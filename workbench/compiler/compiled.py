@@ -150,6 +150,10 @@ class CompiledFunction:
         for c, k, v, what in numbers:
             prog.signature[("global " if c.__class__ is dict and "__builtins__" in c else "") + what] = (
                 "absent" if v is ABSENT else _describe(v))
+        for m in T.modules.values():  # their parameters (a layer frozen with requires_grad_(False) traces again)
+            for k, p in m._parameters.items():
+                if p is not None:
+                    prog.signature[f"{type(m).__name__} (module {id(m):#x}) parameter {k}"] = describe(p)
         for m, training in T.entry_modes.values():  # the modules' modes and settings, as the call found them
             prog.signature[f"{type(m).__name__} (module {id(m):#x})"] = (
                 f"in {'train' if training else 'eval'} mode, with {T.module_attrs.get(id(m), {})}")

@@ -124,6 +124,7 @@ class Tracer:
         self.forward_of = {}  # id(node) -> the forward event that made it (its ctx serves a backward unit)
         self.modules = {}  # id(module) -> module, every module called
         self.entry_modes = {}  # id(module) -> (module, its .training when the call began): what the guard checks
+        self.mode_set = set()  # ids of modules whose mode the call set (train()/eval()) before using them
         self.grad_reads = {}  # slot -> the tensor whose .grad (made before the call) the call read
         self.module_attrs = {}  # id(module) -> {name: value} of its plain attributes when the call first used it
         self.module_state = {}  # id(module) -> [(name, value)] of its public attributes when the call first used it
@@ -834,7 +835,8 @@ def _hook_module_call(orig, T):
     def __call__(self, *args, **kwargs):
         if _recording(T) and id(self) not in T.modules:
             T.modules[id(self)] = self
-            T.entry_modes.setdefault(id(self), (self, self.training))
+            if id(self) not in T.mode_set:
+                T.entry_modes.setdefault(id(self), (self, self.training))
             # the settings the forward may read (negative_slope, p, dim, a temperature): the guard checks them
             # (not private ones: workbench's caches, such as the scope path, start with _)
             # (those its forward, or a method that names, uses: not a counter on_epoch_end() keeps)
@@ -901,9 +903,12 @@ def _hook_train(orig, T, name):
     opaque = _hook_opaque(orig, T, name, None)
 
     def train(self, mode=True):
-        if _recording(T):  # the modes before the call changed them: what the guard checks
-            for m in self.modules():
-                T.entry_modes.setdefault(id(m), (m, m.training))
+        if _recording(T):  # the modes before the call changed them: what the guard checks, for the modules the
+            for m in self.modules():  # call used before (the mode of one it sets first does not matter)
+                if id(m) in T.modules:
+                    T.entry_modes.setdefault(id(m), (m, m.training))
+                else:
+                    T.mode_set.add(id(m))
         return opaque(self, mode)
 
     return train
