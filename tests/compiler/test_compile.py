@@ -573,24 +573,31 @@ def _read_forms():
                                       list_length, numpy_element)]
 
 
-@pytest.mark.parametrize("name,make", _read_forms())
-def test_a_python_value_read_through_a_container_or_object_is_guarded(name, make):
-    # such a value was baked into the trace: every replay used the first call's (cfg["k"] = 2 went unseen)
+def _eager_then_compiled(make, run):
+    """make(m, x) -> (step, extra) for a Linear m and a batch x, from one seed; run(f, extra) -> what to compare.
+    Returns (eager's, compiled's), and the compiled step."""
     results = []
     for compiled in (False, True):
         wb.manual_seed(0)
-        m = nn.Linear(4, 2)
-        x = wb.randn(3, 4)
-        step, change = make(m, x)
+        step, extra = make(nn.Linear(4, 2), wb.randn(3, 4))
         f = wb.compile(step) if compiled else step
+        results.append(run(f, extra))
+    return results, f
+
+
+@pytest.mark.parametrize("name,make", _read_forms())
+def test_a_python_value_read_through_a_container_or_object_is_guarded(name, make):
+    # such a value was baked into the trace: every replay used the first call's (cfg["k"] = 2 went unseen)
+    def run(f, change):
         out = []
         for i in range(5):
             change(i)
             out.append(_bits(f()))
             if name != "list_length":
                 out.append(_bits(f()))  # the same value twice: the second call replays
-        results.append(out)
-    assert results[0] == results[1]
+        return out
+    (eager, comp), f = _eager_then_compiled(make, run)
+    assert eager == comp
     assert wb.compiler.explain(f).replays >= (0 if name == "list_length" else 3)
 
 
@@ -1201,19 +1208,14 @@ def test_private_state_of_a_compiled_module_follows_eager():
 @pytest.mark.parametrize("name,make", _effect_forms())
 def test_a_call_that_changes_python_state_runs_eagerly_and_says_what(name, make):
     # a replay runs the tensor ops only: losses.append(loss.item()) in the step kept one loss for three calls
-    results = []
-    for compiled in (False, True):
-        wb.manual_seed(0)
-        m = nn.Linear(4, 2)
-        x = wb.randn(3, 4)
-        step, probe = make(m, x)
-        f = wb.compile(step) if compiled else step
+    def run(f, probe):
         out = []
         for _ in range(4):
             f()
             out.append(probe())
-        results.append(out)
-    assert results[0] == results[1]
+        return out
+    (eager, comp), f = _eager_then_compiled(make, run)
+    assert eager == comp
     e = wb.compiler.explain(f)
     assert e.replays == 0 and "it changed" in str(e) and "Python state" in str(e)
 
