@@ -1062,6 +1062,62 @@ def test_a_step_that_sets_the_mode_first_traces_once_around_evaluations():
     assert "parameter weight was" in wb.compiler.explain(frozen).programs[0].retraced
 
 
+def test_hooks_on_leaves_views_inference_outputs_and_aliases_follow_eager():
+    # found by a fourth trial: a gradient hook registered or removed between calls was baked into the trace; a
+    # returned view of an argument did not share its version counter; a tensor made under inference_mode() in
+    # the call came back as a normal tensor; a tensor returned twice came back as two objects
+    w = wb.ones(3, requires_grad=True)
+    x = wb.arange(3.0)
+
+    def step(x):
+        (x * w).sum().backward()
+    f = wb.compile(step)
+    f(x)
+    h = w.register_hook(lambda g: g * 10)
+    w.grad = None
+    f(x)
+    assert w.grad.tolist() == [0.0, 10.0, 20.0]
+    h.remove()
+    w.grad = None
+    f(x), f(x)
+    assert w.grad.tolist() == [0.0, 2.0, 4.0]
+
+    first_row = wb.compile(lambda x: x[0])
+    for _ in range(3):
+        p, a = wb.ones(2, 2, requires_grad=True), wb.ones(2, 2)
+        z = (p * a).sum()
+        first_row(a).add_(1)
+        assert a._version == 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.backward()
+
+    def infer(x):
+        with wb.inference_mode():
+            return x * 2
+    g = wb.compile(infer)
+    for _ in range(3):
+        y = g(wb.ones(2))
+        assert y.is_inference()
+        with pytest.raises(RuntimeError, match="inference tensor"):
+            y.add_(1)
+
+    twice = wb.compile(lambda x: (lambda y: (y, y))(x * 2))
+    for _ in range(3):
+        a, b = twice(wb.ones(2))
+        assert a is b
+    lin = nn.Linear(2, 1)
+    grad = wb.compile(lambda x: (lin(x).sum().backward(), lin.weight.grad)[1])
+    for _ in range(3):
+        assert grad(wb.ones(1, 2)) is lin.weight.grad
+
+
+def test_an_out_of_range_scatter_raises_eagers_error_on_a_replay():
+    f = wb.compile(lambda x, i: wb.zeros(4).scatter(0, i, x))
+    f(wb.ones(2), wb.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 0 with size 4"):
+        f(wb.ones(2), wb.tensor([0, 7]))
+
+
 def test_too_much_to_guard_runs_eagerly_and_says_why():
     table = {k: 1.0 for k in range(20_000)}
     x = wb.ones(2)

@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from . import cudagraph as _cudagraph
 from . import grad_region as _grad_region
 from . import trace as _trace
-from .program import Program, _walk, arg_paths_of, captured_sources, describe, signature, unguardable
+from .program import Program, _walk, arg_paths_of, captured_sources, describe, leaf_hooks, signature, unguardable
 from .pystate import ABSENT, plain_value, changed, contents, python_state
 
 np = _backend.numpy
@@ -150,6 +150,11 @@ class CompiledFunction:
         for c, k, v, what in numbers:
             prog.signature[("global " if c.__class__ is dict and "__builtins__" in c else "") + what] = (
                 "absent" if v is ABSENT else _describe(v))
+        for t, _slot in T.externals.values():  # the hooks on the leaves it differentiates
+            if t._rg and t.grad_fn is None:
+                hooks = leaf_hooks(t)
+                prog.signature[f"the hooks of {describe(t)} ({id(t):#x})"] = (
+                    "none" if hooks is None else f"{sum(map(len, hooks[0])) + len(hooks[1])} hook(s)")
         for m in T.modules.values():  # their parameters (a layer frozen with requires_grad_(False) traces again)
             for k, p in m._parameters.items():
                 if p is not None:

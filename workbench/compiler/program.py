@@ -122,11 +122,27 @@ def set_grad(t, value):
     t._grad = value
 
 
-def make_output(arr, rg, node):
+def make_output(arr, rg, node, inference=False):
     t = _make(arr, rg, node if rg else None)
-    if STATE.inference:  # a replay under inference_mode (the guard holds it) hands out inference tensors, as eager
-        t._vbox = _INFERENCE_BOX
+    if inference or STATE.inference:  # a replay under inference_mode (or one the call entered) hands out
+        t._vbox = _INFERENCE_BOX      # inference tensors, as eager
     return t
+
+
+def leaf_hooks(t):
+    """The hooks on leaf ``t`` (its accumulator's and its post-accumulate ones), or None where it has never had
+    any (the guard's check is then inline)."""
+    acc = t._acc
+    if (acc is None or not acc._hooked) and t._post_acc_hooks is None:
+        return None
+    node = () if acc is None else tuple(tuple(d.values()) if d else () for d in (
+        acc._tensor_pre_hooks, acc._pre_hooks, acc._hooks))
+    return node, tuple(t._post_acc_hooks.values()) if t._post_acc_hooks else (), bool(t._retains_grad)
+
+
+def make_view_output(arr, of):
+    """The replayed output that is a view of argument ``of``: its version counter and base, as eager's view."""
+    return _make(arr, False, None, 0, of._vbox, of if of._base is None else of._base)
 
 
 class Program:
@@ -141,7 +157,7 @@ class Program:
         self.steps = []
         self._names = {}
         self._globals = {"Tensor": Tensor, "STATE": STATE, "np": np, "_ACC": accumulate, "_SETGRAD": set_grad,
-                         "_OUT": make_output, "_BW": _engine._call_backward, "_mk": _make,
+                         "_OUT": make_output, "_OUTV": make_view_output, "_HOOKS": leaf_hooks, "_BW": _engine._call_backward, "_mk": _make,
                          "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged, "_CELL": _cell_value,
                          "_CELLX": _cell_or_missing, "_MISSING": _MISSING,
                          "_REPEAT": lambda n: itertools.repeat(_MISSING, n), "_DEFAULT_DTYPE": _dt._default,
@@ -264,6 +280,17 @@ class Program:
                 conds.append(f"{expr} is {self._bind(value, 'V')}")
         for t, slot in T.externals.values():  # (a lifted one: what the name holds now, as an argument)
             conds.extend(self._tensor_conds(self.lifted.get(id(t)) or self._bind(t, "E"), t))
+        # the hooks on the leaves whose gradients the call computes (w.register_hook(lambda g: g * 10) ran in the
+        # trace, and a replay repeats what it did): none, as at the trace, or the same ones
+        leaves = [(self._bind(t, "E"), t) for t, _slot in T.externals.values() if t._rg and t.grad_fn is None]
+        leaves += [(e, v) for e, v in zip(arg_exprs, [v for _p, v in _walk(args, kwargs) if isinstance(v, Tensor)])
+                   if v._rg and v.grad_fn is None]
+        for expr, t in leaves:
+            hooks = leaf_hooks(t)
+            if hooks is None:
+                conds.append(f"({expr}._acc is None or not {expr}._acc._hooked) and {expr}._post_acc_hooks is None")
+            else:
+                conds.append(f"_HOOKS({expr}) == {self._bind(hooks, 'V')}")
         others = [self.lifted.get(id(t)) or self._bind(t, "E") for t, _slot in T.externals.values()] + arg_exprs
         for t, slot in T.externals.values():  # a lifted batch shares memory with nothing else the call reads (an
             read = self.lifted.get(id(t))     # in-place write to that must be seen by the version checks)
@@ -381,6 +408,12 @@ class Program:
         T = self.tracer
         self._arg_paths = arg_paths
         self._vboxes = {}  # id(version box) -> the source of the argument or outside tensor that owns it
+        self._out_memo = {}  # id(output tensor) -> the local holding its replayed tensor
+        # the .grad of a leaf the call was given or read, as the call left it: returned, it is read there
+        self._grads = {id(t._grad): f"{src}._grad" for t, src in
+                       [(t, self._bind(t, "E")) for t, _slot in T.externals.values()] +
+                       [(obj, arg_paths[id(obj)]) for _s, (kind, obj) in T.bindings.items() if kind == "arg"]
+                       if t._grad is not None and t.grad_fn is None}
         for _s, (kind, obj) in sorted(T.bindings.items()):
             if kind == "arg":
                 self._vboxes.setdefault(id(obj._vbox), arg_paths[id(obj)])
@@ -655,6 +688,12 @@ class Program:
                 return arg_paths[id(out)]
             if id(out) in T.externals:
                 return self._bind(out, "E")
+            memo = self._out_memo.get(id(out))
+            if memo is not None:  # the same tensor twice (return y, y): the same object twice, as eager
+                return memo
+            grad_of = self._grads.get(id(out))
+            if grad_of is not None:  # a parameter's .grad the call made: that tensor, as the replay leaves it
+                return grad_of
             s = T.slot_of.get(id(out._data))
             if s is None:
                 raise Unsupported("the call returns a tensor that no recorded op produced")
@@ -665,7 +704,14 @@ class Program:
             if node is None and out._rg:
                 raise Unsupported("the call returns a leaf that requires grad")
             rg = out._rg
-            return f"_OUT(s{s}, {rg}, {self._bind(node, 'N') if rg else 'None'})"
+            if out._vbox is _INFERENCE_BOX:  # made under inference_mode() inside the call
+                src = f"_OUT(s{s}, {rg}, None, True)"
+            elif id(out._vbox) in self._vboxes and not rg:  # a view of an argument: its version counter and base
+                src = f"_OUTV(s{s}, {self._vboxes[id(out._vbox)]})"
+            else:
+                src = f"_OUT(s{s}, {rg}, {self._bind(node, 'N') if rg else 'None'})"
+            name = self._out_memo[id(out)] = f"_r{len(self._out_memo)}"
+            return f"({name} := {src})"
         if out.__class__ in (tuple, list):
             items = [self._output_src(o, arg_paths, host_vars, region) for o in out]
             if out.__class__ is list:

@@ -476,6 +476,9 @@ class Scatter(IndexPut):
 
     @staticmethod
     def forward(ctx, x, idx, dim, v, accumulate=False):
+        # the index values checked here, so that a compiled replay (which runs the forward) raises eager's error
+        _check_bounds(idx, x.shape[dim] if x.ndim else 1, dim, "scatter_add" if accumulate else "scatter",
+                      RuntimeError)
         return IndexPut.forward(ctx, x, _grid_key_raw(ctx.xp, idx, dim), v, accumulate)
 
     @staticmethod
@@ -621,7 +624,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
         if src is None:
             src = creation.full(tuple(index.shape), value, dtype=input.dtype, device=input.device)
         return scatter_reduce(input, dim, index, src, "sum" if reduce == "add" else "prod")
-    d = _check_gather_like("scatter", input, dim, index, src)
+    d = _check_gather_like("scatter", input, dim, index, src, bounds=False)
     if input.ndim == 0:
         return reshape(scatter(reshape(input, (1,)), 0, reshape(index, (-1,)), None if src is None else reshape(
             src, (-1,)), value), ())
@@ -643,7 +646,7 @@ def scatter_add(input, dim, index, src):
     """
     if _AUTOCAST[0]:
         input, src = _autocast_cast("scatter_add", input, src)
-    d = _check_gather_like("scatter_add", input, dim, index, src)
+    d = _check_gather_like("scatter_add", input, dim, index, src, bounds=False)
     if src.dtype != input.dtype:
         raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
                            f"{src.dtype})")
