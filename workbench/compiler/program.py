@@ -13,6 +13,7 @@ step would stay alive at once and each new array would land in memory the cache 
 """
 import collections
 import dis
+import functools
 import itertools
 import types
 
@@ -157,7 +158,7 @@ class Program:
         self.steps = []
         self._names = {}
         self._globals = {"Tensor": Tensor, "STATE": STATE, "np": np, "_ACC": accumulate, "_SETGRAD": set_grad,
-                         "_OUT": make_output, "_OUTV": make_view_output, "_HOOKS": leaf_hooks, "_BW": _engine._call_backward, "_mk": _make,
+                         "_OUT": make_output, "_OUTV": make_view_output, "_HOOKS": leaf_hooks, "_DGET": dict.get, "partial": functools.partial, "_BW": _engine._call_backward, "_mk": _make,
                          "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged, "_CELL": _cell_value,
                          "_CELLX": _cell_or_missing, "_MISSING": _MISSING,
                          "_REPEAT": lambda n: itertools.repeat(_MISSING, n), "_DEFAULT_DTYPE": _dt._default,
@@ -223,6 +224,8 @@ class Program:
             return f"({cn}[{k}] if len({cn}) > {k} else _MISSING)"
         if container.__class__ is types.CellType:
             return f"_CELLX({cn})"
+        if isinstance(container, dict) and container.__class__ is not dict:  # dict's get, not an override's
+            return f"_DGET({cn}, {k}, _MISSING)"
         return f"{cn}.get({k}, _MISSING)"
 
     def _lift(self, T, captured, result):
@@ -387,7 +390,9 @@ class Program:
             if container.__class__ in (list, tuple):
                 read = f"len({cn}) > {max(keys)} and (_t := tuple(map({cn}.__getitem__, {kn})))"
             else:
-                read = f"(_t := tuple(map({cn}.get, {kn}, _REPEAT({len(keys)}))))"
+                get = f"{cn}.get" if container.__class__ is dict or not isinstance(container, dict) else \
+                    f"partial(_DGET, {cn})"
+                read = f"(_t := tuple(map({get}, {kn}, _REPEAT({len(keys)}))))"
             conds.append(f"{read} == {vn} and tuple(map(type, _t)) == {tn}")
         return conds
 

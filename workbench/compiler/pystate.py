@@ -382,7 +382,8 @@ def _walk(fn, found, attrs, keys, args, kwargs):
             visit(None, None, v.data, f"{what}.data", depth, False)
             return
         if isinstance(v, (dict, types.MappingProxyType)):
-            holder, kind, items = v, "items", list(v.items())
+            holder, kind = v, "items"  # (dict's own items, not an override's)
+            items = list(dict.items(v) if isinstance(v, dict) else v.items())
             named = [(k, x) for k, x in items if k in keys]  # the keys the code names, if it names any
             if named and all(k.__class__ is str for k, _x in items):
                 items, kind = named, "items-named"
@@ -548,7 +549,7 @@ def contents(holders):
         elif kind == "module":  # its attributes, less nn.Module's own tables and caches
             snap.append(tuple((k, v) for k, v in list(h.items()) if k not in _MODULE_OWN))
         else:
-            snap.append(tuple(h.items()))
+            snap.append(tuple(dict.items(h) if isinstance(h, dict) else h.items()))
     return snap
 
 
