@@ -133,13 +133,10 @@ class CompiledFunction:
             if what:
                 T.reason = (f"it changed {what} (Python state: a replay runs the tensor ops only, and would skip "
                             "that): keep the bookkeeping outside the compiled function, or return the value")
-            elif any(id(it) in state.seen for it in T.advanced):
-                T.reason = ("it advanced an iterator it found outside the call (next(it)): a replay would not "
-                            "advance it; pass what it yields as an argument")
             else:
                 T.reason = state.unguardable
         del before
-        T.holders = T.advanced = ()
+        T.holders = ()
         if T.reason is not None:  # a program that runs eagerly: what Python read does not matter to it
             numbers = []
         prog = Program(T, args, kwargs, result, paths, captured, numbers)

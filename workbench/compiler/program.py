@@ -208,10 +208,14 @@ class Program:
         None where nothing is there."""
         cn = self._bind(container, "S")
         if container.__class__ is dict or container.__class__ is types.MappingProxyType:
-            return f"{cn}.get({key!r})"
+            return f"{cn}.get({self._key_src(key)})"
         if container.__class__ is list:
             return f"({cn}[{key}] if len({cn}) > {key} else None)"
         return f"_CELL({cn})"
+
+    def _key_src(self, key):
+        """A dict key in the guard's source: written out (a string, an int), else bound (a tensor, a tuple)."""
+        return repr(key) if key.__class__ in (str, int) else self._bind(key, "Y")
 
     def _place_src(self, container, key):
         """The expression that reads ``container[key]`` (a dict's, an attribute table's, a list's or tuple's
@@ -219,8 +223,8 @@ class Program:
         if container is _pystate.ARGUMENT:  # key: the argument's path (args[0])
             return key
         cn = self._bind(container, "S")
-        k = repr(key) if key.__class__ in (str, int) else self._bind(key, "Y")
-        if container.__class__ in (list, tuple, collections.deque):
+        k = self._key_src(key)
+        if isinstance(container, (list, tuple, collections.deque)):  # (a namedtuple, a list subclass too)
             return f"({cn}[{k}] if len({cn}) > {k} else _MISSING)"
         if container.__class__ is types.CellType:
             return f"_CELLX({cn})"
@@ -305,7 +309,7 @@ class Program:
                 continue
             cn, tn = self._bind(container, "S"), self._bind(t, "E")
             if container.__class__ is dict or container.__class__ is types.MappingProxyType:
-                conds.append(f"{cn}.get({key!r}) is {tn}")
+                conds.append(f"{cn}.get({self._key_src(key)}) is {tn}")
             elif container.__class__ is list:
                 conds.append(f"len({cn}) > {key} and {cn}[{key}] is {tn}")
             else:  # a closure cell
@@ -364,7 +368,7 @@ class Program:
             if v is _pystate.ABSENT:  # nothing there (a class attribute the object does not shadow)
                 conds.append(f"{self._place_src(container, key)} is _MISSING")
                 continue
-            if v.__class__ is np.ndarray:  # that array, holding the same values
+            if isinstance(v, np.ndarray):  # that array, holding the same values
                 conds.append(f"(_a := {self._place_src(container, key)}) is {self._bind(v, 'V')} and "
                              f"_a.tobytes() == {self._bind(v.tobytes(), 'V')}")
                 continue
@@ -387,7 +391,11 @@ class Program:
             cn = self._bind(container, "S")
             keys, values = tuple(k for k, _v in items), tuple(v for _k, v in items)
             kn, vn, tn = self._bind(keys, "V"), self._bind(values, "V"), self._bind(tuple(map(type, values)), "V")
-            if container.__class__ in (list, tuple):
+            if container.__class__ is list and len(items) == len(container) and len(items) > 64:
+                # a long list of numbers: one C-level comparison (the classes not checked one by one)
+                conds.append(f"{cn} == {self._bind(list(values), 'V')}")
+                continue
+            if isinstance(container, (list, tuple, collections.deque)):
                 read = f"len({cn}) > {max(keys)} and (_t := tuple(map({cn}.__getitem__, {kn})))"
             else:
                 get = f"{cn}.get" if container.__class__ is dict or not isinstance(container, dict) else \

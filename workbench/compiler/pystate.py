@@ -14,6 +14,7 @@ import collections
 import dis
 import functools
 import io
+import operator
 import os
 import random
 import sys
@@ -63,7 +64,7 @@ def code_names(code):
 
 @functools.lru_cache(maxsize=4096)
 def code_strings(code):
-    """The string constants of ``code`` and its nested functions' code (the keys it names: ``cfg["clip"]``)."""
+    """The string constants of ``code`` and its nested functions' code."""
     out, stack = set(), [code]
     while stack:
         c = stack.pop()
@@ -72,10 +73,45 @@ def code_strings(code):
     return frozenset(out)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=4096)
+def code_keys(code):
+    """The string keys ``code`` (and its nested functions' code) subscripts with (``cfg["clip"]``,
+    ``cfg.get("clip")``): a dict's items the code names."""
+    out, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        prev = None
+        for i in dis.get_instructions(c):
+            if i.opname in ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR") and prev is not None and \
+                    prev.opname == "LOAD_CONST" and prev.argval.__class__ is str:
+                out.add(prev.argval)
+            elif i.opname == "LOAD_CONST" and i.argval.__class__ is str and prev is not None and \
+                    prev.opname in ("LOAD_METHOD", "LOAD_ATTR") and prev.argval in ("get", "pop", "setdefault"):
+                out.add(i.argval)
+            prev = i
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_code"))
+    return frozenset(out)
+
+
+# attribute names by which code reads a dict's items without naming their keys
+_ITERATES = frozenset(("values", "items", "keys", "copy", "update", "__iter__", "popitem"))
+
+
 def forward_names(cls):
     """The attribute names the code of a module's ``forward`` uses, with the methods of its class it names (and
     theirs): what a call of the module can read of it (a counter ``on_epoch_end()`` keeps is not)."""
+    try:  # (cached per class and forward: a forward patched later is searched anew)
+        return _forward_names_cached(cls, getattr(cls, "forward", None))
+    except TypeError:  # a class (or metaclass) that cannot be hashed
+        return _forward_names(cls)
+
+
+@functools.lru_cache(maxsize=1024)
+def _forward_names_cached(cls, _forward):
+    return _forward_names(cls)
+
+
+def _forward_names(cls):
     methods = dict(_class_functions(cls, library=True))
     names, todo, done = set(), ["forward", *_IMPLICIT], set()
     while todo:
@@ -124,7 +160,7 @@ def scopes(fn, every_global=True):
     the names its code loads."""
     func, owner = owner_of(fn)
     found, attrs = [], set()
-    if owner is not None and isinstance(getattr(owner, "__dict__", None), dict):
+    if owner is not None and isinstance(_obj_dict(owner), dict):
         # its public attributes (every_global: where a batch may be), or all but a module's own tables
         found += [(owner.__dict__, k, v, f"self.{k}", ()) for k, v in list(owner.__dict__.items())
                   if not k.startswith("_") or not every_global and k not in _MODULE_OWN and not k.startswith("__")]
@@ -164,9 +200,26 @@ def scopes(fn, every_global=True):
     return found, attrs
 
 
+@functools.lru_cache(maxsize=1024)
+def _installed_module(name):
+    """Whether the module ``name`` is an installed package's (pandas, tqdm): its objects are searched no further
+    than their identity (their internals are the package's)."""
+    f = getattr(sys.modules.get(name), "__file__", None) or ""
+    return ("site-packages" in f or "dist-packages" in f) and not name.startswith("workbench")
+
+
+def _obj_dict(v):
+    """v's instance dict, or None: read as Python's own lookup does, never through a class's ``__getattr__``
+    (an attr-dict config raises KeyError there; a proxy would see calls eager never makes)."""
+    try:
+        return object.__getattribute__(v, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+
+
 def plain_object(v):
     """An object of a user's class (``SimpleNamespace``, a trainer) whose plain attributes may hold a batch."""
-    d = getattr(v, "__dict__", None)
+    d = _obj_dict(v)
     return (d.__class__ is dict and not isinstance(v, _NOT_OBJECTS) and v.__class__.__module__ != "builtins"
             or v.__class__ is _NAMESPACE)
 
@@ -222,6 +275,40 @@ def _slot_names(cls):
     return names
 
 
+def _iter_state(it):
+    """Where an iterator stands: a generator's frame (its position and locals), else its pickled state and length
+    hint, as a tuple ``_differs`` compares (holding references, so a value's id is not reused)."""
+    if isinstance(it, types.GeneratorType):
+        fr = it.gi_frame
+        if fr is None:
+            return _Snap("done", ())
+        values = tuple(fr.f_locals.values())
+        return _Snap((fr.f_lasti, tuple(fr.f_locals), tuple(map(id, values))), values)
+    try:
+        state = it.__reduce__()[2:]
+    except Exception:
+        state = ()
+    try:
+        return _Snap((operator.length_hint(it, -1), repr(state)), state)
+    except Exception:
+        return _Snap(operator.length_hint(it, -1), ())
+
+
+class _Snap:
+    """A comparable snapshot (``key``) that holds what it describes (``refs``, so that an id in it is not reused)."""
+
+    __slots__ = ("key", "refs")
+
+    def __init__(self, key, refs):
+        self.key, self.refs = key, refs
+
+    def __eq__(self, other):
+        return self.key == other.key
+
+    def __ne__(self, other):
+        return self.key != other.key
+
+
 def _rng_state(r):
     if isinstance(r, np.random.Generator):
         return repr(r.bit_generator.state)
@@ -267,7 +354,7 @@ def python_state(fn, args=(), kwargs=None):
     """
     found, attrs = scopes(fn, every_global=False)
     attrs = set(attrs)
-    keys = set(code_strings(owner_of(fn)[0].__code__)) if hasattr(owner_of(fn)[0], "__code__") else set()
+    keys = set(code_keys(owner_of(fn)[0].__code__)) if hasattr(owner_of(fn)[0], "__code__") else set()
     done = set()
     for _round in range(8):
         st = _walk(fn, found, attrs, keys, args, kwargs)
@@ -282,7 +369,7 @@ def python_state(fn, args=(), kwargs=None):
                 continue
             done.add(id(f))
             more, used = _function_scopes(f, where)
-            strings = code_strings(f.__code__) if hasattr(f, "__code__") else frozenset()
+            strings = code_keys(f.__code__) if hasattr(f, "__code__") else frozenset()
             found = found + more
             grew = grew or bool(more) or not used <= attrs or not strings <= keys
             keys |= strings
@@ -350,7 +437,7 @@ def _walk(fn, found, attrs, keys, args, kwargs):
         if isinstance(v, Tensor):  # (captured_sources: read anew, or guarded by identity)
             return
         st.keep.append(v)
-        if v.__class__ is _ndarray:
+        if isinstance(v, _ndarray):
             if id(v) in seen:
                 return
             seen.add(id(v))
@@ -374,6 +461,9 @@ def _walk(fn, found, attrs, keys, args, kwargs):
                 hasattr(type(v), "cache_clear") and hasattr(v, "__wrapped__"):
             _callable(v, what, depth)
             return
+        if hasattr(type(v), "__next__") and not isinstance(v, io.IOBase):  # an iterator (next(it), for x in it)
+            holders.append((v, what, "iter"))
+            return
         if isinstance(v, io.IOBase):  # a log file, a StringIO: a write moves its position
             if not v.closed and v.seekable():
                 holders.append((v, what, "stream"))
@@ -381,11 +471,15 @@ def _walk(fn, found, attrs, keys, args, kwargs):
         if isinstance(v, (collections.UserDict, collections.UserList)):
             visit(None, None, v.data, f"{what}.data", depth, False)
             return
+        if isinstance(v, (dict, types.MappingProxyType, list, collections.deque, set, frozenset, tuple)) and \
+                len(v) > MAX_ITEMS:
+            too_large(what, len(v))
+            return
         if isinstance(v, (dict, types.MappingProxyType)):
             holder, kind = v, "items"  # (dict's own items, not an override's)
             items = list(dict.items(v) if isinstance(v, dict) else v.items())
             named = [(k, x) for k, x in items if k in keys]  # the keys the code names, if it names any
-            if named and all(k.__class__ is str for k, _x in items):
+            if named and not _ITERATES & attrs and all(k.__class__ is str for k, _x in items):
                 items, kind = named, "items-named"
         elif isinstance(v, (list, collections.deque)):
             holder, kind, items = v, "seq", list(enumerate(v))
@@ -416,10 +510,15 @@ def _walk(fn, found, attrs, keys, args, kwargs):
                 return
             st.classes[id(v)] = v
             holder, kind = vars(v), "attrs"
-            items = [(k, x) for k, x in list(holder.items()) if not k.startswith("__") and not isinstance(
-                x, (types.FunctionType, staticmethod, classmethod, property))]
+            items = [(k, x) for k, x in list(holder.items()) if not k.startswith("__")]  # (methods: by identity)
+        elif _installed_module(getattr(type(v), "__module__", "") or ""):
+            # a DataFrame, a progress bar: by identity only, and its attributes compared (pbar.update(1))
+            d = _obj_dict(v)
+            if d.__class__ is dict and len(d) <= MAX_ITEMS:
+                holders.append((d, what, "attrs"))
+            return
         elif library_object(v):
-            holder, kind = getattr(v, "__dict__", None), "attrs"
+            holder, kind = _obj_dict(v), "attrs"
             if holder.__class__ is not dict:
                 return
             wanted = {_READS_UNDER.get(a, a) for a in attrs}
@@ -427,7 +526,7 @@ def _walk(fn, found, attrs, keys, args, kwargs):
                 visit(holder, k, x, f"{what}.{k}", depth - 1, False)
             holders.append((holder, what, "attrs"))
             return
-        elif isinstance(getattr(v, "__dict__", None), dict) and not isinstance(v, _NOT_OBJECTS):
+        elif isinstance(_obj_dict(v), dict) and not isinstance(v, _NOT_OBJECTS):
             holder, kind = v.__dict__, "attrs"
             items = [(k, x) for k, x in list(holder.items()) if not k.startswith("__")]
             _object_class(v, what, depth)
@@ -450,7 +549,7 @@ def _walk(fn, found, attrs, keys, args, kwargs):
                   f"{what}.{k}" if sub_table else f"{what}[{k!r}]", depth - 1, sub_table)
 
     def _object_class(v, what, depth):
-        own = getattr(v, "__dict__", None)
+        own = _obj_dict(v)
         for klass in type(v).__mro__[:-1]:  # class attributes read through the object (self.scale)
             if user_class(klass):
                 visit(None, None, klass, klass.__name__, depth - 1, False)
@@ -469,7 +568,7 @@ def _walk(fn, found, attrs, keys, args, kwargs):
             visit(None, None, v.args, f"{what}.args", depth - 1, False)
             visit(None, None, v.keywords, f"{what}.keywords", depth - 1, False)
             return
-        if hasattr(v, "__wrapped__") and not isinstance(v, types.FunctionType):  # functools.lru_cache
+        if hasattr(type(v), "cache_clear") and not isinstance(v, types.FunctionType):  # functools.lru_cache
             f = v.__wrapped__
         if isinstance(f, (types.MethodType, types.BuiltinMethodType)):
             owner_ = getattr(f, "__self__", None)
@@ -482,11 +581,11 @@ def _walk(fn, found, attrs, keys, args, kwargs):
     if "environ" in attrs or "getenv" in attrs or "environ" in keys:  # os.environ["SCALE"], os.getenv
         read(os.environ, ENVIRON, dict(os.environ), "os.environ")
     if owner is not None and not isinstance(owner, Module):  # a bound method's object (self.calls += 1)
-        if isinstance(getattr(owner, "__dict__", None), dict):
+        if isinstance(_obj_dict(owner), dict):
             holders.append((owner.__dict__, "self", "attrs"))
         _object_class(owner, "self", DEPTH + 1)
     for container, key, v, what, chain in found:
-        table = owner is not None and container is getattr(owner, "__dict__", None)
+        table = owner is not None and container is _obj_dict(owner)
         visit(container, key, v, what, DEPTH, table)
         for c, k, h, w in chain:  # the helper must stay the one traced, where it was found
             if c.__class__ is not tuple and id(h) not in seen:
@@ -498,7 +597,7 @@ def _walk(fn, found, attrs, keys, args, kwargs):
     # objects among them hold, and what the call must leave as it found it (a history list handed in)
     for path, v in [(f"args[{i}]", a) for i, a in enumerate(args)] + [(f"kwargs[{k!r}]", a) for k, a in
                                                                           (kwargs or {}).items()]:
-        if v.__class__ is _ndarray and v.size <= MAX_ARRAY:  # an array handed in and written between calls
+        if isinstance(v, _ndarray) and v.size <= MAX_ARRAY:  # an array handed in and written between calls
             reads.append((ARGUMENT, path, v, path))
             holders.append((v, path, "array"))
         elif not isinstance(v, Tensor):
@@ -542,6 +641,8 @@ def contents(holders):
             snap.append(h.tobytes())
         elif kind == "rng":
             snap.append(_rng_state(h))
+        elif kind == "iter":
+            snap.append(_iter_state(h))
         elif kind == "stream":
             snap.append(h.tell() if not h.closed else None)
         elif kind == "set":
@@ -562,8 +663,17 @@ def _differs(old, new):
     if old.__class__ is not tuple:  # a set's ids, an array's bytes, a generator's state
         return old != new
     return len(old) != len(new) or any(a is not b and not (a.__class__ is tuple and b.__class__ is tuple and
-                                                           len(a) == 2 and a[0] == b[0] and a[1] is b[1])
+                                                           len(a) == 2 and a[1] is b[1] and _same_key(a[0], b[0]))
                                        for a, b in zip(old, new))
+
+
+def _same_key(a, b):
+    if a is b:
+        return True
+    try:  # (a key whose == raises or is ambiguous, a tensor's: a different key)
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 def changed(holders, before, skip=()):
@@ -580,6 +690,8 @@ def changed(holders, before, skip=()):
             return f"the state of the random generator {what} (it drew numbers)"
         if kind == "stream":
             return f"the file {what} (it wrote to it)"
+        if kind == "iter":
+            return f"the iterator {what} (it advanced it: a replay would not; pass what it yields as an argument)"
         if kind == "seq":
             if len(old) != len(new):
                 return f"the list {what} (its length)"

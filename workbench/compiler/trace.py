@@ -12,12 +12,12 @@ parameter, a buffer, a captured tensor), or a constant made by a creation functi
 array made from raw arrays outside an op, a host read followed by more work, a hook) makes the trace
 unusable, with the reason; the call itself has run eagerly, so its result is eager's either way.
 """
-import builtins
 import importlib
 import logging
 import os
 import random
 import sys
+import threading
 import time
 import warnings
 
@@ -131,7 +131,7 @@ class Tracer:
         # pystate.python_state's containers the call must leave as it found them, and the indices of those an
         # opaque call (replayed: optimizer.step and its hooks) changed
         self.holders = ()
-        self.advanced = []  # the iterators builtins.next advanced during the call
+        self.thread = threading.get_ident()  # the thread that traces
         self.replayed_changes = set()
         self.snapshots = []  # (what, tensor, array, copy): module state to check for unrecorded writes
         self.written = set()  # ids of arrays that recorded events wrote
@@ -311,17 +311,17 @@ class Tracer:
         for cls in subclasses(Module):  # train()/eval() inside the call: replayed, and the guard checks the mode before
             if "train" in cls.__dict__:
                 swap(cls, "train", _hook_train(cls.__dict__["train"], T, f"{cls.__name__}.train"))
-        swap(builtins, "print", _hook_print(builtins.print, T))
-        swap(builtins, "next", _hook_next(builtins.next, T))
         for name in ("time", "perf_counter", "monotonic", "process_time", "time_ns", "perf_counter_ns",
                      "monotonic_ns", "process_time_ns"):
             swap(time, name, _hook_clock(getattr(time, name), T, name))
         swap(logging.Logger, "_log", _hook_log(logging.Logger._log, T))
         swap(warnings, "warn", _hook_warn(warnings.warn, T))
+        self._streams = {}  # (set and put back by hand: a stream the call itself sets is kept, as eagerly)
         for name in ("stdout", "stderr"):
             stream = getattr(sys, name)
             if stream is not None:
-                swap(sys, name, _Stream(stream, T, name))
+                proxy = self._streams[name] = _Stream(stream, T, name)
+                setattr(sys, name, proxy)
         for mod, names in _PY_RANDOM:
             for name in names:
                 if hasattr(mod, name):
@@ -341,6 +341,12 @@ class Tracer:
 
     def __exit__(self, *exc):
         self._patches.restore()
+        for name, proxy in self._streams.items():
+            if getattr(sys, name) is proxy:
+                setattr(sys, name, proxy._stream)
+            elif _recording(self):  # the call replaced the stream (sys.stdout = buf): kept, and eager
+                self.reason = self.reason or f"it set sys.{name} (a replay would not)"
+            proxy._T = None  # (one a handler kept, logging.basicConfig's, just writes through from now on)
         ACTIVE[0] = None
         return False
 
@@ -931,27 +937,16 @@ def _hook_py_random(orig, T, name):
     return draw
 
 
-def _as_builtin(f, name):
-    # (code that looks a builtin up by its names, as Numba's import does, finds this one while it is in place)
-    f.__name__ = f.__qualname__ = name
-    f.__module__ = "builtins"
-    return f
-
-
-def _hook_next(orig, T):
-    # the iterators the call advances: one it found outside the call (pystate.python_state) makes it eager
-    def next_(it, *default):
-        if _recording(T):
-            T.advanced.append(it)
-        return orig(it, *default)
-
-    return _as_builtin(next_, "next")
-
-
-def _from_user(depth):
-    """Whether the code ``depth`` frames above the caller is the user's: not workbench's, an installed package's
-    (Numba times its compiles) or the standard library's."""
-    f = sys._getframe(depth + 1).f_code.co_filename
+def _from_user(T, depth):
+    """Whether the code ``depth`` frames above the caller, in the thread that traces, is the user's: not
+    workbench's, an installed package's (Numba times its compiles) or the standard library's (the logging
+    module's own frames are skipped: ``logging.info`` is the user's call)."""
+    if threading.get_ident() != T.thread:  # (another thread printing meanwhile is not the call's doing)
+        return False
+    frame = sys._getframe(depth + 1)
+    while frame is not None and frame.f_globals.get("__name__") == "logging":
+        frame = frame.f_back
+    f = frame.f_code.co_filename if frame is not None else ""
     return not (f.startswith(_PACKAGE_DIR) or f.startswith(_STDLIB) or "site-packages" in f or "dist-packages" in f
                 or f.startswith("<frozen"))
 
@@ -961,7 +956,7 @@ _STDLIB = os.path.dirname(os.__file__)
 
 def _hook_clock(orig, T, name):
     def clock():
-        if _recording(T) and _from_user(1):
+        if _recording(T) and _from_user(T, 1):
             T.reason = T.reason or (f"it reads the clock (time.{name}(){_where(_site(1))}): a replay would not "
                                     "read it again")
         return orig()
@@ -973,7 +968,7 @@ def _hook_clock(orig, T, name):
 
 def _hook_log(orig, T):
     def _log(self, *args, **kwargs):
-        if _recording(T) and _from_user(2):
+        if _recording(T) and _from_user(T, 2):
             T.reason = T.reason or f"it logs (logging{_where(_site(2))}): a replay runs the tensor ops only, and would not"
         return orig(self, *args, **kwargs)
 
@@ -982,7 +977,7 @@ def _hook_log(orig, T):
 
 def _hook_warn(orig, T):
     def warn(message, category=None, stacklevel=1, source=None):
-        if _recording(T) and _from_user(1):
+        if _recording(T) and _from_user(T, 1):
             T.reason = T.reason or f"it warns{_where(_site(1))} (a replay would not)"
         return orig(message, category, stacklevel + 1, source)
 
@@ -999,21 +994,12 @@ class _Stream:
 
     def write(self, text):
         T = self._T
-        if text and _recording(T) and _from_user(1):
+        if text and T is not None and _recording(T) and _from_user(T, 1):
             T.reason = T.reason or f"it writes to sys.{self._name}{_where(_site(1))} (a replay would not)"
         return self._stream.write(text)
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
-
-
-def _hook_print(orig, T):
-    def print_(*args, **kwargs):
-        if _recording(T) and _from_user(1):
-            T.reason = T.reason or f"it prints{_where(_site(1))} (a replay runs the tensor ops only, and would not)"
-        return orig(*args, **kwargs)
-
-    return _as_builtin(print_, "print")
 
 
 def _hook_getgrad(orig, T):
