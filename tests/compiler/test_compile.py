@@ -1176,6 +1176,25 @@ def test_what_a_code_review_found_follows_eager():
         sys.stdout = out
 
 
+def test_a_builtin_shadowed_later_and_a_container_holding_itself():
+    # a global named like a builtin the step uses (max = ...) set after the trace was not seen; a captured dict that
+    # holds itself (a notebook's g = globals()) sent the search for tensors in tuples into endless recursion
+    box = {"x": wb.ones(3)}
+    box["self"] = box
+    g = globals()
+
+    def step():
+        return box["x"] * max(2.0, 1.0)
+    f = wb.compile(step)
+    f(), f()
+    try:
+        g["max"] = lambda a, b: 5.0
+        assert f().tolist() == [5.0, 5.0, 5.0]
+    finally:
+        del g["max"]
+    assert f().tolist() == [2.0, 2.0, 2.0]
+
+
 def test_too_much_to_guard_runs_eagerly_and_says_why():
     table = {k: 1.0 for k in range(20_000)}
     x = wb.ones(2)

@@ -864,7 +864,7 @@ def unguardable(fn, T, captured):
     if stored:
         return (f"it assigns {stored} (a replay would skip the store): return the new value, or update a tensor in "
                 "place")
-    found = {id(t) for _c, _k, v, _w in captured for t in ([v] if isinstance(v, Tensor) else tensors_in(v))}
+    found = {id(t) for _c, _k, v, _w in captured for t in _tensors_held(v)}
     owned = set()  # the parameters and buffers of the modules the call used or its code can reach
     for m in list(T.modules.values()) + _reachable_modules(fn):
         owned.update(id(v) for v in m.parameters())
@@ -875,6 +875,15 @@ def unguardable(fn, T, captured):
                     "guard cannot check (an iterator, a class attribute, a property, another module's global): "
                     "pass it as an argument")
     return _pystate.advances(fn)
+
+
+def _tensors_held(v, depth=3):
+    """v if a tensor, or the tensors in a tuple (nested, ``depth`` levels): the ones a captured tuple guards."""
+    if isinstance(v, Tensor):
+        return [v]
+    if v.__class__ is tuple and depth:
+        return [t for x in v for t in _tensors_held(x, depth - 1)]
+    return []
 
 
 def _reachable_modules(fn):

@@ -10,6 +10,7 @@ values to guard (``cfg["lr"]``, ``args.clip``, ``self.epoch``) and the container
 same after the call (``losses.append(loss.item())``, ``stats["n"] += 1`` and ``self.best = loss`` would be
 skipped by a replay: such a call runs eagerly, and ``explain`` says which).
 """
+import builtins
 import collections
 import dis
 import functools
@@ -376,6 +377,12 @@ def python_state(fn, args=(), kwargs=None):
             attrs |= used
         if not grew:
             break
+    func = owner_of(fn)[0]
+    code, g = getattr(func, "__code__", None), getattr(func, "__globals__", None)
+    if code is not None and g is not None:  # the builtins it uses (len, max): still not shadowed by a global
+        for name in sorted(code_names(code)[0]):
+            if name not in g and hasattr(builtins, name):
+                st.reads.append((g, name, ABSENT, f"the builtin {name}"))
     return st
 
 

@@ -976,10 +976,10 @@ def _hook_log(orig, T):
 
 
 def _hook_warn(orig, T):
-    def warn(message, category=None, stacklevel=1, source=None):
+    def warn(message, category=None, stacklevel=1, source=None, **kwargs):
         if _recording(T) and _from_user(T, 1):
             T.reason = T.reason or f"it warns{_where(_site(1))} (a replay would not)"
-        return orig(message, category, stacklevel + 1, source)
+        return orig(message, category, stacklevel + 1, source, **kwargs)
 
     warn.__name__ = warn.__qualname__ = "warn"
     warn.__module__ = "warnings"
