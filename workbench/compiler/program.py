@@ -874,7 +874,7 @@ def unguardable(fn, T, captured):
             return (f"it read a {t.dtype} tensor of shape {list(t.shape)} from outside its arguments at a place the "
                     "guard cannot check (an iterator, a class attribute, a property, another module's global): "
                     "pass it as an argument")
-    return _pystate.advances(fn)
+    return None
 
 
 def _tensors_held(v, depth=3):

@@ -240,16 +240,6 @@ def plain_value(v):
 _ENUM = __import__("enum").Enum
 
 
-def advances(fn):
-    """Why ``fn`` moves Python state forward in a way no container shows, or None: its code calls an iterator's
-    ``__next__`` or a generator's ``send`` by name (the builtin ``next`` is watched while the call traces)."""
-    func, _owner = owner_of(fn)
-    code = getattr(func, "__code__", None)
-    if code is not None and ({"__next__", "send"} & code_names(code)[1]):
-        return "it calls an iterator's __next__() or send() (a replay would not advance it): pass what it yields as an argument"
-    return None
-
-
 class _Slots:
     """An object's ``__slots__`` as a mapping (``get``, ``items``), for the guard and the comparison."""
 
@@ -321,10 +311,9 @@ def _rng_state(r):
 
 class State:
     """What ``python_state`` found: ``reads`` [(container, key, value, what)] for the guard, ``holders``
-    [(container, what, kind)] for ``contents``/``changed``, ``seen`` the ids of every object found (an iterator
-    among them that the call advances is Python state a replay would not advance), ``unguardable`` why a value
-    found cannot be guarded (None if none); ``classes`` and ``functions``, the user's classes and functions
-    found, whose code may read more."""
+    [(container, what, kind)] for ``contents``/``changed``, ``unguardable`` why a value found cannot be guarded
+    (None if none); ``classes`` and ``functions``, the user's classes and functions found, whose code may read
+    more; ``seen`` the ids of the objects searched (each once)."""
 
     def __init__(self):
         self.reads, self.holders, self.seen, self.keep, self.unguardable = [], [], set(), [], None
@@ -640,25 +629,28 @@ def _modules_of(fn, found):
 def contents(holders):
     """What each holder holds now, for ``changed``. Holds references, so that an object replaced during the call
     cannot hand its id on to a new one."""
-    snap = []
-    for h, _what, kind in holders:
-        if kind == "seq":
-            snap.append(tuple(h))
-        elif kind == "array":
-            snap.append(h.tobytes())
-        elif kind == "rng":
-            snap.append(_rng_state(h))
-        elif kind == "iter":
-            snap.append(_iter_state(h))
-        elif kind == "stream":
-            snap.append(h.tell() if not h.closed else None)
-        elif kind == "set":
-            snap.append(frozenset(map(id, h)))
-        elif kind == "module":  # its attributes, less nn.Module's own tables and caches
-            snap.append(tuple((k, v) for k, v in list(h.items()) if k not in _MODULE_OWN))
-        else:
-            snap.append(tuple(dict.items(h) if isinstance(h, dict) else h.items()))
-    return snap
+    return [_SNAPSHOT[kind](h) for h, _what, kind in holders]
+
+
+_SNAPSHOT = {  # kind -> what a holder of that kind holds now
+    "seq": tuple,
+    "array": lambda h: h.tobytes(),
+    "rng": lambda h: _rng_state(h),
+    "iter": lambda h: _iter_state(h),
+    "stream": lambda h: h.tell() if not h.closed else None,
+    "set": lambda h: frozenset(map(id, h)),
+    # its attributes, less nn.Module's own tables and caches
+    "module": lambda h: tuple((k, v) for k, v in list(h.items()) if k not in _MODULE_OWN),
+    "items": lambda h: tuple(dict.items(h) if isinstance(h, dict) else h.items()),
+    "attrs": lambda h: tuple(dict.items(h) if isinstance(h, dict) else h.items()),
+}
+_CHANGED = {  # kind -> what changed, for the holders whose change is the whole (no item to name)
+    "set": "the set {}",
+    "array": "the values of the NumPy array {}",
+    "rng": "the state of the random generator {} (it drew numbers)",
+    "stream": "the file {} (it wrote to it)",
+    "iter": "the iterator {} (it advanced it: a replay would not; pass what it yields as an argument)",
+}
 
 
 def changed_at(holders, before):
@@ -689,16 +681,8 @@ def changed(holders, before, skip=()):
     for i, ((h, what, kind), old, new) in enumerate(zip(holders, before, contents(holders))):
         if i in skip or not _differs(old, new):
             continue
-        if kind == "set":
-            return f"the set {what}"
-        if kind == "array":
-            return f"the values of the NumPy array {what}"
-        if kind == "rng":
-            return f"the state of the random generator {what} (it drew numbers)"
-        if kind == "stream":
-            return f"the file {what} (it wrote to it)"
-        if kind == "iter":
-            return f"the iterator {what} (it advanced it: a replay would not; pass what it yields as an argument)"
+        if kind in _CHANGED:
+            return _CHANGED[kind].format(what)
         if kind == "seq":
             if len(old) != len(new):
                 return f"the list {what} (its length)"
