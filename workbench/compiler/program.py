@@ -162,7 +162,7 @@ class Program:
                          "_asarray": _backend.numpy.asarray, "_SHAPE": ShapeChanged, "_CELL": _cell_value,
                          "_CELLX": _cell_or_missing, "_MISSING": _MISSING,
                          "_REPEAT": lambda n: itertools.repeat(_MISSING, n), "_DEFAULT_DTYPE": _dt._default,
-                         "_AUTOCAST_STATE": _autocast.state_key}
+                         "_AUTOCAST_STATE": _autocast.state_key, "_AUTOCAST": _autocast.AUTOCAST}
         # captured tensors the replay reads afresh from where the code read them (id(tensor) -> that expression)
         self.lifted = self._lift(tracer, captured, result)
         self.guard_src = self._guard_source(args, kwargs, arg_paths)
@@ -267,7 +267,8 @@ class Program:
         conds = [f"STATE.enabled is {bool(STATE.enabled)}", f"STATE.inference is {bool(STATE.inference)}",
                  # the default dtype (wb.ones(2) * 0.1) and autocast (its casts) as the trace found them
                  f"_DEFAULT_DTYPE[0] is {self._bind(_dt._default[0], 'K')}",
-                 "_AUTOCAST_STATE() is None" if _autocast.state_key() is None else
+                 # (one flag read while no thread has autocast on: the common replay)
+                 "not _AUTOCAST[0] or _AUTOCAST_STATE() is None" if _autocast.state_key() is None else
                  f"_AUTOCAST_STATE() == {self._bind(_autocast.state_key(), 'V')}"]
         first = {}  # id(array) -> the first argument path holding it: the program reads it from there
         arg_exprs = []
