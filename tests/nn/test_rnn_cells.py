@@ -258,3 +258,129 @@ def test_functional_cells_refuse_what_pytorch_refuses():
         wb.lstm_cell(x, h, w_ih, w_hh)
     with pytest.raises(TypeError, match="must be Tensor"):
         wb.gru_cell(x, h.numpy(), wb.randn(15, 4), wb.randn(15, 5))
+
+
+# --- a layer's steps share one weight gradient (RecurrentWeights): per backward run, whatever stops short -------
+def _layer_and_grads(cls, seed=3, **kw):
+    wb.manual_seed(seed)
+    m = getattr(wb.nn, cls)(3, 4, **kw).double()
+    x = wb.tensor(np.random.default_rng(seed).standard_normal((5, 2, 3)), requires_grad=True)
+    return m, x
+
+
+def _grads(m):
+    return {n: None if p.grad is None else p.grad.detach().numpy().copy() for n, p in m.named_parameters()}
+
+
+def _step_by_step(m, x, loss):
+    """The parameters' gradients with the steps' weight terms each computed and summed by the engine (the form
+    the shared node replaces), in float64."""
+    orig = recurrent.shared_weights
+    recurrent.shared_weights = lambda w, b: None
+    try:
+        m.zero_grad()
+        loss(m(x)).backward()
+    finally:
+        recurrent.shared_weights = orig
+    g = _grads(m)
+    m.zero_grad()
+    x.grad = None
+    return g
+
+
+@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("kw", [{}, {"num_layers": 2, "bidirectional": True}, {"bias": False}], ids=str)
+def test_the_shared_weight_gradient_equals_the_per_step_sum(cls, kw):
+    m, x = _layer_and_grads(cls, **kw)
+    loss = lambda out: out[0].pow(2).sum()  # noqa: E731
+    want = _step_by_step(m, x, loss)
+    loss(m(x)).backward()
+    got = _grads(m)
+    for n in want:
+        np.testing.assert_allclose(got[n], want[n], rtol=1e-12, atol=1e-14, err_msg=n)
+    # each layer call (and direction) is one RecurrentWeights node feeding its steps
+    names, seen, stack = [], set(), [m(x)[0].grad_fn]
+    while stack:
+        n = stack.pop()
+        if n is not None and id(n) not in seen:
+            seen.add(id(n))
+            names.append(n.name())
+            stack.extend(nx for nx, _ in n.next_functions)
+    assert names.count("RecurrentWeightsBackward0") == m.num_layers * (2 if m.bidirectional else 1)
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_a_run_that_stops_short_of_the_weights_leaves_nothing_behind(cls):
+    # autograd.grad of the input runs every step but not the weights' node; the terms it left must not count in
+    # the full backward that follows on the same (retained) graph
+    m, x = _layer_and_grads(cls)
+    loss = lambda out: out[0].pow(2).sum()  # noqa: E731
+    want = _step_by_step(m, x, loss)
+    y = loss(m(x))
+    (gx,) = wb.autograd.grad(y, x, retain_graph=True)
+    y.backward()
+    for n, g in _grads(m).items():
+        np.testing.assert_allclose(g, want[n], rtol=1e-12, atol=1e-14, err_msg=n)
+    np.testing.assert_allclose(gx.numpy(), x.grad.numpy(), rtol=1e-12)
+
+
+def test_retained_graph_backward_twice_and_interleaved_runs_each_count_once():
+    m, x = _layer_and_grads("LSTM")
+    loss = lambda out: out[0].sum()  # noqa: E731
+    want = _step_by_step(m, x, loss)
+    y = loss(m(x))
+    y.backward(retain_graph=True)
+    y.backward(retain_graph=True)
+    for n, g in _grads(m).items():
+        np.testing.assert_allclose(g, 2 * want[n], rtol=1e-12, atol=1e-14, err_msg=n)
+    # a debugger's run paused midway while a whole backward runs on the same graph: both count, once each
+    m.zero_grad()
+    run = wb.autograd.iter_backward([y], [wb.tensor(1.0, dtype=wb.float64)], retain_graph=True)
+    for _ in range(7):
+        next(run)
+    y.backward(retain_graph=True)
+    for _ in run:
+        pass
+    for n, g in _grads(m).items():
+        np.testing.assert_allclose(g, 2 * want[n], rtol=1e-12, atol=1e-14, err_msg=n)
+
+
+def test_frozen_recurrent_weights_and_no_grad_take_the_plain_product():
+    m, x = _layer_and_grads("GRU")
+    m.weight_hh_l0.requires_grad_(False)
+    m.bias_hh_l0.requires_grad_(False)
+    m(x)[0].sum().backward()
+    assert m.weight_hh_l0.grad is None and m.bias_hh_l0.grad is None and m.weight_ih_l0.grad is not None
+    m.weight_hh_l0.requires_grad_(True)
+    m.bias_hh_l0.requires_grad_(False)  # the weight alone
+    m.zero_grad()
+    loss = lambda out: out[0].pow(2).sum()  # noqa: E731
+    want = _step_by_step(m, x, loss)
+    loss(m(x)).backward()
+    np.testing.assert_allclose(m.weight_hh_l0.grad.numpy(), want["weight_hh_l0"], rtol=1e-12, atol=1e-14)
+    assert m.bias_hh_l0.grad is None
+    with wb.no_grad():
+        assert m(x)[0].grad_fn is None
+
+
+def test_the_shared_weights_raise_when_changed_in_place_before_backward():
+    m, x = _layer_and_grads("LSTM")
+    y = m(x)[0].sum()
+    with wb.no_grad():
+        m.weight_hh_l0.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_the_shared_weight_gradient_by_finite_differences():
+    wb.manual_seed(0)
+    m = wb.nn.LSTM(2, 3).double()
+    x = wb.randn(4, 2, 2, dtype=wb.float64)
+
+    def f(w_hh, b_hh):
+        return wb.func.functional_call(m, {"weight_hh_l0": w_hh, "bias_hh_l0": b_hh}, (x,))[0]
+
+    assert wb.autograd.gradcheck(f, (m.weight_hh_l0.detach().clone().requires_grad_(),
+                                     m.bias_hh_l0.detach().clone().requires_grad_()))
+    assert wb.autograd.gradgradcheck(f, (m.weight_hh_l0.detach().clone().requires_grad_(),
+                                         m.bias_hh_l0.detach().clone().requires_grad_()))

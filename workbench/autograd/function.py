@@ -239,6 +239,9 @@ class Function:
     # a primitive whose outputs never take a gradient (comparisons, logical and bitwise ops): nothing is
     # recorded for it, as PyTorch records no node (a node made and dropped cost x == y 1.5 us)
     _nondiff = False
+    # a backward that leaves state for another node's backward (ops.recurrent's steps leave their weight terms):
+    # the compiler replays it as a unit, whatever it returns
+    _backward_effects = False
     op_name = None
 
     def __init_subclass__(cls, **kw):

@@ -972,7 +972,8 @@ def _live_backward(events, region):
     live = {s for _src, s in region.contributions}
     keep = []
     for ev in reversed(events[region.split:]):
-        if any(o in live for o in ev.outs):
+        # a backward that leaves state for a later one (Function._backward_effects) stays, whatever it returns
+        if any(o in live for o in ev.outs) or ev.kind == "backward" and ev.info._fn._backward_effects:
             keep.append(ev)
             live.update(_slot_refs(ev.ins))
     return events[:region.split] + keep[::-1]

@@ -544,7 +544,8 @@ def _hook_call_backward(orig, T):
             return orig(node, grads)
         n_ev, n_sl, host_after = len(T.events), len(T.arrays), T.host_after
         res = orig(node, grads)
-        if T.reason is None and all(g is None or id(g._data) in T.slot_of for g in res):
+        if T.reason is None and not node._fn._backward_effects and all(
+                g is None or id(g._data) in T.slot_of for g in res):
             return res
         if T.suspended:
             return res

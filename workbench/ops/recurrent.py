@@ -10,13 +10,16 @@ derivatives are exact. tests/nn/test_rnn_cells.py checks the loops against the N
 cell by finite differences (second order too); the op specs compare the functional cells with the composed
 form and with PyTorch.
 """
+import weakref
+
 from .._backend import dtypes as _dt, kernels as _k
 from .._core import Tensor
+from ..autograd import engine as _engine
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from ._util import result_dtype_n
+from ._util import gemm, result_dtype_n
 from .join import cat
-from .linear import linear
+from .linear import Linear, _bias_grad, _product_by_rows, linear
 
 
 def _promoted(*tensors):
@@ -112,15 +115,142 @@ class GruCell(Function):
         return dgi if nig[0] else None, dgh if nig[1] else None, dh if nig[2] else None
 
 
-def lstm_step(gi, h, c, w_hh, b_hh=None):
+# --- the hidden-to-hidden weights a layer's time steps share ------------------------------------------------
+# A layer call's steps each multiply by W_hh. Their weight gradient, summed over the steps, is G^T H: G the
+# steps' product gradients stacked, H their inputs h. Computed per step, it is T products of B rows (16 here:
+# BLAS at a fraction of its rate) and T sums of a whole weight-sized array; computed once, it is one product
+# over all T B rows, as PyTorch's layer kernels (oneDNN, cuDNN) do. So a layer call passes W_hh and b_hh
+# through one ``RecurrentWeights`` node, whose outputs the steps' ``HiddenProduct`` nodes read. A step's
+# backward computes only dh = g W and leaves (g, h) with the layer call's ``_Terms``; the engine runs
+# RecurrentWeights after every step that the backward reaches, and its backward turns the terms into the
+# gradients of W_hh and b_hh. The first step of a backward run hands RecurrentWeights a zero gradient (a
+# broadcast view: no memory) so that the engine runs it; the others hand it None. Terms are kept per backward
+# run (``engine.RUN``), so a run that stops short of the weights (``autograd.grad`` of an initial state, a
+# debugger closed midway) leaves nothing that a later run would count. Under ``create_graph=True`` the steps
+# return their own weight terms as Tensor ops (exact higher derivatives) and RecurrentWeights passes the sums on.
+_TERMS = weakref.WeakValueDictionary()  # id(the weight view a RecurrentWeights forward made) -> its _Terms
+
+
+class _Terms:
+    """The (backward run, g, h) a layer call's steps left for their shared weight's gradient."""
+
+    __slots__ = ("view", "entries", "runs", "zero_strides", "__weakref__")
+
+    def __init__(self, view):
+        self.view = view  # kept: its id is the key the steps find these terms by
+        self.entries = []
+        self.runs = []
+        self.zero_strides = (0,) * view.ndim  # the wake-up gradient's: a broadcast zero
+
+
+class RecurrentWeights(Function):
+    """W_hh (and b_hh) as one layer call's time steps read them; its backward is their weight gradient."""
+
+    _raw = True
+    op_name = "recurrent_weights"
+    saved_names = ("weight_hh", "bias_hh")
+
+    @staticmethod
+    def forward(ctx, w, b):
+        ctx.save_for_backward(w, b)  # read in backward: an in-place change of the weights raises there
+        wv = w.view()  # a fresh array per call: the key of this call's terms
+        ctx.terms = _TERMS[id(wv)] = _Terms(wv)
+        ctx.set_materialize_grads(False)
+        return (wv, b.view()) if b is not None else wv
+
+    @staticmethod
+    def backward(ctx, gw, gb=None):
+        w, b = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        terms = ctx.terms
+        run = _engine.RUN[0]
+        mine = [e for e in terms.entries if e[0] is run]
+        if mine:
+            terms.entries = [e for e in terms.entries if e[0] is not run]
+            terms.runs = [r for r in terms.runs if r is not run]
+        if STATE.enabled or not mine:  # create_graph: the steps returned their terms, summed by the engine
+            return gw if nig[0] else None, gb if b is not None and nig[1] else None
+        g = mine[0][1] if len(mine) == 1 else ctx.xp.concatenate([e[1] for e in mine])
+        h = mine[0][2] if len(mine) == 1 else ctx.xp.concatenate([e[2] for e in mine])
+        dw = gemm(g.T, h) if nig[0] else None
+        db = _bias_grad(g) if b is not None and nig[1] else None
+        # what else reached the weights in this run (a second backward through a create_graph one's products)
+        # adds on; the zero gradient a step handed over to wake this node does not
+        if dw is not None and gw is not None and gw._data.strides != terms.zero_strides:
+            dw += gw._data
+        if db is not None and gb is not None:
+            db = db + gb._data
+        return Tensor._make(dw) if dw is not None else None, Tensor._make(db) if db is not None else None
+
+
+class HiddenProduct(Function):
+    """h W^T + b of one time step, W and b a RecurrentWeights node's outputs: its backward computes dh and
+    leaves its weight terms (g, h) to RecurrentWeights (see above)."""
+
+    _raw = True
+    _backward_effects = True
+    op_name = "linear"
+
+    @staticmethod
+    def forward(ctx, h, w, b):
+        ctx.save_for_backward(h, w)
+        ctx.terms = _TERMS.get(id(w))
+        y = _product_by_rows(h, w, b) if h.ndim == 2 else None
+        if y is None:
+            y = gemm(h, w.T)
+            if b is not None:
+                y += b
+        ctx.x_shape = h.shape  # for Linear.backward (create_graph)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        h, w = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        terms = ctx.terms
+        if STATE.enabled or terms is None:  # create_graph (or no RecurrentWeights): linear's own gradients
+            return Linear.backward(ctx, g)
+        gd = g._data
+        dh = Tensor._make(gemm(gd, w._data)) if nig[0] else None
+        if not (nig[1] or len(nig) > 2 and nig[2]):
+            return dh, None, None
+        run = _engine.RUN[0]
+        terms.entries.append((run, gd, h._data))
+        if any(r is run for r in terms.runs):
+            return dh, None, None
+        terms.runs.append(run)
+        wd = w._data
+        return dh, Tensor._make(ctx.xp.broadcast_to(wd.dtype.type(0), wd.shape)), None
+
+
+def shared_weights(w_hh, b_hh):
+    """(W, b) for a layer call's time steps to read through ``hidden_product``, or None where the plain
+    product serves (nothing recorded, the weights take no gradient, autocast casts them per step)."""
+    from ._autocast import AUTOCAST
+    if not STATE.enabled or AUTOCAST[0] or not (w_hh._rg or b_hh is not None and b_hh._rg):
+        return None
+    if w_hh._data.dtype.kind != "f" or w_hh._data.dtype.itemsize < 4:
+        return None
+    r = RecurrentWeights.apply(w_hh, b_hh)
+    return r if isinstance(r, tuple) else (r, None)
+
+
+def hidden_product(h, w_hh, b_hh, shared):
+    """h W_hh^T + b_hh of one time step: through ``shared`` (``shared_weights``) where it is given."""
+    if shared is None or h._data.dtype != w_hh._data.dtype or h.ndim != 2 or h.shape[-1] != w_hh.shape[-1]:
+        return linear(h, w_hh, b_hh)
+    return HiddenProduct.apply(h, shared[0], shared[1])
+
+
+def lstm_step(gi, h, c, w_hh, b_hh=None, shared=None):
     """One LSTM step from the input's product gi = x W_ih^T + b_ih: (h2, c2)."""
-    gi, gh, c = _promoted(gi, linear(h, w_hh, b_hh), c)
+    gi, gh, c = _promoted(gi, hidden_product(h, w_hh, b_hh, shared), c)
     return LstmCell.apply(gi, gh, c)
 
 
-def gru_step(gi, h, w_hh, b_hh=None):
+def gru_step(gi, h, w_hh, b_hh=None, shared=None):
     """One GRU step from the input's product gi = x W_ih^T + b_ih: h2."""
-    gi, gh, h = _promoted(gi, linear(h, w_hh, b_hh), h)
+    gi, gh, h = _promoted(gi, hidden_product(h, w_hh, b_hh, shared), h)
     return GruCell.apply(gi, gh, h)
 
 

@@ -138,6 +138,7 @@ class RNNBase(Module):
         act = _activation(self.mode) if self.mode.startswith("RNN") else None
         step = "step_reverse" if reverse else "step"  # each time step is one call: the viewer's series
         steps = proj.split(bs) if T > 1 else (proj,)  # one node: its backward fills one array
+        shared = ops.recurrent.shared_weights(w_hh, b_hh)  # the steps' weight gradient as one product
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             with call_scope(step):
                 n = bs[t]
@@ -145,14 +146,14 @@ class RNNBase(Module):
                 hs = h if uniform else h[:n]
                 if self.mode == "LSTM":
                     cs = c if uniform else c[:n]
-                    hn, cn = ops.recurrent.lstm_step(gi, hs, cs, w_hh, b_hh)
+                    hn, cn = ops.recurrent.lstm_step(gi, hs, cs, w_hh, b_hh, shared)
                     if w_hr is not None:
                         hn = F.linear(hn, w_hr)
                     c = cn if uniform or n == c.shape[0] else ops.cat([cn, c[n:]])
                 elif self.mode == "GRU":
-                    hn = ops.recurrent.gru_step(gi, hs, w_hh, b_hh)
+                    hn = ops.recurrent.gru_step(gi, hs, w_hh, b_hh, shared)
                 else:
-                    hn = act(gi + F.linear(hs, w_hh, b_hh))
+                    hn = act(gi + ops.recurrent.hidden_product(hs, w_hh, b_hh, shared))
                 h = hn if uniform or n == h.shape[0] else ops.cat([hn, h[n:]])
                 outs[t] = hn
         return ops.cat(outs) if T > 1 else outs[0], h, c
