@@ -110,7 +110,7 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None):
 # Subpackages load on first use, so `import workbench` stays fast (and never imports cupy).
 _SUBMODULES = {"nn", "optim", "utils", "viz", "linalg", "func", "multiprocessing", "distributed", "special", "fft", "testing",
                "library", "jit", "backends", "compiler", "onnx", "serialization", "distributions", "signal",
-               "profiler", "futures"}
+               "profiler", "futures", "_dynamo"}
 _LAZY = {"save": "serialization", "load": "serialization", "einsum": "ops.linalg", "compile": "compiler", "vmap": "func"}
 
 

@@ -8,16 +8,22 @@ host mid-call, a tensor made from raw arrays outside an op, hooks, Python side e
 runs eagerly, and ``explain`` says why.
 
 The replay repeats the array work and the calls of optimizers, LR schedulers, ``zero_grad`` and
-gradient clipping; other Python side effects of the function (printing, appending to a list,
-counters) happen only on the traced call, as with any tracing compiler.
+gradient clipping. Other Python the function runs (printing, appending to a list, counters, reading a
+value it keeps in a container) is followed: a replay is used only where that Python would do nothing
+different, and the call runs eagerly otherwise (``pystate.py``; docs/compile.md).
 """
+import contextlib
+import functools
 import gc
 
 from ..nn.module import Module
+from . import compiled as _compiled
 from .compiled import RECOMPILE_LIMIT, CompiledFunction, OptimizedModule
 from .trace import ACTIVE, Unsupported
 
-__all__ = ["compile", "explain", "reset", "is_compiling", "Unsupported", "OptimizedModule"]
+__all__ = ["compile", "explain", "reset", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable",
+           "set_stance", "list_backends", "allow_in_graph", "assume_constant_result", "Unsupported",
+           "OptimizedModule"]
 
 _BACKENDS = ("inductor", "eager", "aot_eager", "cudagraphs", "workbench")
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -146,5 +152,114 @@ def reset():
 
 
 def is_compiling():
-    """True while a call is being traced.  >>> wb.compiler.is_compiling()  ->  False"""
-    return ACTIVE[0] is not None
+    """True inside a call of a compiled function or module (the traced call, and calls that run eagerly), as
+    code compiled by PyTorch sees it; False elsewhere.
+
+    >>> import workbench as wb
+    >>> f = wb.compile(lambda x: x * 2 if wb.compiler.is_compiling() else x * 3)
+    >>> wb.compiler.is_compiling(), f(wb.ones(1)).item()
+    (False, 2.0)
+    """
+    return ACTIVE[0] is not None or _compiled.INSIDE[0] > 0
+
+
+is_dynamo_compiling = is_compiling
+
+
+def is_exporting():
+    """False: workbench has no ``torch.export``."""
+    return False
+
+
+def disable(fn=None, recursive=True, *, reason=None):
+    """Keep ``fn`` out of compilation, as ``torch.compiler.disable`` (a decorator, with or without arguments).
+
+    PyTorch runs such a function eagerly between compiled graphs. A replay here is one program for the whole
+    call, so a compiled call that reaches ``fn`` runs eagerly as a whole (``explain`` names ``fn`` and
+    ``reason``); results are eager's either way. A module is returned with its ``forward`` disabled.
+
+    >>> import workbench as wb
+    >>> @wb.compiler.disable
+    ... def log_stats(x):
+    ...     return x.mean()
+    >>> step = wb.compile(lambda x: log_stats(x * 2))
+    >>> _ = step(wb.ones(2)); _ = step(wb.ones(2))
+    >>> 'log_stats' in wb.compiler.explain(step).reasons[0]
+    True
+    """
+    if fn is None:
+        return functools.partial(disable, recursive=recursive, reason=reason)
+    if isinstance(fn, Module):
+        fn.__dict__["forward"] = disable(fn.forward, recursive, reason=reason)
+        return fn
+    name = getattr(fn, "__qualname__", type(fn).__name__)
+
+    @functools.wraps(fn)
+    def disabled(*args, **kwargs):
+        T = ACTIVE[0]
+        if T is not None and T.reason is None:
+            T.reason = (f"it calls {name}, marked workbench.compiler.disable" + (f" ({reason})" if reason else "")
+                        + ": that runs eagerly, and so does the whole call")
+        return fn(*args, **kwargs)
+
+    disabled._workbench_disabled = True
+    return disabled
+
+
+_STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
+
+
+class _Stance(contextlib.ContextDecorator):
+    def __init__(self, stance):
+        self.stance, self.prev = stance, _compiled.STANCE[0]
+        _compiled.STANCE[0] = stance
+
+    def __enter__(self):
+        _compiled.STANCE[0] = self.stance
+        return self
+
+    def __exit__(self, *exc):
+        _compiled.STANCE[0] = self.prev
+        return False
+
+
+def set_stance(stance="default", *, skip_guard_eval_unsafe=False, force_backend=None):
+    """How compiled callables behave from now on (or within a ``with`` block, or a decorated function), as
+    ``torch.compiler.set_stance``: ``"default"``; ``"force_eager"`` (run the original, trace nothing);
+    ``"eager_on_recompile"`` (replay what is traced, run eagerly where a new trace would be needed);
+    ``"fail_on_recompile"`` (raise RuntimeError where a new trace would be needed).
+
+    >>> import workbench as wb
+    >>> f = wb.compile(lambda x: x + 1)
+    >>> with wb.compiler.set_stance("force_eager"):
+    ...     _ = f(wb.ones(2))
+    >>> wb.compiler.explain(f).traced_calls
+    0
+    """
+    if stance not in _STANCES:
+        raise RuntimeError(f"invalid torch.compile stance {stance!r}: expected one of {', '.join(_STANCES)}")
+    if force_backend is not None and stance != "default":
+        raise RuntimeError("force_backend can only be used with the 'default' stance")
+    return _Stance(stance)
+
+
+def list_backends(exclude_tags=("debug", "experimental")):
+    """The backend names ``compile`` accepts (each replays the traced program here).
+
+    >>> import workbench as wb
+    >>> "inductor" in wb.compiler.list_backends()
+    True
+    """
+    debug = {"eager", "aot_eager"}
+    return sorted(b for b in _BACKENDS if not (exclude_tags and "debug" in exclude_tags and b in debug))
+
+
+def allow_in_graph(fn):
+    """``fn`` itself: the tracer records whatever array work a function does, so nothing needs allowing."""
+    return fn
+
+
+def assume_constant_result(fn):
+    """``fn`` itself, accepted for PyTorch code: the tracer and its guards treat it as any function the call
+    runs (what it reads is checked on every call)."""
+    return fn

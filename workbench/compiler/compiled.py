@@ -11,6 +11,7 @@ import functools
 from .. import _backend
 from ..autograd import graph as _graph
 from ..autograd.grad_mode import STATE
+from ..nn.module import global_hooks_on as _module_hooks  # (nn.modules.module's hooks run Python per module)
 from ..nn.module import Module
 from ..tensor import Tensor
 from . import cudagraph as _cudagraph
@@ -20,7 +21,19 @@ from .program import Program, _walk, arg_paths_of, captured_sources, describe, l
 from .pystate import ABSENT, plain_value, changed, contents, python_state
 
 np = _backend.numpy
-RECOMPILE_LIMIT = 8  # traces kept per compiled callable, as PyTorch's recompile_limit
+RECOMPILE_LIMIT = 8  # traces kept per compiled callable by default (workbench._dynamo.config.recompile_limit)
+INSIDE = [0]  # calls of compiled callables under way that run the function's Python (is_compiling() is True there)
+STANCE = ["default"]  # workbench.compiler.set_stance's
+
+
+def _run_python(fn, args, kwargs):
+    # the function itself (a trace, or an eager call): code in it sees is_compiling() True on every call, as code
+    # that PyTorch compiled does (a replay runs no Python)
+    INSIDE[0] += 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        INSIDE[0] -= 1
 
 
 class CompiledFunction:
@@ -30,28 +43,46 @@ class CompiledFunction:
         self._fn = fn
         self._fullgraph = fullgraph
         self._cuda_graphs = cuda_graphs  # mode="reduce-overhead": replays on CUDA go through a CUDA graph
-        self._limit = RECOMPILE_LIMIT if recompile_limit is None else int(recompile_limit)
+        self._limit_arg = recompile_limit
         self._programs = []  # most recent first
         self.calls = {"replay": 0, "eager": 0, "trace": 0}
         self.log = []  # (event, detail): traces, fallbacks and why
         self._name = name or getattr(fn, "__qualname__", type(fn).__name__)
         functools.update_wrapper(self, fn, updated=())
 
+    @property
+    def _limit(self):  # read on each call: workbench._dynamo.config.recompile_limit may change between calls
+        if self._limit_arg is not None:
+            return int(self._limit_arg)
+        from .. import _dynamo
+        return int(_dynamo.config.recompile_limit)
+
+    def __reduce__(self):  # a copy (deepcopy, pickle) is the function compiled afresh: traces are not copied
+        return (_compiled_function, (self._fn, self._fullgraph, self._limit_arg, self._name, self._cuda_graphs))
+
+    def __get__(self, obj, objtype=None):  # @compile on a method: bound as the function it wraps would be
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
     def __call__(self, *args, **kwargs):
+        if STANCE[0] == "force_eager":
+            return self._fn(*args, **kwargs)
         if _tools_listening():
             self.calls["eager"] += 1
             if not any(kind == "listening" for kind, _ in self.log):
                 self.log.append(("listening", "a tool was watching the tape (a viz recorder or trace, the gradient "
-                                              "monitor, detect_anomaly): those calls ran eagerly, so it saw every op"))
-            return self._fn(*args, **kwargs)
+                                              "monitor, detect_anomaly, a global module hook): those calls ran "
+                                              "eagerly, so it saw every op"))
+            return _run_python(self._fn, args, kwargs)
         for p in self._programs:
             if p.guard(args, kwargs):
                 if p.run is None:
-                    if self._fullgraph:
+                    if self._fullgraph and not _suppressed():
                         raise _trace.Unsupported(f"workbench.compile(fullgraph=True): {self._name} cannot be replayed: "
                                                  f"{p.reason}")
                     self.calls["eager"] += 1
-                    return self._fn(*args, **kwargs)
+                    return _run_python(self._fn, args, kwargs)
                 self.calls["replay"] += 1
                 p.replays += 1
                 try:
@@ -65,7 +96,13 @@ class CompiledFunction:
                     self.calls["eager"] += 1
                     if p.shape_misses == 1:
                         self.log.append(("eager", str(e)))
-                    return self._fn(*args, **kwargs)
+                    return _run_python(self._fn, args, kwargs)
+        if self._programs and STANCE[0] != "default":  # set_stance: no new trace once there is one
+            if STANCE[0] == "fail_on_recompile":
+                raise RuntimeError(f"workbench.compile: {self._name} would trace again (its guards failed: the "
+                                   "arguments or what it reads changed) while set_stance('fail_on_recompile') is on")
+            self.calls["eager"] += 1
+            return _run_python(self._fn, args, kwargs)
         if len(self._programs) >= self._limit:
             self.calls["eager"] += 1
             if not self.log or self.log[-1][0] != "limit":
@@ -84,12 +121,12 @@ class CompiledFunction:
                                     "call (a batch): pass it as an argument" if captured else "")
                                  + ("; traces specialise on shapes, and a tensor's shape changed from call to call: "
                                     "keep batches one shape (a DataLoader's drop_last=True)" if shapes else "")))
-            return self._fn(*args, **kwargs)
+            return _run_python(self._fn, args, kwargs)
         return self._trace(args, kwargs)
 
     def _trace(self, args, kwargs):
         if _trace.ACTIVE[0] is not None:  # called inside another compiled call: part of that trace
-            return self._fn(*args, **kwargs)
+            return _run_python(self._fn, args, kwargs)
         self.calls["trace"] += 1
         T = _trace.Tracer()
         paths = arg_paths_of(args, kwargs)
@@ -110,7 +147,7 @@ class CompiledFunction:
                         "attributes raise): pass what it needs as arguments")
         T.holders = holders
         with T:
-            result = self._fn(*args, **kwargs)
+            result = _run_python(self._fn, args, kwargs)
             if T.reason is None and STATE.enabled:
                 try:
                     T.region = _grad_region.record(T, self._name, result, [(("arg", paths[id(t)]), t) for _p, t
@@ -162,19 +199,27 @@ class CompiledFunction:
         if self._programs:  # what differs from the latest trace (the guard missed for it)
             last = self._programs[0].signature
             diff = [f"{k} was {last.get(k, 'absent')}, now {v}" for k, v in prog.signature.items() if last.get(k) != v]
+            diff += [f"{k} was {v}, now absent" for k, v in last.items() if k not in prog.signature]
             prog.retraced = "; ".join(diff[:3]) or "a parameter or a captured tensor changed"
         self._programs.insert(0, prog)
         if prog.reason is None:
             self.log.append(("trace", f"traced {len(prog.steps)} steps"))
         else:
             self.log.append(("fallback", prog.reason))
-            if self._fullgraph:
+            if self._fullgraph and not _suppressed():
                 raise _trace.Unsupported(f"workbench.compile(fullgraph=True): {self._name} cannot be replayed: "
                                          f"{prog.reason} (this call ran eagerly)")
         return result
 
     def _reset(self):
         self._programs.clear()
+        self.calls = {"replay": 0, "eager": 0, "trace": 0}
+        self.log = []
+
+
+def _suppressed():
+    from .. import _dynamo
+    return bool(_dynamo.config.suppress_errors)
 
 
 def _describe(v):
@@ -194,7 +239,17 @@ def _tensor_args(args, kwargs):
 
 def _tools_listening():
     return bool(_graph.LISTENERS or _graph.BACKWARD_HOOKS or _graph.ANOMALY[0] or _graph.TRACE[0] >= 2
-                or _graph.CUTS[0] is not None)
+                or _graph.CUTS[0] is not None or _module_hooks())
+
+
+def _optimized_module(mod, fullgraph, recompile_limit, cuda_graphs, hooks):
+    m = OptimizedModule(mod, fullgraph, recompile_limit, cuda_graphs)
+    m.__dict__.update(hooks)
+    return m
+
+
+def _compiled_function(fn, fullgraph, recompile_limit, name, cuda_graphs):
+    return CompiledFunction(fn, fullgraph, recompile_limit, name, cuda_graphs)
 
 
 class OptimizedModule(Module):
@@ -208,17 +263,47 @@ class OptimizedModule(Module):
     ('Linear', ['_orig_mod.weight', '_orig_mod.bias'])
     """
 
+    _own = frozenset({"_orig_mod", "_compiled_call", "forward", "__dict__"})  # what stays on the wrapper
+
     def __init__(self, mod, fullgraph=False, recompile_limit=None, cuda_graphs=False):
         super().__init__()
-        self._orig_mod = mod
+        Module.__setattr__(self, "_orig_mod", mod)
         self.__dict__["_compiled_call"] = CompiledFunction(mod, fullgraph, recompile_limit, type(mod).__name__,
                                                            cuda_graphs)
 
     def __call__(self, *args, **kwargs):
-        return self.__dict__["_compiled_call"](*args, **kwargs)
+        d = self.__dict__
+        if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+            return Module.__call__(self, *args, **kwargs)  # hooks on the wrapper itself run around the call
+        return d["_compiled_call"](*args, **kwargs)
 
     def forward(self, *args, **kwargs):
         return self.__dict__["_compiled_call"](*args, **kwargs)
+
+    # attributes set or deleted on the wrapper are the original's (``cm.temperature = 2``, ``cm.fc = ...``), as
+    # PyTorch's OptimizedModule: the replay reads the module it traced
+    def __setattr__(self, name, value):
+        if name in OptimizedModule._own or hasattr(type(self), name) or "_compiled_call" not in self.__dict__:
+            return Module.__setattr__(self, name, value)
+        return setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if name in OptimizedModule._own or hasattr(type(self), name):
+            return Module.__delattr__(self, name)
+        return delattr(self._orig_mod, name)
+
+    def __dir__(self):
+        mine = Module.__dir__(self)
+        theirs = dir(self._orig_mod)
+        return theirs + [a for a in mine if a not in set(theirs)]
+
+    def __reduce__(self):  # a copy (deepcopy, pickle, torch.save(model)) compiles the copied module afresh
+        c = self.__dict__["_compiled_call"]
+        return (_optimized_module, (self._orig_mod, c._fullgraph, c._limit_arg, c._cuda_graphs, self._hook_state()))
+
+    def _hook_state(self):
+        return {name: self.__dict__[name] for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks",
+                                                       "_backward_pre_hooks") if self.__dict__.get(name)}
 
     @property
     def training(self):

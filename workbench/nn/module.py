@@ -97,6 +97,19 @@ def _addindent(s, n):
 
 # PyTorch's hook dicts (id -> hook), with the flags of forward hooks in their own dicts under the same ids,
 # so code that reads module._forward_pre_hooks sees the hooks as in PyTorch
+# hooks every module's call runs (``nn.modules.module.register_module_forward_hook`` and kin), before its own
+_GLOBAL = {"forward_pre": OrderedDict(), "forward": OrderedDict(), "forward_with_kwargs": OrderedDict(),
+           "forward_always_called": OrderedDict(), "backward": OrderedDict(), "backward_pre": OrderedDict()}
+_GLOBAL_ON = [False]  # set when one is registered; cleared by the first call that finds them all removed
+
+
+def global_hooks_on():
+    """Whether a global module hook is registered (clears the flag once all are removed)."""
+    G = _GLOBAL
+    if _GLOBAL_ON[0] and not (G["forward_pre"] or G["forward"] or G["backward"] or G["backward_pre"]):
+        _GLOBAL_ON[0] = False
+    return _GLOBAL_ON[0]
+
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
                "_forward_hooks_always_called", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
                "_load_state_dict_post_hooks")
@@ -215,7 +228,8 @@ class Module:
         tok = _SCOPE.set(CallScope(scope, _SCOPE.get()))
         try:
             d = self.__dict__
-            if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+            if (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]
+                    or _GLOBAL_ON[0]):
                 return self._call_with_hooks(args, kwargs)
             return self.forward(*args, **kwargs)
         finally:
@@ -227,7 +241,8 @@ class Module:
         tok = _SCOPE.set("")
         try:
             d = self.__dict__
-            if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+            if (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]
+                    or _GLOBAL_ON[0]):
                 return self._call_with_hooks(args, kwargs)
             return self.forward(*args, **kwargs)
         finally:
@@ -235,6 +250,12 @@ class Module:
             _NAMES.reset(ntok)
 
     def _call_with_hooks(self, args, kwargs):
+        G = _GLOBAL
+        global_hooks_on()
+        for fn in list(G["forward_pre"].values()):
+            r = fn(self, args)
+            if r is not None:
+                args = r if isinstance(r, tuple) else (r,)
         for hid, fn in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
                 r = fn(self, args, kwargs)
@@ -247,24 +268,29 @@ class Module:
                 r = fn(self, args)
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
-        bw = bool(self._backward_hooks or self._backward_pre_hooks) and is_grad_enabled()  # no graph, no hooks
+        bw = bool(self._backward_hooks or self._backward_pre_hooks or G["backward"] or G["backward_pre"]) and \
+            is_grad_enabled()  # no graph, no hooks
         state = {}  # shared by the input and output identity nodes: grad_output reaches the grad_input hook
         if bw:
             args = self._wrap_inputs(args, state)
         try:
             out = self.forward(*args, **kwargs)
         except Exception:
-            for hid, fn in list(self._forward_hooks.items()):
-                if hid in self._forward_hooks_always_called:
-                    try:
-                        fn(self, args, kwargs, None) if hid in self._forward_hooks_with_kwargs else fn(self, args, None)
-                    except Exception:
-                        pass
+            for hooks, always, kw in ((G["forward"], G["forward_always_called"], G["forward_with_kwargs"]),
+                                      (self._forward_hooks, self._forward_hooks_always_called,
+                                       self._forward_hooks_with_kwargs)):
+                for hid, fn in list(hooks.items()):
+                    if hid in always:
+                        try:
+                            fn(self, args, kwargs, None) if hid in kw else fn(self, args, None)
+                        except Exception:
+                            pass
             raise
-        for hid, fn in list(self._forward_hooks.items()):
-            r = fn(self, args, kwargs, out) if hid in self._forward_hooks_with_kwargs else fn(self, args, out)
-            if r is not None:
-                out = r
+        for hooks, kw in ((G["forward"], G["forward_with_kwargs"]), (self._forward_hooks, self._forward_hooks_with_kwargs)):
+            for hid, fn in list(hooks.items()):
+                r = fn(self, args, kwargs, out) if hid in kw else fn(self, args, out)
+                if r is not None:
+                    out = r
         if bw:
             out = self._wrap_outputs(out, state)
         return out
@@ -284,7 +310,7 @@ class Module:
                 gi[i] = grads[k]
             gi = tuple(gi)
             go = state.get("grad_output")
-            for fn in list(self._backward_hooks.values()):
+            for fn in [*_GLOBAL["backward"].values(), *self._backward_hooks.values()]:
                 r = fn(self, gi, go)
                 if r is not None:
                     if len(r) != len(gi):
@@ -317,13 +343,13 @@ class Module:
             for k, i in enumerate(pos):
                 go[i] = grads[k]
             go = tuple(go)
-            for fn in list(self._backward_pre_hooks.values()):
+            for fn in [*_GLOBAL["backward_pre"].values(), *self._backward_pre_hooks.values()]:
                 r = fn(self, go)
                 if r is not None:
                     go = tuple(r) if isinstance(r, (tuple, list)) else (r,)
             state["grad_output"] = go
             if no_inputs:  # nothing upstream needs grad: PyTorch calls the hooks with grad_input None
-                for fn in list(self._backward_hooks.values()):
+                for fn in [*_GLOBAL["backward"].values(), *self._backward_hooks.values()]:
                     fn(self, (None,) * state["n_in"], go)
             return tuple(go[i] for i in pos)
 
