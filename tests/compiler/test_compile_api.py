@@ -26,16 +26,16 @@ class Scaled(nn.Module):
 
 
 def test_attributes_set_or_deleted_on_the_wrapper_are_the_originals():
-    for lib in (torch, wb):  # PyTorch is the oracle for what the wrapper does
-        lib.manual_seed(0)
-        m = lib.nn.Linear(2, 2)
-        cm = lib.compile(m)
-        cm.flag = 3
-        assert m.flag == 3 and cm.flag == 3
-        m.flag = 5
-        assert cm.flag == 5
-        del cm.flag
-        assert not hasattr(m, "flag")
+    # what PyTorch 2.13's OptimizedModule does (not run here: importing torch._dynamo turns off
+    # torch.distributions' argument validation for the whole process, which other tests compare against)
+    m = nn.Linear(2, 2)
+    cm = wb.compile(m)
+    cm.flag = 3
+    assert m.flag == 3 and cm.flag == 3
+    m.flag = 5
+    assert cm.flag == 5
+    del cm.flag
+    assert not hasattr(m, "flag")
     m = Scaled()
     cm = wb.compile(m)
     x = wb.ones(1, 2)
