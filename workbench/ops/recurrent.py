@@ -17,6 +17,7 @@ from .._core import Tensor
 from ..autograd import engine as _engine
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
+from ._autocast import AUTOCAST as _AUTOCAST
 from ._util import gemm, result_dtype_n
 from .join import cat
 from .linear import Linear, _bias_grad, _product_by_rows, linear
@@ -212,7 +213,7 @@ class HiddenProduct(Function):
             return Linear.backward(ctx, g)
         gd = g._data
         dh = Tensor._make(gemm(gd, w._data)) if nig[0] else None
-        if not (nig[1] or len(nig) > 2 and nig[2]):
+        if not (nig[1] or nig[2]):
             return dh, None, None
         run = _engine.RUN[0]
         terms.entries.append((run, gd, h._data))
@@ -226,8 +227,7 @@ class HiddenProduct(Function):
 def shared_weights(w_hh, b_hh):
     """(W, b) for a layer call's time steps to read through ``hidden_product``, or None where the plain
     product serves (nothing recorded, the weights take no gradient, autocast casts them per step)."""
-    from ._autocast import AUTOCAST
-    if not STATE.enabled or AUTOCAST[0] or not (w_hh._rg or b_hh is not None and b_hh._rg):
+    if not STATE.enabled or _AUTOCAST[0] or not (w_hh._rg or b_hh is not None and b_hh._rg):
         return None
     if w_hh._data.dtype.kind != "f" or w_hh._data.dtype.itemsize < 4:
         return None
