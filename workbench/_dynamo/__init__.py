@@ -10,9 +10,14 @@ shape traces again, up to ``recompile_limit``).
 >>> torch._dynamo.reset()
 >>> torch._dynamo.config.suppress_errors = False
 """
-from ..compiler import (allow_in_graph, assume_constant_result, disable, is_compiling, list_backends,  # noqa: F401
-                        reset)
-from . import config, eval_frame, exc  # noqa: F401
+import sys
+
+from .. import compiler as _compiler
+from ..compiler import (allow_in_graph, assume_constant_result, config, disable, is_compiling,  # noqa: F401
+                        list_backends, reset)
+from . import eval_frame, exc  # noqa: F401
+
+sys.modules[__name__ + ".config"] = config  # `import torch._dynamo.config` finds the compiler's settings
 
 __all__ = ["reset", "disable", "is_compiling", "list_backends", "explain", "mark_dynamic", "maybe_mark_dynamic",
            "mark_static", "mark_static_address", "allow_in_graph", "assume_constant_result", "config", "exc",
@@ -77,12 +82,10 @@ def explain(f, *extra_args, **extra_kwargs):
     >>> out.graph_count, out.graph_break_count
     (0, 1)
     """
-    from .. import compiler
-
     def inner(*args, **kwargs):
-        cf = compiler.compile(f)
+        cf = _compiler.compile(f)
         cf(*extra_args, *args, **extra_kwargs, **kwargs)
-        return ExplainOutput(compiler.explain(cf))
+        return ExplainOutput(_compiler.explain(cf))
 
     if extra_args or extra_kwargs:
         return inner()

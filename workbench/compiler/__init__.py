@@ -18,7 +18,8 @@ import gc
 
 from ..nn.module import Module
 from . import compiled as _compiled
-from .compiled import RECOMPILE_LIMIT, CompiledFunction, OptimizedModule
+from . import config  # noqa: F401  (torch._dynamo.config's settings)
+from .compiled import CompiledFunction, OptimizedModule
 from .trace import ACTIVE, Unsupported
 
 __all__ = ["compile", "explain", "reset", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable",

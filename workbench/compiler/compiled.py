@@ -14,6 +14,7 @@ from ..autograd.grad_mode import STATE
 from ..nn.module import global_hooks_on as _module_hooks  # (nn.modules.module's hooks run Python per module)
 from ..nn.module import Module
 from ..tensor import Tensor
+from . import config as _config
 from . import cudagraph as _cudagraph
 from . import grad_region as _grad_region
 from . import trace as _trace
@@ -21,7 +22,6 @@ from .program import Program, _walk, arg_paths_of, captured_sources, describe, l
 from .pystate import ABSENT, plain_value, changed, contents, python_state
 
 np = _backend.numpy
-RECOMPILE_LIMIT = 8  # traces kept per compiled callable by default (workbench._dynamo.config.recompile_limit)
 INSIDE = [0]  # calls of compiled callables under way that run the function's Python (is_compiling() is True there)
 STANCE = ["default"]  # workbench.compiler.set_stance's
 
@@ -51,11 +51,8 @@ class CompiledFunction:
         functools.update_wrapper(self, fn, updated=())
 
     @property
-    def _limit(self):  # read on each call: workbench._dynamo.config.recompile_limit may change between calls
-        if self._limit_arg is not None:
-            return int(self._limit_arg)
-        from .. import _dynamo
-        return int(_dynamo.config.recompile_limit)
+    def _limit(self):  # read on each call: config.recompile_limit may change between calls
+        return int(self._limit_arg if self._limit_arg is not None else _config.recompile_limit)
 
     def __reduce__(self):  # a copy (deepcopy, pickle) is the function compiled afresh: traces are not copied
         return (_compiled_function, (self._fn, self._fullgraph, self._limit_arg, self._name, self._cuda_graphs))
@@ -218,8 +215,7 @@ class CompiledFunction:
 
 
 def _suppressed():
-    from .. import _dynamo
-    return bool(_dynamo.config.suppress_errors)
+    return bool(_config.suppress_errors)
 
 
 def _describe(v):

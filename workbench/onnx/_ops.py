@@ -417,3 +417,8 @@ def _max(g, node, args, results):
 @translates("alias", "clone", "contiguous", "detach")
 def _identity(g, node, args, results):
     return [g.op("Identity", [g.value(args[0])])]
+
+
+@translates("recurrent_weights")
+def _recurrent_weights(g, node, args, results):  # a layer's W_hh (and b_hh) as its steps read them: themselves
+    return [g.op("Identity", [g.value(a)]) for a in args if a is not None]

@@ -1,4 +1,5 @@
-"""``torch._dynamo.config``: the settings PyTorch scripts set around ``torch.compile``.
+"""``torch._dynamo.config`` (also ``workbench.compiler.config``): the settings PyTorch scripts set around
+``torch.compile``.
 
 ``suppress_errors``: with True, ``compile(fullgraph=True)`` runs a call that cannot replay eagerly instead of
 raising ``Unsupported`` (PyTorch's: fall back to eager instead of raising). ``recompile_limit`` (also under
