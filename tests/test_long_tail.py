@@ -224,3 +224,47 @@ def test_process_switches_round_trip_and_check_values():
     with wb.set_anomaly_enabled(True):
         assert wb.is_anomaly_enabled()
     assert not wb.is_anomaly_enabled()
+
+
+def test_import_raises_the_collectors_first_threshold_only_upward_and_the_env_var_sets_it():
+    import subprocess
+    import sys
+
+    def threshold(env, pre=""):
+        code = f"import gc; {pre}import workbench; print(gc.get_threshold()[0])"
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env={**__import__("os").environ, **env})
+        return run.stdout.strip() or run.stderr.strip().splitlines()[-1]
+
+    assert threshold({}) == "10000"
+    assert threshold({"WORKBENCH_GC_THRESHOLD": "0"}) == "700"  # Python's default, left alone
+    assert threshold({"WORKBENCH_GC_THRESHOLD": "3000"}) == "3000"
+    assert threshold({}, pre="gc.set_threshold(50000); ") == "50000"  # a higher one the program set is kept
+    assert "must be an integer" in threshold({"WORKBENCH_GC_THRESHOLD": "many"})
+
+
+def test_a_training_steps_tape_sets_off_no_collection():
+    # the tape's objects are freed by reference counting: at the threshold import sets, a recurrent step's
+    # graph (thousands of objects) runs no collection at all
+    import gc
+    W, U, b = (wb.randn(*s, requires_grad=True) for s in ((4, 32), (8, 32), (32,)))
+    x = wb.randn(32, 3, 4)
+
+    def step():  # an LSTM written by hand: some 20 recorded ops a time step
+        h = c = wb.zeros(3, 8)
+        for t in range(32):
+            i, f, g, o = (x[t] @ W + h @ U + b).chunk(4, 1)
+            c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+            h = o.sigmoid() * c.tanh()
+        h.sum().backward()
+
+    step()  # the first call compiles its kernels (Numba's objects count too)
+    runs = []
+    gc.collect()
+    gc.callbacks.append(cb := lambda phase, info: runs.append(info["generation"]) if phase == "start" else None)
+    try:
+        for _ in range(3):
+            step()
+    finally:
+        gc.callbacks.remove(cb)
+    assert runs == []

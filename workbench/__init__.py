@@ -50,6 +50,9 @@ from ._layouts import (channels_last, channels_last_3d, contiguous_format, layou
                        memory_format, preserve_format, strided)
 from ._typeinfo import finfo, iinfo
 from ._switches import *  # noqa: F401,F403 - determinism, matmul precision, threads, warn_always
+from ._switches import tune_gc as _tune_gc
+
+_tune_gc()  # the tape's objects would set the cyclic collector off several times a step (_switches.tune_gc)
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd.anomaly import set_detect_anomaly as set_anomaly_enabled
 

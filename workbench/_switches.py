@@ -1,5 +1,5 @@
 """Process-wide switches that real programs set at the top: determinism, float32 matmul precision, threads,
-warn-always, denormals.
+warn-always, denormals; and the one workbench sets itself, the cyclic collector's first threshold.
 
 Each is kept and checked as PyTorch checks it, and does what it can on NumPy/CuPy:
 
@@ -18,9 +18,39 @@ True
 >>> wb.use_deterministic_algorithms(False)
 """
 import ctypes
+import gc
 import os
 
 from ._backend import blas as _blas
+
+GC_THRESHOLD = 10_000
+
+
+def tune_gc():
+    """Raise CPython's first collection threshold to ``GC_THRESHOLD`` (``import workbench`` calls this).
+
+    The tape is Python objects, a node, a tensor and a few tuples an op, that reference counting frees as a
+    step's graph goes. The cyclic collector counts them as allocations: at its default threshold (700 net
+    allocations) it runs several times a step, scans a tape that is alive, promotes it to older generations,
+    and so brings on full collections that scan every object in the process. An LSTM written by hand spent 8%
+    of its step collecting (15% with torch imported too), and none once the threshold was above a step's tape
+    (benchmarks/RESULTS.md). PyTorch's tape is C++ and never counts. Cyclic garbage is still collected, after
+    10,000 net allocations instead of 700. A threshold already higher is kept; ``WORKBENCH_GC_THRESHOLD=N``
+    sets N instead (``0``: leave the collector as it is); ``gc.set_threshold`` afterwards overrides it.
+
+    >>> import gc, workbench
+    >>> gc.get_threshold()[0] >= 700
+    True
+    """
+    want = os.environ.get("WORKBENCH_GC_THRESHOLD")
+    try:
+        want = GC_THRESHOLD if want is None else int(want)
+    except ValueError:
+        raise ValueError(f"WORKBENCH_GC_THRESHOLD must be an integer (0 leaves the collector as it is), got {want!r}") from None
+    t0, t1, t2 = gc.get_threshold()
+    if want > t0:
+        gc.set_threshold(want, t1, t2)
+
 
 _STATE = {"deterministic": False, "warn_only": False, "matmul_precision": "highest", "warn_always": False,
           "interop_threads": 1}
