@@ -384,3 +384,24 @@ def test_the_shared_weight_gradient_by_finite_differences():
                                      m.bias_hh_l0.detach().clone().requires_grad_()))
     assert wb.autograd.gradgradcheck(f, (m.weight_hh_l0.detach().clone().requires_grad_(),
                                          m.bias_hh_l0.detach().clone().requires_grad_()))
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_the_shared_weights_under_checkpointing_and_func_grad(reentrant):
+    # checkpoint recomputes the layer inside the backward (a nested run with its own RecurrentWeights); func.grad
+    # differentiates through functional_call: both give the plain backward's gradients
+    from workbench.func import functional_call, grad
+    from workbench.utils.checkpoint import checkpoint
+    m, x = _layer_and_grads("LSTM", num_layers=2)
+    m(x)[0].pow(2).sum().backward()
+    want, want_x = _grads(m), x.grad.numpy().copy()
+    m.zero_grad()
+    x.grad = None
+    checkpoint(lambda t: m(t)[0], x, use_reentrant=reentrant).pow(2).sum().backward()
+    for n, g in _grads(m).items():
+        np.testing.assert_array_equal(g, want[n], err_msg=n)
+    np.testing.assert_array_equal(x.grad.numpy(), want_x)
+    params = {k: v.detach() for k, v in m.named_parameters()}
+    g = grad(lambda p: functional_call(m, p, (x.detach(),))[0].pow(2).sum())(params)
+    for n in params:
+        np.testing.assert_array_equal(g[n].numpy(), want[n], err_msg=n)
