@@ -405,3 +405,27 @@ def test_the_shared_weights_under_checkpointing_and_func_grad(reentrant):
     g = grad(lambda p: functional_call(m, p, (x.detach(),))[0].pow(2).sum())(params)
     for n in params:
         np.testing.assert_array_equal(g[n].numpy(), want[n], err_msg=n)
+
+
+def test_backward_runs_in_two_threads_keep_their_own_weight_terms():
+    import threading
+    models = [_layer_and_grads("GRU", seed=s) for s in (5, 6)]
+    loss = lambda out: out[0].pow(2).sum()  # noqa: E731
+    want = [_step_by_step(m, x, loss) for m, x in models]
+    bad = []
+
+    def work(k):
+        m, x = models[k]
+        for _ in range(15):
+            m.zero_grad()
+            loss(m(x)).backward()
+            for n, g in _grads(m).items():
+                if not np.allclose(g, want[k][n], rtol=1e-12, atol=1e-14):
+                    bad.append((k, n))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []

@@ -9,6 +9,7 @@ as PyTorch does), so a 100,000-node chain needs no recursion.
 import heapq
 import operator
 import sys
+import threading
 import warnings
 
 from .. import _backend
@@ -21,9 +22,14 @@ from .grad_mode import STATE, count_backward
 from .graph import AccumulateGrad, gradient_edge
 
 _ndarray = _backend.ndarray
-# the backward run whose nodes execute now (set as a walk starts or resumes, put back as it ends): a primitive
-# whose nodes share work across a run (ops.recurrent's recurrent weights) tells runs apart by it
-RUN = [None]
+# the backward run whose nodes execute now in this thread (set as a walk starts or resumes, put back as it ends):
+# a primitive whose nodes share work across a run (ops.recurrent's recurrent weights) tells runs apart by it
+_LOCAL = threading.local()
+
+
+def current_run():
+    """The backward run (``iter_backward``'s object) executing in this thread, or None."""
+    return getattr(_LOCAL, "run", None)
 
 _make = Tensor._make
 _step = tuple.__new__  # BackwardStep's constructor without a Python-level call
@@ -222,8 +228,9 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
     count_backward(1)  # ops run by backward formulas are not 'cuts' of the user's graph
     running = True
     index = 0
-    outer = RUN[0]
-    RUN[0] = run
+    local = _LOCAL
+    outer = getattr(local, "run", None)
+    local.run = run
     # a drained walk keeps the one node that just became ready out of the heap while the heap is empty (a
     # linear stretch of the graph: no push and pop per node); a paused walk keeps it in the heap (peek())
     nxt_up = None
@@ -255,7 +262,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
                     count_backward(-1)
                     running = False
                     yield step
-                    RUN[0] = run
+                    local.run = run
                     STATE.enabled = create_graph
                     count_backward(1)
                     running = True
@@ -322,7 +329,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
             count_backward(-1)
             running = False
             yield _step(BackwardStep, (node, tuple(grads), grad_inputs, (), index))
-            RUN[0] = run
+            local.run = run
             if late_free is not None and node._saved is not None:
                 free_saved(node, late_free)
             STATE.enabled = create_graph
@@ -330,7 +337,7 @@ def _steps(run, roots, buffers, deps, ready, shared_ids, capture, needed, captur
             running = True
             index += 1
     finally:
-        RUN[0] = outer
+        local.run = outer
         STATE.enabled = grad_mode
         if running:
             count_backward(-1)

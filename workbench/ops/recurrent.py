@@ -126,7 +126,7 @@ class GruCell(Function):
 # RecurrentWeights after every step that the backward reaches, and its backward turns the terms into the
 # gradients of W_hh and b_hh. The first step of a backward run hands RecurrentWeights a zero gradient (a
 # broadcast view: no memory) so that the engine runs it; the others hand it None. Terms are kept per backward
-# run (``engine.RUN``), so a run that stops short of the weights (``autograd.grad`` of an initial state, a
+# run (``engine.current_run()``), so a run that stops short of the weights (``autograd.grad`` of an initial state, a
 # debugger closed midway) leaves nothing that a later run would count. Under ``create_graph=True`` the steps
 # return their own weight terms as Tensor ops (exact higher derivatives) and RecurrentWeights passes the sums on.
 _TERMS = weakref.WeakValueDictionary()  # id(the weight view a RecurrentWeights forward made) -> its _Terms
@@ -164,7 +164,7 @@ class RecurrentWeights(Function):
         w, b = ctx.saved_tensors
         nig = ctx.needs_input_grad
         terms = ctx.terms
-        run = _engine.RUN[0]
+        run = _engine.current_run()
         mine = [e for e in terms.entries if e[0] is run]
         if mine:
             terms.entries = [e for e in terms.entries if e[0] is not run]
@@ -215,7 +215,7 @@ class HiddenProduct(Function):
         dh = Tensor._make(gemm(gd, w._data)) if nig[0] else None
         if not (nig[1] or nig[2]):
             return dh, None, None
-        run = _engine.RUN[0]
+        run = _engine.current_run()
         terms.entries.append((run, gd, h._data))
         if any(r is run for r in terms.runs):
             return dh, None, None
