@@ -151,7 +151,7 @@ def test_softmax_family_against_float64_and_pytorch(name, loops):
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
-def test_exp_polynomial_within_two_ulp_and_denormals_rounded_once():
+def test_exp_polynomial_within_two_ulp_and_zero_below_the_normal_range():
     x = np.concatenate([np.linspace(-110, 90, 1 << 17, dtype=np.float32), _x(30.0)])
     out = np.empty_like(x)
     fused._compile_helpers()
@@ -162,8 +162,10 @@ def test_exp_polynomial_within_two_ulp_and_denormals_rounded_once():
     normal = (ref >= np.finfo(np.float32).tiny) & (ref <= np.finfo(np.float32).max)
     ulp = np.spacing(ref[normal].astype(np.float32)).astype(np.float64)
     assert (np.abs(out[normal] - ref[normal]) <= 2 * ulp).all()
+    # where e**x is below float32's normal range the loops get 0 (a denormal would cost a microcode assist per
+    # lane, and PyTorch's sigmoid, softmax and GELU give 0 there)
     sub = (ref < np.finfo(np.float32).tiny) & ~np.isnan(ref)
-    assert (np.abs(out[sub] - ref[sub]) <= 2.0 ** -149).all()  # one rounding at the denormal grid
+    assert sub.sum() > 1000 and (out[sub] == 0).all()
     assert (out[ref > np.finfo(np.float32).max] == np.inf).all()
     special = np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0])
     o = np.empty_like(special)
