@@ -204,3 +204,27 @@ def test_elementwise_kernels_match_references_on_the_cpu_emulator(monkeypatch):
         np.testing.assert_allclose(p.get(), h, rtol=1e-5, atol=1e-6)
     with pytest.raises(fake_cupy.NotEmulated, match="__shared__"):  # row reductions need a GPU
         K.softmax(cp, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scatter_add_loops_equal_numpy_add_at_bitwise(dtype):
+    # ops._util.ufunc_at's fast path (fused.add_rows_at / add_flat_at) against np.add.at itself: rows picked by
+    # one index (negative ones wrap), a broadcast gradient, a full index with a broadcast part; what it does not
+    # serve (ints, an index out of range) goes to add.at, which raises IndexError for the range
+    from workbench.ops._util import ufunc_at
+    rng = np.random.default_rng(0)
+    out = rng.standard_normal((100, 8, 4)).astype(dtype)
+    cases = [(rng.integers(-100, 100, 3000), rng.standard_normal((3000, 8, 4)).astype(dtype)),
+             ((rng.integers(0, 100, 3000),), np.broadcast_to(dtype(0.5), (3000, 8, 4))),
+             ((rng.integers(0, 100, (50, 8, 1)), np.arange(8)[None, :, None], rng.integers(0, 4, (1, 1, 4))),
+              rng.standard_normal((50, 8, 4)).astype(dtype))]
+    for key, vals in cases:
+        want, got = out.copy(), out.copy()
+        np.add.at(want, key, vals)
+        ufunc_at(np, "add", got, key, vals)
+        assert want.tobytes() == got.tobytes()
+    ints = np.zeros(10, np.int64)
+    ufunc_at(np, "add", ints, np.arange(300) % 10, np.ones(300, np.int64))
+    assert (ints == 30).all()
+    with pytest.raises(IndexError):
+        ufunc_at(np, "add", out, np.full(300, 100), np.ones((300, 8, 4), dtype))

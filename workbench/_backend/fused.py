@@ -132,6 +132,26 @@ class _sums_loop(_loop):
     fastmath = {"reassoc"}
 
 
+# --- scatter-add: NumPy's add.at, row by row or element by element, in the same order (the same sums) --------
+@_loop
+def add_rows_at(out, idx, vals):
+    """out[idx[i]] += vals[i] for i in order (``np.add.at(out, idx, vals)`` on rows: a gather's backward,
+    index_add_); out (n, m), idx (k,) in [0, n), vals (k, m)."""
+    k, m = vals.shape
+    for i in range(k):
+        o = out[idx[i]]
+        v = vals[i]
+        for j in range(m):
+            o[j] += v[j]
+
+
+@_loop
+def add_flat_at(out, idx, vals):
+    """out[idx[i]] += vals[i] for i in order, on flat arrays (``np.add.at`` with a full index: scatter_add)."""
+    for i in range(idx.size):
+        out[idx[i]] += vals[i]
+
+
 # --- layout (2-D arrays) ---------------------------------------------------------------------------------
 @_loop
 def transpose_add(yt, b, bias, out):  # out[i, j] = yt[j, i], + b[j] with ``bias``: linear's product computed
