@@ -14,7 +14,6 @@ different, and the call runs eagerly otherwise (``pystate.py``; docs/compile.md)
 """
 import contextlib
 import functools
-import gc
 
 from ..nn.module import Module
 from . import compiled as _compiled
@@ -147,9 +146,8 @@ def explain(fn):
 
 def reset():
     """Forget every trace (as ``torch.compiler.reset``): the next calls trace again."""
-    for obj in gc.get_objects():
-        if isinstance(obj, CompiledFunction):
-            obj._reset()
+    for obj in list(_compiled.ALL):
+        obj._reset()
 
 
 def is_compiling():

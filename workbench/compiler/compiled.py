@@ -7,6 +7,7 @@ detection or a trace level above 1 is on, or a backward hook (the gradient monit
 calls run eagerly so the tools see every op.
 """
 import functools
+import weakref
 
 from .. import _backend
 from ..autograd import graph as _graph
@@ -22,6 +23,7 @@ from .program import Program, _walk, arg_paths_of, captured_sources, describe, l
 from .pystate import ABSENT, plain_value, changed, contents, python_state
 
 np = _backend.numpy
+ALL = weakref.WeakSet()  # every CompiledFunction alive (compiler.reset() forgets their traces)
 INSIDE = [0]  # calls of compiled callables under way that run the function's Python (is_compiling() is True there)
 STANCE = ["default"]  # workbench.compiler.set_stance's
 
@@ -49,6 +51,7 @@ class CompiledFunction:
         self.log = []  # (event, detail): traces, fallbacks and why
         self._name = name or getattr(fn, "__qualname__", type(fn).__name__)
         functools.update_wrapper(self, fn, updated=())
+        ALL.add(self)
 
     @property
     def _limit(self):  # read on each call: config.recompile_limit may change between calls
