@@ -656,21 +656,21 @@ _AS_A = tuple(map(_F, (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.2
 _INV_SQRT2, _INV_SQRT_2PI = _F(0.7071067811865476), _F(0.3989422804014327)
 
 
-# Past z^2 = 86.41 (|x| > 13.15) the negative side's value is below float32's smallest normal, and e**-z^2 and
-# erfc(z)/2 are denormal or 0; each product that makes or reads a denormal costs a microcode assist (~100 cycles
-# on x86): exact GELU on pre-activations of standard deviation 10 took 5-7x PyTorch's time. There the value is
-# -0. and the slope 0 (its slope is below 1e-36 there; PyTorch's forward gives -0. from |x| ~ 5.5), computed on a
-# stand-in z so that no lane makes a denormal.
-_ZZ_FAR = _F(86.41)
+# Each product that makes or reads a denormal costs a microcode assist (~100 cycles on x86): exact GELU on
+# pre-activations of standard deviation 10 took 5-7x PyTorch's time. So no lane makes one unless its result is
+# one: the negative side is (x t P(t) / 2) e**-z^2, each factor normal (not x (t P(t) / 2 e**-z^2), whose right
+# factor goes denormal from |x| ~ 12.9); past z^2 = 86.41 (|x| > 13.15) its value is below float32's smallest
+# normal and is -0. (its slope below 1e-36 is 0; PyTorch's forward gives -0. from |x| ~ 5.5); past z = 4.5 the
+# positive side is x (its slope 1) exactly. Those lanes compute on a stand-in z of 0 and select.
+_ZZ_FAR, _ZZ_FLAT, _INF = _F(86.41), _F(20.25), _F(math.inf)
 
 
 @_helper
 def _half_erfc(z, zz):
-    """(erfc(z) / 2, e**-zz) for z >= 0 and zz = z^2."""
+    """(t P(t) / 2, e**-zz) for z >= 0 and zz = z^2: erfc(z) / 2 is their product."""
     t = _ONE / (_ONE + _AS_P * z)
     a0, a1, a2, a3, a4 = _AS_A
-    e = _exp(-zz)
-    return _HALF * (((((a0 * t + a1) * t + a2) * t + a3) * t + a4) * t) * e, e
+    return _HALF * (((((a0 * t + a1) * t + a2) * t + a3) * t + a4) * t), _exp(-zz)
 
 
 @_fma_loop
@@ -678,11 +678,13 @@ def gelu(x, out):
     for i in range(x.size):
         v = x[i]
         z = abs(v) * _INV_SQRT2
-        far = z * z > _ZZ_FAR
-        zs = _ZERO if far else z
-        h, _ = _half_erfc(zs, zs * zs)
-        h = _ZERO if far else h
-        out[i] = v * (h if v < _ZERO else _ONE - h)
+        zz = z * z
+        neg = v < _ZERO
+        stand = zz > _ZZ_FAR if neg else zz > _ZZ_FLAT
+        q, e = _half_erfc(_ZERO if stand else z, _ZERO if stand else zz)
+        yn = v * _ZERO if stand else (v * q) * e
+        yp = v if stand else v * (_ONE - q * e)
+        out[i] = yn if neg else yp
 
 
 @_fma_loop
@@ -690,12 +692,15 @@ def gelu_grad(g, x, out):  # (Phi(x) + x pdf(x)) g
     for i in range(x.size):
         v = x[i]
         z = abs(v) * _INV_SQRT2
-        far = z * z > _ZZ_FAR
-        zs = _ZERO if far else z
-        h, e = _half_erfc(zs, zs * zs)
-        slope = (h if v < _ZERO else _ONE - h) + v * (e * _INV_SQRT_2PI)
-        lim = _ZERO if v < _ZERO else _ONE  # far out: 0 on the negative side, 1 on the positive
-        out[i] = ((lim + v * _ZERO) if far else slope) * g[i]
+        zz = z * z
+        neg = v < _ZERO
+        stand = zz > _ZZ_FAR if neg else zz > _ZZ_FLAT
+        stand = stand and z < _INF  # (+inf's slope stays nan: inf times the pdf's 0)
+        q, e = _half_erfc(_ZERO if stand else z, _ZERO if stand else zz)
+        sn = (q + v * _INV_SQRT_2PI) * e  # Phi + x pdf on the negative side, each factor normal
+        sp = (_ONE - q * e) + v * (e * _INV_SQRT_2PI)
+        lim = (_ZERO + v * _ZERO) if neg else _ONE
+        out[i] = (lim if stand else (sn if neg else sp)) * g[i]
 
 
 # tanh GELU: 0.5 (1 + tanh u) is sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), and 1 - tanh^2 u = 4 s (1 - s):
