@@ -30,12 +30,7 @@ class Linear(Function):
         ctx.save_for_backward(x if nig[1] else None, w if nig[0] else None)
         ctx.x_shape = x.shape
         # one 2-D GEMM over all leading dims (a stacked matmul would loop over them)
-        x2 = x.reshape(-1, x.shape[-1]) if x.ndim > 2 else x
-        y = _product_by_rows(x2, w, b) if x2.ndim == 2 else None
-        if y is None:
-            y = gemm(x2, w.T)
-            if b is not None:
-                y += b
+        y = product(x.reshape(-1, x.shape[-1]) if x.ndim > 2 else x, w, b)
         return y.reshape(x.shape[:-1] + (w.shape[0],)) if x.ndim > 2 else y
 
     @staticmethod
@@ -54,6 +49,16 @@ class Linear(Function):
         if nig[2]:
             gb = g2.sum(0)
         return gx, gw, gb
+
+
+def product(x, w, b):
+    """x @ w.T + b on raw arrays, x 1-D or 2-D (b may be None): by rows where that pays, else one GEMM."""
+    y = _product_by_rows(x, w, b) if x.ndim == 2 else None
+    if y is None:
+        y = gemm(x, w.T)
+        if b is not None:
+            y += b
+    return y
 
 
 def _product_by_rows(x, w, b):

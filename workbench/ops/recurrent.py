@@ -20,7 +20,7 @@ from ..autograd.grad_mode import STATE
 from ._autocast import AUTOCAST as _AUTOCAST
 from ._util import gemm, result_dtype_n
 from .join import cat
-from .linear import Linear, _bias_grad, _product_by_rows, linear
+from .linear import Linear, _bias_grad, linear, product
 
 
 def _promoted(*tensors):
@@ -196,13 +196,8 @@ class HiddenProduct(Function):
     def forward(ctx, h, w, b):
         ctx.save_for_backward(h, w)
         ctx.terms = _TERMS.get(id(w))
-        y = _product_by_rows(h, w, b) if h.ndim == 2 else None
-        if y is None:
-            y = gemm(h, w.T)
-            if b is not None:
-                y += b
         ctx.x_shape = h.shape  # for Linear.backward (create_graph)
-        return y
+        return product(h, w, b)
 
     @staticmethod
     def backward(ctx, g):
