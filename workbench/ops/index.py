@@ -157,6 +157,15 @@ def _value_in_numpy_order(xp, v, shape, order):
     return _to_numpy(xp, vb, order)
 
 
+def _region_shape(out, key):
+    """The shape of ``out[key]``, from the index arrays alone where they name every dim (scatter's grid key), else
+    by indexing (a gather of the whole region, only for its shape)."""
+    if key.__class__ is tuple and len(key) == out.ndim and all(
+            hasattr(k, "dtype") and k.dtype.kind in "iu" for k in key):
+        return _backend.numpy.broadcast_shapes(*(k.shape for k in key))
+    return out[key].shape
+
+
 def _is_basic(key):
     ks = key if isinstance(key, tuple) else (key,)
     return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in ks)
@@ -277,7 +286,7 @@ class IndexPut(Function):
         if order is not None and hasattr(vv, "shape"):
             vv = _value_in_numpy_order(xp, vv, out[key].shape, order)
         if accumulate:
-            ufunc_at(xp, "add", out, key, xp.broadcast_to(vv, out[key].shape) if hasattr(vv, "shape") else vv)
+            ufunc_at(xp, "add", out, key, xp.broadcast_to(vv, _region_shape(out, key)) if hasattr(vv, "shape") else vv)
         else:
             try:
                 out[key] = vv
