@@ -249,3 +249,26 @@ def test_explain_names_a_keyword_argument_that_went_missing_and_reset_clears_cou
     wb.compiler.reset()
     e = wb.compiler.explain(f)
     assert (e.traces, e.traced_calls, e.replays, e.eager_calls) == (0, 0, 0, 0)
+
+
+def test_is_compiling_holds_in_the_thread_running_the_compiled_call_only():
+    import threading
+    seen = []
+    started, release = threading.Event(), threading.Event()
+
+    def other():
+        started.wait()
+        seen.append(wb.compiler.is_compiling())
+        release.set()
+
+    def f(x):
+        started.set()
+        release.wait(5)
+        seen.append(wb.compiler.is_compiling())
+        return x + 1
+
+    t = threading.Thread(target=other)
+    t.start()
+    wb.compile(f)(wb.ones(1))
+    t.join()
+    assert seen == [False, True]

@@ -159,7 +159,7 @@ def is_compiling():
     >>> wb.compiler.is_compiling(), f(wb.ones(1)).item()
     (False, 2.0)
     """
-    return ACTIVE[0] is not None or _compiled.INSIDE[0] > 0
+    return _compiled.inside()  # (a trace runs inside a call too)
 
 
 is_dynamo_compiling = is_compiling

@@ -7,6 +7,7 @@ detection or a trace level above 1 is on, or a backward hook (the gradient monit
 calls run eagerly so the tools see every op.
 """
 import functools
+import threading
 import weakref
 
 from .. import _backend
@@ -24,18 +25,24 @@ from .pystate import ABSENT, plain_value, changed, contents, python_state
 
 np = _backend.numpy
 ALL = weakref.WeakSet()  # every CompiledFunction alive (compiler.reset() forgets their traces)
-INSIDE = [0]  # calls of compiled callables under way that run the function's Python (is_compiling() is True there)
+INSIDE = threading.local()  # .depth: calls of compiled callables under way in this thread that run their Python
 STANCE = ["default"]  # workbench.compiler.set_stance's
+
+
+def inside():
+    """Whether this thread runs the Python of a compiled callable's call (is_compiling() is True there)."""
+    return getattr(INSIDE, "depth", 0) > 0
 
 
 def _run_python(fn, args, kwargs):
     # the function itself (a trace, or an eager call): code in it sees is_compiling() True on every call, as code
     # that PyTorch compiled does (a replay runs no Python)
-    INSIDE[0] += 1
+    depth = getattr(INSIDE, "depth", 0)
+    INSIDE.depth = depth + 1
     try:
         return fn(*args, **kwargs)
     finally:
-        INSIDE[0] -= 1
+        INSIDE.depth = depth
 
 
 class CompiledFunction:
