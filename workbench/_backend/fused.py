@@ -404,7 +404,7 @@ _F0, _F1 = _F(0.0), _F(1.0)
 _LOG2E, _ROUND, _LN2_HI, _LN2_LO = _F(1.44269504088896341), _F(12582912.0), _F(0.693359375), _F(-2.12194440e-4)
 _EXP_P = tuple(map(_F, (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
                         5.0000001201e-1)))
-# below _LO (ln of float32's smallest normal, 1.18e-38) e**x is 0: see _exp_scaled
+# below _LO (ln of float32's smallest normal, 1.18e-38) e**x is 0: see _exp
 _LO, _HI, _ZERO, _HALF, _ONE = _F(-87.33654), _F(89.0), _F(0.0), _F(0.5), _F(1.0)
 _EM1_LO = _F(-0.7)
 _EM1_Q = tuple(_F(1.0 / math.factorial(k)) for k in range(9, 1, -1))  # 1/9! ... 1/2!
@@ -422,17 +422,11 @@ def _bits(i):  # replaced by an intrinsic in _compile_helpers
 def _exp(x):
     """e**x in float32 (Cephes' expf: x = n ln 2 + r, a degree-6 polynomial in r, times 2**n), within 2 ulp
     of the true value where that is a normal float32; below -87.34, where it would be denormal, 0 (as
-    PyTorch's sigmoid, softmax and GELU give there); above 89 inf; NaN stays NaN (the compares are false)."""
-    return _exp_scaled(x, 0, _LO)
-
-
-@_helper
-def _exp_scaled(x, extra, lo):
-    """e**x times 2**extra (``extra`` >= 0), from _exp's reduction; 0 below ``lo``. A lane below ``lo``
-    computes e**0 and is set to 0 at the end: a product that makes or reads a denormal costs a microcode
-    assist (~100 cycles on x86), which every large negative argument paid (sigmoid and softmax on inputs of
-    standard deviation 40 took up to 3.6x PyTorch's time)."""
-    under = x < lo
+    PyTorch's sigmoid, softmax and GELU give there); above 89 inf; NaN stays NaN (the compares are false).
+    A lane below -87.34 computes e**0 and is set to 0 at the end: a product that makes or reads a denormal costs
+    a microcode assist (~100 cycles on x86), which every large negative argument paid (sigmoid and softmax on
+    inputs of standard deviation 40 took up to 3.6x PyTorch's time)."""
+    under = x < _LO
     x = _ZERO if under else x
     x = _HI if x > _HI else x
     n = (x * _LOG2E + _ROUND) - _ROUND  # round to the nearest integer (adding 1.5 * 2**23 drops the fraction)
@@ -441,7 +435,7 @@ def _exp_scaled(x, extra, lo):
     p0, p1, p2, p3, p4, p5 = _EXP_P
     p = ((((p0 * r + p1) * r + p2) * r + p3) * r + p4) * r + p5
     p = p * (r * r) + r + _ONE
-    k = numpy.int32(n) + numpy.int32(extra)
+    k = numpy.int32(n)
     h = k >> 1
     y = p * _bits(numpy.int32((h + 127) << 23)) * _bits(numpy.int32((k - h + 127) << 23))
     return _ZERO if under else y

@@ -135,13 +135,12 @@ _TERMS = weakref.WeakValueDictionary()  # id(the weight view a RecurrentWeights 
 class _Terms:
     """The (backward run, g, h) a layer call's steps left for their shared weight's gradient."""
 
-    __slots__ = ("view", "entries", "runs", "zero_strides", "__weakref__")
+    __slots__ = ("view", "entries", "runs", "__weakref__")
 
     def __init__(self, view):
         self.view = view  # kept: its id is the key the steps find these terms by
         self.entries = []
         self.runs = []
-        self.zero_strides = (0,) * view.ndim  # the wake-up gradient's: a broadcast zero
 
 
 class RecurrentWeights(Function):
@@ -177,7 +176,7 @@ class RecurrentWeights(Function):
         db = _bias_grad(g) if b is not None and nig[1] else None
         # what else reached the weights in this run (a second backward through a create_graph one's products)
         # adds on; the zero gradient a step handed over to wake this node does not
-        if dw is not None and gw is not None and gw._data.strides != terms.zero_strides:
+        if dw is not None and gw is not None and any(gw._data.strides):  # (the wake-up zero is a broadcast)
             dw += gw._data
         if db is not None and gb is not None:
             db = db + gb._data
