@@ -20,6 +20,7 @@ CPU = {
     "compile_cpu.py": ["--steps", "2", "--rounds", "1", "--only", "tiny,mlp,tiny-module"],
     "user_forms.py": ["--rounds", "1", "--only", "chain,tiny,mlp"],
     "peers.py": ["--rounds", "1", "--steps-scale", "0.05"],
+    "conv_models.py": ["--rounds", "1", "--steps", "1", "--only", "mobilenet,einsum"],
     "functional_ops.py": ["--rounds", "1", "--reps", "1", "--only", "relu,layer_norm,cross_entropy"],
     "viewer_speed.py": ["--nodes", "200"],
     "debugger_step.py": ["--links", "100", "--steps", "5", "--runs", "1"],

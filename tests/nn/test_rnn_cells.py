@@ -220,15 +220,25 @@ def test_16_bit_cells_compute_in_float32_and_round_once(dtype):
 def test_autocast_dtypes_match_torch(cls):
     # PyTorch's CPU LSTM layer (oneDNN's) is on autocast's lower-precision list: input and states run in
     # bfloat16. Its GRU is not: the products come back bfloat16, the state stays float32, and the cell promotes
+    # (PyTorch 2.13 on an Intel Sapphire Rapids gives LSTM (bfloat16, bfloat16, float32), GRU float32 throughout;
+    # on a CPU without bfloat16 instructions, an AMD EPYC with AVX2, oneDNN refuses the LSTM: those figures
+    # stand in for it there)
+    recorded = {"LSTM": ("bfloat16", "bfloat16", "float32"), "GRU": ("float32", "float32", "float32")}
     outs = []
     for lib in (wb, torch):
         m = getattr(lib.nn, cls)(3, 4)
-        with lib.autocast("cpu", dtype=lib.bfloat16):
-            out, h = m(lib.randn(5, 2, 3))
+        try:
+            with lib.autocast("cpu", dtype=lib.bfloat16):
+                out, h = m(lib.randn(5, 2, 3))
+        except RuntimeError as e:
+            if lib is not torch or "could not create a primitive descriptor" not in str(e):
+                raise
+            outs.append(recorded[cls])
+            continue
         out.float().sum().backward()
         outs.append((str(out.dtype).split(".")[-1], str((h[0] if cls == "LSTM" else h).dtype).split(".")[-1],
                      str(m.weight_hh_l0.grad.dtype).split(".")[-1]))
-    assert outs[0] == outs[1]
+    assert outs[0] == outs[1] == recorded[cls]
 
 
 def test_recurrent_layers_refuse_what_pytorch_refuses():

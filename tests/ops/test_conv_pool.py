@@ -124,6 +124,10 @@ def test_max_pool_fake_cuda(fake_cuda):
     np.testing.assert_array_equal(i.cpu().numpy(), it.numpy())
 
 
+def _bias_size(fn, ws, kw):
+    return ws[1] * kw.get("groups", 1) if "transpose" in fn else ws[0]
+
+
 CONVS = [  # (conv, input shape, weight shape, kwargs): unit strides use the flat column layout
     ("conv2d", (3, 4, 8, 8), (6, 4, 3, 3), {"padding": 1}),  # the digits CNN's convolutions
     ("conv2d", (40, 16, 8, 8), (8, 16, 3, 3), {"padding": 1}),  # columns built in batch chunks
@@ -145,13 +149,31 @@ WINOGRAD = [  # 3x3, unit stride, >= 8 channels: Winograd's F(2x2, 3x3) (_backen
     ("conv2d", (70, 16, 8, 8), (32, 16, 3, 3), {"padding": 1}),  # several batch chunks
     ("conv_transpose2d", (2, 8, 5, 6), (8, 9, 3, 3), {"padding": 1}),  # the input gradient as an op
 ]
-CONVS += WINOGRAD
+DEPTHWISE = [  # 2-D, one input channel per group: the stencil loops (_backend/depthwise.py)
+    ("conv2d", (3, 4, 7, 6), (4, 1, 3, 3), {"padding": 1, "groups": 4}),  # MobileNet's, odd sizes
+    ("conv2d", (2, 4, 9, 8), (4, 1, 3, 3), {"padding": 1, "stride": 2, "groups": 4}),  # its strided one
+    ("conv2d", (2, 3, 7, 9), (6, 1, 3, 3), {"padding": (0, 2), "stride": (1, 2), "groups": 3}),  # multiplier 2
+    ("conv2d", (2, 2, 11, 10), (2, 1, 5, 4), {"padding": (3, 1), "stride": 3, "dilation": (2, 3), "groups": 2}),
+    ("conv2d", (1, 2, 4, 5), (2, 1, 2, 2), {"padding": 3, "dilation": 3, "groups": 2}),  # taps past the image
+    ("conv2d", (2, 3, 6, 7), (3, 1, 4, 3), {"padding": "same", "groups": 3}),  # asymmetric padding
+    ("conv_transpose2d", (2, 3, 5, 6), (3, 1, 3, 3), {"padding": 1, "stride": 2, "output_padding": 1,
+                                                      "groups": 3}),  # the input gradient as an op
+]
+POINTWISE = [  # 1x1 kernels without padding: one matrix product per image
+    ("conv2d", (3, 4, 5, 6), (6, 4, 1, 1), {}),
+    ("conv2d", (2, 4, 7, 6), (6, 4, 1, 1), {"stride": 2}),  # the entries a strided kernel reads
+    ("conv2d", (2, 6, 5, 5), (4, 3, 1, 1), {"stride": (1, 3), "groups": 2, "dilation": 2}),
+    ("conv1d", (2, 5, 9), (3, 5, 1), {}),
+    ("conv3d", (2, 3, 3, 4, 5), (2, 3, 1, 1, 1), {"stride": (2, 1, 2)}),
+    ("conv_transpose2d", (2, 4, 3, 4), (4, 5, 1, 1), {"stride": 2, "output_padding": 1}),
+]
+CONVS += WINOGRAD + DEPTHWISE + POINTWISE
 
 
 @pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
 @pytest.mark.parametrize("fn,xs,ws,kw", CONVS)
 def test_conv_matches_torch(fn, xs, ws, kw):
-    x, w, b = R.standard_normal(xs), R.standard_normal(ws), R.standard_normal(ws[1] if "transpose" in fn else ws[0])
+    x, w, b = R.standard_normal(xs), R.standard_normal(ws), R.standard_normal(_bias_size(fn, ws, kw))
     tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
     wx, ww, wb_ = (wb.tensor(a, requires_grad=True) for a in (x, w, b))
     yt = getattr(TF, fn)(tx, tw, tb, **kw)
@@ -226,7 +248,7 @@ def test_winograd_takes_the_path_and_agrees_with_im2col(fn, xs, ws, kw, monkeypa
     """The Winograd path is taken where it applies, and with Numba switched off (im2col columns) the numbers
     agree to float64 rounding."""
     from workbench._backend import fused
-    x, w, b = R.standard_normal(xs), R.standard_normal(ws), R.standard_normal(ws[1] if "transpose" in fn else ws[0])
+    x, w, b = R.standard_normal(xs), R.standard_normal(ws), R.standard_normal(_bias_size(fn, ws, kw))
     g = None
     results = []
     calls = _winograd_calls(monkeypatch)
@@ -301,3 +323,72 @@ def test_winograd_against_torch(dtype, xs, ws, kw, strided, taken, monkeypatch):
     for a, t in zip([y.detach()] + [v.grad for v in ws_], [ty.detach()] + [v.grad for v in ts]):
         assert a.numpy().dtype == dtype
         np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=tol, atol=tol)
+
+
+def _direct_calls(monkeypatch):
+    """Which direct path each convolution primitive took: patched _kind records its answers."""
+    from workbench.ops import conv
+    kinds = []
+    kind = conv._kind
+    monkeypatch.setattr(conv, "_kind", lambda *a: kinds.append(kind(*a)) or kinds[-1])
+    return kinds
+
+
+@pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
+@pytest.mark.parametrize("path,case", [("depthwise", c) for c in DEPTHWISE] + [("pointwise", c) for c in POINTWISE])
+def test_direct_paths_are_taken_and_agree_with_im2col(path, case, monkeypatch):
+    """Depthwise and 1x1 convolutions take their direct path in the forward and both gradients (float64:
+    the numbers agree with im2col's to rounding), and with Numba off the depthwise one falls back to im2col."""
+    from workbench._backend import fused
+    fn, xs, ws, kw = case
+    x, w, b = R.standard_normal(xs), R.standard_normal(ws), R.standard_normal(_bias_size(fn, ws, kw))
+    kinds = _direct_calls(monkeypatch)
+    monkeypatch.setattr(fused, "ENABLED", [True])
+    results = []
+    g = None
+    for numba_on in (True, False):
+        fused.ENABLED[0] = numba_on
+        kinds.clear()
+        ts = [wb.tensor(a, requires_grad=True) for a in (x, w, b)]
+        y = getattr(F, fn)(*ts, **kw)
+        g = R.standard_normal(tuple(y.shape)) if g is None else g
+        y.backward(wb.tensor(g))
+        results.append([y.detach().numpy()] + [t.grad.numpy() for t in ts])
+        assert set(kinds) == ({path} if numba_on or path == "pointwise" else {None})
+    for a, c in zip(*results):
+        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
+@pytest.mark.parametrize("fn,xs,ws,kw", [c for c in DEPTHWISE + POINTWISE if np.prod(c[1]) < 400])
+def test_direct_paths_gradcheck_and_second_derivative(fn, xs, ws, kw):
+    x = wb.tensor(R.standard_normal(xs), requires_grad=True)
+    w = wb.tensor(R.standard_normal(ws), requires_grad=True)
+    f = lambda a, b: getattr(F, fn)(a, b, **kw)  # noqa: E731
+    assert wb.autograd.gradcheck(f, (x, w))
+    assert wb.autograd.gradgradcheck(f, (x, w))
+
+
+@pytest.mark.parametrize("strided", [False, True])
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((32, 32, 16, 16), (32, 1, 3, 3), {"padding": 1, "groups": 32}),  # MobileNet's depthwise layers
+    ((8, 64, 16, 16), (64, 1, 3, 3), {"padding": 1, "stride": 2, "groups": 64}),
+    ((8, 32, 16, 16), (64, 32, 1, 1), {}),  # and its pointwise ones
+    ((8, 16, 32, 32), (32, 16, 1, 1), {"stride": 2}),  # a ResNet projection shortcut
+])
+def test_direct_paths_float32_against_torch(xs, ws, kw, strided):
+    """Forward and all three gradients in float32 against PyTorch's, on contiguous and non-contiguous input."""
+    x, w, b = (R.standard_normal(s).astype(np.float32) for s in (xs, ws, ws[:1]))
+    if strided:
+        x = np.ascontiguousarray(x.swapaxes(2, 3)).swapaxes(2, 3)
+    ts = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    ty = TF.conv2d(*ts, **kw)
+    g = R.standard_normal(tuple(ty.shape)).astype(np.float32)
+    ty.backward(torch.tensor(g))
+    ws_ = [wb.tensor(a, requires_grad=True) for a in (x, w, b)]
+    y = F.conv2d(*ws_, **kw)
+    y.backward(wb.tensor(g))
+    for a, t in zip([y.detach()] + [v.grad for v in ws_], [ty.detach()] + [v.grad for v in ts]):
+        assert a.numpy().dtype == np.float32
+        scale = max(1.0, np.abs(t.numpy()).max())
+        np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-4, atol=1e-5 * scale)

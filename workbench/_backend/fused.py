@@ -19,6 +19,7 @@ disk (``cache=True``), so a new process loads it in milliseconds.
 """
 import math
 import os
+import sys
 
 import numpy
 
@@ -58,20 +59,23 @@ def usable32(*arrays, min_size=MIN_SIZE):
     return arrays[0].dtype is _F32 and usable(*arrays, min_size=min_size)
 
 
-_HELPERS = []  # scalar functions the loops call: compiled (and inlined into them) before the first loop compiles
-_HELPERS_READY = []
+_HELPERS = []  # functions the loops call: compiled (and inlined into them) before a loop compiles
+_HELPERS_READY = []  # [True] once the intrinsics exist; _HELPERS[:_COMPILED[0]] are compiled
+_COMPILED = [0]
 
 
 def _helper(fn=None, **options):
-    """Marks a scalar function the loops call; Numba compiles it with ``options`` (default: inlined)."""
+    """Marks a function the loops call (of this module or another: ``depthwise``); Numba compiles it with
+    ``options`` (default: inlined) in place, in its module, before the next loop compiles."""
     def mark(f):
-        _HELPERS.append((f.__name__, options or {"inline": "always"}))
+        _HELPERS.append((f.__module__, f.__name__, options or {"inline": "always"}))
         return f
     return mark(fn) if fn is not None else mark
 
 
 def _compile_helpers():
     if _HELPERS_READY:
+        _compile_new_helpers()
         return
     nb = _numba()
     from llvmlite import ir
@@ -92,9 +96,17 @@ def _compile_helpers():
     g = globals()
     g["_bits"] = bits
     g["_fma"] = fma
-    for name, options in _HELPERS:
-        g[name] = nb.njit(**options)(g[name])
     _HELPERS_READY.append(True)
+    _compile_new_helpers()
+
+
+def _compile_new_helpers():
+    nb = _numba()
+    while _COMPILED[0] < len(_HELPERS):
+        module, name, options = _HELPERS[_COMPILED[0]]
+        g = sys.modules[module].__dict__
+        g[name] = nb.njit(**options)(g[name])
+        _COMPILED[0] += 1
 
 
 class _loop:
