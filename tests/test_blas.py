@@ -6,7 +6,8 @@ import torch
 import workbench as wb
 from workbench._backend import blas
 
-needs_blas = pytest.mark.skipif(not blas.available(), reason="no BLAS axpy found in this process")
+needs_blas = pytest.mark.skipif(not blas.one_pass(), reason="no BLAS axpy that rounds every entry once found in this "
+                                "process (blas.fuses: OpenBLAS's Haswell kernels leave a tail unfused)")
 
 
 @needs_blas
@@ -18,6 +19,20 @@ def test_axpy_matches_numpy(dtype):
     want = y + dtype(-0.37) * x
     assert blas.axpy(-0.37, x, y)
     np.testing.assert_allclose(y, want, rtol=1e-6 if dtype == np.float32 else 1e-14, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [3 * blas.MIN_SIZE + 29, 2 * blas.MIN_SIZE + 1])
+def test_axpy_runs_only_where_it_rounds_every_entry_once(n):
+    """The optimizers' loops reproduce axpy's one rounding per entry; where the BLAS leaves some entries with two
+    (a kernel's tail), axpy declines and everything takes the two-pass form. y = -(a x) rounded shows which."""
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    a = np.float32(0.731)
+    y = -(x * a)
+    once = (np.float64(a) * x.astype(np.float64) + y).astype(np.float32)  # exact: the product's rounding error
+    assert (once != 0).mean() > 0.9
+    ran = blas.axpy(a, x, y)
+    assert ran == (blas.available() and blas.fuses())
+    np.testing.assert_array_equal(y, once if ran else -(x * a))
 
 
 def test_axpy_declines_what_it_cannot_do():

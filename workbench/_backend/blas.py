@@ -60,9 +60,10 @@ def available():
 
 def axpy(alpha, x, y):
     """y += alpha * x in place, in one pass; False (nothing done) unless x and y are large, C-contiguous,
-    non-overlapping NumPy arrays of one float32/float64 dtype and size and a BLAS axpy was found."""
+    non-overlapping NumPy arrays of one float32/float64 dtype and size and a BLAS axpy that rounds every entry
+    once was found (``fuses``)."""
     if (y.__class__ is not numpy.ndarray or x.__class__ is not numpy.ndarray or y.size < MIN_SIZE
-            or x.size != y.size or x.dtype != y.dtype or not available()):
+            or x.size != y.size or x.dtype != y.dtype or not one_pass()):
         return False
     entry = _FUNCS.get(y.dtype)
     if (entry is None or not (x.flags.c_contiguous and y.flags.c_contiguous and y.flags.writeable)
@@ -75,6 +76,36 @@ def axpy(alpha, x, y):
     for start in range(0, n, chunk):
         fn(min(chunk, n - start), alpha, px + start * step, 1, py + start * step, 1)
     return True
+
+
+_FUSES = []  # [whether axpy rounds every entry once], probed on first use
+
+
+def one_pass():
+    """Whether ``axpy`` runs: a BLAS axpy was found and it rounds every entry once (``fuses``)."""
+    return available() and fuses()
+
+
+def fuses():
+    """Whether the BLAS axpy computes every entry of y + a x with one rounding (a fused multiply-add), which the
+    optimizers' one-pass loops then reproduce bit for bit (``fused._add_scaled``). Probed once, in float32, on an
+    array long enough for OpenBLAS to split it across its threads: its Haswell kernels (an AMD EPYC here) leave the
+    last entries of each thread's part unfused (2 of 73,200 differed), and a form that mixes both roundings is
+    matched by neither loop, so then ``axpy`` declines and the callers take their two-pass NumPy form, as the
+    loops then do. The probe's y is minus a x rounded, so every entry tells: one rounding leaves the product's
+    rounding error (exact in float32, and in the float64 reference), two leave 0."""
+    if not _FUSES:
+        ok = False
+        if available():
+            x = numpy.random.default_rng(0).standard_normal(4 * MIN_SIZE + 37).astype(numpy.float32)
+            a = numpy.float32(-0.0123)
+            y = -(x * a)
+            want = (numpy.float64(a) * x.astype(numpy.float64) + y).astype(numpy.float32)
+            fn, _index = _FUNCS[numpy.dtype(numpy.float32)]
+            fn(x.size, a, x.ctypes.data, 1, y.ctypes.data, 1)
+            ok = bool(numpy.array_equal(y, want))
+        _FUSES.append(ok)
+    return _FUSES[0]
 
 
 _CORE = []  # [OpenBLAS's kernel name for this CPU, or None], looked up on first use

@@ -35,56 +35,40 @@ _U = numpy.uint64  # loop indices: unsigned, so no wraparound test (see the modu
 @fused._helper
 def _phases(xf, base, h, w, sh, sw, ph, pw, hq, wq, pf):
     """The phase planes of plane x[n, c] (at offset base of the flat image xf, h x w) into the flat pf (plane k
-    at k * (hq + 1) * wq): pf[k][r*wq + q] = x[n, c, r*sh + a - ph, q*sw + b - pw] for k = a*sw + b, 0 outside."""
+    at k * (hq + 1) * wq): pf[k][r*wq + q] = x[n, c, r*sh + a - ph, q*sw + b - pw] for k = a*sw + b. Only the
+    entries inside x are written: the rest (the padding) are the same for every plane, zeroed once."""
     size = (hq + 1) * wq
     step = _U(sw)
     for a in range(sh):
+        r0 = max(0, (ph - a + sh - 1) // sh)  # the rows r whose input row lies in [0, h)
+        r1 = min(hq, max(r0, (h - 1 - a + ph) // sh + 1))
         for b in range(sw):
-            k0 = (a * sw + b) * size
             q0 = min(wq, max(0, (pw - b + sw - 1) // sw))  # the columns q whose input column lies in [0, w)
             q1 = min(wq, max(q0, (w - 1 - b + pw) // sw + 1))
-            for r in range(hq + 1):
-                o = _U(k0 + r * wq)
-                ih = r * sh + a - ph
-                if ih < 0 or ih >= h or r == hq:
-                    for q in range(_U(0), _U(wq)):
-                        pf[o + q] = 0
-                    continue
-                for q in range(_U(0), _U(q0)):
-                    pf[o + q] = 0
-                for q in range(_U(q1), _U(wq)):
-                    pf[o + q] = 0
-                src = _U(base + ih * w + q0 * sw + b - pw)
-                dst = o + _U(q0)
+            for r in range(r0, r1):
+                src = _U(base + (r * sh + a - ph) * w + q0 * sw + b - pw)
+                dst = _U((a * sw + b) * size + r * wq + q0)
                 for j in range(_U(0), _U(q1 - q0)):
                     pf[dst + j] = xf[src + j * step]
 
 
 @fused._helper
 def _unphase(pf, h, w, sh, sw, ph, pw, hq, wq, xf, base):
-    """The inverse of ``_phases``: plane (n, c) of the flat image xf (at offset base) from the phase planes pf;
-    entries no phase plane holds (the rows and columns past every tap's reach) are 0."""
+    """The inverse of ``_phases``: plane (n, c) of the flat image xf (at offset base) from the phase planes pf.
+    Only the entries some phase plane holds are written: the others (rows and columns past every tap's reach)
+    keep the zeros xf was made with."""
     size = (hq + 1) * wq
     step = _U(sw)
     for a in range(sh):
+        r0 = max(0, (ph - a + sh - 1) // sh)
+        r1 = min(hq, max(r0, (h - 1 - a + ph) // sh + 1))
         for b in range(sw):
-            k0 = (a * sw + b) * size
             q0 = min(wq, max(0, (pw - b + sw - 1) // sw))
             q1 = min(wq, max(q0, (w - 1 - b + pw) // sw + 1))
-            i0 = max(0, (ph - a + sh - 1) // sh)  # the rows r whose image row lies in [0, h)
-            i1 = max(i0, (h - 1 - a + ph) // sh + 1)
-            for r in range(i0, i1):
-                dst = _U(base + (r * sh + a - ph) * w + b - pw)
-                if r >= hq:  # past every tap's reach
-                    for j in range(_U(max(0, (pw - b + sw - 1) // sw)), _U((w - 1 - b + pw) // sw + 1)):
-                        xf[dst + j * step] = 0
-                    continue
-                for j in range(_U(max(0, (pw - b + sw - 1) // sw)), _U(q0)):
-                    xf[dst + j * step] = 0
-                for j in range(_U(q1), _U((w - 1 - b + pw) // sw + 1)):
-                    xf[dst + j * step] = 0
-                src = _U(k0 + r * wq)
-                for j in range(_U(q0), _U(q1)):
+            for r in range(r0, r1):
+                dst = _U(base + (r * sh + a - ph) * w + q0 * sw + b - pw)
+                src = _U((a * sw + b) * size + r * wq + q0)
+                for j in range(_U(0), _U(q1 - q0)):
                     xf[dst + j * step] = pf[src + j]
 
 
@@ -193,7 +177,7 @@ def grads(g, geom, spatial, ksize, x=None, w=None):
     g = numpy.ascontiguousarray(g)
     dt = g.dtype
     none = numpy.empty(0, dt)  # a gradient not asked for
-    dx = numpy.empty((g.shape[0], geom[4]) + tuple(spatial), dt) if w is not None else None
+    dx = numpy.zeros((g.shape[0], geom[4]) + tuple(spatial), dt) if w is not None else None
     dw = numpy.empty((g.shape[1], 1) + tuple(ksize), dt) if x is not None else None
     _backward(none if x is None else numpy.ascontiguousarray(x).reshape(-1), g.reshape(-1), g.shape,
               none if w is None else numpy.ascontiguousarray(w).reshape(-1), geom[4], spatial[0], spatial[1],

@@ -164,6 +164,27 @@ def add_flat_at(out, idx, vals):
         out[idx[i]] += vals[i]
 
 
+# --- col2im: a transposed convolution's (and fold's) scatter of window columns -----------------------------
+@_loop
+def col2im2d(cols, shape, sh, sw, dh, dw, out, hf, wf):
+    """out[a, b, oh*sh + kh*dh, ow*sw + kw*dw] += cols[a, kh, kw, b, oh, ow], tap by tap in (kh, kw) order as
+    ``ops._windows._col2im``'s strided adds (the same sums); cols and out (A, B, hf, wf) flat, ``shape`` cols'
+    (A, KH, KW, B, OH, OW). Unsigned indices: no wraparound test, which would keep the loop scalar."""
+    a_n, kh_n, kw_n, b_n, oh_n, ow_n = shape
+    u = numpy.uint64
+    step = u(sw)
+    for a in range(a_n):
+        for kh in range(kh_n):
+            for kw in range(kw_n):
+                for b in range(b_n):
+                    src = u(((((a * kh_n + kh) * kw_n + kw) * b_n + b) * oh_n) * ow_n)
+                    for oh in range(oh_n):
+                        dst = u(((a * b_n + b) * hf + oh * sh + kh * dh) * wf + kw * dw)
+                        row = src + u(oh * ow_n)
+                        for ow in range(u(0), u(ow_n)):
+                            out[dst + ow * step] += cols[row + ow]
+
+
 # --- layout (2-D arrays) ---------------------------------------------------------------------------------
 @_loop
 def transpose_add(yt, b, bias, out):  # out[i, j] = yt[j, i], + b[j] with ``bias``: linear's product computed

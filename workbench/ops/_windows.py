@@ -1,6 +1,7 @@
 """Sliding-window helpers shared by convolution and pooling (raw arrays), and the separable matrix map."""
 import itertools
 
+from .._backend import fused as _fused
 from ._util import array_step
 
 
@@ -39,9 +40,13 @@ def _col2im(xp, cols, spatial, ksize, stride, lo, hi, dil):
     osize = cols.shape[2 + nd:]
     full = tuple(s + p + q for s, p, q in zip(spatial, lo, hi))
     out = xp.zeros((a, b) + full, dtype=cols.dtype)
-    for kpos in itertools.product(*[range(k) for k in ksize]):
-        sl = tuple(slice(k * d, k * d + s * (o - 1) + 1, s) for k, d, s, o in zip(kpos, dil, stride, osize))
-        out[(slice(None), slice(None)) + sl] += cols[(slice(None),) + kpos]
+    if nd == 2 and _fused.usable(out) and cols.dtype == out.dtype:  # NumPy's adds of a few entries a row: 5 ns each
+        _fused.col2im2d(xp.ascontiguousarray(cols).reshape(-1), cols.shape, stride[0], stride[1], dil[0], dil[1],
+                        out.reshape(-1), full[0], full[1])
+    else:
+        for kpos in itertools.product(*[range(k) for k in ksize]):
+            sl = tuple(slice(k * d, k * d + s * (o - 1) + 1, s) for k, d, s, o in zip(kpos, dil, stride, osize))
+            out[(slice(None), slice(None)) + sl] += cols[(slice(None),) + kpos]
     if any(lo) or any(hi):
         out = out[(slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(lo, spatial))]
     return out

@@ -361,7 +361,9 @@ class ConvGradInput(Function):
         kind = _kind(geom, w.shape, g, w)
         if kind is not None:
             return _special_grads(kind, xp, g, geom, spatial, w.shape[2:], w=w)[0]
-        if grid.flat:
+        # the flat layout gathers over the whole input grid; where g is much smaller than it (a transposed
+        # convolution growing 1x1 to 4x4), one product over g's entries and col2im's adds cost less
+        if grid.flat and math.prod(grid.dext) <= 2 * math.prod(osize):
             return grid.grads(xp, g, groups, w.shape[1], w=w)[0]
         if gc is None:
             gc = grid.gcols(xp, g, groups)

@@ -122,7 +122,7 @@ def _loop_args(x, *arrays):
     whether the group is worth it), and whether x's update then fuses the multiply-add as ``blas.axpy`` would
     (so the loop gives the NumPy form's bits either way)."""
     ok = fused.usable(x, *arrays, min_size=1) and x.flags.writeable
-    return ok, ok and x.size >= blas.MIN_SIZE and blas.available()
+    return ok, ok and x.size >= blas.MIN_SIZE and blas.one_pass()
 
 
 def adam_step_(xp, x, g, m, v, mx, beta1, beta2, bc2_sqrt, eps, step_size, tmp, scratch, loop=True):

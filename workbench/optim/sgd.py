@@ -173,5 +173,5 @@ class SGD(Optimizer):
 
 def _fuse_from(f):
     """The size from which ``fused.sgd_steps`` fuses a parameter's multiply-add: where ``sgd_step_`` would take
-    BLAS's axpy (none without a BLAS), so the loop gives the NumPy form's bits."""
-    return blas.MIN_SIZE if blas.available() else f.grad.size + 1
+    BLAS's axpy (none without one that fuses, ``blas.one_pass``), so the loop gives the NumPy form's bits."""
+    return blas.MIN_SIZE if blas.one_pass() else f.grad.size + 1
