@@ -174,16 +174,53 @@ def _planes(rows, cols, dtype):
     return numpy.empty((16, rows * cols + 16), dtype=dtype)[:, :rows * cols].reshape(16, rows, cols)
 
 
-def _padded(x, lo, size):
-    """x (n, C, H, W) channels-last inside zeros (n, size[0], size[1], C) at offset lo (negative: cropped)."""
-    p = numpy.zeros((x.shape[0],) + tuple(size) + (x.shape[1],), dtype=x.dtype)
-    dst, src = [], []
-    for a, s, full in zip(lo, x.shape[2:], size):
-        b0, b1 = max(a, 0), min(a + s, full)
-        dst.append(slice(b0, max(b0, b1)))
-        src.append(slice(b0 - a, max(b0, b1) - a))
-    p[:, dst[0], dst[1]] = x[:, :, src[0], src[1]].transpose(0, 2, 3, 1)
-    return p
+@fused._loop
+def _to_channels_last(xf, xshape, n0, m, lo0, lo1, pf, hp, wp):
+    """pf (m, hp, wp, C) flat, pf[n, a, b, c] = x[n0 + n, c, a - lo0, b - lo1] where that lies inside x (N, C, H,
+    W) flat; the other entries (the padding, zeroed once by the caller) are left alone. Reads x's rows whole;
+    unsigned indices (no wraparound test: LLVM keeps the copies tight)."""
+    _n, c_n, h_n, w_n = xshape
+    h0, h1 = max(0, -lo0), min(h_n, hp - lo0)
+    w0, w1 = max(0, -lo1), min(w_n, wp - lo1)
+    step = numpy.uint64(c_n)
+    for n in range(m):
+        for h in range(h0, h1):
+            dst = numpy.uint64(((n * hp + h + lo0) * wp + w0 + lo1) * c_n)
+            for c in range(c_n):
+                src = numpy.uint64((((n0 + n) * c_n + c) * h_n + h) * w_n + w0)
+                d = dst + numpy.uint64(c)
+                for j in range(numpy.uint64(0), numpy.uint64(max(0, w1 - w0))):
+                    pf[d + j * step] = xf[src + j]
+
+
+@fused._loop
+def _to_channels_first(tf, m, hh, ww, yf, yshape, n0):
+    """y[n0 + n, o, h, w] = t[n, h, w, o] for h, w inside y (N, O, H, W), t (m, hh, ww, O); both flat."""
+    _n, o_n, h_n, w_n = yshape
+    step = numpy.uint64(o_n)
+    for n in range(m):
+        for o in range(o_n):
+            for h in range(h_n):
+                dst = numpy.uint64((((n0 + n) * o_n + o) * h_n + h) * w_n)
+                src = numpy.uint64(((n * hh + h) * ww) * o_n + o)
+                for j in range(numpy.uint64(0), numpy.uint64(w_n)):
+                    yf[dst + j] = tf[src + j * step]
+
+
+class _Padded:
+    """A batch chunk of an NCHW array channels-last inside zeros (m, size[0], size[1], C), at offset lo (negative:
+    cropped): one buffer per call, refilled chunk by chunk (the padding stays zero: every chunk writes the same
+    entries)."""
+
+    def __init__(self, x, nb, lo, size):
+        self.x, self.lo, self.size = x, lo, tuple(size)
+        self.flat = numpy.ascontiguousarray(x).reshape(-1)
+        self.buf = numpy.zeros((nb,) + self.size + (x.shape[1],), dtype=x.dtype)
+
+    def chunk(self, n0, m):
+        _to_channels_last(self.flat, self.x.shape, n0, m, self.lo[0], self.lo[1], self.buf.reshape(-1),
+                          self.size[0], self.size[1])
+        return self.buf[:m]
 
 
 def _chunk(n, per_image):
@@ -201,18 +238,20 @@ def _conv_into(x, u, bias, lo, osize, y):
     n, c = x.shape[:2]
     o = u.shape[2]
     th, tw = _tile_grid(osize)
-    nb = _chunk(n, 16 * th * tw * (c + o) * x.itemsize)
+    nb = min(n, _chunk(n, 16 * th * tw * (c + o) * x.itemsize))
     bias = numpy.zeros(o, dtype=x.dtype) if bias is None else bias
+    padded = _Padded(x, nb, lo, (2 * th + 2, 2 * tw + 2))
+    v_all = _planes(nb * th * tw, c, x.dtype)
+    prod_all = _planes(nb * th * tw, o, x.dtype)
+    yt = numpy.empty((nb, 2 * th, 2 * tw, o), dtype=x.dtype)
+    yf = y.reshape(-1)
     for n0 in range(0, n, nb):
-        xs = x[n0:n0 + nb]
-        m = xs.shape[0]
-        v = _planes(m * th * tw, c, x.dtype)
-        _tiles(_padded(xs, lo, (2 * th + 2, 2 * tw + 2)), th, tw, v)
-        prod = _planes(m * th * tw, o, x.dtype)
+        m = min(nb, n - n0)
+        v, prod = v_all[:, :m * th * tw], prod_all[:, :m * th * tw]
+        _tiles(padded.chunk(n0, m), th, tw, v)
         numpy.matmul(v, u, out=prod)
-        yt = numpy.empty((m, 2 * th, 2 * tw, o), dtype=x.dtype)
-        _untiles(prod, th, tw, bias, yt)
-        y[n0:n0 + m] = yt[:, :osize[0], :osize[1]].transpose(0, 3, 1, 2)
+        _untiles(prod, th, tw, bias, yt[:m])
+        _to_channels_first(yt.reshape(-1), m, 2 * th, 2 * tw, yf, y.shape, n0)
     return y
 
 
@@ -237,15 +276,17 @@ def weight_grad(x, g, lo):
     n, c = x.shape[:2]
     o, osize = g.shape[1], g.shape[2:]
     th, tw = _tile_grid(osize)
-    nb = _chunk(n, 16 * th * tw * (c + o) * x.itemsize)
+    nb = min(n, _chunk(n, 16 * th * tw * (c + o) * x.itemsize))
+    xs = _Padded(x, nb, lo, (2 * th + 2, 2 * tw + 2))
+    gs = _Padded(g, nb, (0, 0), (2 * th, 2 * tw))
+    v_all = _planes(nb * th * tw, c, x.dtype)
+    d_all = _planes(nb * th * tw, o, x.dtype)
     du = None
     for n0 in range(0, n, nb):
-        xs, gs = x[n0:n0 + nb], g[n0:n0 + nb]
-        m = xs.shape[0]
-        v = _planes(m * th * tw, c, x.dtype)
-        _tiles(_padded(xs, lo, (2 * th + 2, 2 * tw + 2)), th, tw, v)
-        d = _planes(m * th * tw, o, x.dtype)
-        _grad_tiles(_padded(gs, (0, 0), (2 * th, 2 * tw)), th, tw, d)
+        m = min(nb, n - n0)
+        v, d = v_all[:, :m * th * tw], d_all[:, :m * th * tw]
+        _tiles(xs.chunk(n0, m), th, tw, v)
+        _grad_tiles(gs.chunk(n0, m), th, tw, d)
         part = numpy.matmul(v.transpose(0, 2, 1), d)  # (16, C, O)
         du = part if du is None else du.__iadd__(part)
     return _kernel_untiles(du)
