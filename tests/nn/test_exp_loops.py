@@ -1,5 +1,5 @@
-"""The exp-based one-pass loops of ``_backend/fused.py`` (sigmoid, silu, exact and tanh GELU, glu, softplus's
-gradient, softmax, log_softmax, softmin on float32 arrays of at least ``fused.MIN_SIZE`` elements) and the NumPy forms they
+"""The exp-based one-pass loops of ``_backend/fused.py`` (sigmoid, silu, exact and tanh GELU, glu, softplus,
+logsigmoid and mish with their gradients (``_log1p``), softmax, log_softmax, softmin on float32 arrays of at least ``fused.MIN_SIZE`` elements) and the NumPy forms they
 replace: both against float64 references and against PyTorch, with tiny, denormal, huge and non-finite
 inputs. Each test runs with the loops on and off (off: the path of an install without Numba)."""
 import numpy as np
@@ -52,10 +52,17 @@ ACTS = {
     "silu": (lambda F, x: F.silu(x), lambda x: x * expit(x), lambda x: expit(x) * (1 + x * expit(-x))),
     "gelu": (lambda F, x: F.gelu(x), lambda x: x * ndtr(x), lambda x: ndtr(x) + x * _phi_pdf(x)[1]),
     "softplus": (lambda F, x: F.softplus(x), lambda x: np.logaddexp(0, x), lambda x: np.where(x > 20, 1.0, expit(x))),
+    "logsigmoid": (lambda F, x: F.logsigmoid(x), lambda x: -np.logaddexp(0, -x), lambda x: expit(-x)),
+    "mish": (lambda F, x: F.mish(x), lambda x: x * np.tanh(_softplus(x)),
+             lambda x: np.tanh(_softplus(x)) + x * expit(x) * (1 - np.tanh(_softplus(x)) ** 2)),
     "gelu_tanh": (lambda F, x: F.gelu(x, approximate="tanh"), lambda x: x * expit(2 * _gelu_u(x)),
                   lambda x: expit(2 * _gelu_u(x)) + x * 2 * expit(2 * _gelu_u(x)) * expit(-2 * _gelu_u(x))
                   * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * x * x)),
 }
+
+
+def _softplus(x):  # PyTorch's: x itself above the threshold 20
+    return np.where(x > 20, x, np.logaddexp(0, x))
 
 
 def _gelu_u(x):  # the tanh GELU's argument: 0.5 (1 + tanh u) = sigmoid(2u)
@@ -190,3 +197,20 @@ def test_glu_gradient_loop_equals_the_numpy_form_bitwise():
         gb = (1 - s) * x[:, 0] * ga
     np.testing.assert_array_equal(dx[:, 0], ga)
     np.testing.assert_array_equal(dx[:, 1], gb)
+
+
+def test_log1p_polynomial_within_two_ulp():
+    """fused._log1p (NumPy's float32 log1p is a scalar call without AVX-512), as softplus's and logsigmoid's
+    log(1 + e**-|x|): within 2 ulp of float64 wherever e**-|x| is a normal float32; 0 at +-inf, NaN at NaN."""
+    if not HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    x = np.concatenate([np.float32([0.0, -0.0, 1e-30, 6e-8, 1.0, -2.0, 17.0, 87.0, np.inf, -np.inf, np.nan]),
+                        np.random.default_rng(0).uniform(-87.3, 87.3, 1 << 18).astype(np.float32)])
+    out = np.empty_like(x)
+    fused.softplus_tail(x, out)
+    ref = np.log1p(np.exp(-np.abs(x.astype(np.float64))))
+    finite = np.isfinite(x)
+    ulp = np.abs(out[finite] - ref[finite]) / np.spacing(ref[finite].astype(np.float32))
+    assert ulp.max() <= 2.0
+    assert out[0] == out[1] == np.float32(np.log(2.0))
+    assert out[8] == out[9] == 0.0 and np.isnan(out[10])

@@ -316,12 +316,17 @@ FUSED = {
     hardswish_grad: lambda out, g, x: fused.hardswish_grad(g, x, out, *map(out.dtype.type, (3, 0.5))),
     sigmoid_grad_from_y: lambda out, g, y: fused.sigmoid_grad_from_y(g, y, out, out.dtype.type(1)),
 }
-# the loops built on fused._exp (float32 only)
+# the loops built on fused._exp and fused._log1p (float32 only)
 FUSED32 = {
     sigmoid: lambda out, x: fused.sigmoid(x, out),
     silu: lambda out, x: fused.silu(x, out),
     silu_grad: lambda out, g, x: fused.silu_grad(g, x, out),
+    softplus: lambda out, x, b, th: fused.softplus(x, out, *map(out.dtype.type, (b, th))),
     softplus_grad: lambda out, g, x, b, th: fused.softplus_grad(g, x, out, *map(out.dtype.type, (b, th))),
+    logsigmoid: lambda out, x: fused.logsigmoid(x, out),
+    logsigmoid_grad: lambda out, g, x: fused.logsigmoid_grad(g, x, out),
+    mish: lambda out, x: fused.mish(x, out),
+    mish_grad: lambda out, g, x: fused.mish_grad(g, x, out),
     elu: lambda out, x, a, s, i: fused.elu(x, out, *map(out.dtype.type, (s, a * s, i))),
     elu_grad: lambda out, g, x, a, s, i: fused.elu_grad(g, x, out, *map(out.dtype.type, (s, a * s * i, i))),
 }

@@ -556,10 +556,14 @@ class BceWithLogits(Function):
     def forward(ctx, x, t, mean):
         xp = ctx.xp
         xf, tf = xp.ascontiguousarray(x).reshape(-1), xp.ascontiguousarray(t).reshape(-1)
-        e = xp.abs(xf)
-        xp.negative(e, out=e)
-        xp.exp(e, out=e)
-        xp.log1p(e, out=e)
+        if _fused.usable32(xf):  # one pass (NumPy's log1p is a scalar libm call without AVX-512)
+            e = xp.empty_like(xf)
+            _fused.softplus_tail(xf, e)
+        else:
+            e = xp.abs(xf)
+            xp.negative(e, out=e)
+            xp.exp(e, out=e)
+            xp.log1p(e, out=e)
         total = e.sum(dtype=x.dtype) + xp.maximum(xf, 0, out=e).sum(dtype=x.dtype) - _block_dot(xf, tf)
         ctx.coef = 1.0 / x.size if mean else 1.0
         ctx.save_for_backward(x, t)
