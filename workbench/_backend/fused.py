@@ -298,6 +298,14 @@ def threshold(x, out, mask, th, value):  # PyTorch's x <= th ? value : x, and th
 
 
 @_loop
+def sign(x, out, one):  # 1, -1 or 0 (+0. for +-0. and NaN, as PyTorch's): selects, one pass
+    zero = one - one
+    for i in range(x.size):
+        v = x[i]
+        out[i] = one if v > zero else (-one if v < zero else zero)
+
+
+@_loop
 def mask_mul(g, mask, out, slope):  # the piecewise activations' backward: g * slope where the mask holds
     zero = slope - slope  # in g's dtype: a select of one type, which LLVM vectorises (a float64 0.0 kept a branch)
     for i in range(g.size):
