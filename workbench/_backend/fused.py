@@ -8,6 +8,12 @@ NumPy's SIMD one), so the exp-based loops (sigmoid, silu, both GELUs, glu, the e
 family) call ``_exp``,
 a float32 polynomial written in arithmetic LLVM vectorises (with a bit cast for the power of two), ~0.45 ms
 per 1M elements as a loop of its own, NumPy's ``exp`` speed, and nothing to pay again for what follows it.
+The softplus family calls ``_log1p``, a polynomial too: NumPy's float32 ``exp``, ``log`` and ``log1p`` are SIMD
+only on CPUs with AVX-512, and elsewhere (an AMD EPYC with AVX2) scalar calls of 2-10 ns an element.
+
+Loops select rather than branch where an element's case is data (a branch on random signs mispredicts: 8 ns an
+entry), and index from unsigned offsets where an index is a sum (``i + shift`` makes Numba test for a negative
+index and wrap it, and LLVM then leaves the loop scalar).
 
 Constants come in the input's dtype (the caller rounds them as PyTorch does, leaky_relu's slope to
 float32), so the arithmetic is PyTorch's, in its order. Every caller keeps its NumPy form, the same formulas,
