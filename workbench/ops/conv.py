@@ -15,8 +15,8 @@ d(ConvGradInput)/dw is ConvGradWeight; d(ConvGradWeight)/dx is ConvGradInput and
 Three shapes skip the columns (``_kind``), in all three primitives, so every order of derivative takes them:
 
 * pointwise  a 1x1 kernel without padding (MobileNet's and ResNet's projections, a U-Net's head): a matrix
-             product per image, on any arrays and dims; a stride reads x[..., ::s] (8x32x16x16 -> 64:
-             0.55 ms forward against im2col's 1.7 and PyTorch's 0.7, on an AMD EPYC)
+             product per image, on any arrays and dims; a stride reads x[..., ::s] (32x32x16x16 -> 64:
+             0.71 ms forward against im2col's 1.67 and PyTorch's 0.98, on an AMD EPYC)
 * depthwise  2-D with one input channel per group: a stencil over phase planes (``_backend/depthwise.py``,
              Numba); per-group im2col products were 3-5x PyTorch's time
 * winograd   2-D 3x3, unit stride, one group, >= 8 channels: F(2x2, 3x3) (``_backend/winograd.py``, Numba)
